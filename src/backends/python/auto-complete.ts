@@ -1,0 +1,80 @@
+/**
+ * @module backends/python/auto-complete
+ * Runs `TritonPythonModel.auto_complete_config` in a throw-away stub, as Triton does: the model
+ * module is imported once more, the static method edits a `pb_utils.ModelConfig`, and the
+ * resulting JSON comes back. The stub and its shared memory are gone when this returns.
+ */
+import crypto from 'node:crypto';
+import { ErrorCode, TritonError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { StubChannel } from './ipc/channel.js';
+import { describeExit, spawnStub } from './stub-process.js';
+
+export interface AutoCompleteRun {
+  modelName: string;
+  modelFile: string;
+  python: string;
+  env?: NodeJS.ProcessEnv;
+  configJson: string;
+  shmDefaultByteSize: number;
+  shmGrowthByteSize: number;
+  logVerbose: number;
+  logger: Logger;
+  timeoutMs: number;
+}
+
+export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
+  const region = `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_ac`;
+  const channel = StubChannel.create({ region, defaultByteSize: o.shmDefaultByteSize, growthByteSize: o.shmGrowthByteSize });
+  const child = spawnStub({
+    python: o.python,
+    env: o.env,
+    modelFile: o.modelFile,
+    region,
+    growthByteSize: o.shmGrowthByteSize,
+    name: o.modelName,
+    mode: 'autocomplete',
+    logVerbose: o.logVerbose,
+    logger: o.logger,
+    label: o.modelName,
+  });
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new TritonError(ErrorCode.INTERNAL, `auto_complete_config of model '${o.modelName}' did not finish in ${o.timeoutMs} ms`));
+      }, o.timeoutMs);
+      const done = (f: () => void) => {
+        clearTimeout(timer);
+        f();
+      };
+      child.once('error', (err) =>
+        done(() => reject(new TritonError(ErrorCode.INTERNAL, `Failed to start '${o.python}' for model '${o.modelName}': ${err.message}`))),
+      );
+      child.once('exit', (code, signal) =>
+        done(() =>
+          reject(
+            new TritonError(
+              ErrorCode.INTERNAL,
+              `Stub process '${o.modelName}' is not healthy. ${describeExit({ code, signal })} (while running auto_complete_config)`,
+            ),
+          ),
+        ),
+      );
+      channel.onMessage((m: { t: string; config?: string; msg?: string; level?: string }) => {
+        if (m.t === 'hello') channel.send({ t: 'autocomplete', config: o.configJson });
+        else if (m.t === 'autocomplete_ok') done(() => resolve(String(m.config)));
+        else if (m.t === 'autocomplete_err') done(() => reject(new TritonError(ErrorCode.INTERNAL, String(m.msg))));
+        else if (m.t === 'log') o.logger.info(`[${o.modelName}] ${m.msg}`, o.modelName);
+      });
+    });
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      // The stub exits by itself after answering; make sure it does.
+      const t = setTimeout(() => child.kill('SIGKILL'), 2000);
+      await exited;
+      clearTimeout(t);
+    }
+    channel.close();
+  }
+}

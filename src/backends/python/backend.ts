@@ -1,0 +1,108 @@
+/**
+ * @module backends/python/backend
+ * The Python backend: each instance of a model is a stub process running the unchanged
+ * `model.py` (see stub-instance.ts); auto-complete runs in a throw-away stub.
+ */
+import fs from 'node:fs';
+import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
+import { ErrorCode, TritonError } from '../../core/errors.js';
+import type { ModelConfig } from '../../generated/model_config_pb.js';
+import { expandInstances } from '../../core/config/instances.js';
+import { modelConfigFromJson, modelConfigToJson } from '../../core/config/json.js';
+import { resolveInside } from '../../core/repository/safe-path.js';
+import { runAutoComplete } from './auto-complete.js';
+import { pythonFor } from './stub-paths.js';
+import { StubInstance } from './stub-instance.js';
+
+export interface PythonBackendOptions {
+  pythonExecutable: string;
+  shmDefaultByteSize: number;
+  shmGrowthByteSize: number;
+  stubTimeoutSeconds: number;
+  logVerbose: number;
+}
+
+export class PythonBackend implements Backend {
+  readonly name = 'python';
+  /** Every live instance, for metrics (shared-memory bytes) and tests. */
+  readonly instances = new Set<StubInstance>();
+
+  constructor(private readonly o: PythonBackendOptions) {}
+
+  private modelFile(versionDir: string, config: ModelConfig): string {
+    const file = resolveInside(versionDir, config.defaultModelFilename || 'model.py', 'default_model_filename');
+    if (!fs.existsSync(file)) {
+      throw new TritonError(ErrorCode.INTERNAL, `unable to find '${file}' for model '${config.name}'`);
+    }
+    return file;
+  }
+
+  async autoComplete(ctx: AutoCompleteContext, config: ModelConfig): Promise<ModelConfig> {
+    const { python, env } = pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
+    const json = await runAutoComplete({
+      modelName: ctx.source.name,
+      modelFile: this.modelFile(ctx.versionDir, config),
+      python,
+      env,
+      configJson: JSON.stringify(modelConfigToJson(config)),
+      shmDefaultByteSize: this.o.shmDefaultByteSize,
+      shmGrowthByteSize: this.o.shmGrowthByteSize,
+      logVerbose: this.o.logVerbose,
+      logger: ctx.logger,
+      timeoutMs: 120_000,
+    });
+    return modelConfigFromJson(JSON.parse(json));
+  }
+
+  async load(ctx: ModelVersionContext, hooks: InstanceHooks): Promise<LoadedModel> {
+    const { config } = ctx;
+    const { python, env } = pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
+    const modelFile = this.modelFile(ctx.versionDir, config);
+    const decoupled = config.modelTransactionPolicy?.decoupled === true;
+    const instances = expandInstances(config).map(
+      (spec) =>
+        new StubInstance({
+          modelName: config.name,
+          instanceName: spec.name,
+          kind: spec.kind,
+          deviceId: spec.deviceId,
+          modelFile,
+          python,
+          env,
+          initArgs: {
+            model_config: ctx.configJson,
+            model_instance_kind: spec.kind,
+            model_instance_name: spec.name,
+            model_instance_device_id: String(spec.deviceId),
+            model_repository: ctx.source.dir,
+            model_version: String(ctx.version),
+            model_name: config.name,
+          },
+          decoupled,
+          shmDefaultByteSize: this.o.shmDefaultByteSize,
+          shmGrowthByteSize: this.o.shmGrowthByteSize,
+          stubTimeoutSeconds: this.o.stubTimeoutSeconds,
+          logVerbose: this.o.logVerbose,
+          logger: ctx.logger,
+          hooks,
+        }),
+    );
+    for (const i of instances) this.instances.add(i);
+    // Instances start in parallel; one failure fails the load and stops the others.
+    const results = await Promise.allSettled(instances.map((i) => i.start()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      await Promise.all(instances.map((i) => i.stop(5000)));
+      for (const i of instances) this.instances.delete(i);
+      throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
+    }
+    return {
+      instances,
+      unload: async (timeoutMs: number) => {
+        await Promise.all(instances.map((i) => i.stop(timeoutMs)));
+        for (const i of instances) this.instances.delete(i);
+      },
+    };
+  }
+}
+

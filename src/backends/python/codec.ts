@@ -1,0 +1,28 @@
+/**
+ * @module backends/python/codec
+ * Tensors ↔ the descriptors of docs/ipc.md (`[name, datatype, shape, segment, offset, nbytes]`).
+ * Inputs are copied once into Node's arena; outputs are read in place from the stub's arena.
+ */
+import type { Datatype } from '../../core/datatype.js';
+import type { Tensor } from '../../core/tensor.js';
+import type { StubChannel } from './ipc/channel.js';
+
+export type TensorDescriptor = [string, string, number[], string, number, number];
+export type Block = [string, number];
+
+/** Copies a tensor into shared memory; returns its descriptor and the block to free later. */
+export function writeInput(channel: StubChannel, t: Tensor, blocks: Block[]): TensorDescriptor {
+  const n = t.data.length;
+  // Zero-size tensors still get a (minimal) block so the stub sees a valid address.
+  const { seg, off, view } = channel.allocInput(Math.max(n, 1));
+  if (n > 0) t.data.copy(view, 0, 0, n);
+  blocks.push([seg, off]);
+  return [t.name, t.datatype, t.shape, seg, off, n];
+}
+
+/** Output descriptor → a Tensor viewing shared memory (valid until its block is released). */
+export function readOutput(channel: StubChannel, d: TensorDescriptor, blocks: Block[]): Tensor {
+  const [name, datatype, shape, seg, off, nbytes] = d;
+  blocks.push([seg, off]);
+  return { name, datatype: datatype as Datatype, shape, data: nbytes > 0 ? channel.view(seg, off, nbytes) : Buffer.alloc(0) };
+}

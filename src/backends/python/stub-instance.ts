@@ -1,0 +1,518 @@
+/**
+ * @module backends/python/stub-instance
+ * One model instance = one stub process + one shared-memory region. This class starts the stub,
+ * runs `initialize`, turns scheduled batches into `exec` messages, routes responses (returned
+ * ones and response-sender ones) back to their requests, and supervises the process:
+ *
+ *   starting ──hello/init_ok──► ready ──exit/hang──► restarting ──► starting ...
+ *       │                                                 │ (too many failed starts)
+ *       └──────────────── init_err (first start) ─────────┴──► failed
+ *
+ * A dead or hung stub fails its in-flight requests at once with Triton's text
+ * `Stub process '<instance>' is not healthy.` plus the cause, and is restarted with back-off
+ * (tritium policy; Triton stopped restarting stubs in 24.06).
+ */
+import crypto from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
+import { ErrorCode, Errors, TritonError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
+import type { Tensor } from '../../core/tensor.js';
+import { readParameters } from '../../core/request/parameters.js';
+import { readOutput, writeInput, type Block, type TensorDescriptor } from './codec.js';
+import { StubChannel } from './ipc/channel.js';
+import { describeExit, spawnStub, type ExitInfo } from './stub-process.js';
+
+export interface StubInstanceOptions {
+  modelName: string;
+  instanceName: string;
+  kind: 'CPU' | 'GPU' | 'MODEL';
+  deviceId: number;
+  modelFile: string;
+  python: string;
+  env?: NodeJS.ProcessEnv;
+  initArgs: Record<string, string>;
+  decoupled: boolean;
+  shmDefaultByteSize: number;
+  shmGrowthByteSize: number;
+  stubTimeoutSeconds: number;
+  logVerbose: number;
+  logger: Logger;
+  hooks: InstanceHooks;
+  /** Consecutive failed starts after which the instance gives up. */
+  maxRestarts?: number;
+}
+
+type State = 'starting' | 'ready' | 'restarting' | 'failed' | 'stopping' | 'stopped';
+
+interface RespWire {
+  outs?: TensorDescriptor[];
+  err?: [number, string];
+  params?: string;
+}
+
+interface LiveRequest {
+  pr: PendingRequest;
+  /** Input blocks and the cancel flag, freed when the request is finished with. */
+  blocks: Block[];
+  /** Non-decoupled: a response sent through the sender without FINAL, waiting for FINAL. */
+  held?: RespWire;
+  /** Removes the abort listener. */
+  detach?: () => void;
+}
+
+interface Batch {
+  id: number;
+  rids: number[];
+  startNs: bigint;
+  inputEndNs: bigint;
+  resolve: (t: ExecutionTimes) => void;
+}
+
+let regionCounter = 0;
+
+export class StubInstance implements BackendInstance {
+  readonly name: string;
+  readonly kind: 'CPU' | 'GPU' | 'MODEL';
+  readonly deviceId: number;
+  private state: State = 'starting';
+  private channel: StubChannel | undefined;
+  private child: ChildProcess | undefined;
+  private readonly live = new Map<number, LiveRequest>();
+  private batch: Batch | undefined;
+  private nextRid = 1;
+  private nextBatch = 1;
+  private failedStarts = 0;
+  private lastHeartbeat = -1;
+  private heartbeatStale = 0;
+  private watchdog: NodeJS.Timeout | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private waiter: { resolve: (m: any) => void; reject: (e: Error) => void; types: string[] } | undefined;
+  private exited: Promise<ExitInfo> | undefined;
+  /** Why the instance is not ready (shown by readiness checks and the index). */
+  reason = '';
+
+  constructor(private readonly o: StubInstanceOptions) {
+    this.name = o.instanceName;
+    this.kind = o.kind;
+    this.deviceId = o.deviceId;
+  }
+
+  isReady(): boolean {
+    return this.state === 'ready';
+  }
+
+  /** First start: rejects with the load error (initialize exception, spawn failure). */
+  async start(): Promise<void> {
+    await this.launch();
+  }
+
+  private async launch(): Promise<void> {
+    this.state = 'starting';
+    const region = `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_${regionCounter++}`;
+    const channel = StubChannel.create({
+      region,
+      defaultByteSize: this.o.shmDefaultByteSize,
+      growthByteSize: this.o.shmGrowthByteSize,
+    });
+    this.channel = channel;
+    channel.onMessage((m) => this.onMessage(channel, m));
+    const child = spawnStub({
+      python: this.o.python,
+      env: this.o.env,
+      modelFile: this.o.modelFile,
+      region,
+      growthByteSize: this.o.shmGrowthByteSize,
+      name: this.name,
+      mode: 'instance',
+      logVerbose: this.o.logVerbose,
+      logger: this.o.logger,
+      label: `${this.o.modelName}/${this.name}`,
+    });
+    this.child = child;
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('error', () => resolve({ code: -1, signal: null }));
+    });
+    let spawnError: Error | undefined;
+    child.once('error', (err) => {
+      spawnError = err;
+    });
+    void this.exited.then((info) => this.onExit(child, channel, info, spawnError));
+    await this.expect(['hello'], 'the stub to start');
+    channel.send({ t: 'init', args: this.o.initArgs });
+    const reply = await this.expect(['init_ok', 'init_err'], 'initialize');
+    if (reply.t === 'init_err') {
+      throw new TritonError(ErrorCode.INTERNAL, String(reply.msg));
+    }
+    this.state = 'ready';
+    this.reason = '';
+    this.failedStarts = 0;
+    this.startWatchdog(channel);
+  }
+
+  /** Waits for one of `types`; rejects if the stub dies first. */
+  private expect(types: string[], what: string): Promise<any> {
+    return new Promise((resolve, reject) => {
+      this.waiter = {
+        types,
+        resolve: (m) => {
+          this.waiter = undefined;
+          resolve(m);
+        },
+        reject: (e) => {
+          this.waiter = undefined;
+          reject(e);
+        },
+      };
+      void what;
+    });
+  }
+
+  private onMessage(channel: StubChannel, m: any): void {
+    if (channel !== this.channel) return;
+    if (this.waiter && this.waiter.types.includes(m.t)) {
+      this.waiter.resolve(m);
+      return;
+    }
+    switch (m.t) {
+      case 'exec_done':
+        this.onExecDone(channel, m);
+        break;
+      case 'send':
+        this.onSend(channel, m);
+        break;
+      case 'log':
+        this.onLog(m);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private onLog(m: { level: string; msg: string; file?: string; line?: number }): void {
+    const src = m.file ? `${m.file}:${m.line ?? 0}` : `${this.o.modelName}/${this.name}`;
+    const text = `[${this.o.modelName}/${this.name}] ${m.msg}`;
+    if (m.level === 'ERROR') this.o.logger.error(text, src);
+    else if (m.level === 'WARNING') this.o.logger.warn(text, src);
+    else if (m.level === 'VERBOSE') this.o.logger.verbose(1, text, src);
+    else this.o.logger.info(text, src);
+  }
+
+  async execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
+    const startNs = process.hrtime.bigint();
+    const channel = this.channel;
+    if (this.state !== 'ready' || !channel) {
+      const err = Errors.stubUnhealthy(this.name, this.reason);
+      for (const pr of batch) pr.fail(err);
+      const t = process.hrtime.bigint();
+      return { startNs, inputEndNs: t, inferEndNs: t, endNs: t };
+    }
+    const reqs: unknown[] = [];
+    const rids: number[] = [];
+    try {
+      for (const pr of batch) {
+        const rid = this.nextRid++;
+        const blocks: Block[] = [];
+        const live: LiveRequest = { pr, blocks };
+        this.live.set(rid, live);
+        rids.push(rid);
+        const inputs = pr.request.inputs.map((t) => writeInput(channel, t, blocks));
+        const flag = channel.allocInput(4);
+        flag.view.writeUInt32LE(pr.cancelled ? 1 : 0, 0);
+        blocks.push([flag.seg, flag.off]);
+        const signal = pr.request.signal;
+        if (signal && !signal.aborted) {
+          const onAbort = () => flag.view.writeUInt32LE(1, 0);
+          signal.addEventListener('abort', onAbort, { once: true });
+          live.detach = () => signal.removeEventListener('abort', onAbort);
+        }
+        reqs.push({
+          rid,
+          id: pr.request.id,
+          ...requestFields(pr),
+          timeout: pr.timeoutUs,
+          outs: requestedOutputs(pr),
+          inputs,
+          cflag: [flag.seg, flag.off],
+        });
+      }
+    } catch (err) {
+      // Shared memory exhausted: only this batch fails, with the reason.
+      const e = new TritonError(ErrorCode.INTERNAL, (err as Error).message);
+      for (const rid of rids) this.finish(channel, rid, undefined, e);
+      const t = process.hrtime.bigint();
+      return { startNs, inputEndNs: t, inferEndNs: t, endNs: t };
+    }
+    const id = this.nextBatch++;
+    return new Promise<ExecutionTimes>((resolve) => {
+      const inputEndNs = process.hrtime.bigint();
+      this.batch = { id, rids, startNs, inputEndNs, resolve };
+      channel.send({ t: 'exec', id, reqs });
+    });
+  }
+
+  private onExecDone(channel: StubChannel, m: { id: number; err?: string; resps?: Array<RespWire | null> }): void {
+    const batch = this.batch;
+    if (!batch || batch.id !== m.id) return;
+    this.batch = undefined;
+    const inferEndNs = process.hrtime.bigint();
+    const batchError = m.err !== undefined ? new TritonError(ErrorCode.INTERNAL, m.err, 'BACKEND') : undefined;
+    batch.rids.forEach((rid, i) => {
+      const live = this.live.get(rid);
+      if (!live) return;
+      if (batchError) {
+        this.finish(channel, rid, undefined, batchError);
+        return;
+      }
+      const resp = m.resps?.[i] ?? null;
+      if (resp) {
+        this.finish(channel, rid, resp);
+      } else if (!this.o.decoupled && !live.pr.done && live.held === undefined) {
+        // Neither a returned response nor a FINAL through the sender: answer instead of hanging.
+        this.finish(channel, rid, undefined, Errors.noResponse(this.name));
+      } else if (!this.o.decoupled && live.pr.done) {
+        this.release(channel, rid);
+      } else if (!this.o.decoupled) {
+        // A sender response is waiting for its FINAL flag; keep the inputs until then.
+      }
+    });
+    batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
+  }
+
+  private onSend(channel: StubChannel, m: { rid: number; flags: number; resp: RespWire | null }): void {
+    const live = this.live.get(m.rid);
+    if (!live) {
+      if (m.resp?.outs) channel.releaseOutputs(m.resp.outs.map((d) => [d[3], d[4]] as Block));
+      return;
+    }
+    const final = (m.flags & 1) === 1;
+    if (!this.o.decoupled) {
+      // Non-decoupled: one response, delivered once FINAL arrives (possibly in the same send).
+      if (m.resp) live.held = m.resp;
+      if (final) this.finish(channel, m.rid, live.held ?? {}, undefined);
+      return;
+    }
+    if (m.resp) this.deliver(channel, live, m.resp, final);
+    else if (final) this.deliver(channel, live, {}, true);
+    if (final) this.release(channel, m.rid);
+  }
+
+  /** Sends one response to the request; the final one frees its blocks. */
+  private finish(channel: StubChannel, rid: number, resp: RespWire | undefined, error?: TritonError): void {
+    const live = this.live.get(rid);
+    if (!live) return;
+    if (error) live.pr.fail(error);
+    else this.deliver(channel, live, resp ?? {}, true);
+    this.release(channel, rid);
+  }
+
+  private deliver(channel: StubChannel, live: LiveRequest, resp: RespWire, final: boolean): void {
+    const pr = live.pr;
+    if (resp.err) {
+      const [code, msg] = resp.err;
+      if (resp.outs?.length) channel.releaseOutputs(resp.outs.map((d) => [d[3], d[4]] as Block));
+      pr.respond({
+        modelName: pr.request.modelName,
+        modelVersion: '',
+        id: pr.request.id,
+        outputs: [],
+        error: new TritonError(code as ErrorCode, msg, 'BACKEND'),
+        final,
+      });
+      return;
+    }
+    const blocks: Block[] = [];
+    const outputs: Tensor[] = (resp.outs ?? []).map((d) => readOutput(channel, d, blocks));
+    let released = blocks.length === 0;
+    pr.respond({
+      modelName: pr.request.modelName,
+      modelVersion: (pr as { version?: string }).version ?? '',
+      id: pr.request.id,
+      parameters: resp.params ? parseParams(resp.params) : undefined,
+      outputs,
+      final,
+      release: () => {
+        if (released) return;
+        released = true;
+        // The region may have been replaced by a restart; its old blocks died with it.
+        if (channel === this.channel) channel.releaseOutputs(blocks);
+      },
+    });
+  }
+
+  private release(channel: StubChannel, rid: number): void {
+    const live = this.live.get(rid);
+    if (!live) return;
+    this.live.delete(rid);
+    live.detach?.();
+    if (channel === this.channel) for (const [seg, off] of live.blocks) channel.freeInput(seg, off);
+  }
+
+  private startWatchdog(channel: StubChannel): void {
+    const periodMs = 1000;
+    const limit = Math.max(1, Math.ceil((this.o.stubTimeoutSeconds * 1000) / periodMs));
+    this.lastHeartbeat = channel.heartbeatMs();
+    this.heartbeatStale = 0;
+    this.watchdog = setInterval(() => {
+      const hb = channel.heartbeatMs();
+      if (hb !== this.lastHeartbeat) {
+        this.lastHeartbeat = hb;
+        this.heartbeatStale = 0;
+        return;
+      }
+      if (++this.heartbeatStale >= limit) {
+        this.o.logger.error(
+          `Stub process '${this.name}' sent no heartbeat for ${this.o.stubTimeoutSeconds} s; killing it.`,
+          this.o.modelName,
+        );
+        this.hangKilled = true;
+        this.child?.kill('SIGKILL');
+      }
+    }, periodMs);
+    this.watchdog.unref();
+  }
+
+  private hangKilled = false;
+
+  private onExit(child: ChildProcess, channel: StubChannel, info: ExitInfo, spawnError: Error | undefined): void {
+    if (child !== this.child) return;
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = undefined;
+    const cause = spawnError
+      ? `Failed to start '${this.o.python}': ${spawnError.message}.`
+      : this.hangKilled
+        ? `No heartbeat for ${this.o.stubTimeoutSeconds} s (stub-timeout-seconds); the stub was killed.`
+        : describeExit(info);
+    this.hangKilled = false;
+    const err = Errors.stubUnhealthy(this.name, cause);
+    // Everything in flight fails now, not at a client timeout.
+    for (const rid of [...this.live.keys()]) this.finish(channel, rid, undefined, err);
+    if (this.batch) {
+      const b = this.batch;
+      this.batch = undefined;
+      const t = process.hrtime.bigint();
+      b.resolve({ startNs: b.startNs, inputEndNs: b.inputEndNs, inferEndNs: t, endNs: t });
+    }
+    channel.close();
+    if (this.channel === channel) this.channel = undefined;
+    const wasReady = this.state === 'ready';
+    this.reason = err.message;
+    if (this.waiter) this.waiter.reject(err);
+    if (this.state === 'stopping' || this.state === 'stopped') {
+      this.state = 'stopped';
+      return;
+    }
+    if (wasReady) {
+      this.o.hooks.onReadinessChange(this, false);
+      this.o.logger.error(`${err.message} Restarting it.`, this.o.modelName);
+      this.scheduleRestart();
+    }
+  }
+
+  private scheduleRestart(): void {
+    this.state = 'restarting';
+    const max = this.o.maxRestarts ?? 5;
+    if (this.failedStarts >= max) {
+      this.state = 'failed';
+      this.reason = `${this.reason} The stub failed to restart ${max} times in a row; giving up.`;
+      this.o.logger.error(this.reason, this.o.modelName);
+      this.o.hooks.onReadinessChange(this, false);
+      return;
+    }
+    const delay = Math.min(10_000, 250 * 2 ** this.failedStarts);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.state !== 'restarting') return;
+      this.launch().then(
+        () => {
+          this.o.hooks.onRestart(this);
+          this.o.hooks.onReadinessChange(this, true);
+          this.o.logger.info(`Stub process '${this.name}' restarted.`, this.o.modelName);
+        },
+        (e: Error) => {
+          this.failedStarts++;
+          this.reason = e.message;
+          this.o.logger.error(`Restart of '${this.name}' failed: ${e.message}`, this.o.modelName);
+          this.child?.kill('SIGKILL');
+          if (this.state !== 'stopping' && this.state !== 'stopped') this.scheduleRestart();
+        },
+      );
+    }, delay);
+  }
+
+  /** Calls finalize (bounded by `timeoutMs`), then kills the stub and removes its memory. */
+  async stop(timeoutMs: number): Promise<void> {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    const prior = this.state;
+    this.state = 'stopping';
+    const child = this.child;
+    const channel = this.channel;
+    if (!child || !this.exited || child.exitCode !== null || child.signalCode !== null) {
+      channel?.close();
+      this.state = 'stopped';
+      return;
+    }
+    if (prior === 'ready' && channel) {
+      channel.send({ t: 'fin' });
+    } else {
+      child.kill('SIGKILL');
+    }
+    const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs).unref());
+    const outcome = await Promise.race([this.exited, timer]);
+    if (outcome === 'timeout') {
+      this.o.logger.warn(`finalize of '${this.name}' did not end within ${timeoutMs} ms; killing the stub.`, this.o.modelName);
+      child.kill('SIGKILL');
+      await this.exited;
+    }
+    channel?.close();
+    this.state = 'stopped';
+  }
+
+  /** Immediate stop (second signal): no finalize, shared memory removed now. */
+  kill(): void {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.state = 'stopped';
+    this.child?.kill('SIGKILL');
+    this.channel?.close();
+  }
+
+  get modelName(): string {
+    return this.o.modelName;
+  }
+
+  /** Shared-memory bytes mapped for this instance (metrics). */
+  shmBytes(): number {
+    return this.channel?.bytesInUse() ?? 0;
+  }
+
+  /** For tests and supervision: the stub's pid. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+}
+
+/** Fields of the `exec` message derived from request parameters (sequence, custom). */
+function requestFields(pr: PendingRequest) {
+  const p = readParameters(pr.request.parameters);
+  const custom = Object.keys(p.custom).length ? JSON.stringify(p.custom, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)) : '{}';
+  return {
+    corr: typeof p.sequenceId === 'bigint' ? (p.sequenceId <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(p.sequenceId) : p.sequenceId) : p.sequenceId,
+    flags: (p.sequenceStart ? 1 : 0) | (p.sequenceEnd ? 2 : 0),
+    params: custom,
+  };
+}
+
+function requestedOutputs(pr: PendingRequest): string[] | null {
+  return pr.request.outputs ? pr.request.outputs.map((o) => o.name) : null;
+}
+
+function parseParams(json: string): Record<string, string | number | boolean> | undefined {
+  try {
+    const v = JSON.parse(json) as Record<string, string | number | boolean>;
+    return Object.keys(v).length ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * @module core/backend
+ * The one interface every model kind is served through (Python stubs, onnxruntime-node). The
+ * core loads a model version through its backend, gets instances, and the scheduler hands each
+ * instance lists of requests.
+ */
+import type { ModelConfig } from '../generated/model_config_pb.js';
+import type { Logger } from './logger.js';
+import type { ModelSource } from './repository/scan.js';
+import type { ExecutionInstance } from './scheduling/types.js';
+
+export interface ModelVersionContext {
+  source: ModelSource;
+  version: number;
+  /** `<model dir>/<version>` */
+  versionDir: string;
+  /** Normalised, validated config. */
+  config: ModelConfig;
+  /** The config rendered as Triton's JSON (what `args['model_config']` carries). */
+  configJson: string;
+  logger: Logger;
+}
+
+export interface BackendInstance extends ExecutionInstance {
+  readonly kind: 'CPU' | 'GPU' | 'MODEL';
+  readonly deviceId: number;
+}
+
+export interface LoadedModel {
+  readonly instances: readonly BackendInstance[];
+  /** Finalises and stops every instance, bounded by `timeoutMs`. */
+  unload(timeoutMs: number): Promise<void>;
+}
+
+export interface AutoCompleteContext {
+  source: ModelSource;
+  /** Version directory whose model file is used for auto-completion. */
+  versionDir: string;
+  logger: Logger;
+}
+
+export interface Backend {
+  readonly name: string;
+  /** Fills in a config from the model itself (Python `auto_complete_config`, ONNX graph). */
+  autoComplete?(ctx: AutoCompleteContext, config: ModelConfig): Promise<ModelConfig>;
+  /** Starts every instance of one version; rejects with the load error. */
+  load(ctx: ModelVersionContext, hooks: InstanceHooks): Promise<LoadedModel>;
+  /** Stops whatever the backend keeps across models (nothing by default). */
+  close?(): Promise<void>;
+}
+
+/** What instances tell the core about themselves after load. */
+export interface InstanceHooks {
+  /** Readiness of an instance changed (death, restart). */
+  onReadinessChange(instance: BackendInstance, ready: boolean): void;
+  /** A stub was restarted (metrics). */
+  onRestart(instance: BackendInstance): void;
+}

@@ -1,0 +1,102 @@
+/**
+ * @module core/inference-server
+ * The core behind every frontend: lifecycle state (live, ready, exiting), model lookup,
+ * inference entry point, statistics and the repository index.
+ */
+import { asTritonError, Errors, ErrorCode, TritonError } from './errors.js';
+import type { InferRequest, ResponseSink } from './inference.js';
+import type { ModelHandle } from './model-handle.js';
+import type { ModelManager } from './model/model-manager.js';
+import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from './server-core.js';
+import type { ModelStatistics } from './stats/types.js';
+
+export const TRITIUM_VERSION = '2.73.0';
+
+/** Extensions in Triton's order (perf_analyzer looks for "statistics"). */
+const EXTENSIONS = [
+  'classification',
+  'sequence',
+  'model_repository',
+  'model_repository(unload_dependents)',
+  'schedule_policy',
+  'model_configuration',
+  'system_shared_memory',
+  'cuda_shared_memory',
+  'binary_tensor_data',
+  'parameters',
+  'statistics',
+  'trace',
+  'logging',
+];
+
+export class InferenceServer implements ServerCore {
+  private state: 'initializing' | 'ready' | 'exiting' = 'initializing';
+
+  constructor(
+    readonly models: ModelManager,
+    private readonly o: { serverId: string; strictReadiness: boolean },
+  ) {}
+
+  markReady(): void {
+    this.state = 'ready';
+  }
+
+  markExiting(): void {
+    this.state = 'exiting';
+  }
+
+  isLive(): boolean {
+    return this.state !== 'exiting';
+  }
+
+  isExiting(): boolean {
+    return this.state === 'exiting';
+  }
+
+  isReady(): boolean {
+    if (this.state !== 'ready') return false;
+    return this.o.strictReadiness ? this.models.allReady() : true;
+  }
+
+  serverMetadata(): ServerMetadata {
+    return { name: this.o.serverId, version: TRITIUM_VERSION, extensions: EXTENSIONS };
+  }
+
+  resolveModel(name: string, version: string): ModelHandle {
+    return this.models.resolve(name, version);
+  }
+
+  infer(request: InferRequest, sink: ResponseSink): void {
+    try {
+      if (this.state !== 'ready') {
+        throw this.state === 'exiting' ? Errors.schedulerStopped() : Errors.serverNotReady();
+      }
+      const mv = this.models.resolve(request.modelName, request.modelVersion);
+      mv.infer(request, sink);
+    } catch (err) {
+      sink({
+        modelName: request.modelName,
+        modelVersion: request.modelVersion,
+        id: request.id,
+        outputs: [],
+        error: asTritonError(err),
+        final: true,
+      });
+    }
+  }
+
+  statistics(name?: string, version?: string): ModelStatistics[] {
+    if (name === undefined || name === '') return this.models.readyVersions().map((m) => m.statistics());
+    let mv;
+    try {
+      mv = this.models.resolve(name, version ?? '');
+    } catch {
+      throw new TritonError(ErrorCode.INVALID_ARG, `requested model '${name}' is not available`);
+    }
+    return [mv.statistics()];
+  }
+
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[] {
+    return this.models.index(readyOnly);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * @module core/inference
+ * The request and response objects that travel between frontends, the core and backends. A
+ * frontend turns its wire message into an `InferRequest`; the core validates and schedules it;
+ * a backend produces `InferResponse`s that go back through the `ResponseSink` the frontend gave.
+ */
+import type { TritonError } from './errors.js';
+import type { Tensor } from './tensor.js';
+
+/** A request, response or tensor parameter value (KServe `InferParameter`). */
+export type ParamValue = string | number | boolean | bigint;
+export type Parameters = Record<string, ParamValue>;
+
+export interface RequestedOutput {
+  name: string;
+  /** Per-output parameters: `binary_data`, `classification`, shared-memory keys. */
+  parameters: Parameters;
+}
+
+export interface InferRequest {
+  modelName: string;
+  /** Requested version; '' means the latest ready version. */
+  modelVersion: string;
+  /** Client request id ('' when none). */
+  id: string;
+  /**
+   * Request parameters exactly as the client sent them, including the ones the server
+   * interprets (`priority`, `timeout`, `sequence_id`, `sequence_start`, `sequence_end`,
+   * `binary_data_output`); the core strips those before the model sees the rest.
+   */
+  parameters: Parameters;
+  inputs: Tensor[];
+  /** Requested outputs; undefined means every output of the model config. */
+  outputs?: RequestedOutput[];
+  /** Aborted when the client goes away (gRPC cancel, HTTP disconnect). */
+  signal?: AbortSignal;
+}
+
+export interface InferResponse {
+  modelName: string;
+  /** The version that served the request, as a decimal string. */
+  modelVersion: string;
+  id: string;
+  parameters?: Parameters;
+  outputs: Tensor[];
+  /** Set for an error response; outputs are then empty. */
+  error?: TritonError;
+  /** Last response of its request (always true for non-decoupled models). */
+  final: boolean;
+  /**
+   * Output buffers may be views of shared memory that must be handed back: a frontend calls
+   * `release()` once it no longer reads them (after the socket write completed).
+   */
+  release?: () => void;
+}
+
+/** Receives every response of one request, in order; the last one has `final: true`. */
+export type ResponseSink = (response: InferResponse) => void;

@@ -1,0 +1,52 @@
+/**
+ * @module core/logger
+ * Server log in Triton's line format (`I1121 05:39:57.123456 1234 file:line] message`), because
+ * scripts and test harnesses written for tritonserver grep these lines (for example
+ * "Started HTTPService at"). Lines go to stderr through one buffered write per line.
+ */
+
+export type LogLevel = 'I' | 'W' | 'E' | 'V';
+
+export interface LogSettings {
+  info: boolean;
+  warning: boolean;
+  error: boolean;
+  verbose: number;
+}
+
+export interface Logger {
+  info(message: string, source?: string): void;
+  warn(message: string, source?: string): void;
+  error(message: string, source?: string): void;
+  /** Logged only when `--log-verbose` is at least `level`. */
+  verbose(level: number, message: string, source?: string): void;
+  readonly settings: LogSettings;
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+function stamp(level: LogLevel): string {
+  const nowMs = performance.timeOrigin + performance.now();
+  const d = new Date(nowMs);
+  const micros = Math.floor((nowMs * 1000) % 1_000_000);
+  return (
+    `${level}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())} ` +
+    `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(micros, 6)} ${process.pid}`
+  );
+}
+
+export function createLogger(settings: LogSettings, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+  const emit = (level: LogLevel, message: string, source = 'tritium') => {
+    write(`${stamp(level)} ${source}] ${message}\n`);
+  };
+  return {
+    settings,
+    info: (m, s) => settings.info && emit('I', m, s),
+    warn: (m, s) => settings.warning && emit('W', m, s),
+    error: (m, s) => settings.error && emit('E', m, s),
+    verbose: (level, m, s) => settings.verbose >= level && emit('I', m, s),
+  };
+}
+
+/** A logger that drops everything (tests, tools). */
+export const silentLogger: Logger = createLogger({ info: false, warning: false, error: false, verbose: 0 });

@@ -1,0 +1,38 @@
+/**
+ * @module core/model-handle
+ * What frontends see of a loaded model version: protocol-shaped metadata and the config JSON,
+ * without reaching into backends or the protobuf types.
+ */
+import type { Datatype } from './datatype.js';
+
+export interface TensorSpec {
+  name: string;
+  datatype: Datatype;
+  /** Config dims, without the batch dimension. */
+  dims: number[];
+  optional: boolean;
+}
+
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: Array<{ name: string; datatype: Datatype; shape: number[] }>;
+  outputs: Array<{ name: string; datatype: Datatype; shape: number[] }>;
+}
+
+export interface ModelHandle {
+  readonly name: string;
+  /** Actual version number as a decimal string. */
+  readonly version: string;
+  readonly maxBatchSize: number;
+  readonly decoupled: boolean;
+  readonly inputs: readonly TensorSpec[];
+  readonly outputs: readonly TensorSpec[];
+  /** Model metadata for this version (protocol spec §1.2). */
+  metadata(): ModelMetadata;
+  /** `/v2/models/<m>/config` body: the normalised config as Triton renders it. */
+  configJson(): Record<string, unknown>;
+  /** Runtime readiness: every instance alive and initialised. */
+  isReady(): boolean;
+}

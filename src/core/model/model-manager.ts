@@ -1,0 +1,276 @@
+/**
+ * @module core/model/model-manager
+ * Model lifecycle: scan the repositories, turn each model directory into a normalised config
+ * (parse → backend inference → auto-complete → normalise → validate), pick versions by the
+ * version policy, load each version through its backend, warm it up, and keep the state of
+ * every version (READY / UNAVAILABLE with a reason) for readiness, lookups and the index.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { create } from '@bufbuild/protobuf';
+import { ModelConfigSchema, type ModelConfig } from '../../generated/model_config_pb.js';
+import type { Backend, BackendInstance, InstanceHooks } from '../backend.js';
+import { ConfigError } from '../config/config-error.js';
+import { modelConfigToJson } from '../config/json.js';
+import { inferBackend, normalizeModelConfig } from '../config/normalize.js';
+import { parseModelConfigText } from '../config/parse.js';
+import { validateModelConfig } from '../config/validate.js';
+import { Errors } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { scanRepositories, type ModelSource } from '../repository/scan.js';
+import type { RepositoryIndexEntry } from '../server-core.js';
+import { ModelVersion } from './model-version.js';
+import type { InferenceObserver } from './observer.js';
+import { selectVersions } from './version-policy.js';
+import { warmupInstance } from './warmup.js';
+
+export interface ModelManagerOptions {
+  repositories: string[];
+  autoCompleteConfig: boolean;
+  defaultMaxBatchSize: number;
+  gpus: number[];
+  backends: Map<string, Backend>;
+  logger: Logger;
+  observer: InferenceObserver;
+}
+
+type VersionState = 'LOADING' | 'READY' | 'UNAVAILABLE' | 'UNLOADING';
+
+interface VersionEntry {
+  state: VersionState;
+  reason: string;
+  model?: ModelVersion;
+}
+
+interface ModelEntry {
+  name: string;
+  versions: Map<number, VersionEntry>;
+  /** A failure before any version could be tried (config error, unknown backend). */
+  error?: string;
+}
+
+export class ModelManager {
+  private readonly models = new Map<string, ModelEntry>();
+
+  constructor(private readonly o: ModelManagerOptions) {}
+
+  /** Loads every model of the repositories; resolves with the names that failed. */
+  async loadAll(): Promise<Array<{ name: string; reason: string }>> {
+    const scan = scanRepositories(this.o.repositories);
+    for (const u of scan.unavailable) this.models.set(u.name, { name: u.name, versions: new Map(), error: u.reason });
+    await Promise.all(scan.models.map((m) => this.loadModel(m)));
+    const failed: Array<{ name: string; reason: string }> = [...scan.unavailable];
+    for (const entry of this.models.values()) {
+      if (entry.error && !failed.some((f) => f.name === entry.name)) failed.push({ name: entry.name, reason: entry.error });
+      for (const [v, ve] of entry.versions) {
+        if (ve.state !== 'READY') failed.push({ name: `${entry.name}:${v}`, reason: ve.reason });
+      }
+    }
+    return failed;
+  }
+
+  private async loadModel(source: ModelSource): Promise<void> {
+    const entry: ModelEntry = { name: source.name, versions: new Map() };
+    this.models.set(source.name, entry);
+    const log = this.o.logger;
+    let config: ModelConfig;
+    try {
+      config = await this.buildConfig(source);
+    } catch (err) {
+      entry.error = (err as Error).message;
+      log.error(`failed to load '${source.name}': ${entry.error}`);
+      return;
+    }
+    const versions = selectVersions(config, source.versions);
+    if (versions.length === 0) {
+      entry.error = `at least one version must be available under the version policy of model '${source.name}'`;
+      log.error(entry.error);
+      return;
+    }
+    const backend = this.o.backends.get(config.backend)!;
+    const json = modelConfigToJson(config) as Record<string, unknown>;
+    const configJson = JSON.stringify(json);
+    await Promise.all(
+      versions.map(async (version) => {
+        const ve: VersionEntry = { state: 'LOADING', reason: '' };
+        entry.versions.set(version, ve);
+        log.info(`loading: ${source.name}:${version}`);
+        const started = process.hrtime.bigint();
+        try {
+          let mv: ModelVersion | undefined;
+          const hooks: InstanceHooks = {
+            onReadinessChange: () => {},
+            onRestart: (i: BackendInstance) => this.o.observer.stubRestart(source.name, i.name),
+          };
+          const loaded = await backend.load(
+            { source, version, versionDir: path.join(source.dir, String(version)), config, configJson, logger: log },
+            {
+              onReadinessChange: (i, ready) => {
+                hooks.onReadinessChange(i, ready);
+                if (ready) mv?.scheduler.kick();
+              },
+              onRestart: hooks.onRestart,
+            },
+          );
+          try {
+            for (const instance of loaded.instances) await warmupInstance(source, config, instance);
+          } catch (err) {
+            await loaded.unload(5000);
+            throw err;
+          }
+          mv = new ModelVersion(config, json, version, loaded, this.o.observer);
+          ve.model = mv;
+          ve.state = 'READY';
+          const secs = Number(process.hrtime.bigint() - started) / 1e9;
+          this.o.observer.modelLoaded(source.name, String(version), () => mv!.scheduler.pendingCount(), secs);
+          log.info(`successfully loaded '${source.name}' version ${version}`);
+        } catch (err) {
+          ve.state = 'UNAVAILABLE';
+          ve.reason = (err as Error).message;
+          log.error(`failed to load '${source.name}' version ${version}: ${ve.reason}`);
+        }
+      }),
+    );
+  }
+
+  /** config.pbtxt (or an empty config) → normalised, validated config. */
+  async buildConfig(source: ModelSource): Promise<ModelConfig> {
+    let config: ModelConfig;
+    const file = source.configFile ?? path.join(source.dir, 'config.pbtxt');
+    if (source.configFile) {
+      config = parseModelConfigText(fs.readFileSync(source.configFile, 'utf8'), source.configFile);
+    } else {
+      config = create(ModelConfigSchema, {});
+    }
+    if (config.name && config.name !== source.name) {
+      throw new ConfigError(
+        `unexpected 'name' '${config.name}' in ${file}: the model directory is '${source.name}'`,
+        file,
+        undefined,
+        'name',
+      );
+    }
+    config.name = source.name;
+    const latest = source.versions[source.versions.length - 1];
+    const versionDir = latest === undefined ? undefined : path.join(source.dir, String(latest));
+    const files = versionDir ? safeList(versionDir) : [];
+    inferBackend(files, config);
+    if (!config.backend) {
+      throw new ConfigError(
+        `unable to find a backend for model '${source.name}': set 'backend' in ${file} or put model.py / model.onnx in a version directory`,
+        file,
+        undefined,
+        'backend',
+      );
+    }
+    const backend = this.o.backends.get(config.backend);
+    if (!backend) {
+      throw new ConfigError(`backend '${config.backend}' of model '${source.name}' is not supported by tritium (python, onnxruntime)`, file, undefined, 'backend');
+    }
+    if (this.o.autoCompleteConfig && backend.autoComplete && versionDir) {
+      config = await backend.autoComplete({ source, versionDir, logger: this.o.logger }, config);
+      config.name = source.name;
+    }
+    config = normalizeModelConfig(config, {
+      modelName: source.name,
+      gpuCount: this.o.gpus.length,
+      gpus: this.o.gpus,
+      defaultMaxBatchSize: this.o.defaultMaxBatchSize,
+    });
+    validateModelConfig(config, file);
+    return config;
+  }
+
+  /** Lookup with Triton's errors; version '' = the latest READY version. */
+  resolve(name: string, version: string): ModelVersion {
+    const entry = this.models.get(name);
+    if (!entry) throw Errors.unknownModel(name);
+    if (version === '' || version === '-1') {
+      const ready = [...entry.versions.entries()].filter(([, v]) => v.state === 'READY').sort(([a], [b]) => b - a);
+      if (ready.length === 0) throw Errors.noAvailableVersions(name);
+      return ready[0]![1].model!;
+    }
+    if (!/^\d+$/.test(version)) throw Errors.badVersionString(version);
+    const ve = entry.versions.get(Number(version));
+    if (!ve) throw Errors.unknownVersion(name, version);
+    if (ve.state !== 'READY' || !ve.model) throw Errors.versionNotReady(name, version);
+    return ve.model;
+  }
+
+  /** Every READY version (statistics, readiness). */
+  readyVersions(): ModelVersion[] {
+    const out: ModelVersion[] = [];
+    for (const e of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const [, ve] of [...e.versions.entries()].sort(([a], [b]) => a - b)) if (ve.state === 'READY' && ve.model) out.push(ve.model);
+    }
+    return out;
+  }
+
+  /** Strict readiness: every model has a version and every version is READY and healthy. */
+  allReady(): boolean {
+    for (const e of this.models.values()) {
+      if (e.error || e.versions.size === 0) return false;
+      for (const ve of e.versions.values()) if (ve.state !== 'READY' || !ve.model?.isReady()) return false;
+    }
+    return true;
+  }
+
+  index(readyOnly: boolean): RepositoryIndexEntry[] {
+    const out: RepositoryIndexEntry[] = [];
+    for (const e of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      if (e.versions.size === 0) {
+        if (!readyOnly) out.push(e.error ? { name: e.name, state: 'UNAVAILABLE', reason: e.error } : { name: e.name });
+        continue;
+      }
+      for (const [v, ve] of [...e.versions.entries()].sort(([a], [b]) => a - b)) {
+        const ready = ve.state === 'READY' && ve.model?.isReady() === true;
+        if (readyOnly && !ready) continue;
+        const entry: RepositoryIndexEntry = { name: e.name, version: String(v), state: ve.state };
+        const reason = ve.reason || (ve.state === 'READY' && !ready ? 'not all instances are ready' : '');
+        if (reason) entry.reason = reason;
+        out.push(entry);
+      }
+    }
+    return out;
+  }
+
+  /** Stops every scheduler (new requests are refused with Triton's stopping error). */
+  stopSchedulers(): void {
+    for (const mv of this.readyVersions()) mv.scheduler.stop();
+  }
+
+  /** Requests accepted but not finished, across every model (shutdown waits on this). */
+  inflight(): number {
+    let n = 0;
+    for (const mv of this.readyVersions()) n += mv.inflight();
+    return n;
+  }
+
+  async unloadAll(timeoutMs: number): Promise<void> {
+    const tasks: Promise<void>[] = [];
+    for (const e of this.models.values()) {
+      for (const [v, ve] of e.versions) {
+        if (!ve.model) continue;
+        const mv = ve.model;
+        ve.state = 'UNLOADING';
+        tasks.push(
+          mv.loaded.unload(timeoutMs).then(() => {
+            ve.state = 'UNAVAILABLE';
+            ve.reason = 'unloaded';
+            ve.model = undefined;
+            this.o.observer.modelUnloaded(e.name, String(v));
+          }),
+        );
+      }
+    }
+    await Promise.all(tasks);
+  }
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * @module core/model/model-version
+ * A loaded, servable model version: its config, its backend instances behind a scheduler, and
+ * its statistics. `infer` validates a request against the config and queues it.
+ */
+import type { ModelConfig } from '../../generated/model_config_pb.js';
+import type { LoadedModel } from '../backend.js';
+import { asTritonError, Errors, type TritonError } from '../errors.js';
+import type { InferRequest, ResponseSink } from '../inference.js';
+import type { ModelHandle, ModelMetadata, TensorSpec } from '../model-handle.js';
+import { readParameters } from '../request/parameters.js';
+import { PendingRequestImpl } from '../request/pending.js';
+import { validateRequest } from '../request/validate.js';
+import { DefaultScheduler } from '../scheduling/default-scheduler.js';
+import { DynamicBatcher } from '../scheduling/dynamic-batcher.js';
+import type { ExecutionTimes, PendingRequest, Scheduler } from '../scheduling/types.js';
+import { ModelStats } from '../stats/model-stats.js';
+import type { ModelStatistics } from '../stats/types.js';
+import { dynamicBatching, inputSpecs, isDecoupled, outputSpecs } from './config-view.js';
+import type { InferenceObserver } from './observer.js';
+
+export class ModelVersion implements ModelHandle {
+  readonly name: string;
+  readonly version: string;
+  readonly maxBatchSize: number;
+  readonly decoupled: boolean;
+  readonly inputs: readonly TensorSpec[];
+  readonly outputs: readonly TensorSpec[];
+  readonly stats = new ModelStats();
+  readonly scheduler: Scheduler;
+  private readonly platform: string;
+  private outstanding = 0;
+
+  constructor(
+    readonly config: ModelConfig,
+    private readonly json: Record<string, unknown>,
+    versionNumber: number,
+    readonly loaded: LoadedModel,
+    private readonly observer: InferenceObserver,
+  ) {
+    this.name = config.name;
+    this.version = String(versionNumber);
+    this.maxBatchSize = config.maxBatchSize;
+    this.decoupled = isDecoupled(config);
+    this.inputs = inputSpecs(config);
+    this.outputs = outputSpecs(config);
+    this.platform = config.platform || config.backend;
+    const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => {
+      this.stats.recordExecution(batch, times, batchSize);
+      this.observer.execution(this.name, this.version, batch, times, batchSize);
+    };
+    const db = dynamicBatching(config);
+    this.scheduler = db
+      ? new DynamicBatcher([...loaded.instances], db, onExecution)
+      : new DefaultScheduler([...loaded.instances], onExecution);
+  }
+
+  metadata(): ModelMetadata {
+    const shape = (s: TensorSpec) => (this.maxBatchSize > 0 ? [-1, ...s.dims] : [...s.dims]);
+    return {
+      name: this.name,
+      versions: [this.version],
+      platform: this.platform,
+      inputs: this.inputs.map((s) => ({ name: s.name, datatype: s.datatype, shape: shape(s) })),
+      outputs: this.outputs.map((s) => ({ name: s.name, datatype: s.datatype, shape: shape(s) })),
+    };
+  }
+
+  configJson(): Record<string, unknown> {
+    return this.json;
+  }
+
+  isReady(): boolean {
+    return this.loaded.instances.every((i) => i.isReady());
+  }
+
+  /** At least one instance can take work. */
+  canServe(): boolean {
+    return this.loaded.instances.some((i) => i.isReady());
+  }
+
+  infer(request: InferRequest, sink: ResponseSink): void {
+    let pr: PendingRequestImpl;
+    try {
+      const { batchSize, shapeSignature } = validateRequest(this, request);
+      const p = readParameters(request.parameters);
+      pr = new PendingRequestImpl(request, batchSize, shapeSignature, p.priority, p.timeoutUs, this.version, sink, (r, endNs, error) =>
+        this.complete(r, endNs, error),
+      );
+    } catch (err) {
+      // Like Triton, a request refused by validation never entered the scheduler: it is
+      // answered but not counted in statistics.
+      const e = asTritonError(err);
+      sink({ modelName: this.name, modelVersion: this.version, id: request.id, outputs: [], error: e, final: true });
+      return;
+    }
+    if (pr.cancelled) {
+      this.outstanding++;
+      pr.fail(Errors.cancelled());
+      return;
+    }
+    this.outstanding++;
+    this.scheduler.enqueue(pr);
+  }
+
+  /** Requests accepted and not yet answered with their final response. */
+  inflight(): number {
+    return this.outstanding;
+  }
+
+  private complete(r: PendingRequest, endNs: bigint, error: TritonError | undefined): void {
+    this.outstanding--;
+    if (error) this.stats.recordFailure(r, endNs);
+    else this.stats.recordSuccess(r, endNs);
+    this.observer.requestDone(this.name, this.version, r, endNs, error);
+  }
+
+  statistics(): ModelStatistics {
+    return this.stats.snapshot(this.name, this.version);
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * @module core/model/warmup
+ * `model_warmup`: before a model reports ready, every instance executes each sample `count`
+ * times, as one execution of `batch_size` batch-1 requests, with zero, random or file data
+ * (files from the model's `warmup/` directory). Responses are discarded; any error fails the
+ * load naming the sample. Warmup bypasses the scheduler, as in Triton.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ModelConfig, ModelWarmup } from '../../generated/model_config_pb.js';
+import type { ExecutionInstance } from '../scheduling/types.js';
+import { ErrorCode, TritonError } from '../errors.js';
+import type { InferResponse } from '../inference.js';
+import { PendingRequestImpl } from '../request/pending.js';
+import { resolveInside } from '../repository/safe-path.js';
+import type { ModelSource } from '../repository/scan.js';
+import { elementCount } from '../tensor.js';
+import type { Tensor } from '../tensor.js';
+import { elementSize } from '../datatype.js';
+import { datatypeOf } from './config-view.js';
+
+export async function warmupInstance(source: ModelSource, config: ModelConfig, instance: ExecutionInstance): Promise<void> {
+  for (const sample of config.modelWarmup) {
+    if (sample.batchSize === 0) continue;
+    const inputs = sampleInputs(source, config, sample);
+    const repeats = Math.max(1, sample.count);
+    for (let r = 0; r < repeats; r++) {
+      const errors: string[] = [];
+      const requests = Array.from({ length: sample.batchSize }, (_, k) => {
+        const sink = (resp: InferResponse) => {
+          resp.release?.();
+          if (resp.error) errors.push(resp.error.message);
+        };
+        return new PendingRequestImpl(
+          { modelName: config.name, modelVersion: '', id: `warmup_${sample.name}_${k}`, parameters: {}, inputs },
+          1,
+          '',
+          0,
+          0,
+          '',
+          sink,
+          () => {},
+        );
+      });
+      await instance.execute(requests);
+      // Decoupled models answer after execute returns; give them until every request closed.
+      const deadline = Date.now() + 60_000;
+      while (requests.some((q) => !q.done) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
+      if (requests.some((q) => !q.done)) errors.push('no final response within 60 s');
+      if (errors.length) {
+        throw new TritonError(ErrorCode.INVALID_ARG, `failed to run warmup sample '${sample.name}': ${errors.join('; ')};`);
+      }
+    }
+  }
+}
+
+function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWarmup): Tensor[] {
+  const tensors: Tensor[] = [];
+  for (const [name, input] of Object.entries(sample.inputs)) {
+    const datatype = datatypeOf(input.dataType);
+    const dims = input.dims.map(Number);
+    if (dims.some((d) => d < 0)) {
+      throw new TritonError(ErrorCode.INVALID_ARG, `warmup setting expects all variable-size dimensions are specified for input '${name}'`);
+    }
+    const shape = config.maxBatchSize > 0 ? [1, ...dims] : dims;
+    const n = elementCount(shape);
+    let data: Buffer;
+    const source_ = input.inputDataType;
+    if (source_.case === 'inputDataFile') {
+      const file = resolveInside(path.join(source.dir, 'warmup'), source_.value, 'input_data_file');
+      let content: Buffer;
+      try {
+        content = fs.readFileSync(file);
+      } catch (err) {
+        throw new TritonError(ErrorCode.INVALID_ARG, `failed to run warmup sample '${sample.name}': unable to read '${source_.value}': ${(err as Error).message}`);
+      }
+      if (datatype === 'BYTES') {
+        data = content;
+      } else {
+        const want = n * elementSize(datatype);
+        if (content.length < want) {
+          throw new TritonError(
+            ErrorCode.INVALID_ARG,
+            `warmup setting expects ${want} bytes, but the data provided from ${source_.value} only has ${content.length} bytes`,
+          );
+        }
+        data = content.subarray(0, want);
+      }
+    } else if (source_.case === 'randomData' && datatype !== 'BYTES') {
+      data = crypto.randomBytes(n * elementSize(datatype));
+      if (datatype === 'BOOL') for (let i = 0; i < data.length; i++) data[i] = data[i]! & 1;
+    } else if (datatype === 'BYTES') {
+      // Zero data for strings: every element the empty string (a zero length prefix).
+      data = Buffer.alloc(4 * n);
+    } else {
+      data = Buffer.alloc(n * elementSize(datatype));
+    }
+    tensors.push({ name, datatype, shape, data });
+  }
+  return tensors;
+}

@@ -1,0 +1,33 @@
+/**
+ * @module core/repository/safe-path
+ * Every file a model config names (model file, warmup data, label file, execution environment)
+ * is resolved inside its model directory. A name that climbs out with `..`, an absolute path
+ * or a symbolic link pointing elsewhere is refused, so a config cannot read arbitrary files.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+export class PathEscapeError extends Error {}
+
+/** Resolves `rel` under `root`, refusing anything that lands outside it (symlinks included). */
+export function resolveInside(root: string, rel: string, what: string): string {
+  if (rel.includes('\0')) throw new PathEscapeError(`${what} '${rel}' contains a NUL byte`);
+  if (path.isAbsolute(rel)) throw new PathEscapeError(`${what} '${rel}' must be a path relative to the model directory`);
+  const rootReal = fs.realpathSync(root);
+  const candidate = path.resolve(rootReal, rel);
+  if (!isInside(rootReal, candidate)) throw new PathEscapeError(`${what} '${rel}' points outside the model directory`);
+  let real = candidate;
+  try {
+    real = fs.realpathSync(candidate);
+  } catch {
+    // Missing files are reported by the caller with its own message; only escapes matter here.
+    return candidate;
+  }
+  if (!isInside(rootReal, real)) throw new PathEscapeError(`${what} '${rel}' resolves outside the model directory`);
+  return real;
+}
+
+function isInside(root: string, p: string): boolean {
+  const r = path.relative(root, p);
+  return r === '' || (!r.startsWith('..') && !path.isAbsolute(r));
+}

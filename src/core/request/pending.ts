@@ -1,0 +1,66 @@
+/**
+ * @module core/request/pending
+ * A validated request on its way through a scheduler to an instance. It owns the response
+ * sink: exactly one final response reaches the client, whatever the backend does (late
+ * responses after the final one are released and dropped), and the final one is accounted.
+ */
+import type { TritonError } from '../errors.js';
+import type { InferRequest, InferResponse, ResponseSink } from '../inference.js';
+import type { Nanos, PendingRequest } from '../scheduling/types.js';
+
+export interface CompletionListener {
+  /** The request's final response went out (`error` set when it failed). */
+  (request: PendingRequestImpl, endNs: Nanos, error: TritonError | undefined): void;
+}
+
+export class PendingRequestImpl implements PendingRequest {
+  readonly arrivalNs: Nanos = process.hrtime.bigint();
+  queueEndNs?: Nanos;
+  /** Index of the next response (decoupled models send several). */
+  responseCount = 0;
+  #done = false;
+
+  constructor(
+    readonly request: InferRequest,
+    readonly batchSize: number,
+    readonly shapeSignature: string,
+    readonly priority: number,
+    readonly timeoutUs: number,
+    /** Version actually serving the request. */
+    readonly version: string,
+    private readonly sink: ResponseSink,
+    private readonly onComplete: CompletionListener,
+  ) {}
+
+  get cancelled(): boolean {
+    return this.request.signal?.aborted === true;
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  respond(response: InferResponse): void {
+    if (this.#done) {
+      response.release?.();
+      return;
+    }
+    this.responseCount++;
+    if (response.final) this.#done = true;
+    // Backends do not know which version the core resolved; the request does.
+    response.modelVersion = this.version;
+    this.sink(response);
+    if (response.final) this.onComplete(this, process.hrtime.bigint(), response.error);
+  }
+
+  fail(error: TritonError): void {
+    this.respond({
+      modelName: this.request.modelName,
+      modelVersion: this.version,
+      id: this.request.id,
+      outputs: [],
+      error,
+      final: true,
+    });
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * @module core/request/validate
+ * Checks an inference request against the model config the way Triton's core does (protocol
+ * spec §3.4): input names and count, datatypes, shapes with and without a batch dimension,
+ * byte sizes, BYTES element counts, requested outputs. Returns what the scheduler needs.
+ */
+import { Errors, TritonError } from '../errors.js';
+import type { InferRequest } from '../inference.js';
+import type { TensorSpec } from '../model-handle.js';
+import { countBytesElements, elementCount, expectedByteSize } from '../tensor.js';
+
+export interface ValidationModel {
+  name: string;
+  maxBatchSize: number;
+  inputs: readonly TensorSpec[];
+  outputs: readonly TensorSpec[];
+}
+
+export interface ValidatedRequest {
+  /** size(r): first dimension for batching models, else 1. */
+  batchSize: number;
+  shapeSignature: string;
+}
+
+export function validateRequest(model: ValidationModel, req: InferRequest): ValidatedRequest {
+  const byName = new Map<string, TensorSpec>();
+  for (const spec of model.inputs) byName.set(spec.name, spec);
+
+  const seen = new Set<string>();
+  for (const t of req.inputs) {
+    if (!byName.has(t.name)) throw Errors.unexpectedInput(model.name, t.name);
+    if (seen.has(t.name)) throw Errors.duplicateInput(model.name, t.name);
+    seen.add(t.name);
+  }
+  const required = model.inputs.filter((s) => !s.optional).length;
+  const missing = model.inputs.some((s) => !s.optional && !seen.has(s.name));
+  if (missing || req.inputs.length > model.inputs.length) {
+    const expected = required === model.inputs.length ? String(required) : `between ${required} and ${model.inputs.length}`;
+    throw Errors.inputCount(model.name, expected, req.inputs.length);
+  }
+
+  const batching = model.maxBatchSize > 0;
+  let batch = -1;
+  const signature: string[] = [];
+  for (const t of req.inputs) {
+    const spec = byName.get(t.name)!;
+    if (t.datatype !== spec.datatype) throw Errors.dataTypeMismatch(model.name, t.name, t.datatype, spec.datatype);
+    for (const d of t.shape) {
+      if (!Number.isSafeInteger(d) || d < 0) {
+        throw new TritonError(3, `invalid shape for input '${t.name}' for model '${model.name}': dimensions must be non-negative integers`, 'REJECTED');
+      }
+    }
+    let dims = t.shape;
+    if (batching) {
+      if (t.shape.length === 0) throw Errors.emptyBatchShape(model.name, t.name);
+      const b = t.shape[0]!;
+      if (batch === -1) batch = b;
+      else if (b !== batch) throw Errors.batchSizeMismatch(model.name, t.name);
+      dims = t.shape.slice(1);
+    }
+    if (!shapeMatches(spec.dims, dims)) {
+      const want = batching ? [-1, ...spec.dims] : spec.dims;
+      throw Errors.shapeMismatch(model.name, t.name, want, t.shape, batching);
+    }
+    const expected = expectedByteSize(t.datatype, t.shape);
+    if (expected !== undefined) {
+      if (t.data.length !== expected) throw Errors.byteSizeMismatch(t.name, expected, t.data.length);
+    } else {
+      const n = countBytesElements(t.data);
+      if (n < 0) throw Errors.bytesMalformed(t.name);
+      const want = elementCount(t.shape);
+      if (n !== want) throw Errors.bytesElementCount(t.name, want, n);
+    }
+    if (spec.dims.some((d) => d < 0)) signature.push(`${t.name}:${dims.join('x')}`);
+    if (spec.optional) signature.push(`+${t.name}`);
+  }
+  if (batching && batch > model.maxBatchSize) throw Errors.batchTooLarge(model.name, model.maxBatchSize);
+
+  if (req.outputs) {
+    const outNames = new Set(model.outputs.map((o) => o.name));
+    for (const o of req.outputs) {
+      if (!outNames.has(o.name)) throw Errors.unexpectedOutput(model.name, o.name);
+    }
+  }
+  return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature.join(';') };
+}
+
+function shapeMatches(config: readonly number[], got: readonly number[]): boolean {
+  if (config.length !== got.length) return false;
+  for (let i = 0; i < config.length; i++) {
+    if (config[i] !== -1 && config[i] !== got[i]) return false;
+  }
+  return true;
+}

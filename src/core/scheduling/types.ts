@@ -1,0 +1,78 @@
+/**
+ * @module core/scheduling/types
+ * The contract between the schedulers (default FIFO, dynamic batcher) and model instances.
+ *
+ *   frontend ─► core.infer ─► validate ─► PendingRequest ─► Scheduler ─► ExecutionInstance.execute(batch)
+ *                                                                              │
+ *                      sink ◄── PendingRequest.respond(final) ◄────────────────┘
+ */
+import type { TritonError } from '../errors.js';
+import type { InferRequest, InferResponse } from '../inference.js';
+
+/** Monotonic nanoseconds (process.hrtime.bigint()). */
+export type Nanos = bigint;
+
+export interface PendingRequest {
+  readonly request: InferRequest;
+  /** size(r): the request's first dimension when the model batches, else 1. */
+  readonly batchSize: number;
+  /**
+   * Requests with different signatures never share a batch: the shapes of inputs with a
+   * variable dimension (and no allow_ragged_batch) plus which optional inputs are present.
+   */
+  readonly shapeSignature: string;
+  /** Priority level after defaulting (0 when the model has no priority levels). */
+  readonly priority: number;
+  /** Per-request timeout in microseconds from the `timeout` parameter (0 = none). */
+  readonly timeoutUs: number;
+  /** When the core accepted the request. */
+  readonly arrivalNs: Nanos;
+  /** Set by the scheduler when the request leaves the queue for an instance. */
+  queueEndNs?: Nanos;
+  /** True once the client cancelled (request.signal aborted). */
+  readonly cancelled: boolean;
+  /** True once a final response (or error) was delivered. */
+  readonly done: boolean;
+  /** Delivers a response; the final one closes the request and records its statistics. */
+  respond(response: InferResponse): void;
+  /** Closes the request with an error (a final error response). */
+  fail(error: TritonError): void;
+}
+
+/** Timestamps of one execution, for compute_input / compute_infer / compute_output. */
+export interface ExecutionTimes {
+  startNs: Nanos;
+  /** Inputs copied to where the model reads them. */
+  inputEndNs: Nanos;
+  /** The model returned; outputs available. */
+  inferEndNs: Nanos;
+  /** Responses handed back. */
+  endNs: Nanos;
+}
+
+export interface ExecutionInstance {
+  readonly name: string;
+  /** False while the instance is starting, restarting or dead. */
+  isReady(): boolean;
+  /**
+   * Runs one batch (requests in queue order). Resolves when the model's execute returned and
+   * the return-path responses were delivered through each request's respond()/fail();
+   * decoupled models may keep responding afterwards. Never rejects: failures are delivered
+   * per request.
+   */
+  execute(batch: PendingRequest[]): Promise<ExecutionTimes>;
+}
+
+export interface Scheduler {
+  /** Queues a request or fails it at once (queue full, stopping). */
+  enqueue(request: PendingRequest): void;
+  /** Requests received but not yet handed to an instance (nv_inference_pending_request_count). */
+  pendingCount(): number;
+  /** Instances changed readiness (a restart finished): try to dispatch again. */
+  kick(): void;
+  /** Stops accepting; queued requests fail with the scheduler-stopped error. */
+  stop(): void;
+}
+
+/** Called once per execution so statistics and metrics can account it. */
+export type ExecutionObserver = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => void;

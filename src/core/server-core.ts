@@ -1,0 +1,43 @@
+/**
+ * @module core/server-core
+ * The one surface frontends (HTTP, gRPC, metrics) talk to. They never import backends.
+ */
+import type { InferRequest, ResponseSink } from './inference.js';
+import type { ModelHandle } from './model-handle.js';
+import type { ModelStatistics } from './stats/types.js';
+
+export interface RepositoryIndexEntry {
+  name: string;
+  version?: string;
+  state?: 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
+  reason?: string;
+}
+
+export interface ServerMetadata {
+  name: string;
+  version: string;
+  extensions: string[];
+}
+
+export interface ServerCore {
+  /** Process initialised and not exiting. */
+  isLive(): boolean;
+  /** Ready per `--strict-readiness`. */
+  isReady(): boolean;
+  /** True once shutdown started: health endpoints answer 503 / UNAVAILABLE. */
+  isExiting(): boolean;
+  serverMetadata(): ServerMetadata;
+  /**
+   * Finds a model version, throwing Triton's lookup errors (unknown model, unknown version,
+   * version not ready). `version` '' means the latest ready version.
+   */
+  resolveModel(name: string, version: string): ModelHandle;
+  /**
+   * Validates and schedules a request. Never throws: every error, validation included, arrives
+   * through `sink` as a final response carrying `error`.
+   */
+  infer(request: InferRequest, sink: ResponseSink): void;
+  /** Statistics of every ready model version, of one model, or of one version. */
+  statistics(name?: string, version?: string): ModelStatistics[];
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
+}

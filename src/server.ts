@@ -1,0 +1,135 @@
+/**
+ * @module server
+ * Wires one tritium server together: core (model manager + inference server), backends,
+ * frontends (HTTP, gRPC, metrics), and the shutdown sequence.
+ *
+ * Start-up: clean stale shared memory → load every model (stubs in parallel) → exit if a load
+ * failed and --exit-on-error → start the frontends → ready.
+ * Shutdown (SIGINT/SIGTERM): not live → stop accepting → wait for in-flight requests up to
+ * --exit-timeout-secs → finalize every instance (bounded by what is left of the timeout) →
+ * remove shared memory → exit 0. A second signal exits at once, still removing shared memory.
+ */
+import type { ServerOptions } from './cli/options.js';
+import type { Backend } from './core/backend.js';
+import { detectGpus } from './core/gpus.js';
+import { InferenceServer } from './core/inference-server.js';
+import { createLogger, type Logger } from './core/logger.js';
+import { ModelManager } from './core/model/model-manager.js';
+import { PythonBackend } from './backends/python/backend.js';
+import { removeStaleRegions } from './backends/python/ipc/shm-cleanup.js';
+import { startHttpServer } from './frontends/http/server.js';
+import { Metrics } from './frontends/metrics/metrics.js';
+import { metricsObserver } from './frontends/metrics/observer.js';
+import { startMetricsServer } from './frontends/metrics/server.js';
+
+export interface RunningServer {
+  core: InferenceServer;
+  logger: Logger;
+  httpPort?: number;
+  grpcPort?: number;
+  metricsPort?: number;
+  python: PythonBackend;
+  /** Graceful shutdown; resolves with the exit code. */
+  shutdown(): Promise<number>;
+  /** Immediate stop: kill stubs, remove shared memory. */
+  kill(): void;
+}
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
+  const log =
+    logger ??
+    createLogger({ info: options.logInfo, warning: options.logWarning, error: options.logError, verbose: options.logVerbose });
+  const removed = removeStaleRegions();
+  if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
+
+  const python = new PythonBackend({
+    pythonExecutable: options.python.pythonExecutable,
+    shmDefaultByteSize: options.python.shmDefaultByteSize,
+    shmGrowthByteSize: options.python.shmGrowthByteSize,
+    stubTimeoutSeconds: options.python.stubTimeoutSeconds,
+    logVerbose: options.logVerbose,
+  });
+  const backends = new Map<string, Backend>([['python', python]]);
+  const metrics = new Metrics();
+  metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
+  const gpus = detectGpus();
+  const models = new ModelManager({
+    repositories: options.modelRepositories,
+    autoCompleteConfig: options.autoCompleteConfig,
+    defaultMaxBatchSize: options.defaultMaxBatchSize,
+    gpus,
+    backends,
+    logger: log,
+    observer: metricsObserver(metrics),
+  });
+  const core = new InferenceServer(models, { serverId: options.serverId, strictReadiness: options.strictReadiness });
+
+  const killAll = () => {
+    for (const i of python.instances) i.kill();
+  };
+  const failed = await models.loadAll();
+  if (failed.length && options.exitOnError) {
+    await models.unloadAll(5000);
+    throw new StartupError(`failed to load all models: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`);
+  }
+  core.markReady();
+
+  const closables: Closable[] = [];
+  const running: RunningServer = {
+    core,
+    logger: log,
+    python,
+    shutdown: async () => 0,
+    kill: killAll,
+  };
+  try {
+    if (options.allowHttp) {
+      const http = await startHttpServer(core, {
+        port: options.httpPort,
+        address: options.httpAddress,
+        maxInputSize: options.httpMaxInputSize,
+        logger: log,
+      });
+      closables.push(http);
+      running.httpPort = http.port;
+      log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
+    }
+    if (options.allowMetrics) {
+      const address = options.metricsAddress ?? options.httpAddress;
+      const m = await startMetricsServer(metrics, { port: options.metricsPort, address });
+      closables.push(m);
+      running.metricsPort = m.port;
+      log.info(`Started Metrics Service at ${address}:${m.port}`);
+    }
+  } catch (err) {
+    await Promise.all(closables.map((c) => c.close().catch(() => {})));
+    await models.unloadAll(5000);
+    throw err;
+  }
+
+  running.shutdown = async () => {
+    const deadline = Date.now() + options.exitTimeoutSecs * 1000;
+    core.markExiting();
+    const closing = Promise.all(closables.map((c) => c.close().catch(() => {})));
+    // In-flight requests may finish; new ones are refused by the frontends and the core.
+    while (models.inflight() > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    let code = 0;
+    if (models.inflight() > 0) {
+      log.warn(`Exit timeout expired. ${models.inflight()} request(s) still in flight; failing them.`);
+      code = 1;
+    }
+    models.stopSchedulers();
+    await models.unloadAll(Math.max(1000, deadline - Date.now()));
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 1000))]);
+    return code;
+  };
+  return running;
+}
+
+export class StartupError extends Error {}
