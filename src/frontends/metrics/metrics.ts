@@ -1,0 +1,264 @@
+/**
+ * @module frontends/metrics/metrics
+ * Triton's per-model Prometheus families (protocol spec §6) plus tritium's own, on a private
+ * prom-client `Registry`.
+ *
+ * Hot-path design: prom-client hashes the label set on every `inc()`, which would cost a few
+ * microseconds per request across the seven per-request counters. Instead each model version
+ * keeps plain number fields (`ModelSeries`) that the request path bumps, and every family has
+ * a `collect` callback that publishes them when `/metrics` is rendered. That also gives the
+ * Triton behaviours for free: series exist (zero-valued) from registration, and they vanish on
+ * unregistration.
+ *
+ * Label names are declared in alphabetical order (`model, reason, version`): prom-client prints
+ * labels in declaration order, and Triton prints them sorted. Values are integers (µs counters
+ * are truncated per request like Triton's) or rounded so that nothing prints with an exponent,
+ * which perf_analyzer's `\d+\.?\d*` parser would not accept.
+ */
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { FailureReason } from '../../core/errors.js';
+import type { StatsListener } from '../../core/stats/model-stats.js';
+
+export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
+
+export interface MetricsOptions {
+  /** `--metrics-config counter_latencies=false` drops the `_duration_us` counters. */
+  counterLatencies?: boolean;
+}
+
+/** One sample of `tritium_shm_bytes`. */
+export interface ShmBytesSample {
+  model: string;
+  instance: string;
+  bytes: number;
+}
+
+/** Per model version; mutated on the request path, read by the collect callbacks. */
+class ModelSeries implements StatsListener {
+  success = 0;
+  failure: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
+  inferences = 0;
+  executions = 0;
+  requestUs = 0;
+  queueUs = 0;
+  inputUs = 0;
+  inferUs = 0;
+  outputUs = 0;
+  loadSecs = 0;
+
+  constructor(
+    readonly model: string,
+    readonly version: string,
+    public pending: () => number,
+  ) {}
+
+  onSuccess(inferences: number, requestNs: bigint, queueNs: bigint): void {
+    this.success++;
+    this.inferences += inferences;
+    this.requestUs += us(requestNs);
+    this.queueUs += us(queueNs);
+  }
+
+  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint): void {
+    this.inputUs += us(inputNs);
+    this.inferUs += us(inferNs);
+    this.outputUs += us(outputNs);
+  }
+
+  onFailure(reason: FailureReason): void {
+    this.failure[reason] = (this.failure[reason] ?? 0) + 1;
+  }
+
+  onExecution(): void {
+    this.executions++;
+  }
+}
+
+/** Whole microseconds of a nanosecond duration (Triton divides per request, too). */
+function us(ns: bigint): number {
+  return Math.floor(Number(ns) / 1000);
+}
+
+/** Prometheus-safe non-negative number: finite, and no exponent when printed. */
+function plain(v: number, decimals = 0): number {
+  if (!Number.isFinite(v) || v <= 0) return 0;
+  const f = 10 ** decimals;
+  const r = Math.round(v * f) / f;
+  // Above 1e21 JS prints an exponent; counters never get there, clamp defensively.
+  return r < 1e21 ? r : 1e21 - 1;
+}
+
+const key = (model: string, version: string): string => `${model}\u0000${version}`;
+
+export class Metrics {
+  /** The private registry (never prom-client's global one). */
+  readonly registry = new Registry();
+  private readonly models = new Map<string, ModelSeries>();
+  private readonly restarts = new Map<string, { model: string; instance: string; count: number }>();
+  private shmSource: (() => Iterable<ShmBytesSample>) | null = null;
+
+  constructor(options: MetricsOptions = {}) {
+    const registers = [this.registry];
+    const models = this.models;
+    const perModel = (name: string, help: string, value: (s: ModelSeries) => number): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: ['model', 'version'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const s of models.values()) this.inc({ model: s.model, version: s.version }, plain(value(s)));
+        },
+      });
+    };
+
+    perModel('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (s) => s.success);
+    new Counter({
+      name: 'nv_inference_request_failure',
+      help: 'Number of failed inference requests, all batch sizes',
+      labelNames: ['model', 'reason', 'version'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const s of models.values()) {
+          for (const reason of FAILURE_REASONS) {
+            this.inc({ model: s.model, reason, version: s.version }, plain(s.failure[reason]));
+          }
+        }
+      },
+    });
+    perModel('nv_inference_count', 'Number of inferences performed (does not include cached requests)', (s) => s.inferences);
+    perModel('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', (s) => s.executions);
+    new Gauge({
+      name: 'nv_inference_pending_request_count',
+      help: 'Instantaneous number of pending requests awaiting execution per-model.',
+      labelNames: ['model', 'version'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const s of models.values()) {
+          let n = 0;
+          try {
+            n = s.pending();
+          } catch {
+            // A scheduler being torn down: report nothing pending.
+          }
+          this.set({ model: s.model, version: s.version }, plain(n));
+        }
+      },
+    });
+    if (options.counterLatencies !== false) {
+      perModel('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (s) => s.requestUs);
+      perModel('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (s) => s.queueUs);
+      perModel('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (s) => s.inputUs);
+      perModel('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (s) => s.inferUs);
+      perModel('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (s) => s.outputUs);
+    }
+    new Gauge({
+      name: 'nv_model_load_duration_secs',
+      help: 'Model load time in seconds',
+      labelNames: ['model', 'version'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const s of models.values()) this.set({ model: s.model, version: s.version }, plain(s.loadSecs, 6));
+      },
+    });
+
+    const restarts = this.restarts;
+    new Counter({
+      name: 'tritium_stub_restarts_total',
+      help: 'Python stub processes restarted after dying, per model instance',
+      labelNames: ['instance', 'model'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const r of restarts.values()) this.inc({ instance: r.instance, model: r.model }, plain(r.count));
+      },
+    });
+    const self = this;
+    new Gauge({
+      name: 'tritium_shm_bytes',
+      help: 'Bytes of shared memory held by each Python stub instance',
+      labelNames: ['instance', 'model'] as const,
+      registers,
+      collect() {
+        this.reset();
+        const source = self.shmSource;
+        if (source === null) return;
+        let samples: Iterable<ShmBytesSample>;
+        try {
+          samples = source();
+        } catch {
+          return;
+        }
+        for (const s of samples) this.set({ instance: s.instance, model: s.model }, plain(s.bytes));
+      },
+    });
+  }
+
+  /** Creates the model version's series (zero-valued; all four failure reasons). */
+  registerModel(name: string, version: string, pending: () => number): void {
+    const k = key(name, version);
+    const existing = this.models.get(k);
+    // A re-registration (reload in place) keeps the counters and the listeners bound to them.
+    if (existing !== undefined) existing.pending = pending;
+    else this.models.set(k, new ModelSeries(name, version, pending));
+  }
+
+  /** Removes the model version's series (and its restart counters when `name` has no version left). */
+  unregisterModel(name: string, version: string): void {
+    this.models.delete(key(name, version));
+    for (const s of this.models.values()) if (s.model === name) return;
+    for (const [k, r] of this.restarts) if (r.model === name) this.restarts.delete(k);
+  }
+
+  /**
+   * The listener to give `new ModelStats(...)` so statistics and metrics move together. It
+   * stays bound to the series that exists now; register the model first.
+   */
+  statsListener(name: string, version: string): StatsListener {
+    const s = this.models.get(key(name, version));
+    if (s === undefined) throw new Error(`metrics: model '${name}' version ${version} is not registered`);
+    return s;
+  }
+
+  onSuccess(name: string, version: string, inferences: number, requestNs: bigint, queueNs: bigint): void {
+    this.models.get(key(name, version))?.onSuccess(inferences, requestNs, queueNs);
+  }
+
+  onCompute(name: string, version: string, inputNs: bigint, inferNs: bigint, outputNs: bigint): void {
+    this.models.get(key(name, version))?.onCompute(inputNs, inferNs, outputNs);
+  }
+
+  onFailure(name: string, version: string, reason: FailureReason): void {
+    this.models.get(key(name, version))?.onFailure(reason);
+  }
+
+  onExecution(name: string, version: string): void {
+    this.models.get(key(name, version))?.onExecution();
+  }
+
+  setLoadDuration(name: string, version: string, seconds: number): void {
+    const s = this.models.get(key(name, version));
+    if (s !== undefined) s.loadSecs = seconds;
+  }
+
+  onStubRestart(model: string, instance: string): void {
+    const k = key(model, instance);
+    const r = this.restarts.get(k);
+    if (r !== undefined) r.count++;
+    else this.restarts.set(k, { model, instance, count: 1 });
+  }
+
+  /** Where `tritium_shm_bytes` reads its samples at each scrape. */
+  setShmBytesSource(fn: (() => Iterable<ShmBytesSample>) | null): void {
+    this.shmSource = fn;
+  }
+
+  /** The Prometheus text exposition. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../src/core/errors.js';
+import { DefaultScheduler } from '../../src/core/scheduling/default-scheduler.js';
+import { FakeRequest, RecordingInstance, ticks } from './helpers.js';
+
+describe('DefaultScheduler', () => {
+  it('runs every request as its own execution, FIFO, on any idle instance', async () => {
+    const i0 = new RecordingInstance('i0', false);
+    const i1 = new RecordingInstance('i1', false);
+    const seen: number[] = [];
+    const s = new DefaultScheduler([i0, i1], (_b, _t, n) => seen.push(n));
+    const rs = Array.from({ length: 5 }, (_, i) => new FakeRequest(`r${i}`, { batchSize: i + 1 }));
+    rs.forEach((r) => s.enqueue(r));
+    // Dispatch is immediate: two instances busy, three queued.
+    expect(i0.batches).toEqual([['r0']]);
+    expect(i1.batches).toEqual([['r1']]);
+    expect(s.pendingCount()).toBe(3);
+    i1.release();
+    await ticks(2);
+    expect(i1.batches).toEqual([['r1'], ['r2']]);
+    i0.release();
+    await ticks(2);
+    expect(i0.batches).toEqual([['r0'], ['r3']]);
+    i0.release();
+    await ticks(2);
+    i1.release();
+    await ticks(2);
+    i0.release();
+    await Promise.all(rs.map((r) => r.finished));
+    expect([...i0.batches, ...i1.batches].every((b) => b.length === 1)).toBe(true);
+    expect(seen.sort()).toEqual([1, 2, 3, 4, 5]);
+    expect(s.pendingCount()).toBe(0);
+  });
+
+  it('waits for a ready instance and resumes on kick()', async () => {
+    const i0 = new RecordingInstance('i0');
+    i0.ready = false;
+    const s = new DefaultScheduler([i0], () => {});
+    const r = new FakeRequest('r');
+    s.enqueue(r);
+    await ticks(2);
+    expect(i0.batches).toEqual([]);
+    expect(s.pendingCount()).toBe(1);
+    i0.ready = true;
+    s.kick();
+    await r.finished;
+    expect(i0.batches).toEqual([['r']]);
+    expect(r.queueEndNs).toBeDefined();
+  });
+
+  it('fails cancelled requests instead of running them', async () => {
+    const i0 = new RecordingInstance('i0', false);
+    const s = new DefaultScheduler([i0], () => {});
+    const a = new FakeRequest('a');
+    const b = new FakeRequest('b');
+    s.enqueue(a);
+    s.enqueue(b);
+    b.cancelled = true;
+    i0.release();
+    await b.finished;
+    expect(b.error?.code).toBe(ErrorCode.CANCELLED);
+    expect(i0.batches).toEqual([['a']]);
+  });
+
+  it('stop() fails what is queued and refuses new requests', () => {
+    const i0 = new RecordingInstance('i0', false);
+    const s = new DefaultScheduler([i0], () => {});
+    const [a, b] = [new FakeRequest('a'), new FakeRequest('b')];
+    s.enqueue(a);
+    s.enqueue(b);
+    s.stop();
+    expect(b.error?.code).toBe(ErrorCode.UNAVAILABLE);
+    const c = new FakeRequest('c');
+    s.enqueue(c);
+    expect(c.error?.message).toMatch(/stopped accepting/);
+    expect(a.done).toBe(false);
+    i0.release();
+  });
+
+  it('answers the batch when execute() rejects against its contract', async () => {
+    const s = new DefaultScheduler(
+      [{ name: 'bad', isReady: () => true, execute: () => Promise.reject(new Error('kaput')) }],
+      () => {},
+    );
+    const r = new FakeRequest('r');
+    s.enqueue(r);
+    await r.finished;
+    expect(r.error?.code).toBe(ErrorCode.INTERNAL);
+    expect(r.error?.message).toBe('kaput');
+  });
+});
