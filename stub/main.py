@@ -1,0 +1,55 @@
+"""tritium stub entry point: one process per model instance (or one auto-complete run).
+
+    python stub/main.py <model_file> <region> <growth_byte_size> <parent_pid> <name>
+                        <instance|autocomplete> <log_verbose>
+
+The interpreter is prepared the way Triton's stub prepares its embedded one (sys.argv,
+sys.path, signals) before any model code runs; see docs/ipc.md for the messages.
+"""
+
+import os
+import signal
+import sys
+
+
+def _ignore_signal(signum, frame):
+    # Ctrl-C on the server's process group must not skip finalize(): Node decides when the
+    # stub stops. A no-op handler rather than SIG_IGN, so processes the model execs get the
+    # default dispositions back.
+    pass
+
+
+def main():
+    stub_dir = os.path.dirname(os.path.realpath(__file__))
+    # Python put this script's directory first on sys.path; Triton's interpreter has no such
+    # entry, and model code must not find our modules ahead of its own.
+    if sys.path and os.path.realpath(sys.path[0] or os.getcwd()) == stub_dir:
+        del sys.path[0]
+    args = sys.argv[1:]
+    if len(args) != 7:
+        sys.stderr.write(__doc__)
+        return 2
+    model_file, region, growth, parent_pid, name, mode, log_verbose = args
+    if mode not in ("instance", "autocomplete"):
+        sys.stderr.write(f"unknown mode '{mode}'\n")
+        return 2
+    sys.argv = [""]
+    # Node reads the stub's stdout line by line; a block-buffered pipe would hold a model's
+    # print() output back until exit (a long-standing Triton complaint).
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
+    signal.signal(signal.SIGINT, _ignore_signal)
+    signal.signal(signal.SIGTERM, _ignore_signal)
+
+    # Triton's order (python-backend.md §1.12): the version dir lets `import helper` find
+    # sibling files, the model dir makes `<version>` a package for `from . import helper2`,
+    # and the shim dir comes last so model files win over ours.
+    version_dir = os.path.dirname(model_file)
+    sys.path += [version_dir, os.path.dirname(version_dir), stub_dir]
+
+    from tritium_stub.runtime import run
+    return run(model_file, region, int(growth), int(parent_pid), name, mode, int(log_verbose))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,444 @@
+"""Stub side of the shared-memory link with the Node server (docs/ipc.md).
+
+Stdlib + msgpack only: segments are mmap'ed files in /dev/shm, the futex is reached through
+ctypes' syscall(), and rings/arenas are plain Python over memoryviews. Mirrors
+src/backends/python/ipc/{shm-layout,ring,arena,channel}.ts; change both together.
+
+Memory ordering: CPython never reorders our loads/stores, and the header fields are naturally
+aligned, so every u32/u64 access through memoryview.cast() is one machine load/store. On x86-64
+(TSO) that gives the ordering the protocol needs (write record -> store tail -> bump doorbell).
+The one store->load pair that TSO does not order (doorbell store, then "is Node asleep?" load)
+is fenced with a locked instruction (see _fence); on other architectures we always futex_wake.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+import platform
+import threading
+import time
+
+import msgpack
+
+SHM_DIR = "/dev/shm"
+
+# ---- layout (src/backends/python/ipc/shm-layout.ts) ----
+MAGIC = b"TRITIUM1"
+LAYOUT_VERSION = 1
+OFF_VERSION = 8
+OFF_HEADER_SIZE = 12
+OFF_RING_CAPACITY = 16
+OFF_RING_A_DATA = 24
+OFF_RING_B_DATA = 32
+OFF_HEARTBEAT = 64
+OFF_STUB_PID = 72
+# ring: head, tail, doorbell, sleeping, producer_waiting
+RING_A = (128, 192, 256, 260, 264)  # Node -> stub
+RING_B = (320, 384, 448, 452, 456)  # stub -> Node
+FRAG_MORE = 0x8000_0000
+WRAP_MARKER = 0xFFFF_FFFF
+RECORD_ALIGN = 8
+BLOCK_ALIGN = 64
+SEGMENT_ROUND = 1 << 16
+
+# ---- futex via ctypes ----
+_SYS_FUTEX = {
+    "x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98,
+    "i386": 240, "i686": 240, "ppc64le": 221, "ppc64": 221, "s390x": 238,
+}
+_MACHINE = platform.machine().lower()
+SYS_FUTEX = _SYS_FUTEX.get(_MACHINE, 202)
+FUTEX_WAIT = 0  # non-private: the word is in a MAP_SHARED mapping used by another process
+FUTEX_WAKE = 1
+_X86 = _MACHINE in ("x86_64", "amd64", "i386", "i686")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def futex_wait(addr: int, expected: int, timeout: float | None) -> int:
+    """Sleeps while the u32 at addr == expected (ctypes releases the GIL). Returns 0 or errno."""
+    ts = None
+    if timeout is not None:
+        t = max(timeout, 0.0)
+        ts = ctypes.byref(_Timespec(int(t), int((t - int(t)) * 1e9)))
+    r = _syscall(ctypes.c_long(SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_long(FUTEX_WAIT),
+                 ctypes.c_long(expected), ts, ctypes.c_void_p(None), ctypes.c_long(0))
+    return 0 if r == 0 else ctypes.get_errno()
+
+
+def futex_wake(addr: int) -> int:
+    return _syscall(ctypes.c_long(SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_long(FUTEX_WAKE),
+                    ctypes.c_long(0x7FFFFFFF), ctypes.c_void_p(None), ctypes.c_void_p(None),
+                    ctypes.c_long(0))
+
+
+_fence_lock = threading.Lock()
+
+
+def _fence() -> None:
+    # An uncontended lock acquire/release is a locked read-modify-write (full barrier on x86),
+    # the cheapest store->load fence reachable from pure Python.
+    _fence_lock.acquire()
+    _fence_lock.release()
+
+
+def _round_up(n: int, m: int) -> int:
+    return (n + m - 1) // m * m
+
+
+class Arena:
+    """First-fit allocator with coalescing over [base, base+size); metadata in this process."""
+
+    def __init__(self, base: int, size: int, align: int = BLOCK_ALIGN):
+        start = _round_up(base, align)
+        self.align = align
+        self._free: list[list[int]] = [[start, base + size - start]] if base + size > start else []
+        self._used: dict[int, int] = {}
+
+    def alloc(self, nbytes: int) -> int:
+        need = _round_up(max(nbytes, 1), self.align)
+        for i, ext in enumerate(self._free):
+            if ext[1] < need:
+                continue
+            off = ext[0]
+            if ext[1] == need:
+                del self._free[i]
+            else:
+                ext[0] += need
+                ext[1] -= need
+            self._used[off] = need
+            return off
+        return -1
+
+    def free(self, off: int) -> None:
+        size = self._used.pop(off, None)
+        if size is None:
+            raise ValueError(f"arena: free of unknown block at offset {off}")
+        fl = self._free
+        lo, hi = 0, len(fl)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fl[mid][0] < off:
+                lo = mid + 1
+            else:
+                hi = mid
+        prev = fl[lo - 1] if lo > 0 else None
+        nxt = fl[lo] if lo < len(fl) else None
+        if prev is not None and prev[0] + prev[1] == off:
+            prev[1] += size
+            if nxt is not None and prev[0] + prev[1] == nxt[0]:
+                prev[1] += nxt[1]
+                del fl[lo]
+        elif nxt is not None and off + size == nxt[0]:
+            nxt[0] = off
+            nxt[1] += size
+        else:
+            fl.insert(lo, [off, size])
+
+    def blocks_in_use(self) -> int:
+        return len(self._used)
+
+
+class _Segment:
+    __slots__ = ("name", "mm", "mv", "size", "arena")
+
+    def __init__(self, name: str, mm: mmap.mmap):
+        self.name = name
+        self.mm = mm
+        self.mv = memoryview(mm)
+        self.size = len(mm)
+        self.arena: Arena | None = None
+
+    def close(self) -> None:
+        try:
+            self.mv.release()
+            self.mm.close()
+        except BufferError:
+            pass  # a tensor view is still alive; the mapping goes away with it
+
+
+class Channel:
+    """The stub's end of one region. recv() is for a single consumer thread; send() is thread-safe."""
+
+    def __init__(self, region: str, growth_byte_size: int, spin_us: float = 50.0, spin_yield: bool = False):
+        if "/" in region or not region:
+            raise ValueError(f"invalid region name {region!r}")
+        self.region = region
+        self.growth_byte_size = max(int(growth_byte_size), SEGMENT_ROUND)
+        self.spin_s = spin_us / 1e6
+        self.spin_yield = spin_yield
+        self._segs: dict[str, _Segment] = {}
+        self._outputs: list[_Segment] = []
+        self._seg_lock = threading.Lock()  # alloc/free/lazy maps may run on model threads
+        self._send_lock = threading.Lock()
+        self._closed = False
+        self._hb_stop = threading.Event()
+        self._hb_thread: threading.Thread | None = None
+
+        n0 = self._map(f"{region}.n0")
+        self._segs["n0"] = n0
+        hdr = n0.mv
+        if bytes(hdr[0:8]) != MAGIC:
+            raise RuntimeError(f"{region}.n0 has no tritium header")
+        self._u32 = hdr[: len(hdr) // 4 * 4].cast("I")
+        self._u64 = hdr[: len(hdr) // 8 * 8].cast("Q")
+        if self._u32[OFF_VERSION // 4] != LAYOUT_VERSION:
+            raise RuntimeError(f"shm layout version {self._u32[OFF_VERSION // 4]}, expected {LAYOUT_VERSION}")
+        self.cap = self._u64[OFF_RING_CAPACITY // 8]
+        self._a_data = self._u64[OFF_RING_A_DATA // 8]
+        self._b_data = self._u64[OFF_RING_B_DATA // 8]
+        # Keep the ctypes object alive: it pins the buffer whose address the futex calls use.
+        self._anchor = ctypes.c_char.from_buffer(n0.mm)
+        self._base = ctypes.addressof(self._anchor)
+        self._a_head = self._u64[RING_A[0] // 8]
+        self._frags: list[bytes] = []
+        self._b_tail = self._u64[RING_B[1] // 8]
+        self._u32[OFF_STUB_PID // 4] = os.getpid()
+        self.send({"t": "hello", "pid": os.getpid()})
+
+    # ---- segments ----
+    @staticmethod
+    def _map(file: str) -> _Segment:
+        fd = os.open(os.path.join(SHM_DIR, file), os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        return _Segment(file.rsplit(".", 1)[1], mm)
+
+    def _segment(self, seg: str) -> _Segment:
+        s = self._segs.get(seg)
+        if s is None:
+            with self._seg_lock:
+                s = self._segs.get(seg)
+                if s is None:
+                    if not (len(seg) > 1 and seg[0] in "ns" and seg[1:].isdigit()):
+                        raise ValueError(f"invalid segment name {seg!r}")
+                    s = self._map(f"{self.region}.{seg}")
+                    self._segs[seg] = s
+        return s
+
+    def tensor_view(self, seg: str, off: int, nbytes: int) -> memoryview:
+        s = self._segment(seg)
+        if off < 0 or nbytes < 0 or off + nbytes > s.size:
+            raise ValueError(f"view {seg}[{off}, +{nbytes}) is outside the {s.size}-byte segment")
+        return s.mv[off: off + nbytes]
+
+    def alloc(self, nbytes: int) -> tuple[str, int, memoryview]:
+        """A block in the stub's output arenas; a new s<k> segment is announced with {t:"seg"}."""
+        with self._seg_lock:
+            for s in self._outputs:
+                off = s.arena.alloc(nbytes)
+                if off >= 0:
+                    return s.name, off, s.mv[off: off + nbytes]
+            name = f"s{len(self._outputs)}"
+            size = max(self.growth_byte_size, _round_up(max(nbytes, 1), SEGMENT_ROUND))
+            s = self._create(name, size, nbytes)
+            s.arena = Arena(0, size)
+            self._outputs.append(s)
+            self._segs[name] = s
+            off = s.arena.alloc(nbytes)
+        # Before the block is referenced by any message, so Node learns of it in ring order.
+        self.send({"t": "seg", "name": name, "size": size})
+        return name, off, s.mv[off: off + nbytes]
+
+    def _create(self, name: str, size: int, nbytes: int) -> _Segment:
+        path = os.path.join(SHM_DIR, f"{self.region}.{name}")
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            # Reserve tmpfs pages now: a full /dev/shm becomes ENOSPC here, not SIGBUS later.
+            os.posix_fallocate(fd, 0, size)
+            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as e:
+            os.close(fd)
+            os.unlink(path)
+            if e.errno == errno.ENOSPC:
+                st = os.statvfs(SHM_DIR)
+                raise MemoryError(
+                    f"/dev/shm is full: cannot create {size}-byte output segment {path} for {nbytes} bytes "
+                    f"({st.f_bavail * st.f_frsize} bytes free). Enlarge /dev/shm or lower "
+                    f"--backend-config=python,shm-growth-byte-size=...") from e
+            raise
+        os.close(fd)
+        return _Segment(name, mm)
+
+    def free(self, seg: str, off: int) -> None:
+        with self._seg_lock:
+            s = self._segs.get(seg)
+            if s is None or s.arena is None:
+                raise ValueError(f"free: {seg!r} is not an output segment of this stub")
+            s.arena.free(off)
+
+    # ---- ring A (Node -> stub), single consumer ----
+    def _try_pop(self):
+        """One complete message if available, else None (partial fragments are kept)."""
+        u32, u64, cap, data = self._u32, self._u64, self.cap, self._a_data
+        mv = self._segs["n0"].mv
+        tail = u64[RING_A[1] // 8]
+        head = self._a_head
+        msg = None
+        while head < tail:
+            pos = head % cap
+            word = u32[(data + pos) // 4]
+            if word == WRAP_MARKER:
+                head += cap - pos
+                continue
+            n = word & ~FRAG_MORE
+            start = data + pos + 4
+            if word & FRAG_MORE or self._frags:
+                self._frags.append(bytes(mv[start: start + n]))
+                if not word & FRAG_MORE:
+                    msg = msgpack.unpackb(b"".join(self._frags), raw=False, strict_map_key=False)
+                    self._frags = []
+            else:
+                msg = msgpack.unpackb(mv[start: start + n], raw=False, strict_map_key=False)
+            head += _round_up(4 + n, RECORD_ALIGN)
+            if msg is not None:
+                break
+        if head != self._a_head:
+            self._a_head = head
+            u64[RING_A[0] // 8] = head
+            # Node queued messages because ring A was full: tell it space was freed. The fence
+            # orders our head store before the flag load (Node does the mirror with Atomics).
+            if _X86:
+                _fence()
+            if u32[RING_A[4] // 4]:
+                u32[RING_A[4] // 4] = 0
+                with self._send_lock:
+                    self._ring_b_doorbell(force_wake=True)
+        return msg
+
+    def recv(self, timeout: float | None = None) -> dict | None:
+        u32, u64 = self._u32, self._u64
+        db, tail_i = RING_A[2] // 4, RING_A[1] // 8
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            v = u32[db]  # read before checking: any later push changes it, so the wait can't miss
+            msg = self._try_pop()
+            if msg is not None:
+                return msg
+            if u64[tail_i] != self._a_head:
+                continue  # partial message or new data: keep draining
+            # Spin: the next message usually follows within microseconds.
+            spin_end = time.perf_counter() + self.spin_s
+            got = False
+            relax = os.sched_yield if self.spin_yield else None
+            while time.perf_counter() < spin_end:
+                if u64[tail_i] != self._a_head:
+                    got = True
+                    break
+                if relax is not None:
+                    relax()
+            if got:
+                continue
+            wait = None
+            if deadline is not None:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    return None
+            if self._closed:
+                return None
+            u32[RING_A[3] // 4] = 1  # Node wakes us only when this is set (see RingProducer.publish)
+            futex_wait(self._base + RING_A[2], v, 0.1 if wait is None else min(wait, 0.1))
+            u32[RING_A[3] // 4] = 0
+
+    # ---- ring B (stub -> Node), several producer threads ----
+    def _ring_b_doorbell(self, force_wake: bool = False) -> None:
+        """Publishes tail, bumps the doorbell, wakes Node's waiter thread if it sleeps. Lock held."""
+        u32 = self._u32
+        self._u64[RING_B[1] // 8] = self._b_tail
+        db = RING_B[2] // 4
+        u32[db] = (u32[db] + 1) & 0xFFFFFFFF
+        if _X86 and not force_wake:
+            _fence()
+            if not u32[RING_B[3] // 4]:
+                return
+        futex_wake(self._base + RING_B[2])
+
+    def _try_write(self, payload, more: bool) -> bool:
+        n = len(payload)
+        cap = self.cap
+        need = _round_up(4 + n, RECORD_ALIGN)
+        free = cap - (self._b_tail - self._u64[RING_B[0] // 8])
+        pos = self._b_tail % cap
+        to_end = cap - pos
+        if need > to_end:
+            if to_end + need > free:
+                return False
+            self._u32[(self._b_data + pos) // 4] = WRAP_MARKER
+            self._b_tail += to_end
+            pos = 0
+        elif need > free:
+            return False
+        start = self._b_data + pos
+        self._u32[start // 4] = (FRAG_MORE if more else 0) | n
+        self._segs["n0"].mv[start + 4: start + 4 + n] = payload
+        self._b_tail += need
+        return True
+
+    def send(self, msg: dict) -> None:
+        data = msgpack.packb(msg, use_bin_type=True)
+        max_rec = self.cap // 2 - RECORD_ALIGN  # half the ring always fits once drained
+        total = len(data)
+        with self._send_lock:
+            if self._closed:
+                raise RuntimeError("channel is closed")
+            off = 0
+            view = memoryview(data)
+            pause = 0.0
+            while True:
+                end = min(total, off + max_rec)
+                if self._try_write(view[off:end], end < total):
+                    off = end
+                    pause = 0.0
+                    if off >= total:
+                        break
+                    continue
+                # Ring B full: publish what we have so Node drains it, then back off gently.
+                self._ring_b_doorbell(force_wake=True)
+                if pause:
+                    time.sleep(pause)
+                pause = min(pause * 2 or 1e-5, 1e-3)
+            self._ring_b_doorbell()
+
+    # ---- heartbeat / lifecycle ----
+    def start_heartbeat(self, period_s: float = 0.1) -> None:
+        if self._hb_thread is not None:
+            return
+        hb = OFF_HEARTBEAT // 8
+
+        def beat() -> None:
+            # time.monotonic() is CLOCK_MONOTONIC, the clock behind Node's process.hrtime().
+            while not self._hb_stop.is_set():
+                self._u64[hb] = int(time.monotonic() * 1000)
+                self._hb_stop.wait(period_s)
+
+        self._u64[hb] = int(time.monotonic() * 1000)
+        self._hb_thread = threading.Thread(target=beat, name="tritium-heartbeat", daemon=True)
+        self._hb_thread.start()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._hb_stop.set()
+        if self._hb_thread is not None:
+            self._hb_thread.join(timeout=1.0)
+        # Node owns the files and unlinks them; the stub only drops its mappings.
+        del self._anchor
+        self._u32.release()
+        self._u64.release()
+        for s in self._segs.values():
+            s.close()
+        self._segs.clear()

@@ -1,0 +1,17 @@
+"""Import model.py the way Triton does (python-backend.md §1.12)."""
+
+import importlib
+import os
+
+
+class StubError(Exception):
+    """An error whose text is reported verbatim (Triton's PythonBackendException)."""
+
+
+def import_model(model_file):
+    """Import `<version>.<stem>` and return the module."""
+    file_name = os.path.basename(model_file)
+    if not file_name.endswith(".py"):
+        raise StubError(f"Model name must end with '.py'. Model name is \"{file_name}\".")
+    version = os.path.basename(os.path.dirname(model_file))
+    return importlib.import_module(f"{version}.{file_name[:-3]}")

@@ -1,0 +1,63 @@
+"""What `execute` returned -> the `resps` of exec_done (python-backend.md §3.4).
+
+Batch-level problems raise StubError with Triton's exact text; the caller wraps it in
+"Failed to process the request(s) ..." exactly as Triton's stub does for every batch error.
+"""
+
+from .errors import TritonModelException
+from .loader import StubError
+from .response import InferenceResponse
+from .response_sender import SENDER_LOCK, FINAL
+from .state import STATE
+from .tensor_codec import encode_response, free_blocks
+
+RELEASE_RESCHEDULE = 2
+
+
+def _check(requests, returned):
+    if STATE.decoupled:
+        raise StubError(f"Python model '{STATE.name}' is using the decoupled mode and the "
+                        "execute function must return None.")
+    if not isinstance(returned, list):
+        raise StubError(f"Expected a list in the execute return, found type '{type(returned)}'.")
+    if len(returned) != len(requests):
+        raise StubError(
+            "Number of InferenceResponse objects do not match the number of InferenceRequest "
+            f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
+            f"size is:{len(returned)}\n")
+    with SENDER_LOCK:
+        for request, response in zip(requests, returned):
+            if response is None:
+                continue
+            if request._release_flags == RELEASE_RESCHEDULE:
+                raise StubError("Expected a None object in the execute function return list "
+                                f"for reschduled request, found type '{type(response)}'.")
+            if not isinstance(response, InferenceResponse):
+                raise StubError("Expected an 'InferenceResponse' object in the execute "
+                                f"function return list, found type '{type(response)}'.")
+            # A returned response is the request's FINAL: same rules as a sender FINAL
+            # (e.g. the request was already closed through its sender).
+            try:
+                request._slot.check_and_count(True, FINAL)
+            except TritonModelException as e:
+                raise StubError(str(e)) from None
+
+
+def build_resps(channel, requests, returned):
+    """Validate the return value and write the responses' outputs into shared memory."""
+    if returned is None:
+        return [None] * len(requests)
+    _check(requests, returned)
+    blocks = []
+    try:
+        return [None if response is None else
+                encode_response(channel, response, request._slot.requested, blocks)
+                for request, response in zip(requests, returned)]
+    except BaseException:
+        free_blocks(channel, blocks)
+        raise
+
+
+def rescheduled(requests):
+    """Indexes of requests the model asked to reschedule (set_release_flags)."""
+    return [i for i, r in enumerate(requests) if r._release_flags == RELEASE_RESCHEDULE]

@@ -1,0 +1,183 @@
+"""The stub's life: hello, then autocomplete or init/exec/release/fin (docs/ipc.md)."""
+
+import asyncio
+import json
+import os
+
+import c_python_backend_utils
+import triton_python_backend_utils as pb_utils
+
+from . import async_loop, logging_bridge, parent_watch
+from .errors import format_exception
+from .ipc import Channel
+from .loader import StubError, import_model
+from .logger import emit
+from .request import InferenceRequest
+from .response_sender import close_all
+from .result import build_resps, rescheduled
+from .state import STATE
+
+
+def _error_text(exc):
+    # Our own errors are reported verbatim, Python exceptions as pybind renders them.
+    return str(exc) if isinstance(exc, StubError) else format_exception(exc)
+
+
+class Runtime:
+    def __init__(self, model_file, name, mode, log_verbose, channel=None):
+        STATE.model_file = model_file
+        STATE.version_dir = os.path.dirname(model_file)
+        STATE.name = name
+        STATE.log_verbose = log_verbose
+        if channel is not None:
+            STATE.channel = channel
+        self.mode = mode
+        self.model = None
+        self.execute = None
+
+    def serve(self):
+        """Answer messages until told to stop; returns the exit status."""
+        channel = STATE.channel  # Channel() already sent {t:"hello", pid}
+        if self.mode == "autocomplete":
+            return self._serve_autocomplete(channel)
+        return self._serve_instance(channel)
+
+    # -- auto-complete stub ------------------------------------------------------------------
+
+    def _serve_autocomplete(self, channel):
+        while True:
+            msg = channel.recv()
+            if msg is None:
+                continue
+            if msg["t"] == "autocomplete":
+                channel.send(self._autocomplete(msg["config"]))
+                return 0
+            if msg["t"] == "fin":
+                channel.send({"t": "fin_done"})
+                return 0
+            emit("WARNING", f"auto-complete stub ignored message '{msg['t']}'", "runtime.py", 0)
+
+    def _autocomplete(self, config_json):
+        try:
+            model_class = import_model(STATE.model_file).TritonPythonModel
+            config = pb_utils.ModelConfig(config_json)
+            if hasattr(model_class, "auto_complete_config"):
+                config = model_class.auto_complete_config(config)
+            if not isinstance(config, pb_utils.ModelConfig):
+                raise StubError(f"auto_complete_config function in model '{STATE.name}' must "
+                                "return a valid pb.ModelConfig object.")
+            return {"t": "autocomplete_ok", "config": json.dumps(config._model_config)}
+        except (Exception, SystemExit) as e:
+            return {"t": "autocomplete_err", "msg": _error_text(e)}
+
+    # -- instance stub -----------------------------------------------------------------------
+
+    def _serve_instance(self, channel):
+        recv = channel.recv
+        execute_batch = self._exec
+        while True:
+            msg = recv()
+            if msg is None:
+                continue
+            kind = msg["t"]
+            if kind == "exec":
+                execute_batch(msg)
+            elif kind == "release":
+                self._release(channel, msg["blocks"])
+            elif kind == "init":
+                if not self._init(msg["args"]):
+                    return 0
+            elif kind == "fin":
+                self._fin()
+                return 0
+            else:
+                emit("WARNING", f"stub ignored unknown message '{kind}'", "runtime.py", 0)
+
+    @staticmethod
+    def _release(channel, blocks):
+        for segment, offset in blocks:
+            try:
+                channel.free(segment, offset)
+            except ValueError as e:  # a Node bug must not take the instance down
+                emit("WARNING", f"release of an unknown output block: {e}", "runtime.py", 0)
+
+    def _init(self, args):
+        channel = STATE.channel
+        try:
+            model_class = import_model(STATE.model_file).TritonPythonModel
+            config = json.loads(args["model_config"])
+            STATE.decoupled = bool(pb_utils.using_decoupled_model_transaction_policy(config))
+            STATE.config_outputs = frozenset(o["name"] for o in config.get("output", ()))
+            self.model = model_class()
+            # Bound once: the per-batch path then costs no attribute lookup.
+            self.execute = getattr(self.model, "execute", None)
+            if hasattr(self.model, "initialize"):
+                self.model.initialize(args)
+        except (Exception, SystemExit) as e:
+            channel.send({"t": "init_err", "msg": _error_text(e)})
+            return False
+        STATE.initialized = True
+        channel.send({"t": "init_ok"})
+        return True
+
+    def _exec(self, msg):
+        channel = STATE.channel
+        requests = [InferenceRequest._received(r) for r in msg["reqs"]]
+        done = {"t": "exec_done", "id": msg["id"]}
+        try:
+            execute = self.execute
+            if execute is None:
+                raise StubError(
+                    f"Python model {STATE.model_file} does not implement `execute` method.")
+            returned = execute(requests)
+            if returned is not None and type(returned) is not list and \
+                    asyncio.iscoroutine(returned):
+                if STATE.decoupled:
+                    async_loop.run_in_background(returned)
+                    returned = None
+                else:
+                    returned = async_loop.run(returned)
+            done["resps"] = build_resps(channel, requests, returned)
+            again = rescheduled(requests)
+            if again:
+                done["resched"] = again
+        except (Exception, SystemExit) as e:
+            text = (f"Failed to process the request(s) for model '{STATE.name}', message: "
+                    f"{_error_text(e)}")
+            emit("ERROR", text, "runtime.py", 0)
+            # Node fails every request not yet closed; later sends must fail like in Triton.
+            close_all([r._slot for r in requests])
+            done["err"] = text
+            done["resps"] = []
+        channel.send(done)
+
+    def _fin(self):
+        channel = STATE.channel
+        STATE.finalizing = True
+        channel.send({"t": "fin_done"})
+        async_loop.stop()
+        if self.model is not None and STATE.initialized and hasattr(self.model, "finalize"):
+            try:
+                self.model.finalize()
+            except (Exception, SystemExit) as e:
+                emit("INFO", format_exception(e), "runtime.py", 0)
+
+
+def install_shim():
+    """Attach the shim classes to pb_utils and route logs; before model.py is imported."""
+    c_python_backend_utils.inject_into(pb_utils)
+    logging_bridge.install()
+
+
+def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbose):
+    install_shim()
+    runtime = Runtime(model_file, name, mode, log_verbose)
+    parent_watch.start(parent_pid)
+    channel = STATE.channel = Channel(region, growth_byte_size)
+    channel.start_heartbeat(0.1)
+    try:
+        return runtime.serve()
+    finally:
+        STATE.finalizing = True
+        channel.close()
+        STATE.channel = None

@@ -1,0 +1,34 @@
+"""Process-wide state of one stub.
+
+One stub process serves exactly one model instance, so the shim classes (Logger, senders,
+BLS checks) read these module-level fields instead of threading a context object through
+user code that Triton's API does not let us change.
+"""
+
+
+class _State:
+    __slots__ = (
+        "channel",        # ipc.Channel once opened; None before (logs then go to stderr)
+        "name",           # instance name (model name for the auto-complete stub)
+        "model_file",     # argv path of model.py
+        "version_dir",    # directory of model.py; pb_utils.get_model_dir() returns it
+        "log_verbose",    # --log-verbose level; VERBOSE records are dropped below 1
+        "decoupled",      # model_transaction_policy.decoupled of the final config
+        "config_outputs", # frozenset of output names in the config, for sender checks
+        "initialized",    # initialize() completed: BLS and model control become legal
+        "finalizing",     # fin received: BLS is illegal again
+    )
+
+    def __init__(self):
+        self.channel = None
+        self.name = ""
+        self.model_file = ""
+        self.version_dir = ""
+        self.log_verbose = 0
+        self.decoupled = False
+        self.config_outputs = frozenset()
+        self.initialized = False
+        self.finalizing = False
+
+
+STATE = _State()

@@ -1,0 +1,109 @@
+"""Tensors <-> shared memory.
+
+A descriptor is `[name, datatype, shape, segment, offset, nbytes]` (docs/ipc.md). Inputs
+become numpy views over Node's block (no copy); BYTES inputs are parsed into an object array
+of `bytes`, which copies by nature. Outputs are written once into a block the stub
+allocates; BYTES straight into the block as 4-byte-LE length-prefixed elements.
+"""
+
+import struct
+
+import numpy as np
+
+from .dtypes import FIXED
+from .tensor import Tensor
+
+_U32 = struct.Struct("<I")
+_unpack_u32 = _U32.unpack_from
+_pack_u32 = _U32.pack_into
+
+
+def parse_bytes(buf, shape):
+    """Object array of `bytes` from a length-prefixed BYTES buffer."""
+    count = 1
+    for d in shape:
+        count *= d
+    items = [None] * count
+    pos = 0
+    for i in range(count):
+        (n,) = _unpack_u32(buf, pos)
+        pos += 4
+        items[i] = buf[pos:pos + n]
+        pos += n
+    out = np.empty(count, dtype=np.object_)
+    out[:] = items
+    return out.reshape(shape)
+
+
+def decode_input(channel, desc):
+    name, dtype, shape, segment, offset, nbytes = desc
+    if nbytes == 0:
+        # Zero elements: no block to map (BYTES elements take at least 4 bytes each).
+        array = np.empty(shape, dtype=np.object_ if dtype == "BYTES" else FIXED[dtype])
+    elif dtype == "BYTES":
+        array = parse_bytes(bytes(channel.tensor_view(segment, offset, nbytes)), shape)
+    else:
+        array = np.frombuffer(channel.tensor_view(segment, offset, nbytes),
+                              dtype=FIXED[dtype]).reshape(shape)
+    return Tensor._wrap(name, dtype, array)
+
+
+def bytes_items(array):
+    """The elements of a BYTES array as `bytes`, in C order (Triton's conversion rules)."""
+    items = array.reshape(-1).tolist()
+    if array.dtype.kind == "S":
+        return items  # numpy already gives bytes with trailing NULs stripped
+    return [x if isinstance(x, bytes) else str(x).encode("utf-8") for x in items]
+
+
+def write_tensor(channel, tensor, blocks):
+    """Copy one tensor into a new output block; returns its descriptor.
+
+    The block is appended to `blocks` so a caller failing half-way can free what it took.
+    """
+    array = tensor._array
+    if tensor._dtype == "BYTES":
+        items = bytes_items(array)
+        nbytes = 4 * len(items)
+        for b in items:
+            nbytes += len(b)
+        segment, offset, view = channel.alloc(nbytes)  # a real block even for 0 bytes
+        blocks.append((segment, offset))
+        pos = 0
+        for b in items:
+            n = len(b)
+            _pack_u32(view, pos, n)
+            pos += 4
+            view[pos:pos + n] = b
+            pos += n
+    else:
+        nbytes = array.nbytes
+        segment, offset, view = channel.alloc(nbytes)
+        blocks.append((segment, offset))
+        if nbytes:
+            if array.flags.c_contiguous:
+                view[:] = array.data.cast("B")  # one memcpy, ~4x cheaper than numpy's copyto
+            else:
+                np.frombuffer(view, dtype=array.dtype).reshape(array.shape)[...] = array
+    return [tensor._name, tensor._dtype, list(array.shape), segment, offset, nbytes]
+
+
+def encode_response(channel, response, requested, blocks):
+    """The `{outs, err?, params?}` map of one response, outputs pruned to `requested`."""
+    error = response._error
+    if error is not None:
+        out = {"outs": [], "err": [error._code, error._message]}
+    else:
+        out = {"outs": [write_tensor(channel, t, blocks)
+                        for t in response._outputs if t._name in requested]}
+    if response._params is not None:
+        out["params"] = response._params
+    return out
+
+
+def free_blocks(channel, blocks):
+    for segment, offset in blocks:
+        try:
+            channel.free(segment, offset)
+        except Exception:  # freeing is best effort on an error path already being reported
+            pass

@@ -1,0 +1,122 @@
+"""The real stub process (stub/main.py) over real shared memory, driven by NodeEmulator."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from node_emulator import NodeEmulator
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MAIN = os.path.join(ROOT, "stub", "main.py")
+REPO = os.path.join(ROOT, "python_models")
+
+
+@pytest.fixture
+def node():
+    emulator = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_test")
+    emulator.seen = []
+    procs = []
+
+    def spawn(model, name, mode="instance", parent_pid=None):
+        model_file = model if model.endswith(".py") else os.path.join(REPO, model, "1", "model.py")
+        p = subprocess.Popen([sys.executable, MAIN, model_file, emulator.region, str(1 << 20),
+                              str(parent_pid or os.getpid()), name, mode, "0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        procs.append(p)
+        return p
+
+    emulator.spawn = spawn
+    yield emulator
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    emulator.close()
+
+
+def init_args(model, instance):
+    cfg = json.dumps({"name": model, "max_batch_size": 0,
+                      "output": [{"name": n, "data_type": "TYPE_FP32", "dims": [4]}
+                                 for n in ("OUTPUT0", "OUTPUT1")]})
+    return {"model_config": cfg, "model_instance_kind": "CPU", "model_instance_name": instance,
+            "model_instance_device_id": "0", "model_repository": os.path.join(REPO, model),
+            "model_version": "1", "model_name": model}
+
+
+def test_add_sub_end_to_end(node):
+    proc = node.spawn("add_sub", "add_sub_0_0")
+    hello = node.pop()
+    assert hello == {"t": "hello", "pid": proc.pid}
+    node.push({"t": "init", "args": init_args("add_sub", "add_sub_0_0")})
+    assert node.pop_until("init_ok") == {"t": "init_ok"}
+    proc.send_signal(signal.SIGTERM)  # ignored, like Triton's stub
+    a, b = np.array([1, 2, 3, 4], np.float32), np.array([0.5, 0.5, 0.5, 0.5], np.float32)
+    node.push({"t": "exec", "id": 1, "reqs": [{
+        "rid": 1, "id": "", "corr": 0, "flags": 0, "timeout": 0, "params": None,
+        "outs": ["OUTPUT0", "OUTPUT1"],
+        "inputs": [node.put_input("INPUT0", "FP32", [4], a.tobytes()),
+                   node.put_input("INPUT1", "FP32", [4], b.tobytes())],
+        "cflag": None}]})
+    done = node.pop_until("exec_done")
+    assert "err" not in done
+    outs = done["resps"][0]["outs"]
+    assert [o[:3] for o in outs] == [["OUTPUT0", "FP32", [4]], ["OUTPUT1", "FP32", [4]]]
+    assert any(m["t"] == "seg" for m in node.seen)  # the output segment was announced first
+    assert np.frombuffer(node.read(outs[0]), np.float32).tolist() == [1.5, 2.5, 3.5, 4.5]
+    assert np.frombuffer(node.read(outs[1]), np.float32).tolist() == [0.5, 1.5, 2.5, 3.5]
+    node.push({"t": "release", "blocks": [[o[3], o[4]] for o in outs]})
+    node.push({"t": "fin"})
+    assert node.pop_until("fin_done") == {"t": "fin_done"}
+    assert proc.wait(timeout=10) == 0
+    assert b"Cleaning up..." in proc.stdout.read()  # finalize's print() reached stdout
+
+
+def test_autocomplete_process(node):
+    proc = node.spawn("auto_complete", "auto_complete", mode="autocomplete")
+    node.pop()
+    node.push({"t": "autocomplete", "config": json.dumps(
+        {"name": "auto_complete", "max_batch_size": 0, "input": [], "output": []})})
+    reply = node.pop_until("autocomplete_ok")
+    assert json.loads(reply["config"])["max_batch_size"] == 8
+    assert proc.wait(timeout=10) == 0
+
+
+def test_stub_exits_when_its_parent_dies(node):
+    parent = subprocess.Popen(["sleep", "30"])
+    proc = node.spawn("add_sub", "add_sub_0_0", parent_pid=parent.pid)
+    node.pop()
+    parent.kill()
+    parent.wait()
+    assert proc.wait(timeout=5) == 1
+    assert b"Non-graceful termination detected." in proc.stderr.read()
+
+
+def test_interpreter_is_prepared_like_triton(node, tmp_path):
+    version_dir = tmp_path / "probe" / "3"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(
+        "import json, sys\n"
+        "import triton_python_backend_utils as pb_utils\n"
+        "class TritonPythonModel:\n"
+        "    def initialize(self, args):\n"
+        "        raise Exception(json.dumps({'argv': sys.argv, 'path': sys.path,\n"
+        "                                    'module': __name__, 'dir': pb_utils.get_model_dir()}))\n")
+    node.spawn(str(version_dir / "model.py"), "probe_0")
+    node.pop()
+    node.push({"t": "init", "args": init_args("probe", "probe_0")})
+    reply = node.pop()
+    while reply["t"] != "init_err":
+        reply = node.pop()
+    seen = json.loads(reply["msg"].split("\n")[0][len("Exception: "):])
+    stub_dir = os.path.join(ROOT, "stub")
+    assert seen["argv"] == [""]
+    assert seen["path"][-3:] == [str(version_dir), str(version_dir.parent), stub_dir]
+    assert stub_dir not in seen["path"][:-1]
+    assert seen["module"] == "3.model" and seen["dir"] == str(version_dir)
