@@ -1,0 +1,20 @@
+/**
+ * @module frontends/http/context
+ * What every handler gets besides the request: the core and the server options.
+ */
+import type { ServerCore } from '../../core/server-core.js';
+import type { LogSettingsStore } from './log-settings.js';
+
+export interface HttpLogger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
+export interface HttpContext {
+  readonly core: ServerCore;
+  /** `--http-max-input-size`: cap on a body, compressed or inflated. */
+  readonly maxInputSize: number;
+  readonly logger?: HttpLogger;
+  readonly logSettings: LogSettingsStore;
+}

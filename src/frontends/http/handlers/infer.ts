@@ -1,0 +1,117 @@
+/**
+ * @module frontends/http/handlers/infer
+ * `POST /v2/models/<m>[/versions/<v>]/infer`, in Triton's order: resolve the model and refuse
+ * decoupled ones → check Content-Encoding → read and inflate the body → split it per
+ * `Inference-Header-Content-Length` → hand the request to the core → write its one final
+ * response. A client that disconnects before the response aborts the request's signal.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Errors, asTritonError } from '../../../core/errors.js';
+import type { InferResponse } from '../../../core/inference.js';
+import type { ModelHandle } from '../../../core/model-handle.js';
+import { decodeBody, readBody, requestEncoding, unsupportedEncodingError } from '../body.js';
+import { responseEncoding } from '../compression.js';
+import type { HttpContext } from '../context.js';
+import { parseHeaderLength, parseInferRequest } from '../infer-request.js';
+import { writeInferResponse } from '../infer-response.js';
+import { sendError } from '../reply.js';
+import { checkVersion } from './version.js';
+
+export function handleInfer(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, model: string, version: string): void {
+  let handle: ModelHandle;
+  let v: string;
+  try {
+    v = checkVersion(version);
+    handle = ctx.core.resolveModel(model, v);
+  } catch (err) {
+    sendError(res, err);
+    return;
+  }
+  if (handle.decoupled) {
+    sendError(res, Errors.decoupledHttp());
+    return;
+  }
+  const encoding = requestEncoding(req.headers['content-encoding']);
+  if (encoding === undefined) {
+    res.setHeader('Accept-Encoding', 'gzip, deflate');
+    sendError(res, unsupportedEncodingError());
+    return;
+  }
+  readBody(req, ctx.maxInputSize)
+    .then((raw) => decodeBody(raw, encoding, ctx.maxInputSize))
+    .then(
+      (body) => run(ctx, req, res, handle, model, v, body),
+      (err) => {
+        // Refused before the end of the body (too large): close rather than read and discard
+        // the rest of a possibly huge upload.
+        if (!req.complete) res.shouldKeepAlive = false;
+        sendError(res, err);
+      },
+    );
+}
+
+function run(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  handle: ModelHandle,
+  model: string,
+  version: string,
+  body: Buffer,
+): void {
+  let parsed;
+  try {
+    const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.length);
+    parsed = parseInferRequest(body, headerLength, handle, model, version);
+  } catch (err) {
+    sendError(res, err);
+    return;
+  }
+  const { request, plan } = parsed;
+  const batching = handle.maxBatchSize > 0;
+  const encoding = responseEncoding(req.headers['accept-encoding']);
+
+  // The AbortController is made on first use: building one (an EventTarget) costs more than
+  // the rest of the request parsing, and most requests finish without anyone listening.
+  let abort: AbortController | undefined;
+  let disconnected = false;
+  Object.defineProperty(request, 'signal', {
+    enumerable: true,
+    configurable: true,
+    get(): AbortSignal {
+      if (abort === undefined) {
+        abort = new AbortController();
+        if (disconnected) abort.abort();
+      }
+      return abort.signal;
+    },
+  });
+  let answered = false;
+  const onClose = (): void => {
+    if (answered) return;
+    disconnected = true;
+    abort?.abort();
+  };
+  res.once('close', onClose);
+  if (res.destroyed) onClose(); // gone while the body was being read: 'close' already fired
+
+  ctx.core.infer(request, (response: InferResponse) => {
+    if (!response.final) {
+      // Non-decoupled models send exactly one response; anything before it is dropped.
+      response.release?.();
+      return;
+    }
+    if (answered) {
+      response.release?.();
+      return;
+    }
+    answered = true;
+    res.off('close', onClose);
+    try {
+      writeInferResponse(res, response, plan, batching, encoding);
+    } catch (err) {
+      ctx.logger?.error(`HTTP infer response for '${model}' failed: ${asTritonError(err).message}`);
+      res.destroy();
+    }
+  });
+}

@@ -1,0 +1,20 @@
+/**
+ * @module frontends/http/handlers/json-body
+ * Small JSON request bodies of the control endpoints (repository, logging, trace, shm).
+ */
+import type { IncomingMessage } from 'node:http';
+import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { readBody } from '../body.js';
+import type { HttpContext } from '../context.js';
+import { parseJsonBuffer } from '../json-parse.js';
+
+/** The body as a JSON object, or undefined when the body is empty. */
+export async function readJsonObject(ctx: HttpContext, req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+  const body = await readBody(req, ctx.maxInputSize);
+  if (body.length === 0) return undefined;
+  const doc = parseJsonBuffer(body);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new TritonError(ErrorCode.INVALID_ARG, 'failed to parse the request JSON buffer: expected a JSON object');
+  }
+  return doc as Record<string, unknown>;
+}

@@ -1,0 +1,54 @@
+/**
+ * @module frontends/http/handlers/metadata
+ * Server metadata (`GET /v2`), model metadata (`GET /v2/models/<m>[/versions/<v>]`), model
+ * readiness (`.../ready`) and model configuration (`.../config`).
+ */
+import type { ServerResponse } from 'node:http';
+import type { HttpContext } from '../context.js';
+import { errorJson, stringifyJson } from '../json.js';
+import { sendEmpty, sendError, sendJson } from '../reply.js';
+import { checkVersion } from './version.js';
+
+export function handleServerMetadata(ctx: HttpContext, res: ServerResponse): void {
+  try {
+    const m = ctx.core.serverMetadata();
+    sendJson(res, 200, JSON.stringify({ name: m.name, version: m.version, extensions: m.extensions }));
+  } catch (err) {
+    sendError(res, err);
+  }
+}
+
+export function handleModelMetadata(ctx: HttpContext, res: ServerResponse, model: string, version: string): void {
+  try {
+    const v = checkVersion(version);
+    const handle = ctx.core.resolveModel(model, v);
+    const meta = handle.metadata();
+    // With a version in the URL, Triton lists just that version.
+    const body = v === '' ? meta : { ...meta, versions: [handle.version] };
+    sendJson(res, 200, JSON.stringify(body));
+  } catch (err) {
+    sendError(res, err);
+  }
+}
+
+const NOT_READY = errorJson('Model version not ready');
+
+export function handleModelReady(ctx: HttpContext, res: ServerResponse, model: string, version: string): void {
+  try {
+    const handle = ctx.core.resolveModel(model, checkVersion(version));
+    // Found but failing its runtime check (e.g. a dead stub): 400, not a lookup error.
+    if (handle.isReady()) sendEmpty(res, 200);
+    else sendJson(res, 400, NOT_READY);
+  } catch (err) {
+    sendError(res, err);
+  }
+}
+
+export function handleModelConfig(ctx: HttpContext, res: ServerResponse, model: string, version: string): void {
+  try {
+    const handle = ctx.core.resolveModel(model, checkVersion(version));
+    sendJson(res, 200, stringifyJson(handle.configJson()));
+  } catch (err) {
+    sendError(res, err);
+  }
+}

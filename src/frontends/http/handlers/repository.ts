@@ -1,0 +1,37 @@
+/**
+ * @module frontends/http/handlers/repository
+ * The model repository extension: `POST /v2/repository/index` lists models from the core;
+ * load/unload are refused as Triton refuses them outside `--model-control-mode=explicit`
+ * (Model Analyzer looks for "polling is enabled" in that message).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, TritonError } from '../../../core/errors.js';
+import type { HttpContext } from '../context.js';
+import { sendError, sendJson } from '../reply.js';
+import { readJsonObject } from './json-body.js';
+
+export async function handleRepositoryIndex(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  try {
+    const body = await readJsonObject(ctx, req);
+    let ready = false;
+    if (body?.ready !== undefined) {
+      if (typeof body.ready !== 'boolean') throw new TritonError(ErrorCode.INVALID_ARG, "Unable to parse 'ready'");
+      ready = body.ready;
+    }
+    sendJson(res, 200, JSON.stringify(ctx.core.repositoryIndex(ready)));
+  } catch (err) {
+    sendError(res, err);
+  }
+}
+
+export function handleRepositoryControl(ctx: HttpContext, res: ServerResponse, repository: string): void {
+  if (repository !== '') {
+    sendError(res, new TritonError(ErrorCode.UNSUPPORTED, "'repository_name' specification is not supported"));
+    return;
+  }
+  // TODO(explicit mode): route to the core once it exposes load/unload.
+  sendError(
+    res,
+    new TritonError(ErrorCode.UNAVAILABLE, 'explicit model load / unload is not allowed if polling is enabled'),
+  );
+}

@@ -1,0 +1,334 @@
+/**
+ * @module frontends/http/infer-request
+ * Turns an `/infer` body into an `InferRequest`, in Triton's three layouts:
+ *
+ *   pure JSON      [ JSON .................................. ]   no header, or header = length
+ *   JSON + binary  [ JSON (header bytes) | blob 1 | blob 2 .. ]   inputs with binary_data_size,
+ *                                                                 blobs in `inputs` order
+ *   raw binary     [ data of the model's only input ......... ]   header = 0
+ *
+ * Binary inputs are views of the body buffer (no copy); JSON `data` is encoded once.
+ * Checks are the frontend's own (message shape, one data source per input, byte accounting);
+ * model-level validation (names, datatypes, shapes) is the core's.
+ */
+import type { Datatype } from '../../core/datatype.js';
+import { elementSize, isDatatype } from '../../core/datatype.js';
+import { ErrorCode, Errors, TritonError } from '../../core/errors.js';
+import type { InferRequest, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
+import type { ModelHandle } from '../../core/model-handle.js';
+import type { Tensor } from '../../core/tensor.js';
+import { elementCount } from '../../core/tensor.js';
+import { parseJsonBuffer } from './json-parse.js';
+import { encodeJsonData, shapeMismatchError } from './tensor-json.js';
+
+/** How one requested output is to be returned. */
+export interface OutputChoice {
+  binary: boolean;
+  /** Top-K classification (0 = off). */
+  classification: number;
+}
+
+/** How the response encodes its outputs. */
+export interface OutputPlan {
+  /** For outputs the request did not list: `binary_data_output`, or true for raw requests. */
+  defaultBinary: boolean;
+  /** The outputs the request listed, if it listed any. */
+  requested?: Map<string, OutputChoice>;
+}
+
+export interface ParsedInferRequest {
+  request: InferRequest;
+  plan: OutputPlan;
+}
+
+function invalid(message: string): TritonError {
+  return new TritonError(ErrorCode.INVALID_ARG, message, 'REJECTED');
+}
+
+const unableToParse = (what: string, why?: string) => invalid(`Unable to parse '${what}'${why ? `: ${why}` : ''}`);
+
+/**
+ * Reads `Inference-Header-Content-Length`. Absent means the whole body is JSON.
+ * @returns the JSON header's byte length, in [0, bodyLength].
+ */
+export function parseHeaderLength(header: string | string[] | undefined, bodyLength: number): number {
+  if (header === undefined) return bodyLength;
+  const text = Array.isArray(header) ? header[0] ?? '' : header;
+  if (!/^\s*[0-9]+\s*$/.test(text)) throw invalid(`Unable to parse Inference-Header-Content-Length, got: ${text}`);
+  const n = Number(text);
+  if (n > bodyLength) throw invalid(`inference header size should be in range (0, ${bodyLength}), got: ${text}`);
+  return n;
+}
+
+/**
+ * Builds the request for `modelName`/`modelVersion` (as routed) from a decompressed body.
+ * `model` is the resolved model, needed by the raw-binary layout to name and shape its input.
+ * @throws TritonError (INVALID_ARG unless noted) with Triton's texts.
+ */
+export function parseInferRequest(
+  body: Buffer,
+  headerLength: number,
+  model: ModelHandle,
+  modelName: string,
+  modelVersion: string,
+): ParsedInferRequest {
+  // Triton treats a zero header length as raw binary, even with the header absent on an empty body.
+  if (headerLength === 0) return parseRawRequest(body, model, modelName, modelVersion);
+
+  const doc = parseJsonBuffer(body, 0, headerLength);
+  if (!isObject(doc)) throw unableToParse('inputs', `the request must be a JSON object, got ${kindOf(doc)}`);
+
+  let id = '';
+  if (doc.id !== undefined) {
+    if (typeof doc.id !== 'string') throw unableToParse('id');
+    id = doc.id;
+  }
+
+  const plan: OutputPlan = { defaultBinary: false };
+  const parameters = doc.parameters === undefined ? {} : parseRequestParameters(doc.parameters, plan);
+
+  const inputsJson = doc.inputs;
+  if (!Array.isArray(inputsJson)) throw unableToParse('inputs', inputsJson === undefined ? 'missing field' : `expected an array, got ${kindOf(inputsJson)}`);
+  const inputs: Tensor[] = new Array(inputsJson.length);
+  let offset = headerLength;
+  for (let i = 0; i < inputsJson.length; i++) {
+    const input = inputsJson[i];
+    if (!isObject(input)) throw unableToParse('inputs', `input ${i} is not a JSON object`);
+    const tensor = parseInput(input, body, offset, headerLength, modelName);
+    offset += tensor.fromBody;
+    inputs[i] = tensor.tensor;
+  }
+  if (offset !== body.length) throw invalid(`unexpected additional input data for model '${modelName}'`);
+
+  let outputs: RequestedOutput[] | undefined;
+  if (doc.outputs !== undefined) outputs = parseOutputs(doc.outputs, plan);
+
+  const request: InferRequest = { modelName, modelVersion, id, parameters, inputs };
+  if (outputs !== undefined) request.outputs = outputs;
+  return { request, plan };
+}
+
+interface ParsedInput {
+  tensor: Tensor;
+  /** Bytes this input took from the binary section. */
+  fromBody: number;
+}
+
+function parseInput(input: Record<string, unknown>, body: Buffer, offset: number, headerLength: number, modelName: string): ParsedInput {
+  const params = input.parameters;
+  if (params !== undefined && !isObject(params)) throw unableToParse('parameters', 'expected a JSON object');
+  const hasData = input.data !== undefined;
+  const hasBinary = params !== undefined && params.binary_data_size !== undefined;
+  const hasShm = params !== undefined && params.shared_memory_region !== undefined;
+  if (+hasData + +hasBinary + +hasShm !== 1) {
+    let msg =
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
+      "'shared_memory_region' in 'parameters'. But";
+    if (!hasData && !hasBinary && !hasShm) msg += ' no field is set';
+    else msg += ' set' + (hasData ? " 'data'" : '') + (hasBinary ? " 'binary_data_size'" : '') + (hasShm ? " 'shared_memory_region'" : '');
+    throw invalid(msg);
+  }
+
+  const name = input.name;
+  if (typeof name !== 'string') throw unableToParse('name');
+  const dt = input.datatype;
+  if (typeof dt !== 'string') throw unableToParse('datatype');
+  if (!isDatatype(dt)) throw invalid(`invalid datatype '${dt}' for input '${name}'`);
+  const shape = parseShape(input.shape);
+
+  if (hasBinary) {
+    const size = uint(params!.binary_data_size);
+    if (size === undefined) throw unableToParse('binary_data_size');
+    const available = body.length - offset;
+    if (size > available) {
+      throw invalid(`unexpected size for input '${name}', expecting ${size - available} additional bytes for model '${modelName}'`);
+    }
+    return { tensor: { name, datatype: dt, shape, data: body.subarray(offset, offset + size) }, fromBody: size };
+  }
+  if (hasShm) {
+    const region = params!.shared_memory_region;
+    if (typeof region !== 'string') throw unableToParse('shared_memory_region');
+    // Client shared memory is not supported yet, so no region can be registered.
+    throw invalid(`Unable to find shared memory region: '${region}'`);
+  }
+  return { tensor: { name, datatype: dt, shape, data: jsonData(input.data, name, dt, shape, headerLength) }, fromBody: 0 };
+}
+
+function jsonData(data: unknown, name: string, dt: Datatype, shape: number[], headerLength: number): Buffer {
+  const count = elementCount(shape);
+  // Triton ignores 'data' of an empty tensor.
+  if (count === 0) return EMPTY;
+  if (dt === 'FP16' || dt === 'BF16') return encodeJsonData(name, dt, [], count); // throws the JSON refusal
+  if (!Array.isArray(data)) throw unableToParse('data', `expected an array, got ${kindOf(data)}`);
+  // Every element takes at least one character of the header, so a larger count cannot match
+  // (and must not reach the allocation below).
+  if (count > headerLength) throw shapeMismatchError();
+  return encodeJsonData(name, dt, data, count);
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function parseShape(v: unknown): number[] {
+  if (!Array.isArray(v)) throw unableToParse('shape');
+  const shape = new Array<number>(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const d = uint(v[i]);
+    if (d === undefined || d > Number.MAX_SAFE_INTEGER) throw unableToParse('shape');
+    shape[i] = d;
+  }
+  return shape;
+}
+
+/** An unsigned JSON integer as a number, or undefined. */
+function uint(v: unknown): number | undefined {
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 ? v : undefined;
+  if (typeof v === 'bigint') return v >= 0n ? Number(v) : undefined;
+  return undefined;
+}
+
+function isUint(v: unknown): boolean {
+  return (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'bigint' && v >= 0n);
+}
+
+/**
+ * Request-level parameters. The ones the server interprets are type-checked here with
+ * Triton's texts and forwarded; `triton_`-prefixed keys are refused; others pass through.
+ */
+function parseRequestParameters(v: unknown, plan: OutputPlan): Parameters {
+  if (!isObject(v)) throw invalid('failed to get request params.');
+  const out: Parameters = {};
+  for (const key of Object.keys(v)) {
+    const value = v[key];
+    switch (key) {
+      case 'sequence_id':
+        if (!isUint(value) && typeof value !== 'string') throw unableToParse('sequence_id');
+        break;
+      case 'sequence_start':
+      case 'sequence_end':
+      case 'binary_data_output':
+        if (typeof value !== 'boolean') throw unableToParse(key);
+        if (key === 'binary_data_output') plan.defaultBinary = value;
+        break;
+      case 'priority':
+      case 'timeout':
+        if (!isUint(value)) throw unableToParse(key);
+        break;
+      default:
+        if (key.startsWith('triton_')) throw Errors.reservedParameter(key);
+        if (!isParamValue(value)) {
+          throw invalid(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double', or 'string'.`);
+        }
+    }
+    setOwn(out, key, value as ParamValue);
+  }
+  return out;
+}
+
+function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
+  if (!Array.isArray(v)) throw unableToParse('outputs');
+  const outputs: RequestedOutput[] = new Array(v.length);
+  const requested = new Map<string, OutputChoice>();
+  for (let i = 0; i < v.length; i++) {
+    const o = v[i];
+    if (!isObject(o)) throw unableToParse('outputs', `output ${i} is not a JSON object`);
+    const params = o.parameters;
+    if (params !== undefined && !isObject(params)) throw unableToParse('parameters', 'expected a JSON object');
+    const p = params ?? {};
+    const hasShm = p.shared_memory_region !== undefined;
+    if (hasShm && p.classification !== undefined) {
+      throw invalid("Output can't set both 'shared_memory_region' and 'classification'");
+    }
+    if (p.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw invalid("Unable to set 'binary_data'");
+    if (hasShm && p.binary_data === true) throw invalid("Output can't set both 'shared_memory_region' and 'binary_data'");
+    const name = o.name;
+    if (typeof name !== 'string') throw unableToParse('name');
+    let classification = 0;
+    if (p.classification !== undefined) {
+      const k = uint(p.classification);
+      if (k === undefined) throw invalid("Unable to set 'classification'");
+      classification = k;
+    }
+    if (hasShm) {
+      const region = p.shared_memory_region;
+      if (typeof region !== 'string') throw unableToParse('shared_memory_region');
+      throw invalid(`Unable to find shared memory region: '${region}'`);
+    }
+    const parameters: Parameters = {};
+    for (const key of Object.keys(p)) if (isParamValue(p[key])) setOwn(parameters, key, p[key] as ParamValue);
+    outputs[i] = { name, parameters };
+    requested.set(name, { binary: p.binary_data === true, classification });
+  }
+  plan.requested = requested;
+  return outputs;
+}
+
+/**
+ * Raw binary layout: the whole body is the data of the model's only input. Its shape comes
+ * from the config: BYTES needs dims [1]; otherwise at most one variable dim, sized from the
+ * byte count. A batching model gets batch 1. All outputs come back binary.
+ */
+function parseRawRequest(body: Buffer, model: ModelHandle, modelName: string, modelVersion: string): ParsedInferRequest {
+  if (model.inputs.length !== 1) {
+    throw invalid(
+      `raw binary request requires model '${modelName}' to have exactly 1 input, but it has ${model.inputs.length}`,
+    );
+  }
+  const spec = model.inputs[0]!;
+  const dims = spec.dims.slice();
+  if (spec.datatype === 'BYTES') {
+    if (dims.length !== 1 || dims[0] !== 1 && dims[0] !== -1) {
+      throw invalid(`raw binary request for BYTES input '${spec.name}' of model '${modelName}' requires dims [1]`);
+    }
+    dims[0] = 1;
+  } else {
+    let variable = -1;
+    let fixed = 1;
+    for (let i = 0; i < dims.length; i++) {
+      if (dims[i]! < 0) {
+        if (variable >= 0) {
+          throw invalid(
+            `raw binary request for input '${spec.name}' of model '${modelName}' can have at most one variable-size dimension`,
+          );
+        }
+        variable = i;
+      } else fixed *= dims[i]!;
+    }
+    if (variable >= 0) {
+      const unit = fixed * elementSize(spec.datatype);
+      if (unit === 0 ? body.length !== 0 : body.length % unit !== 0) {
+        throw Errors.byteSizeMismatch(spec.name, unit === 0 ? 0 : Math.ceil(body.length / unit) * unit, body.length);
+      }
+      dims[variable] = unit === 0 ? 0 : body.length / unit;
+    }
+  }
+  const shape = model.maxBatchSize > 0 ? [1, ...dims] : dims;
+  const request: InferRequest = {
+    modelName,
+    modelVersion,
+    id: '',
+    parameters: {},
+    inputs: [{ name: spec.name, datatype: spec.datatype, shape, data: body }],
+  };
+  return { request, plan: { defaultBinary: true } };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isParamValue(v: unknown): boolean {
+  const t = typeof v;
+  return t === 'string' || t === 'boolean' || t === 'bigint' || (t === 'number' && Number.isFinite(v));
+}
+
+/** Assigns without invoking a `__proto__` setter (keys come from the client). */
+function setOwn(obj: Parameters, key: string, value: ParamValue): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v === 'bigint' ? 'number' : typeof v;
+}

@@ -1,0 +1,151 @@
+/**
+ * @module frontends/http/infer-response
+ * Writes an `InferResponse` as Triton's HTTP response:
+ *
+ *   [ JSON header ][ blob of binary output 1 ][ blob 2 ] ...     (outputs in response order)
+ *
+ * `Inference-Header-Content-Length` (the JSON's byte length, before any compression) and
+ * `application/octet-stream` appear only when some blob is non-empty. Output buffers are not
+ * copied: the JSON text and each buffer view go to the socket in one corked (writev) write,
+ * and `response.release()` runs once the socket is done with them.
+ */
+import type { ServerResponse } from 'node:http';
+import { asTritonError } from '../../core/errors.js';
+import type { InferResponse } from '../../core/inference.js';
+import type { Tensor } from '../../core/tensor.js';
+import { elementCount } from '../../core/tensor.js';
+import { classify } from './classification.js';
+import type { ResponseEncoding } from './compression.js';
+import { compress } from './compression.js';
+import type { OutputPlan } from './infer-request.js';
+import { stringifyJson } from './json.js';
+import { sendError } from './reply.js';
+import { dataToJsonText } from './tensor-json.js';
+
+export interface EncodedInferResponse {
+  /** The JSON header text. */
+  json: string;
+  /** Its UTF-8 byte length (the `Inference-Header-Content-Length` value). */
+  jsonBytes: number;
+  /** Non-empty binary outputs, in output order (views, not copies). */
+  blobs: Buffer[];
+  blobBytes: number;
+}
+
+/**
+ * Builds the JSON header and the list of binary blobs.
+ * @param batching the model batches (first output dim is the batch), for classification.
+ * @throws TritonError when an output cannot be encoded as asked (e.g. FP16 as JSON).
+ */
+export function encodeInferResponse(response: InferResponse, plan: OutputPlan, batching: boolean): EncodedInferResponse {
+  let json = '{';
+  if (response.id !== '') json += '"id":' + JSON.stringify(response.id) + ',';
+  json += '"model_name":' + JSON.stringify(response.modelName) + ',"model_version":' + JSON.stringify(response.modelVersion);
+  if (response.parameters !== undefined && Object.keys(response.parameters).length > 0) {
+    json += ',"parameters":' + stringifyJson(response.parameters);
+  }
+  json += ',"outputs":[';
+  const blobs: Buffer[] = [];
+  let blobBytes = 0;
+  const outputs = response.outputs;
+  for (let i = 0; i < outputs.length; i++) {
+    let out: Tensor = outputs[i]!;
+    const choice = plan.requested?.get(out.name);
+    const binary = choice !== undefined ? choice.binary : plan.defaultBinary;
+    if (choice !== undefined && choice.classification > 0) out = classify(out, choice.classification, batching);
+    if (i > 0) json += ',';
+    json +=
+      '{"name":' + JSON.stringify(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
+    if (binary) {
+      json += ',"parameters":{"binary_data_size":' + out.data.length + '}}';
+      if (out.data.length > 0) {
+        blobs.push(out.data);
+        blobBytes += out.data.length;
+      }
+    } else {
+      json += ',"data":' + dataToJsonText(out.name, out.datatype, out.data, elementCount(out.shape)) + '}';
+    }
+  }
+  json += ']}';
+  return { json, jsonBytes: Buffer.byteLength(json), blobs, blobBytes };
+}
+
+/**
+ * Sends the final response of a request (an error response included) and releases its
+ * buffers once written. Never throws.
+ */
+export function writeInferResponse(
+  res: ServerResponse,
+  response: InferResponse,
+  plan: OutputPlan,
+  batching: boolean,
+  encoding: ResponseEncoding,
+): void {
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    try {
+      response.release?.();
+    } catch {
+      // A failing release must not take the connection down with it.
+    }
+  };
+
+  if (res.destroyed || res.headersSent) {
+    release(); // the client went away: nothing to write
+    return;
+  }
+  if (response.error !== undefined) {
+    sendError(res, response.error);
+    release();
+    return;
+  }
+
+  let enc: EncodedInferResponse;
+  try {
+    enc = encodeInferResponse(response, plan, batching);
+  } catch (err) {
+    sendError(res, asTritonError(err));
+    release();
+    return;
+  }
+
+  const headers: Record<string, string | number> = {};
+  if (enc.blobBytes > 0) {
+    headers['Content-Type'] = 'application/octet-stream';
+    headers['Inference-Header-Content-Length'] = enc.jsonBytes;
+  } else {
+    headers['Content-Type'] = 'application/json';
+  }
+
+  if (encoding !== 'identity') {
+    const parts = [Buffer.from(enc.json), ...enc.blobs];
+    void compress(parts, encoding).then((packed) => {
+      release(); // zlib has consumed the inputs
+      if (res.destroyed) return;
+      if (packed === undefined) {
+        // Like Triton: a compression failure falls back to an identity body.
+        headers['Content-Length'] = parts.reduce((n, p) => n + p.length, 0);
+        res.writeHead(200, headers);
+        res.end(Buffer.concat(parts));
+        return;
+      }
+      headers['Content-Encoding'] = encoding;
+      headers['Content-Length'] = packed.length;
+      res.writeHead(200, headers);
+      res.end(packed);
+    });
+    return;
+  }
+
+  headers['Content-Length'] = enc.jsonBytes + enc.blobBytes;
+  // 'close' follows 'finish' (data handed to the kernel) or an aborted socket: either way the
+  // output buffers are no longer referenced by pending writes.
+  res.once('close', release);
+  res.writeHead(200, headers);
+  res.cork();
+  res.write(enc.json);
+  for (let i = 0; i < enc.blobs.length; i++) res.write(enc.blobs[i]);
+  res.end(); // uncorks: header, JSON and blobs leave in one writev
+}

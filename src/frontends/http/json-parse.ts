@@ -1,0 +1,239 @@
+/**
+ * @module frontends/http/json-parse
+ * Parsing of request JSON. `JSON.parse` is fast but turns every number into a double, which
+ * corrupts INT64/UINT64 tensor data and 64-bit `sequence_id`s above 2^53. One byte scan over
+ * the text (cheap next to the parse itself) finds out whether the document nests deeper than
+ * Triton's limit and whether it holds an integer literal too long for a double; only then does
+ * a slower parser run that yields bigints for those literals. That parser also accepts
+ * `NaN`/`Infinity`, which Triton's rapidjson settings accept and clients may send.
+ */
+import { ErrorCode, TritonError } from '../../core/errors.js';
+
+/** Triton rejects request JSON nested deeper than this. */
+export const MAX_JSON_DEPTH = 100;
+
+/** Integer literals with more digits than this may not fit a double exactly. */
+const SAFE_DIGITS = 15;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_SQUARE = 0x5b;
+const CLOSE_SQUARE = 0x5d;
+const OPEN_CURLY = 0x7b;
+const CLOSE_CURLY = 0x7d;
+const MINUS = 0x2d;
+const ZERO = 0x30;
+const NINE = 0x39;
+
+export function jsonParseError(detail: string): TritonError {
+  return new TritonError(ErrorCode.INVALID_ARG, `failed to parse the request JSON buffer: ${detail}`, 'REJECTED');
+}
+
+/**
+ * Parses `buf[start, end)` as UTF-8 JSON. Integer literals that do not fit a double exactly
+ * come back as bigint; everything else as `JSON.parse` would return it.
+ * @throws TritonError INVALID_ARG on malformed JSON or nesting deeper than MAX_JSON_DEPTH.
+ */
+export function parseJsonBuffer(buf: Buffer, start = 0, end = buf.length): unknown {
+  if (end <= start) throw jsonParseError('The document is empty. at 0');
+  const needsSlowParser = scan(buf, start, end);
+  const text = buf.toString('utf8', start, end);
+  if (!needsSlowParser) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      // Fall through: the slow parser accepts NaN/Infinity and words its errors with offsets.
+    }
+  }
+  return new SlowParser(text).parseDocument();
+}
+
+/**
+ * One pass over the raw bytes: enforces the depth limit and reports whether the slow parser
+ * is needed (a long integer literal, or a letter that may start NaN/Infinity).
+ */
+function scan(buf: Buffer, start: number, end: number): boolean {
+  let depth = 0;
+  let slow = false;
+  for (let i = start; i < end; i++) {
+    const c = buf[i]!;
+    if (c === QUOTE) {
+      // Skip the string; an escaped quote does not end it.
+      for (i++; i < end; i++) {
+        const s = buf[i]!;
+        if (s === BACKSLASH) i++;
+        else if (s === QUOTE) break;
+      }
+    } else if (c === OPEN_SQUARE || c === OPEN_CURLY) {
+      if (++depth > MAX_JSON_DEPTH) {
+        throw jsonParseError(`JSON nesting depth exceeds the limit of ${MAX_JSON_DEPTH} at ${i - start}`);
+      }
+    } else if (c === CLOSE_SQUARE || c === CLOSE_CURLY) {
+      depth--;
+    } else if ((c >= ZERO && c <= NINE) || c === MINUS) {
+      let digits = 0;
+      let integer = true;
+      for (; i < end; i++) {
+        const d = buf[i]!;
+        if (d >= ZERO && d <= NINE) digits++;
+        else if (d === 0x2e /* . */ || d === 0x65 /* e */ || d === 0x45 /* E */) integer = false;
+        else if (d !== MINUS && d !== 0x2b /* + */) break;
+      }
+      i--;
+      if (integer && digits > SAFE_DIGITS) slow = true;
+    } else if (c === 0x4e /* N */ || c === 0x49 /* I */) {
+      slow = true;
+    }
+  }
+  return slow;
+}
+
+/** Recursive-descent JSON parser; depth is already bounded by `scan`. */
+class SlowParser {
+  private pos = 0;
+  constructor(private readonly text: string) {}
+
+  parseDocument(): unknown {
+    const value = this.value();
+    this.ws();
+    if (this.pos !== this.text.length) this.fail('The document root must not be followed by other values.');
+    return value;
+  }
+
+  private fail(what: string): never {
+    throw jsonParseError(`${what} at ${this.pos}`);
+  }
+
+  private ws(): void {
+    const t = this.text;
+    while (this.pos < t.length) {
+      const c = t.charCodeAt(this.pos);
+      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
+      this.pos++;
+    }
+  }
+
+  private value(): unknown {
+    this.ws();
+    const t = this.text;
+    if (this.pos >= t.length) this.fail('Invalid value.');
+    const c = t.charCodeAt(this.pos);
+    if (c === OPEN_CURLY) return this.object();
+    if (c === OPEN_SQUARE) return this.array();
+    if (c === QUOTE) return this.string();
+    if ((c >= ZERO && c <= NINE) || c === MINUS) return this.number();
+    for (const [word, val] of WORDS) {
+      if (t.startsWith(word, this.pos)) {
+        this.pos += word.length;
+        return val;
+      }
+    }
+    return this.fail('Invalid value.');
+  }
+
+  private object(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    this.pos++;
+    this.ws();
+    if (this.text.charCodeAt(this.pos) === CLOSE_CURLY) {
+      this.pos++;
+      return out;
+    }
+    for (;;) {
+      this.ws();
+      if (this.text.charCodeAt(this.pos) !== QUOTE) this.fail('Missing a name for object member.');
+      const key = this.string();
+      this.ws();
+      if (this.text.charCodeAt(this.pos) !== 0x3a /* : */) this.fail('Missing a colon after a name of object member.');
+      this.pos++;
+      // defineProperty, so a "__proto__" key is data and not a prototype change.
+      Object.defineProperty(out, key, { value: this.value(), enumerable: true, writable: true, configurable: true });
+      this.ws();
+      const c = this.text.charCodeAt(this.pos);
+      this.pos++;
+      if (c === CLOSE_CURLY) return out;
+      if (c !== 0x2c /* , */) {
+        this.pos--;
+        this.fail('Missing a comma or \'}\' after an object member.');
+      }
+    }
+  }
+
+  private array(): unknown[] {
+    const out: unknown[] = [];
+    this.pos++;
+    this.ws();
+    if (this.text.charCodeAt(this.pos) === CLOSE_SQUARE) {
+      this.pos++;
+      return out;
+    }
+    for (;;) {
+      out.push(this.value());
+      this.ws();
+      const c = this.text.charCodeAt(this.pos);
+      this.pos++;
+      if (c === CLOSE_SQUARE) return out;
+      if (c !== 0x2c /* , */) {
+        this.pos--;
+        this.fail('Missing a comma or \']\' after an array element.');
+      }
+    }
+  }
+
+  private string(): string {
+    const t = this.text;
+    const begin = this.pos;
+    let escaped = false;
+    for (let i = begin + 1; i < t.length; i++) {
+      const c = t.charCodeAt(i);
+      if (c === BACKSLASH) {
+        escaped = true;
+        i++;
+      } else if (c === QUOTE) {
+        this.pos = i + 1;
+        if (!escaped) return t.slice(begin + 1, i);
+        try {
+          // Escapes are rare in request JSON; let the built-in parser decode them.
+          return JSON.parse(t.slice(begin, i + 1)) as string;
+        } catch {
+          this.pos = begin;
+          return this.fail('Invalid escape character in string.');
+        }
+      } else if (c < 0x20) {
+        this.pos = i;
+        this.fail('Invalid encoding in string.');
+      }
+    }
+    return this.fail('Missing a closing quotation mark in string.');
+  }
+
+  private number(): number | bigint {
+    const t = this.text;
+    const m = NUMBER.exec(t.slice(this.pos, this.pos + 400));
+    if (m === null) return this.fail('Invalid value.');
+    const lit = m[0];
+    this.pos += lit.length;
+    if (lit === '-') {
+      // "-Infinity"
+      if (t.startsWith('Infinity', this.pos)) {
+        this.pos += 8;
+        return -Infinity;
+      }
+      this.pos--;
+      return this.fail('Invalid value.');
+    }
+    const n = Number(lit);
+    if (m[2] === undefined && m[3] === undefined && !Number.isSafeInteger(n)) return BigInt(lit);
+    return n;
+  }
+}
+
+const NUMBER = /^-?(?:(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?)?/;
+
+const WORDS: ReadonlyArray<readonly [string, unknown]> = [
+  ['true', true],
+  ['false', false],
+  ['null', null],
+  ['NaN', NaN],
+  ['Infinity', Infinity],
+];

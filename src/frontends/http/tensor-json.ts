@@ -1,0 +1,173 @@
+/**
+ * @module frontends/http/tensor-json
+ * Tensor data in its JSON form: request `data` arrays (nested or flat) into the raw
+ * little-endian layout, and raw output bytes into a flat JSON array text. This is the only
+ * place tensor bytes are copied on the HTTP path, because JSON leaves no other way.
+ */
+import type { Datatype } from '../../core/datatype.js';
+import { elementSize } from '../../core/datatype.js';
+import { ErrorCode, TritonError } from '../../core/errors.js';
+
+function invalid(message: string): TritonError {
+  return new TritonError(ErrorCode.INVALID_ARG, message, 'REJECTED');
+}
+
+export function shapeMismatchError(): TritonError {
+  return invalid("Unable to parse 'data': Shape does not match true shape of 'data' field");
+}
+
+function notA(kind: string): TritonError {
+  return invalid(`Unable to parse 'data': attempt to access JSON non-${kind} as ${kind}`);
+}
+
+type Put = (view: DataView, index: number, v: unknown) => void;
+
+function int(v: unknown, unsigned: boolean): number | bigint {
+  if (typeof v === 'number') {
+    if (Number.isInteger(v) && (!unsigned || v >= 0)) return v;
+  } else if (typeof v === 'bigint') {
+    if (!unsigned || v >= 0n) return v;
+  }
+  throw notA(unsigned ? 'unsigned-integer' : 'signed-integer');
+}
+
+// Out-of-range values wrap like Triton's C casts (DataView setters reduce modulo 2^bits).
+const small = (v: number | bigint): number => (typeof v === 'bigint' ? Number(BigInt.asIntN(53, v)) : v);
+const big = (v: number | bigint): bigint => (typeof v === 'bigint' ? v : BigInt(v));
+
+function float(v: unknown): number {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  throw notA('number');
+}
+
+const PUT: Partial<Record<Datatype, Put>> = {
+  BOOL: (d, i, v) => {
+    if (typeof v !== 'boolean') throw notA('boolean');
+    d.setUint8(i, v ? 1 : 0);
+  },
+  UINT8: (d, i, v) => d.setUint8(i, small(int(v, true))),
+  UINT16: (d, i, v) => d.setUint16(i * 2, small(int(v, true)), true),
+  UINT32: (d, i, v) => d.setUint32(i * 4, small(int(v, true)), true),
+  UINT64: (d, i, v) => d.setBigUint64(i * 8, BigInt.asUintN(64, big(int(v, true))), true),
+  INT8: (d, i, v) => d.setInt8(i, small(int(v, false))),
+  INT16: (d, i, v) => d.setInt16(i * 2, small(int(v, false)), true),
+  INT32: (d, i, v) => d.setInt32(i * 4, small(int(v, false)), true),
+  INT64: (d, i, v) => d.setBigInt64(i * 8, BigInt.asIntN(64, big(int(v, false))), true),
+  FP32: (d, i, v) => d.setFloat32(i * 4, float(v), true),
+  FP64: (d, i, v) => d.setFloat64(i * 8, float(v), true),
+};
+
+/**
+ * Encodes a request input's JSON `data` (nested row-major arrays or flat) into raw bytes.
+ * `count` is the element count the shape declares; a different number of leaves is an error.
+ * BYTES elements must be strings and come out length-prefixed (u32 LE).
+ */
+export function encodeJsonData(inputName: string, datatype: Datatype, data: unknown[], count: number): Buffer {
+  if (datatype === 'FP16' || datatype === 'BF16') {
+    throw invalid(
+      `receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`,
+    );
+  }
+  if (datatype === 'BYTES') return encodeBytes(data, count);
+  const put = PUT[datatype]!;
+  const out = Buffer.allocUnsafe(count * elementSize(datatype));
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  let n = 0;
+  const walk = (arr: unknown[]): void => {
+    for (let i = 0; i < arr.length; i++) {
+      const v = arr[i];
+      if (Array.isArray(v)) walk(v);
+      else {
+        if (n >= count) throw shapeMismatchError();
+        put(view, n++, v);
+      }
+    }
+  };
+  walk(data);
+  if (n !== count) throw shapeMismatchError();
+  return out;
+}
+
+function encodeBytes(data: unknown[], count: number): Buffer {
+  const strings: string[] = [];
+  const walk = (arr: unknown[]): void => {
+    for (let i = 0; i < arr.length; i++) {
+      const v = arr[i];
+      if (Array.isArray(v)) walk(v);
+      else {
+        if (typeof v !== 'string') throw notA('string');
+        if (strings.length >= count) throw shapeMismatchError();
+        strings.push(v);
+      }
+    }
+  };
+  walk(data);
+  if (strings.length !== count) throw shapeMismatchError();
+  let total = 0;
+  for (const s of strings) total += 4 + Buffer.byteLength(s);
+  const out = Buffer.allocUnsafe(total);
+  let off = 0;
+  for (const s of strings) {
+    const len = out.write(s, off + 4);
+    out.writeUInt32LE(len, off);
+    off += 4 + len;
+  }
+  return out;
+}
+
+function sizeMismatch(outputName: string): TritonError {
+  return new TritonError(ErrorCode.INTERNAL, `output tensor shape does not match size of output for '${outputName}'`);
+}
+
+type Get = (view: DataView, index: number) => string;
+
+const num = (x: number): string => String(x); // shortest round-trip text; NaN/Infinity as rapidjson writes them
+
+const GET: Partial<Record<Datatype, Get>> = {
+  BOOL: (d, i) => (d.getUint8(i) === 0 ? 'false' : 'true'),
+  UINT8: (d, i) => num(d.getUint8(i)),
+  UINT16: (d, i) => num(d.getUint16(i * 2, true)),
+  UINT32: (d, i) => num(d.getUint32(i * 4, true)),
+  UINT64: (d, i) => d.getBigUint64(i * 8, true).toString(),
+  INT8: (d, i) => num(d.getInt8(i)),
+  INT16: (d, i) => num(d.getInt16(i * 2, true)),
+  INT32: (d, i) => num(d.getInt32(i * 4, true)),
+  INT64: (d, i) => d.getBigInt64(i * 8, true).toString(),
+  FP32: (d, i) => num(d.getFloat32(i * 4, true)),
+  FP64: (d, i) => num(d.getFloat64(i * 8, true)),
+};
+
+/**
+ * Renders output bytes as the text of a flat JSON array. 64-bit integers go through BigInt,
+ * never a double, so they print exactly.
+ * @throws TritonError INVALID_ARG for FP16/BF16 (no JSON form), INTERNAL when the byte size
+ * does not match `count` elements.
+ */
+export function dataToJsonText(outputName: string, datatype: Datatype, data: Buffer, count: number): string {
+  if (datatype === 'FP16' || datatype === 'BF16') {
+    throw invalid(`sending ${datatype} data via JSON is not supported. Please use the binary data format for output`);
+  }
+  if (datatype === 'BYTES') return bytesToJsonText(outputName, data, count);
+  if (data.length !== count * elementSize(datatype)) throw sizeMismatch(outputName);
+  if (count === 0) return '[]';
+  const get = GET[datatype]!;
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const parts = new Array<string>(count);
+  for (let i = 0; i < count; i++) parts[i] = get(view, i);
+  return '[' + parts.join(',') + ']';
+}
+
+function bytesToJsonText(outputName: string, data: Buffer, count: number): string {
+  const parts = new Array<string>(count);
+  let off = 0;
+  for (let i = 0; i < count; i++) {
+    if (off + 4 > data.length) throw sizeMismatch(outputName);
+    const len = data.readUInt32LE(off);
+    off += 4;
+    if (off + len > data.length) throw sizeMismatch(outputName);
+    parts[i] = JSON.stringify(data.toString('utf8', off, off + len));
+    off += len;
+  }
+  return '[' + parts.join(',') + ']';
+}
