@@ -1,0 +1,52 @@
+/**
+ * @module frontends/grpc/handlers/health
+ * ServerLive / ServerReady / ModelReady and the standard `grpc.health.v1.Health/Check`.
+ *
+ * Not live / not ready is an OK status with `false`; only an exiting server answers
+ * UNAVAILABLE `Server exiting` (as Triton's frontend does). ModelReady for an unknown model is
+ * the lookup error; a known version that is not (or no longer) ready is `ready: false`.
+ */
+import { create } from '@bufbuild/protobuf';
+import { ErrorCode, TritonError } from '../../../core/errors.js';
+import type { ModelReadyRequest } from '../../../generated/grpc_service_pb.js';
+import {
+  ModelReadyResponseSchema,
+  ServerLiveResponseSchema,
+  ServerReadyResponseSchema,
+} from '../../../generated/grpc_service_pb.js';
+import { HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from '../../../generated/health_pb.js';
+import type { GrpcContext } from '../context.js';
+
+function checkExiting(ctx: GrpcContext): void {
+  if (ctx.core.isExiting()) throw new TritonError(ErrorCode.UNAVAILABLE, 'Server exiting');
+}
+
+export function serverLive(ctx: GrpcContext) {
+  checkExiting(ctx);
+  return create(ServerLiveResponseSchema, { live: ctx.core.isLive() });
+}
+
+export function serverReady(ctx: GrpcContext) {
+  checkExiting(ctx);
+  return create(ServerReadyResponseSchema, { ready: ctx.core.isReady() });
+}
+
+export function modelReady(ctx: GrpcContext, req: ModelReadyRequest) {
+  let ready: boolean;
+  try {
+    ready = ctx.core.resolveModel(req.name, req.version).isReady();
+  } catch (err) {
+    // "version N is not at ready state": the model is known, it is just not ready.
+    if (err instanceof TritonError && err.code === ErrorCode.UNAVAILABLE) ready = false;
+    else throw err;
+  }
+  return create(ModelReadyResponseSchema, { ready });
+}
+
+/** The service name in the request is ignored: the answer is the server's readiness. */
+export function healthCheck(ctx: GrpcContext) {
+  const serving = !ctx.core.isExiting() && ctx.core.isReady();
+  return create(HealthCheckResponseSchema, {
+    status: serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
+  });
+}

@@ -1,0 +1,118 @@
+/**
+ * @module frontends/grpc/handlers/stream-infer
+ * ModelStreamInfer: a bidirectional stream on which every request message is an inference of
+ * any model, decoupled or not. Each request yields 0..n responses, written in completion order
+ * (clients match them by `id`), each carrying the parameter `triton_final_response`.
+ *
+ *   request ─► decode ─► core.infer ─► response 1 (final=false) ─► write
+ *                                   ─► response 2 (final=false) ─► write
+ *                                   ─► final, no outputs ─► written only if the request set
+ *                                                           triton_enable_empty_final_response
+ *
+ * Errors go in-band (`error_message`, the stream stays open), unless the client sent the
+ * metadata `triton_grpc_error: true`: then the first error ends the stream with its status and
+ * aborts the other requests in flight. The stream ends OK once the client has half-closed and
+ * every request has had its final response. A cancelled call aborts every request in flight.
+ */
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { TritonError } from '../../../core/errors.js';
+import { asTritonError, grpcStatusOf } from '../../../core/errors.js';
+import type { InferResponse } from '../../../core/inference.js';
+import type { ModelInferRequest } from '../../../generated/grpc_service_pb.js';
+import type { GrpcContext } from '../context.js';
+import type { OutputPlan } from '../infer-codec.js';
+import { decodeInferRequest, encodeStreamError, encodeStreamResponse } from '../infer-codec.js';
+import type { StatusError } from '../status.js';
+import { statusError } from '../status.js';
+
+interface RequestIdentity {
+  id: string;
+  modelName: string;
+  modelVersion: string;
+}
+
+export function modelStreamInfer(ctx: GrpcContext, call: ServerDuplexStream<ModelInferRequest, Uint8Array>): void {
+  const errorsEndStream = call.metadata.get('triton_grpc_error').some((v) => String(v).toLowerCase() === 'true');
+  const inflight = new Set<AbortController>();
+  let halfClosed = false;
+  let done = false;
+
+  const finish = (status?: StatusError): void => {
+    if (done) return;
+    done = true;
+    for (const a of inflight) a.abort();
+    inflight.clear();
+    if (status !== undefined) call.emit('error', status);
+    else call.end();
+  };
+  const endIfIdle = (): void => {
+    if (halfClosed && inflight.size === 0) finish();
+  };
+  const fail = (err: TritonError, req: RequestIdentity, final: boolean): void => {
+    if (errorsEndStream) finish(statusError(grpcStatusOf(err.code), err.message));
+    else call.write(encodeStreamError(err.message, req, final));
+  };
+
+  call.on('data', (msg: ModelInferRequest) => {
+    if (done) return;
+    let decoded;
+    let batching: boolean;
+    let decoupled: boolean;
+    try {
+      const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
+      batching = handle.maxBatchSize > 0;
+      decoupled = handle.decoupled;
+      decoded = decodeInferRequest(msg);
+    } catch (err) {
+      fail(asTritonError(err), { id: msg.id, modelName: msg.modelName, modelVersion: msg.modelVersion }, true);
+      return;
+    }
+    const { request, plan, enableEmptyFinal } = decoded;
+    const abort = new AbortController();
+    request.signal = abort.signal;
+    inflight.add(abort);
+    ctx.core.infer(request, (response: InferResponse) => {
+      if (response.final) inflight.delete(abort);
+      if (done) {
+        response.release?.();
+        return;
+      }
+      // A decoupled model ends a request with a payload-less final response; the client sees it
+      // only if it asked to.
+      const emptyFinal = response.final && response.error === undefined && response.outputs.length === 0 && decoupled;
+      if (emptyFinal && !enableEmptyFinal) response.release?.();
+      else deliver(response, plan, batching);
+      if (response.final) endIfIdle();
+    });
+  });
+
+  const deliver = (response: InferResponse, plan: OutputPlan, batching: boolean): void => {
+    if (response.error !== undefined) {
+      response.release?.();
+      fail(response.error, response, response.final);
+      return;
+    }
+    let bytes: Buffer;
+    try {
+      bytes = encodeStreamResponse(response, plan, batching, response.final);
+    } catch (err) {
+      fail(asTritonError(err), response, response.final);
+      return;
+    } finally {
+      response.release?.();
+    }
+    call.write(bytes);
+  };
+
+  call.on('end', () => {
+    halfClosed = true;
+    endIfIdle();
+  });
+  // Client cancel, deadline, or connection loss. grpc-js also reports it after a normal end,
+  // when nothing is left in flight.
+  call.on('cancelled', () => {
+    done = true;
+    for (const a of inflight) a.abort();
+    inflight.clear();
+  });
+}

@@ -1,0 +1,199 @@
+/**
+ * @module frontends/grpc/infer-codec
+ * `ModelInferRequest` → `InferRequest`, and `InferResponse` → the bytes of a
+ * `ModelInferResponse` (or of a `ModelStreamInferResponse` wrapping one).
+ *
+ * Requests: tensor data comes either from `raw_input_contents` (one entry per input, in the
+ * order of `inputs`; views of the received message, never copied) or from each input's typed
+ * `contents`, never both. Model-level validation (names, datatypes against the config, shapes,
+ * BYTES element counts) is the core's; this layer checks the message itself.
+ *
+ * Responses: Triton answers with exactly one `raw_output_contents` entry per output, parallel
+ * to `outputs`, and never fills typed `contents` (tritonclient's `as_numpy` indexes both lists
+ * the same way). The message is written by hand (response-wire.ts) into the one buffer handed to
+ * grpc-js, so each output is copied exactly once.
+ */
+import { create, toBinary } from '@bufbuild/protobuf';
+import { isDatatype } from '../../core/datatype.js';
+import { ErrorCode, Errors, TritonError } from '../../core/errors.js';
+import type { InferRequest, InferResponse, Parameters, RequestedOutput } from '../../core/inference.js';
+import type { Tensor } from '../../core/tensor.js';
+import { elementCount, expectedByteSize } from '../../core/tensor.js';
+import type { ModelInferRequest } from '../../generated/grpc_service_pb.js';
+import { ModelStreamInferResponseSchema } from '../../generated/grpc_service_pb.js';
+import { classify } from '../http/classification.js';
+import { readRequestParameters, readTensorParameters, toInferParameterMap } from './params.js';
+import type { PreparedResponse } from './response-wire.js';
+import { prepareResponse, varintSize, writeResponse, writeVarint } from './response-wire.js';
+import { encodeTypedContents } from './typed-contents.js';
+
+const invalid = (m: string) => new TritonError(ErrorCode.INVALID_ARG, m, 'REJECTED');
+
+/** What the response encoder needs to know about the request. */
+export interface OutputPlan {
+  /** Requested outputs with `classification: K` (K > 0), by name. */
+  classification?: Map<string, number>;
+}
+
+export interface DecodedInferRequest {
+  request: InferRequest;
+  plan: OutputPlan;
+  /** `triton_enable_empty_final_response` was set (meaningful on ModelStreamInfer only). */
+  enableEmptyFinal: boolean;
+}
+
+/** The largest protobuf message: sizes are signed 32-bit on the wire's C++ side. */
+export const MAX_MESSAGE_BYTES = 2 ** 31 - 1;
+
+/** @throws TritonError (INVALID_ARG) for a malformed message. */
+export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest {
+  const model = msg.modelName;
+  const { parameters, enableEmptyFinal } = readRequestParameters(msg.parameters);
+
+  const raw = msg.rawInputContents;
+  const useRaw = raw.length > 0;
+  if (useRaw && raw.length !== msg.inputs.length) {
+    throw invalid(
+      `expected ${msg.inputs.length} entries in raw_input_contents (one per input, in input order) for model '${model}', got ${raw.length}`,
+    );
+  }
+  const inputs: Tensor[] = new Array(msg.inputs.length);
+  for (let i = 0; i < msg.inputs.length; i++) {
+    const input = msg.inputs[i]!;
+    const name = input.name;
+    const dt = input.datatype;
+    if (!isDatatype(dt)) throw invalid(`invalid datatype '${dt}' for input '${name}'`);
+    const shape = toShape(input.shape, name, model);
+    checkNoSharedMemory(input.parameters);
+    let data: Buffer;
+    if (useRaw) {
+      if (input.contents !== undefined) {
+        throw invalid(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
+      }
+      const r = raw[i]!;
+      data = Buffer.from(r.buffer, r.byteOffset, r.byteLength);
+      const expected = expectedByteSize(dt, shape);
+      if (expected !== undefined && expected !== data.length) throw Errors.byteSizeMismatch(name, expected, data.length);
+    } else if (input.contents !== undefined) {
+      data = encodeTypedContents(name, dt, input.contents, elementCount(shape));
+    } else {
+      // No data at all: the core reports the byte-size mismatch (or accepts an empty tensor).
+      data = EMPTY;
+    }
+    inputs[i] = { name, datatype: dt, shape, data };
+  }
+
+  const request: InferRequest = { modelName: model, modelVersion: msg.modelVersion, id: msg.id, parameters, inputs };
+  const plan: OutputPlan = {};
+  if (msg.outputs.length > 0) {
+    const outputs: RequestedOutput[] = new Array(msg.outputs.length);
+    for (let i = 0; i < msg.outputs.length; i++) {
+      const o = msg.outputs[i]!;
+      const params = readTensorParameters(o.parameters);
+      checkNoSharedMemory(o.parameters);
+      const k = params['classification'];
+      if (k !== undefined) {
+        if (typeof k !== 'number' || !Number.isInteger(k) || k < 0) throw invalid("Unable to set 'classification'");
+        if (k > 0) (plan.classification ??= new Map()).set(o.name, k);
+      }
+      outputs[i] = { name: o.name, parameters: params };
+    }
+    request.outputs = outputs;
+  }
+  return { request, plan, enableEmptyFinal };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function toShape(dims: bigint[], name: string, model: string): number[] {
+  const shape = new Array<number>(dims.length);
+  for (let i = 0; i < dims.length; i++) {
+    const d = dims[i]!;
+    if (d < 0n || d > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw invalid(`invalid shape for input '${name}' for model '${model}': dimensions must be non-negative integers`);
+    }
+    shape[i] = Number(d);
+  }
+  return shape;
+}
+
+/** Client shared memory is not supported yet, so no region can have been registered. */
+function checkNoSharedMemory(params: ModelInferRequest['parameters']): void {
+  const region = params['shared_memory_region'];
+  if (region === undefined) return;
+  const c = region.parameterChoice;
+  if (c.case !== 'stringParam') throw invalid("invalid value type for 'shared_memory_region' parameter, expected string_param.");
+  throw invalid(`Unable to find shared memory region: '${c.value}'`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+const STREAM_INFER_RESPONSE_TAG = (2 << 3) | 2;
+
+function prepare(response: InferResponse, plan: OutputPlan, batching: boolean, extra?: Parameters): PreparedResponse {
+  let outputs = response.outputs;
+  if (plan.classification !== undefined) {
+    const k = plan.classification;
+    outputs = outputs.map((o) => (k.has(o.name) ? classify(o, k.get(o.name)!, batching) : o));
+  }
+  const params = extra === undefined ? response.parameters : { ...response.parameters, ...extra };
+  const p = prepareResponse(response, params, outputs);
+  if (p.size > MAX_MESSAGE_BYTES) {
+    throw new TritonError(
+      ErrorCode.INVALID_ARG,
+      `Response has byte size ${p.size} which exceeds gRPC's byte size limit ${MAX_MESSAGE_BYTES}.`,
+    );
+  }
+  return p;
+}
+
+/**
+ * Serialises a successful response as a `ModelInferResponse`. The caller may release the
+ * response's buffers as soon as this returns.
+ * @param batching the model batches (first output dim is the batch), for classification.
+ * @throws TritonError when an output cannot be encoded (classification of a non-numeric
+ *   output, a response over 2 GiB).
+ */
+export function encodeInferResponse(response: InferResponse, plan: OutputPlan, batching: boolean): Buffer {
+  const p = prepare(response, plan, batching);
+  const buf = Buffer.allocUnsafe(p.size);
+  writeResponse(buf, 0, p);
+  return buf;
+}
+
+/**
+ * Serialises a successful response as a `ModelStreamInferResponse`, with the stream's
+ * `triton_final_response` parameter. @throws as `encodeInferResponse`.
+ */
+export function encodeStreamResponse(response: InferResponse, plan: OutputPlan, batching: boolean, final: boolean): Buffer {
+  const p = prepare(response, plan, batching, { triton_final_response: final });
+  const prefix = 1 + varintSize(p.size);
+  const buf = Buffer.allocUnsafe(prefix + p.size);
+  buf[0] = STREAM_INFER_RESPONSE_TAG;
+  writeVarint(buf, 1, p.size);
+  writeResponse(buf, prefix, p);
+  return buf;
+}
+
+/** An in-band stream error: the message, and the request it belongs to. */
+export function encodeStreamError(
+  message: string,
+  req: { id: string; modelName: string; modelVersion: string },
+  final: boolean,
+): Buffer {
+  const msg = create(ModelStreamInferResponseSchema, {
+    errorMessage: message,
+    inferResponse: {
+      id: req.id,
+      modelName: req.modelName,
+      modelVersion: req.modelVersion,
+      parameters: toInferParameterMap({ triton_final_response: final }),
+    },
+  });
+  return asBuffer(toBinary(ModelStreamInferResponseSchema, msg));
+}
+
+export function asBuffer(a: Uint8Array): Buffer {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+}
