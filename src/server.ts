@@ -13,10 +13,11 @@ import type { ServerOptions } from './cli/options.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { InferenceServer } from './core/inference-server.js';
-import { createLogger, type Logger } from './core/logger.js';
+import { createLogger, logSettingsStore, type Logger } from './core/logger.js';
 import { ModelManager } from './core/model/model-manager.js';
 import { PythonBackend } from './backends/python/backend.js';
-import { removeStaleRegions } from './backends/python/ipc/shm-cleanup.js';
+import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
+import { startGrpcServer } from './frontends/grpc/server.js';
 import { startHttpServer } from './frontends/http/server.js';
 import { Metrics } from './frontends/metrics/metrics.js';
 import { metricsObserver } from './frontends/metrics/observer.js';
@@ -43,7 +44,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const log =
     logger ??
     createLogger({ info: options.logInfo, warning: options.logWarning, error: options.logError, verbose: options.logVerbose });
-  const removed = removeStaleRegions();
+  const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
 
   const python = new PythonBackend({
@@ -86,13 +87,28 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     shutdown: async () => 0,
     kill: killAll,
   };
+  const logSettings = logSettingsStore(log);
   try {
+    if (options.allowGrpc) {
+      const grpc = await startGrpcServer(core, {
+        port: options.grpcPort,
+        address: options.grpcAddress,
+        maxMessageSize: options.grpcMaxMessageSize,
+        logger: log,
+        logSettings,
+        shutdownGraceMs: options.exitTimeoutSecs * 1000,
+      });
+      closables.push(grpc);
+      running.grpcPort = grpc.port;
+      log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}`);
+    }
     if (options.allowHttp) {
       const http = await startHttpServer(core, {
         port: options.httpPort,
         address: options.httpAddress,
         maxInputSize: options.httpMaxInputSize,
         logger: log,
+        logSettings,
       });
       closables.push(http);
       running.httpPort = http.port;

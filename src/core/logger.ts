@@ -50,3 +50,42 @@ export function createLogger(settings: LogSettings, write: (line: string) => voi
 
 /** A logger that drops everything (tests, tools). */
 export const silentLogger: Logger = createLogger({ info: false, warning: false, error: false, verbose: 0 });
+
+/** The `logging` extension's view of the server log (HTTP `/v2/logging`, gRPC LogSettings). */
+export interface LogSettingsView {
+  log_file: string;
+  log_info: boolean;
+  log_warning: boolean;
+  log_error: boolean;
+  log_verbose_level: number;
+  log_format: 'default' | 'ISO8601';
+}
+
+export interface LogSettingsStore {
+  get(): LogSettingsView;
+  /** Applies a validated partial update to the live logger. */
+  update(patch: Partial<LogSettingsView>): void;
+}
+
+/** A settings store bound to a logger: changes over the network take effect at once. */
+export function logSettingsStore(logger: Logger): LogSettingsStore {
+  const s = logger.settings;
+  let format: 'default' | 'ISO8601' = 'default';
+  return {
+    get: () => ({
+      log_file: '',
+      log_info: s.info,
+      log_warning: s.warning,
+      log_error: s.error,
+      log_verbose_level: s.verbose,
+      log_format: format,
+    }),
+    update: (p) => {
+      if (p.log_info !== undefined) s.info = p.log_info;
+      if (p.log_warning !== undefined) s.warning = p.log_warning;
+      if (p.log_error !== undefined) s.error = p.log_error;
+      if (p.log_verbose_level !== undefined) s.verbose = p.log_verbose_level;
+      if (p.log_format !== undefined) format = p.log_format;
+    },
+  };
+}

@@ -1,0 +1,59 @@
+// The project's test command (`npm test`): type-check and build, run the vitest suites (real
+// server, real stubs, real clients) and the pytest suite of the stub, then print one line
+// `tests: N passed, N failed` that CI reads.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const out = path.join(root, 'test', '.tmp');
+fs.mkdirSync(out, { recursive: true });
+const extra = process.argv.slice(2);
+const run = (cmd, args, env = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } }).status ?? 1;
+
+let passed = 0;
+let failed = 0;
+
+if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0) {
+  console.error('test: TypeScript build failed');
+  failed++;
+}
+
+const vitestJson = path.join(out, 'vitest.json');
+fs.rmSync(vitestJson, { force: true });
+run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`, ...extra]);
+if (fs.existsSync(vitestJson)) {
+  const r = JSON.parse(fs.readFileSync(vitestJson, 'utf8'));
+  passed += r.numPassedTests ?? 0;
+  // A suite that failed to load has no failed assertions of its own; count it once.
+  const brokenSuites = (r.testResults ?? []).filter(
+    (t) => t.status === 'failed' && !(t.assertionResults ?? []).some((a) => a.status === 'failed'),
+  ).length;
+  failed += (r.numFailedTests ?? 0) + brokenSuites;
+} else {
+  console.error('test: vitest produced no report');
+  failed++;
+}
+
+if (extra.length === 0) {
+  const python = process.env.TRITIUM_PYTHON ?? path.join(root, '.venv', 'bin', 'python');
+  const junit = path.join(out, 'pytest.xml');
+  fs.rmSync(junit, { force: true });
+  run(python, ['-m', 'pytest', '-q', 'test/python', `--junitxml=${junit}`]);
+  if (fs.existsSync(junit)) {
+    const xml = fs.readFileSync(junit, 'utf8');
+    const m = /<testsuite [^>]*>/.exec(xml)?.[0] ?? '';
+    const attr = (k) => Number(new RegExp(`${k}="(\\d+)"`).exec(m)?.[1] ?? 0);
+    const total = attr('tests');
+    const bad = attr('failures') + attr('errors');
+    passed += total - bad - attr('skipped');
+    failed += bad;
+  } else {
+    console.error('test: pytest produced no report');
+    failed++;
+  }
+}
+
+console.log(`tests: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

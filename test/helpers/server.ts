@@ -1,0 +1,155 @@
+/**
+ * Test helper: starts the real `tritium` CLI (compiled dist/, built by `npm test` or
+ * `npm run build`) as a child process on ephemeral loopback ports, waits for its start-up log
+ * lines, and stops it with a signal. Ports come from the log lines, as Triton harnesses do.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
+export const MODELS = path.join(ROOT, 'python_models');
+export const TEST_MODELS = path.join(ROOT, 'test', 'models');
+
+let built = false;
+/** Builds dist/ once per test process if it is missing or older than the sources. */
+export function ensureBuilt(): void {
+  if (built) return;
+  const main = path.join(ROOT, 'dist', 'cli', 'main.js');
+  if (!fs.existsSync(main) || process.env.TRITIUM_REBUILD === '1') {
+    const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('tsc failed');
+  }
+  built = true;
+}
+
+export interface Tritium {
+  proc: ChildProcess;
+  http: string;
+  httpPort: number;
+  grpcPort?: number;
+  metricsPort?: number;
+  /** Everything the server logged so far. */
+  log(): string;
+  /** Sends SIGTERM (or the given signal) and resolves with the exit code/signal. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface StartOptions {
+  repos: string[];
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+  /** Resolve without waiting for ports (for start-up failure tests). */
+  expectFailure?: boolean;
+  timeoutMs?: number;
+}
+
+export async function startTritium(o: StartOptions): Promise<Tritium> {
+  ensureBuilt();
+  const args = [
+    path.join(ROOT, 'bin', 'tritium.js'),
+    ...o.repos.map((r) => `--model-repository=${r}`),
+    '--http-port=0',
+    '--grpc-port=0',
+    '--metrics-port=0',
+    '--http-address=127.0.0.1',
+    '--grpc-address=127.0.0.1',
+    `--backend-config=python,python-executable=${PYTHON}`,
+    ...(o.args ?? []),
+  ];
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const t: Tritium = {
+    proc,
+    http: '',
+    httpPort: 0,
+    log: () => out,
+    exited,
+    stop: async (signal = 'SIGTERM') => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+  if (o.expectFailure) return t;
+  const deadline = Date.now() + (o.timeoutMs ?? 60_000);
+  const want = (o.args ?? []).some((a) => a === '--allow-grpc=false') ? [] : ['GRPC'];
+  while (Date.now() < deadline) {
+    const http = /Started HTTPService at [^:\s]+:(\d+)/.exec(out);
+    const grpc = /Started GRPCInferenceService at [^:\s]+:(\d+)/.exec(out);
+    const metrics = /Started Metrics Service at [^:\s]+:(\d+)/.exec(out);
+    if (http && metrics && (grpc || want.length === 0 || !hasGrpc())) {
+      t.httpPort = Number(http[1]);
+      t.http = `http://127.0.0.1:${t.httpPort}`;
+      if (grpc) t.grpcPort = Number(grpc[1]);
+      t.metricsPort = Number(metrics[1]);
+      return t;
+    }
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`tritium exited during start-up:\n${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`tritium did not start in time:\n${out}`);
+}
+
+/** Whether this build has the gRPC frontend (it logs a GRPCInferenceService line). */
+function hasGrpc(): boolean {
+  return fs.existsSync(path.join(ROOT, 'dist', 'frontends', 'grpc', 'server.js'));
+}
+
+/** A temporary model repository assembled from models of python_models/ and test/models/. */
+export function makeRepo(models: Array<string | { from: string; name?: string }>): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-repo-'));
+  for (const m of models) {
+    const from = typeof m === 'string' ? resolveModel(m) : m.from;
+    const name = typeof m === 'string' ? path.basename(m) : (m.name ?? path.basename(m.from));
+    fs.cpSync(from, path.join(dir, name), { recursive: true });
+  }
+  return dir;
+}
+
+function resolveModel(name: string): string {
+  for (const base of [TEST_MODELS, MODELS]) {
+    const p = path.join(base, name);
+    if (fs.existsSync(p)) return p;
+  }
+  throw new Error(`no model '${name}' in test/models or python_models`);
+}
+
+/** `/dev/shm` entries this server pid created (should be none after it stopped). */
+export function shmFilesOf(pid: number | undefined): string[] {
+  if (pid === undefined) return [];
+  return fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`tritium_${pid}_`));
+}
+
+/** Runs a Python snippet with the test venv; returns stdout (throws with stderr on failure). */
+export function python(code: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000): string {
+  const r = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: timeoutMs });
+  if (r.status !== 0) throw new Error(`python failed (${r.status}):\n${r.stderr}\n${r.stdout}`);
+  return r.stdout;
+}
+
+/** Same as python() but asynchronous (does not block the test's event loop). */
+export function pythonAsync(code: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(PYTHON, ['-c', code], { env: { ...process.env, ...env } });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`python failed (${code}):\n${err}\n${out}`));
+    });
+  });
+}
