@@ -19,9 +19,11 @@ try {
   }
   const stamp = path.join(venv, '.tritium-requirements');
   const wanted = fs.readFileSync(path.join(root, 'requirements.txt'), 'utf8') + fs.readFileSync(path.join(root, 'requirements-dev.txt'), 'utf8');
-  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === wanted) process.exit(0);
-  run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', path.join(root, 'requirements-dev.txt')]);
-  fs.writeFileSync(stamp, wanted);
+  if (!(fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === wanted)) {
+    run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', path.join(root, 'requirements-dev.txt')]);
+    fs.writeFileSync(stamp, wanted);
+  }
+  run(process.execPath, [path.join(root, 'scripts', 'setup-perf-analyzer.mjs')]);
 } catch (err) {
   console.error(`setup-python: failed (${err.message}). Install Python 3.9+ with venv, or set TRITIUM_SKIP_PYTHON_SETUP=1 and pass --backend-config=python,python-executable=<python with numpy and msgpack>.`);
   process.exit(1);

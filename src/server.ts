@@ -15,6 +15,7 @@ import { detectGpus } from './core/gpus.js';
 import { InferenceServer } from './core/inference-server.js';
 import { createLogger, logSettingsStore, type Logger } from './core/logger.js';
 import { ModelManager } from './core/model/model-manager.js';
+import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
 import { PythonBackend } from './backends/python/backend.js';
 import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
@@ -54,10 +55,13 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     stubTimeoutSeconds: options.python.stubTimeoutSeconds,
     logVerbose: options.logVerbose,
   });
-  const backends = new Map<string, Backend>([['python', python]]);
+  const gpus = detectGpus();
+  const backends = new Map<string, Backend>([
+    ['python', python],
+    ['onnxruntime', new OnnxBackend(onnxBackendOptions(options.backendConfig, options.defaultMaxBatchSize, gpus, log))],
+  ]);
   const metrics = new Metrics();
   metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
-  const gpus = detectGpus();
   const models = new ModelManager({
     repositories: options.modelRepositories,
     autoCompleteConfig: options.autoCompleteConfig,
