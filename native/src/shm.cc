@@ -1,0 +1,177 @@
+// POSIX shared-memory segments exposed to JS as SharedArrayBuffers. No protocol logic here.
+#include "shm.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "futex.h"
+#include "v8_interop.h"
+
+namespace tritium {
+namespace {
+
+Napi::Value ThrowErrno(Napi::Env env, int err, const std::string& what) {
+  Napi::Error e = Napi::Error::New(env, what + ": " + std::strerror(err));
+  // Mirror Node's fs errors so TS can branch on e.code (ENOSPC, EEXIST, ENOENT, ...).
+  static const struct { int no; const char* name; } kNames[] = {
+      {ENOSPC, "ENOSPC"}, {EEXIST, "EEXIST"}, {ENOENT, "ENOENT"}, {EACCES, "EACCES"},
+      {ENOMEM, "ENOMEM"}, {EINVAL, "EINVAL"}, {EMFILE, "EMFILE"}, {EFBIG, "EFBIG"}};
+  for (const auto& n : kNames)
+    if (n.no == err) e.Set("code", Napi::String::New(env, n.name));
+  e.Set("errno", Napi::Number::New(env, err));
+  e.ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+// The backing store owns the mapping: V8 calls this when the last SharedArrayBuffer (and every
+// view on it) is collected, so JS can never observe an unmapped address.
+void UnmapDeleter(void* data, size_t length, void* /*deleter_data*/) {
+  if (data != nullptr && length > 0) munmap(data, length);
+}
+
+Napi::Value WrapMapping(Napi::Env env, void* addr, size_t size) {
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  std::unique_ptr<v8::BackingStore> store =
+      v8::SharedArrayBuffer::NewBackingStore(addr, size, UnmapDeleter, nullptr);
+  v8::Local<v8::SharedArrayBuffer> sab =
+      v8::SharedArrayBuffer::New(isolate, std::shared_ptr<v8::BackingStore>(std::move(store)));
+  return Napi::Value(env, FromV8(sab));
+}
+
+std::string ShmName(const Napi::Value& v) {
+  // shm_open semantics: a single leading slash, no other slash. Keeps us inside /dev/shm.
+  std::string name = v.As<Napi::String>().Utf8Value();
+  return name[0] == '/' ? name : "/" + name;
+}
+
+bool ValidName(const std::string& name) {
+  return name.size() > 1 && name.find('/', 1) == std::string::npos;
+}
+
+// createShm(name, size): O_CREAT|O_EXCL, reserve pages, map. The reservation matters: tmpfs
+// ftruncate only sets a size, and a full /dev/shm would later surface as SIGBUS on first touch;
+// posix_fallocate turns that into a catchable ENOSPC now.
+Napi::Value CreateShm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "createShm(name: string, size: number)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::string name = ShmName(info[0]);
+  if (!ValidName(name)) return ThrowErrno(env, EINVAL, "createShm " + name);
+  double dsize = info[1].As<Napi::Number>().DoubleValue();
+  if (!(dsize > 0)) return ThrowErrno(env, EINVAL, "createShm " + name + " size");
+  size_t size = static_cast<size_t>(dsize);
+
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) return ThrowErrno(env, errno, "shm_open " + name);
+  int err = 0;
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) err = errno;
+  if (err == 0) err = posix_fallocate(fd, 0, static_cast<off_t>(size));  // returns the error
+  void* addr = MAP_FAILED;
+  if (err == 0) {
+    addr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) err = errno;
+  }
+  close(fd);
+  if (err != 0) {
+    shm_unlink(name.c_str());  // we created it (O_EXCL), so a failed create leaves nothing behind
+    return ThrowErrno(env, err, "createShm " + name + " (" + std::to_string(size) + " bytes)");
+  }
+  return WrapMapping(env, addr, size);
+}
+
+// openShm(name): map an existing segment; its size comes from fstat.
+Napi::Value OpenShm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "openShm(name: string)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::string name = ShmName(info[0]);
+  if (!ValidName(name)) return ThrowErrno(env, EINVAL, "openShm " + name);
+  int fd = shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) return ThrowErrno(env, errno, "shm_open " + name);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return ThrowErrno(env, e, "fstat " + name);
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return ThrowErrno(env, EINVAL, "openShm " + name + " is empty");
+  }
+  void* addr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  close(fd);
+  if (addr == MAP_FAILED) return ThrowErrno(env, e, "mmap " + name);
+  return WrapMapping(env, addr, size);
+}
+
+// unlinkShm(name): true if removed, false if it did not exist.
+Napi::Value UnlinkShm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "unlinkShm(name: string)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::string name = ShmName(info[0]);
+  if (shm_unlink(name.c_str()) == 0) return Napi::Boolean::New(env, true);
+  if (errno == ENOENT) return Napi::Boolean::New(env, false);
+  return ThrowErrno(env, errno, "shm_unlink " + name);
+}
+
+// releaseShm(sab): drop the shared pages now instead of at GC time. A SharedArrayBuffer cannot
+// be detached, so stale views may still exist; the range is atomically replaced by private
+// anonymous memory (MAP_FIXED) so such a view reads zeros instead of faulting, costs no memory
+// until written, and the backing-store deleter later munmaps it as usual.
+Napi::Value ReleaseShm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint8_t* data;
+  size_t length;
+  if (info.Length() < 1 || !SabInfo(info[0], &data, &length)) {
+    Napi::TypeError::New(env, "releaseShm(buffer: SharedArrayBuffer)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  void* r = mmap(data, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (r == MAP_FAILED) return ThrowErrno(env, errno, "releaseShm");
+  return env.Undefined();
+}
+
+// futexWake(sab, byteOffset): wake the other process sleeping on a doorbell word.
+Napi::Value FutexWakeJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint8_t* data;
+  size_t length;
+  if (info.Length() < 2 || !SabInfo(info[0], &data, &length) || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "futexWake(buffer: SharedArrayBuffer, byteOffset: number)")
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int64_t off = info[1].As<Napi::Number>().Int64Value();
+  if (off < 0 || off % 4 != 0 || static_cast<size_t>(off) + 4 > length) {
+    Napi::RangeError::New(env, "futexWake: byteOffset out of range or unaligned").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int r = FutexWake(reinterpret_cast<uint32_t*>(data + off));
+  return Napi::Number::New(env, r);
+}
+
+}  // namespace
+
+void InitShm(Napi::Env env, Napi::Object exports) {
+  exports.Set("createShm", Napi::Function::New(env, CreateShm, "createShm"));
+  exports.Set("openShm", Napi::Function::New(env, OpenShm, "openShm"));
+  exports.Set("unlinkShm", Napi::Function::New(env, UnlinkShm, "unlinkShm"));
+  exports.Set("releaseShm", Napi::Function::New(env, ReleaseShm, "releaseShm"));
+  exports.Set("futexWake", Napi::Function::New(env, FutexWakeJs, "futexWake"));
+}
+
+}  // namespace tritium

@@ -1,0 +1,359 @@
+/**
+ * @module backends/python/ipc/channel
+ * `StubChannel`: Node's end of the shared-memory link with one Python stub (docs/ipc.md).
+ * Owns the region: creates `n0` (header, rings, input arena) and any `n<k>`, maps the stub's
+ * `s<k>` lazily, sends on ring A, receives ring B on the event loop through a native doorbell
+ * thread, and unlinks every `<region>.*` file on close.
+ */
+import crypto from 'node:crypto';
+import { Arena } from './arena.js';
+import { decode, encode } from './codec.js';
+import { loadNative, type DoorbellWaiter, type NativeAddon } from './native.js';
+import { RingConsumer, RingProducer } from './ring.js';
+import { removeRegion, shmFreeBytes } from './shm-cleanup.js';
+import {
+  DEFAULT_RING_BYTES,
+  HEADER_SIZE,
+  LAYOUT_VERSION,
+  MAGIC,
+  MIN_RING_BYTES,
+  MIN_SEGMENT_BYTES,
+  OFF_ARENA,
+  OFF_ARENA_SIZE,
+  OFF_HEADER_SIZE,
+  OFF_HEARTBEAT,
+  OFF_MAGIC,
+  OFF_RING_A_DATA,
+  OFF_RING_B_DATA,
+  OFF_RING_CAPACITY,
+  OFF_STUB_PID,
+  OFF_VERSION,
+  RING_A,
+  RING_B,
+} from './shm-layout.js';
+
+export interface StubChannelOptions {
+  /** `tritium_<serverPid>_<8 hex>_<instance>`; see newRegionName(). */
+  region: string;
+  /** Size of n0 (header + rings + first input arena); raised to at least 1 MiB. */
+  defaultByteSize: number;
+  /** Minimum size of each extra input segment n1, n2, ... */
+  growthByteSize: number;
+  /** Bytes per ring; power of two, default 64 KiB. */
+  ringByteSize?: number;
+  /** Doorbell thread busy-wait before sleeping (µs). Default 50. */
+  spinUs?: number;
+  /** Doorbell thread spins with sched_yield() (default true). */
+  spinYield?: boolean;
+}
+
+interface Segment {
+  name: string;
+  sab: SharedArrayBuffer;
+  buf: Buffer;
+  /** Only on Node's own input segments (n<k>). */
+  arena?: Arena;
+}
+
+/** Region names are `/dev/shm` file names: keep them to a safe alphabet. */
+const REGION_RE = /^[A-Za-z0-9_.-]+$/;
+const SEGMENT_RE = /^[ns][0-9]+$/;
+const SEGMENT_ROUND = 1 << 16;
+/** Fallback poll while ring A is full, in case the stub's "space freed" signal was missed. */
+const FULL_RETRY_MS = 1;
+
+/** A fresh region name for an instance, following docs/ipc.md. */
+export function newRegionName(instance: string): string {
+  const safe = instance.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 100);
+  return `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_${safe}`;
+}
+
+const roundUp = (n: number, m: number): number => Math.ceil(n / m) * m;
+
+export class StubChannel {
+  readonly region: string;
+  private readonly native: NativeAddon;
+  private readonly segments = new Map<string, Segment>();
+  private readonly inputs: Segment[] = [];
+  private readonly growthByteSize: number;
+  private readonly header: SharedArrayBuffer;
+  private readonly hdr64: BigUint64Array;
+  private readonly hdr32: Int32Array;
+  private readonly ringA: RingProducer;
+  private readonly ringB: RingConsumer;
+  private waiter: DoorbellWaiter | undefined;
+  private readonly listeners: Array<(msg: any) => void> = [];
+  private backlog: unknown[] = [];
+  /** Messages (already encoded, copied) waiting for ring A space; `off` = bytes already sent. */
+  private readonly outQueue: Array<{ bytes: Uint8Array; off: number }> = [];
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly wake: (off: number) => void;
+
+  private constructor(opts: StubChannelOptions) {
+    if (!REGION_RE.test(opts.region)) throw new Error(`invalid shm region name '${opts.region}'`);
+    const ring = opts.ringByteSize ?? DEFAULT_RING_BYTES;
+    if (ring < MIN_RING_BYTES || (ring & (ring - 1)) !== 0) {
+      throw new Error(`ringByteSize must be a power of two >= ${MIN_RING_BYTES}, got ${ring}`);
+    }
+    this.region = opts.region;
+    this.native = loadNative();
+    this.growthByteSize = Math.max(opts.growthByteSize, SEGMENT_ROUND);
+    const arenaOff = HEADER_SIZE + 2 * ring;
+    const n0Size = roundUp(Math.max(opts.defaultByteSize, MIN_SEGMENT_BYTES, arenaOff + SEGMENT_ROUND), 4096);
+
+    const n0 = this.createSegment('n0', n0Size, n0Size);
+    this.header = n0.sab;
+    this.hdr64 = new BigUint64Array(n0.sab, 0, HEADER_SIZE / 8);
+    this.hdr32 = new Int32Array(n0.sab, 0, HEADER_SIZE / 4);
+    const dv = new DataView(n0.sab, 0, HEADER_SIZE);
+    // Fresh tmpfs pages are zero, so positions, doorbells and flags already start at 0.
+    n0.buf.write(MAGIC, OFF_MAGIC, 'latin1');
+    dv.setUint32(OFF_VERSION, LAYOUT_VERSION, true);
+    dv.setUint32(OFF_HEADER_SIZE, HEADER_SIZE, true);
+    dv.setBigUint64(OFF_RING_CAPACITY, BigInt(ring), true);
+    dv.setBigUint64(OFF_RING_A_DATA, BigInt(HEADER_SIZE), true);
+    dv.setBigUint64(OFF_RING_B_DATA, BigInt(HEADER_SIZE + ring), true);
+    dv.setBigUint64(OFF_ARENA, BigInt(arenaOff), true);
+    dv.setBigUint64(OFF_ARENA_SIZE, BigInt(n0Size - arenaOff), true);
+    n0.arena = new Arena(arenaOff, n0Size - arenaOff);
+    this.inputs.push(n0);
+
+    this.ringA = new RingProducer(n0.sab, HEADER_SIZE, ring, RING_A);
+    this.ringB = new RingConsumer(n0.sab, HEADER_SIZE + ring, ring, RING_B);
+    const native = this.native;
+    const sab = n0.sab;
+    this.wake = (off) => native.futexWake(sab, off);
+    this.waiter = new native.DoorbellWaiter(n0.sab, RING_B.doorbell, () => this.onDoorbell(), {
+      spinUs: opts.spinUs ?? 50,
+      spinYield: opts.spinYield ?? true,
+      timeoutMs: 100,
+      sleepFlagOffset: RING_B.sleeping,
+    });
+  }
+
+  /** Creates the region's n0 segment and starts listening; see StubChannelOptions. */
+  static create(opts: StubChannelOptions): StubChannel {
+    return new StubChannel(opts);
+  }
+
+  /** msgpack-encodes `msg` onto ring A. Never throws for a full ring: queues and flushes later. */
+  send(msg: object): void {
+    if (this.closed) throw new Error(`StubChannel ${this.region} is closed`);
+    const bytes = encode(msg);
+    if (this.outQueue.length === 0) {
+      const off = this.writeFragments(bytes, 0);
+      this.ringA.publish(this.wake);
+      if (off === bytes.byteLength) return;
+      this.outQueue.push({ bytes: Uint8Array.prototype.slice.call(bytes, off), off: 0 });
+    } else {
+      // msgpackr reuses its output buffer: keep our own copy while queued.
+      this.outQueue.push({ bytes: Uint8Array.prototype.slice.call(bytes), off: 0 });
+    }
+    this.waitForSpace();
+  }
+
+  /** Called on the event loop for every ring-B message, in order. */
+  onMessage(cb: (msg: any) => void): void {
+    this.listeners.push(cb);
+    if (this.backlog.length > 0) {
+      const early = this.backlog;
+      this.backlog = [];
+      // Messages that arrived before anyone listened; a microtask still precedes later doorbells.
+      queueMicrotask(() => this.dispatch(early));
+    }
+  }
+
+  /** A block of Node's input arenas; grows the region with a new n<k> segment when all are full. */
+  allocInput(nbytes: number): { seg: string; off: number; view: Buffer } {
+    this.assertOpen();
+    if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new RangeError(`allocInput: bad size ${nbytes}`);
+    for (const s of this.inputs) {
+      const off = s.arena!.alloc(nbytes);
+      if (off >= 0) return { seg: s.name, off, view: s.buf.subarray(off, off + nbytes) };
+    }
+    const name = `n${this.inputs.length}`;
+    const size = Math.max(this.growthByteSize, roundUp(nbytes, SEGMENT_ROUND));
+    const seg = this.createSegment(name, size, nbytes);
+    seg.arena = new Arena(0, size);
+    this.inputs.push(seg);
+    const off = seg.arena.alloc(nbytes);
+    return { seg: name, off, view: seg.buf.subarray(off, off + nbytes) };
+  }
+
+  freeInput(seg: string, off: number): void {
+    const s = this.segments.get(seg);
+    if (!s?.arena) throw new Error(`freeInput: '${seg}' is not an input segment of ${this.region}`);
+    s.arena.release(off);
+  }
+
+  /** Zero-copy view into any segment of the region; maps the stub's s<k> segments on first use. */
+  view(seg: string, off: number, nbytes: number): Buffer {
+    this.assertOpen();
+    const s = this.segments.get(seg) ?? this.mapPeerSegment(seg);
+    if (!(off >= 0 && nbytes >= 0 && off + nbytes <= s.buf.byteLength)) {
+      throw new RangeError(`view ${seg}[${off}, +${nbytes}) is outside the ${s.buf.byteLength}-byte segment`);
+    }
+    return s.buf.subarray(off, off + nbytes);
+  }
+
+  /** Hands output blocks back to the stub. */
+  releaseOutputs(blocks: Array<[string, number]>): void {
+    if (blocks.length > 0) this.send({ t: 'release', blocks });
+  }
+
+  /** Last value of the stub's heartbeat (CLOCK_MONOTONIC ms, comparable with process.hrtime), 0 before the first beat. */
+  heartbeatMs(): number {
+    return Number(Atomics.load(this.hdr64, OFF_HEARTBEAT / 8));
+  }
+
+  /** Pid the stub wrote into the header, 0 before it did. */
+  stubPid(): number {
+    return Atomics.load(this.hdr32, OFF_STUB_PID / 4);
+  }
+
+  /** Total bytes of every segment this process has mapped. */
+  bytesInUse(): number {
+    let n = 0;
+    for (const s of this.segments.values()) n += s.buf.byteLength;
+    return n;
+  }
+
+  /** Let the process exit while the channel is open and idle (the doorbell thread holds a ref by default). */
+  unref(): void {
+    this.waiter?.unref();
+  }
+
+  ref(): void {
+    this.waiter?.ref();
+  }
+
+  /** Stops the doorbell thread, returns the mapped pages and unlinks every `<region>.*` file. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.waiter?.close();
+    this.waiter = undefined;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.outQueue.length = 0;
+    for (const s of this.segments.values()) {
+      try {
+        this.native.releaseShm(s.sab);
+      } catch {
+        /* the GC-time munmap still happens */
+      }
+    }
+    this.segments.clear();
+    this.inputs.length = 0;
+    // Includes s<k> segments the stub created but Node never mapped.
+    removeRegion(this.region);
+  }
+
+  // --- internals ------------------------------------------------------------------------
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error(`StubChannel ${this.region} is closed`);
+  }
+
+  private createSegment(name: string, size: number, needed: number): Segment {
+    const file = `${this.region}.${name}`;
+    let sab: SharedArrayBuffer;
+    try {
+      sab = this.native.createShm(file, size);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
+        const free = shmFreeBytes();
+        throw new Error(
+          `/dev/shm is full: cannot create ${size}-byte segment ${file} for ${needed} bytes of tensor data ` +
+            `(${free === undefined ? 'unknown' : free} bytes free in /dev/shm). Enlarge /dev/shm (e.g. docker --shm-size) ` +
+            `or lower --backend-config=python,shm-default-byte-size=... / shm-growth-byte-size=...`,
+        );
+      }
+      throw e;
+    }
+    const seg: Segment = { name, sab, buf: Buffer.from(sab) };
+    this.segments.set(name, seg);
+    return seg;
+  }
+
+  private mapPeerSegment(name: string): Segment {
+    if (!SEGMENT_RE.test(name)) throw new Error(`invalid segment name '${name}'`);
+    const sab = this.native.openShm(`${this.region}.${name}`);
+    const seg: Segment = { name, sab, buf: Buffer.from(sab) };
+    this.segments.set(name, seg);
+    return seg;
+  }
+
+  /** Writes as many fragments of `bytes` from `off` as fit; returns the new offset. */
+  private writeFragments(bytes: Uint8Array, off: number): number {
+    const max = this.ringA.maxRecordPayload;
+    const total = bytes.byteLength;
+    do {
+      const end = Math.min(total, off + max);
+      if (!this.ringA.tryWrite(bytes.subarray(off, end), end < total)) break;
+      off = end;
+    } while (off < total);
+    return off;
+  }
+
+  private flush(): void {
+    while (this.outQueue.length > 0) {
+      const head = this.outQueue[0]!;
+      head.off = this.writeFragments(head.bytes, head.off);
+      if (head.off < head.bytes.byteLength) break;
+      this.outQueue.shift();
+    }
+    this.ringA.publish(this.wake);
+    if (this.outQueue.length > 0) this.waitForSpace();
+    else Atomics.store(this.hdr32, RING_A.producerWaiting / 4, 0);
+  }
+
+  /**
+   * Ring A is full. The stub bumps ring B's doorbell after consuming when `producerWaiting` is
+   * set (fast path); the timer covers the case where its plain stores let it miss the flag.
+   */
+  private waitForSpace(): void {
+    Atomics.store(this.hdr32, RING_A.producerWaiting / 4, 1);
+    if (this.retryTimer === undefined) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = undefined;
+        if (!this.closed) this.flush();
+      }, FULL_RETRY_MS);
+    }
+  }
+
+  private onDoorbell(): void {
+    if (this.closed) return;
+    try {
+      const msgs = this.ringB.drain(decode);
+      if (this.outQueue.length > 0) this.flush();
+      if (msgs.length > 0) this.dispatch(msgs);
+    } catch (e) {
+      // Node-API swallows exceptions thrown from a thread-safe-function callback (DEP0168);
+      // rethrow outside it so a corrupt ring or codec failure is an ordinary uncaught error.
+      process.nextTick(() => {
+        throw e;
+      });
+    }
+  }
+
+  private dispatch(msgs: unknown[]): void {
+    if (this.listeners.length === 0) {
+      this.backlog.push(...msgs);
+      return;
+    }
+    let firstError: unknown;
+    for (const m of msgs) {
+      for (const cb of this.listeners) {
+        try {
+          cb(m);
+        } catch (e) {
+          firstError ??= e;
+        }
+      }
+    }
+    // One listener's bug must not drop the messages after it; still surface it as uncaught.
+    if (firstError !== undefined) queueMicrotask(() => { throw firstError; });
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * @module backends/python/ipc/codec
+ * msgpack encoding shared with the Python stub (`msgpack.packb(use_bin_type=True)` /
+ * `unpackb(raw=False)`): plain maps (no msgpackr records/extensions), Buffers and Uint8Arrays
+ * as `bin`, integers as msgpack ints.
+ */
+import { Packr, Unpackr } from 'msgpackr';
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+// The ring consumer hands us a private copy, so decoded `bin` values may alias it (no copyBuffers).
+// int64AsType 'auto': ints beyond 2^53 stay exact as bigint, the rest are plain numbers.
+// ('auto' exists in msgpackr >= 1.10 but is missing from its .d.ts, hence the cast.)
+const unpackr = new Unpackr({
+  useRecords: false,
+  mapsAsObjects: true,
+  int64AsType: 'auto' as 'bigint',
+});
+
+/** Encoded bytes; the returned Buffer is only valid until the next encode (msgpackr reuses it). */
+export function encode(msg: unknown): Uint8Array {
+  return packr.pack(msg);
+}
+
+export function decode(bytes: Uint8Array): unknown {
+  return unpackr.unpack(bytes);
+}

@@ -1,0 +1,270 @@
+/**
+ * Node <-> Python shared-memory IPC (docs/ipc.md) with real /dev/shm segments and a real Python
+ * peer (bench/ipc_echo_stub.py over stub/tritium_stub/ipc.py). No timing assertions.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Arena } from '../src/backends/python/ipc/arena.js';
+import { StubChannel, newRegionName } from '../src/backends/python/ipc/channel.js';
+import { listRegionFiles, removeStaleFiles } from '../src/backends/python/ipc/shm-cleanup.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const python = path.resolve(root, process.env.TRITIUM_PYTHON ?? '.venv/bin/python');
+const echoStub = path.join(root, 'bench', 'ipc_echo_stub.py');
+const MiB = 1 << 20;
+
+interface Peer {
+  ch: StubChannel;
+  child: ChildProcess;
+  /** Resolves with the next message matching `pred` (messages before it are dropped). */
+  next(pred?: (m: any) => boolean): Promise<any>;
+  /** Resolves with the next `n` messages of type `t`, in arrival order. */
+  collect(t: string, n: number): Promise<any[]>;
+}
+
+const open: Peer[] = [];
+
+async function startPeer(opts: { ringByteSize?: number; defaultByteSize?: number; growthByteSize?: number } = {}): Promise<Peer> {
+  const growth = opts.growthByteSize ?? MiB;
+  const ch = StubChannel.create({
+    region: newRegionName('test'),
+    defaultByteSize: opts.defaultByteSize ?? MiB,
+    growthByteSize: growth,
+    ...(opts.ringByteSize ? { ringByteSize: opts.ringByteSize } : {}),
+  });
+  const child = spawn(python, [echoStub, ch.region, String(growth)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const inbox: any[] = [];
+  let waiter: (() => void) | undefined;
+  ch.onMessage((m) => {
+    inbox.push(m);
+    waiter?.();
+  });
+  const take = async (pred: (m: any) => boolean): Promise<any> => {
+    for (;;) {
+      const m = inbox.shift();
+      if (m !== undefined) {
+        if (pred(m)) return m;
+        continue;
+      }
+      await new Promise<void>((res) => (waiter = res));
+      waiter = undefined;
+    }
+  };
+  const peer: Peer = {
+    ch,
+    child,
+    next: (pred = () => true) => take(pred),
+    collect: async (t, n) => {
+      const out: any[] = [];
+      while (out.length < n) out.push(await take((m) => m.t === t));
+      return out;
+    },
+  };
+  open.push(peer);
+  const hello = await peer.next();
+  expect(hello).toEqual({ t: 'hello', pid: child.pid });
+  expect(ch.stubPid()).toBe(child.pid);
+  return peer;
+}
+
+async function stopPeer(p: Peer): Promise<void> {
+  if (p.child.exitCode === null && p.child.signalCode === null) {
+    const exited = new Promise((res) => p.child.once('exit', res));
+    p.ch.send({ t: 'fin' });
+    await p.next((m) => m.t === 'fin_done');
+    await exited;
+  }
+  p.ch.close();
+}
+
+afterEach(async () => {
+  for (const p of open.splice(0)) {
+    if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    p.ch.close();
+  }
+});
+
+const pattern = (n: number, seed: number) => {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff;
+  return b;
+};
+const byteSum = (b: Uint8Array) => b.reduce((a, x) => (a + x) >>> 0, 0);
+
+describe('StubChannel <-> tritium_stub.ipc.Channel', () => {
+  it('delivers messages in order both ways, with msgpack types intact', async () => {
+    const p = await startPeer();
+    for (let i = 0; i < 2000; i++) p.ch.send({ t: 'echo', i, s: `m${i}`, b: Buffer.from([i & 0xff, 1, 2]), big: 2 ** 40 + i, f: 0.5 });
+    const got = await p.collect('echo', 2000);
+    got.forEach((m, i) => {
+      expect(m.i).toBe(i);
+      expect(m.s).toBe(`m${i}`);
+      expect(Buffer.from(m.b)).toEqual(Buffer.from([i & 0xff, 1, 2]));
+      expect(m.big).toBe(2 ** 40 + i);
+      expect(m.f).toBe(0.5);
+    });
+    p.ch.send({ t: 'exec', id: 7, reqs: [] });
+    expect(await p.next()).toEqual({ t: 'exec_done', id: 7, resps: [] });
+    await stopPeer(p);
+  });
+
+  it('wraps small rings with many messages of varied size, fragmenting the big ones', async () => {
+    const p = await startPeer({ ringByteSize: 4096 });
+    // Node -> stub -> Node: sizes up to 3x the ring, so wrap markers and fragments both occur.
+    const sizes = Array.from({ length: 1500 }, (_, i) => (i * 97) % 12000);
+    for (const [i, n] of sizes.entries()) p.ch.send({ t: 'echo', i, pad: pattern(n, i) });
+    const got = await p.collect('echo', sizes.length);
+    got.forEach((m, i) => {
+      expect(m.i).toBe(i);
+      expect(Buffer.from(m.pad).equals(pattern(sizes[i]!, i))).toBe(true);
+    });
+    // Stub -> Node burst: the stub blocks on a full ring B until the event loop drains it.
+    p.ch.send({ t: 'burst', n: 3000, max: 5000 });
+    const burst = await p.collect('b', 3000);
+    burst.forEach((m, i) => {
+      expect(m.i).toBe(i);
+      expect(m.pad.length).toBe((i * 37) % 5000);
+    });
+    await stopPeer(p);
+  });
+
+  it('queues on a full ring A instead of throwing, and flushes when the stub catches up', async () => {
+    const p = await startPeer({ ringByteSize: 4096 });
+    p.ch.send({ t: 'sleep', s: 0.3 }); // the stub stops reading ring A for a while
+    // ~100 KiB into a 4 KiB ring, all synchronously: must not throw.
+    for (let i = 0; i < 500; i++) p.ch.send({ t: 'echo', i, pad: pattern(200, i) });
+    await p.next((m) => m.t === 'slept');
+    const got = await p.collect('echo', 500);
+    got.forEach((m, i) => expect(m.i).toBe(i));
+    await stopPeer(p);
+  });
+
+  it('shares tensor data both ways, growing to n1 and s1, and reuses freed blocks', async () => {
+    const p = await startPeer({ defaultByteSize: MiB, growthByteSize: MiB });
+    // Node -> stub, in n0's arena.
+    const a = p.ch.allocInput(100_000);
+    expect(a.seg).toBe('n0');
+    a.view.set(pattern(100_000, 1));
+    p.ch.send({ t: 'read', seg: a.seg, off: a.off, n: 100_000 });
+    let r = await p.next((m) => m.t === 'read_ok');
+    expect(r.sum).toBe(byteSum(pattern(100_000, 1)));
+    expect(Buffer.from(r.head)).toEqual(pattern(16, 1));
+    // Larger than what is left of n0: the arena grows with segment n1.
+    const big = p.ch.allocInput(900_000);
+    expect(big.seg).toBe('n1');
+    big.view.set(pattern(900_000, 2));
+    p.ch.send({ t: 'read', seg: big.seg, off: big.off, n: 900_000 });
+    r = await p.next((m) => m.t === 'read_ok');
+    expect(r.sum).toBe(byteSum(pattern(900_000, 2)));
+    const before = p.ch.bytesInUse();
+    expect(before).toBeGreaterThanOrEqual(2 * MiB);
+    // Input free + reuse (first fit returns the same block).
+    p.ch.freeInput(a.seg, a.off);
+    const again = p.ch.allocInput(100_000);
+    expect([again.seg, again.off]).toEqual([a.seg, a.off]);
+    expect(() => p.ch.freeInput('n0', 12345)).toThrow(/unknown block/);
+
+    // Stub -> Node: two 700 KB outputs with 1 MiB growth -> segments s0 then s1.
+    const expectOut = (n: number) => {
+      const b = Buffer.alloc(n);
+      for (let i = 0; i < n; i++) b[i] = (i * 7) & 0xff;
+      return b;
+    };
+    const outs: any[] = [];
+    for (const expectedSeg of ['s0', 's1']) {
+      p.ch.send({ t: 'write', n: 700_000 });
+      const seg = await p.next((m) => m.t === 'seg');
+      expect(seg).toEqual({ t: 'seg', name: expectedSeg, size: MiB });
+      const w = await p.next((m) => m.t === 'write_ok');
+      expect(w.seg).toBe(expectedSeg);
+      const v = p.ch.view(w.seg, w.off, w.n); // mapped lazily here
+      expect(v.equals(expectOut(700_000))).toBe(true);
+      outs.push(w);
+    }
+    expect(p.ch.bytesInUse()).toBe(before + 2 * MiB);
+    // Release s1's block; the next output of that size lands in the same place.
+    p.ch.releaseOutputs([[outs[1].seg, outs[1].off]]);
+    expect(await p.next((m) => m.t === 'released')).toEqual({ t: 'released', n: 1 });
+    p.ch.send({ t: 'write', n: 700_000 });
+    const w = await p.next((m) => m.t === 'write_ok' || m.t === 'seg');
+    expect([w.t, w.seg, w.off]).toEqual(['write_ok', outs[1].seg, outs[1].off]);
+    await stopPeer(p);
+  });
+
+  it('reports a full /dev/shm with the bytes needed and the flag to change', async () => {
+    const p = await startPeer();
+    const st = fs.statfsSync('/dev/shm');
+    const tooBig = (st.blocks + 1) * st.bsize; // more than the whole filesystem: fails up front
+    expect(() => p.ch.allocInput(tooBig)).toThrow(/\/dev\/shm is full.*shm-default-byte-size/);
+    expect(listRegionFiles(p.ch.region)).toEqual([`${p.ch.region}.n0`]); // nothing half-created
+    await stopPeer(p);
+  });
+
+  it('exposes the stub heartbeat', async () => {
+    const p = await startPeer();
+    expect(p.ch.heartbeatMs()).toBe(0);
+    p.ch.send({ t: 'heartbeat', period: 0.01 });
+    await p.next((m) => m.t === 'heartbeat_ok');
+    const first = p.ch.heartbeatMs();
+    expect(first).toBeGreaterThan(0);
+    while (p.ch.heartbeatMs() === first) await new Promise((r) => setTimeout(r, 5));
+    expect(p.ch.heartbeatMs()).toBeGreaterThan(first);
+    await stopPeer(p);
+  });
+
+  it('close() unlinks every region file, including stub segments, and is idempotent', async () => {
+    const p = await startPeer();
+    p.ch.allocInput(2 * MiB); // n1
+    p.ch.send({ t: 'write', n: 10 }); // s0, never mapped by Node
+    await p.next((m) => m.t === 'write_ok');
+    expect(listRegionFiles(p.ch.region).sort()).toEqual(['n0', 'n1', 's0'].map((s) => `${p.ch.region}.${s}`));
+    await stopPeer(p);
+    expect(listRegionFiles(p.ch.region)).toEqual([]);
+    expect(fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`${p.ch.region}.`))).toEqual([]);
+    p.ch.close();
+    expect(() => p.ch.send({ t: 'x' })).toThrow(/closed/);
+  });
+});
+
+describe('shm cleanup', () => {
+  it('removes tritium_<pid>_* files of dead processes only', () => {
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    expect(Number(dead)).toBeGreaterThan(0);
+    const stale = `tritium_${dead}_deadbeef_model.n0`;
+    const live = `tritium_${process.pid}_cafef00d_model.n0`;
+    fs.writeFileSync(path.join('/dev/shm', stale), 'x');
+    fs.writeFileSync(path.join('/dev/shm', live), 'x');
+    try {
+      const removed = removeStaleFiles();
+      expect(removed).toContain(stale);
+      expect(removed).not.toContain(live);
+      expect(fs.existsSync(path.join('/dev/shm', stale))).toBe(false);
+      expect(fs.existsSync(path.join('/dev/shm', live))).toBe(true);
+    } finally {
+      fs.rmSync(path.join('/dev/shm', stale), { force: true });
+      fs.rmSync(path.join('/dev/shm', live), { force: true });
+    }
+  });
+});
+
+describe('Arena', () => {
+  it('allocates first-fit and coalesces on free', () => {
+    const a = new Arena(0, 1024, 64);
+    const x = a.alloc(100); // 128
+    const y = a.alloc(64);
+    const z = a.alloc(64);
+    expect([x, y, z]).toEqual([0, 128, 192]);
+    expect(a.alloc(2000)).toBe(-1);
+    a.release(y);
+    a.release(x); // merges with y's extent
+    expect(a.alloc(192)).toBe(0);
+    a.release(0);
+    a.release(z); // everything free again: one extent
+    expect(a.bytesFree()).toBe(1024);
+    expect(a.alloc(1024)).toBe(0);
+    expect(() => a.release(64)).toThrow(/unknown block/);
+  });
+});
