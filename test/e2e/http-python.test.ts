@@ -238,13 +238,15 @@ describe('execute() outcomes and errors', () => {
   it('reports wrong return values with the exact texts', async () => {
     const tuple = await infer('misbehave', mode('tuple'));
     expect(tuple.status).toBe(500);
-    expect(tuple.body.error).toBe("Expected a list in the execute return, found type '<class 'tuple'>'.");
+    // Like Triton's stub, batch-level errors are wrapped in the "Failed to process" prefix.
+    expect(tuple.body.error).toMatch(/^Failed to process the request\(s\) for model 'misbehave_0(_0)?', message: /);
+    expect(tuple.body.error).toContain("Expected a list in the execute return, found type '<class 'tuple'>'.");
     const count = await infer('misbehave', mode('wrong_count'));
-    expect(count.body.error).toBe(
+    expect(count.body.error).toContain(
       'Number of InferenceResponse objects do not match the number of InferenceRequest objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:2',
     );
     const type = await infer('misbehave', mode('wrong_type'));
-    expect(type.body.error).toBe("Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'str'>'.");
+    expect(type.body.error).toContain("Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'str'>'.");
   });
 
   it('answers a request that got no response instead of hanging', async () => {

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+from tritonclient.utils import InferenceServerException
 
 url = sys.argv[1]
 client = httpclient.InferenceServerClient(url)
@@ -56,9 +56,13 @@ r = client.infer("add_sub", inputs)
 check("infer default outputs", np.allclose(r.as_numpy("OUTPUT0"), a + b))
 
 # Every numeric datatype through the identity model, binary.
-for dt in [np.bool_, np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]:
+DTYPES = {
+    "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
+    "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
+    "FP16": np.float16, "FP32": np.float32, "FP64": np.float64,
+}
+for tname, dt in DTYPES.items():
     arr = (np.arange(6) % 2).astype(dt) if dt == np.bool_ else np.arange(6).astype(dt)
-    tname = np_to_triton_dtype(dt)
     inp = httpclient.InferInput(f"IN_{tname}", [6], tname)
     inp.set_data_from_numpy(arr)
     r = client.infer("identity_all", [inp], outputs=[httpclient.InferRequestedOutput(f"OUT_{tname}")])
