@@ -67,6 +67,23 @@ export interface LogSettingsStore {
   update(patch: Partial<LogSettingsView>): void;
 }
 
+/** A store that only remembers values (a frontend started without a server log, e.g. in tests). */
+export function memoryLogSettings(initial?: Partial<LogSettingsView>): LogSettingsStore {
+  const settings: LogSettingsView = {
+    log_file: '',
+    log_info: true,
+    log_warning: true,
+    log_error: true,
+    log_verbose_level: 0,
+    log_format: 'default',
+    ...initial,
+  };
+  return {
+    get: () => ({ ...settings }),
+    update: (patch) => Object.assign(settings, patch),
+  };
+}
+
 /** A settings store bound to a logger: changes over the network take effect at once. */
 export function logSettingsStore(logger: Logger): LogSettingsStore {
   const s = logger.settings;

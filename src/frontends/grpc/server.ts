@@ -12,8 +12,8 @@ import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { ServerCore } from '../../core/server-core.js';
 import { GRPCInferenceService } from '../../generated/grpc_service_pb.js';
 import { Health } from '../../generated/health_pb.js';
-import type { GrpcContext, GrpcLogger, GrpcLogSettingsStore } from './context.js';
-import { memoryLogSettingsStore } from './context.js';
+import { memoryLogSettings, type LogSettingsStore } from '../../core/logger.js';
+import type { GrpcContext, GrpcLogger } from './context.js';
 import { healthCheck } from './handlers/health.js';
 import { inferenceHandlers } from './handlers/index.js';
 import type { ServiceState } from './service.js';
@@ -26,7 +26,7 @@ export interface GrpcServerOptions {
   maxMessageSize: number;
   logger?: GrpcLogger;
   /** Backs the LogSettings RPC; pass the HTTP frontend's store to share one set of settings. */
-  logSettings?: GrpcLogSettingsStore;
+  logSettings?: LogSettingsStore;
   /** How long `close()` lets calls in flight finish before forcing them down (default 30 s). */
   shutdownGraceMs?: number;
 }
@@ -43,7 +43,7 @@ export const DEFAULT_GRPC_MAX_MESSAGE_SIZE = 2 ** 31 - 1;
 export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions): Promise<GrpcServerHandle> {
   const ctx: GrpcContext = {
     core,
-    logSettings: opts.logSettings ?? memoryLogSettingsStore(),
+    logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
   };
   const state: ServiceState = { closing: false, active: 0 };

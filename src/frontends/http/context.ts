@@ -3,7 +3,7 @@
  * What every handler gets besides the request: the core and the server options.
  */
 import type { ServerCore } from '../../core/server-core.js';
-import type { LogSettingsStore } from './log-settings.js';
+import type { LogSettingsStore } from '../../core/logger.js';
 
 export interface HttpLogger {
   info(msg: string): void;

@@ -60,7 +60,7 @@ export function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResp
             return void handleTrace(ctx, req, res);
           case 'generate':
           case 'generate_stream':
-            return handleGenerate(ctx, res, route.model, route.version, route.action === 'generate_stream');
+            return handleGenerate(ctx, req, res, route.model, route.version, route.action === 'generate_stream');
         }
     }
   } catch (err) {

@@ -7,6 +7,7 @@
  * a slower parser run that yields bigints for those literals. That parser also accepts
  * `NaN`/`Infinity`, which Triton's rapidjson settings accept and clients may send.
  */
+import { isUtf8 } from 'node:buffer';
 import { ErrorCode, TritonError } from '../../core/errors.js';
 
 /** Triton rejects request JSON nested deeper than this. */
@@ -36,6 +37,11 @@ export function jsonParseError(detail: string): TritonError {
  */
 export function parseJsonBuffer(buf: Buffer, start = 0, end = buf.length): unknown {
   if (end <= start) throw jsonParseError('The document is empty. at 0');
+  // JSON text is UTF-8 (RFC 8259). Decoding would silently turn bad bytes into U+FFFD, so a
+  // name or id would reach the model altered; refuse instead (simdutf: costs next to nothing).
+  if (!isUtf8(buf.subarray(start, end))) {
+    throw jsonParseError(`Invalid encoding in string. at ${firstInvalidUtf8(buf, start, end) - start}`);
+  }
   const needsSlowParser = scan(buf, start, end);
   const text = buf.toString('utf8', start, end);
   if (!needsSlowParser) {
@@ -46,6 +52,33 @@ export function parseJsonBuffer(buf: Buffer, start = 0, end = buf.length): unkno
     }
   }
   return new SlowParser(text).parseDocument();
+}
+
+/** Offset of the first byte that does not start a well-formed UTF-8 sequence (error text only). */
+function firstInvalidUtf8(buf: Buffer, start: number, end: number): number {
+  let i = start;
+  while (i < end) {
+    const c = buf[i]!;
+    let n: number;
+    let min: number;
+    if (c < 0x80) {
+      i++;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) [n, min] = [1, 0x80];
+    else if (c >= 0xe0 && c <= 0xef) [n, min] = [2, 0x800];
+    else if (c >= 0xf0 && c <= 0xf4) [n, min] = [3, 0x10000];
+    else return i;
+    if (i + n >= end) return i;
+    let cp = c & (0x3f >> n);
+    for (let k = 1; k <= n; k++) {
+      const b = buf[i + k]!;
+      if ((b & 0xc0) !== 0x80) return i;
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += n + 1;
+  }
+  return end;
 }
 
 /**

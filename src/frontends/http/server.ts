@@ -7,8 +7,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { ServerCore } from '../../core/server-core.js';
 import type { HttpContext, HttpLogger } from './context.js';
 import { dispatch } from './dispatch.js';
-import type { LogSettingsStore } from './log-settings.js';
-import { memoryLogSettings } from './log-settings.js';
+import type { LogSettingsStore } from '../../core/logger.js';
+import { memoryLogSettings } from '../../core/logger.js';
 
 export interface HttpServerOptions {
   port: number;
@@ -91,6 +91,4 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
   });
 }
 
-export type { LogSettings, LogSettingsStore } from './log-settings.js';
-export { memoryLogSettings } from './log-settings.js';
 export type { HttpLogger } from './context.js';

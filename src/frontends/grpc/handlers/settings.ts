@@ -11,7 +11,8 @@ import {
   LogSettingsResponseSchema,
   TraceSettingResponseSchema,
 } from '../../../generated/grpc_service_pb.js';
-import type { GrpcContext, GrpcLogSettings } from '../context.js';
+import type { LogSettingsView } from '../../../core/logger.js';
+import type { GrpcContext } from '../context.js';
 
 const TRACE_SETTINGS: Record<string, string[]> = {
   trace_level: ['OFF'],
@@ -54,8 +55,8 @@ export function logSettings(ctx: GrpcContext, req: LogSettingsRequest) {
   });
 }
 
-function validate(req: LogSettingsRequest, current: GrpcLogSettings): Partial<GrpcLogSettings> {
-  const patch: Partial<GrpcLogSettings> = {};
+function validate(req: LogSettingsRequest, current: LogSettingsView): Partial<LogSettingsView> {
+  const patch: Partial<LogSettingsView> = {};
   for (const key of Object.keys(req.settings)) {
     const c = req.settings[key]!.parameterChoice;
     if (c.case === undefined) continue; // an unset value leaves the setting alone

@@ -1,20 +1,140 @@
 /**
  * @module frontends/http/handlers/generate
- * `generate` / `generate_stream` are routed (so clients get Triton's lookup errors and 405s)
- * but not implemented yet: 501.
+ * `POST /v2/models/<m>[/versions/<v>]/generate` and `.../generate_stream`, in Triton's order:
+ * version → model lookup → Content-Encoding (only identity) → JSON body → inference.
+ * Decoupled models are accepted on both.
+ *
+ * `generate` answers one JSON object and needs exactly one response from the model; with any
+ * other count the body is Triton's "generate expects model to produce exactly 1 response" error
+ * (its status is still the one the first response decided, as in Triton).
+ *
+ * `generate_stream` answers `text/event-stream; charset=utf-8`: one `data: <json>\n\n` event per
+ * model response, `data: {"error": ...}` for an error response; the status is fixed by the first
+ * response, the stream ends with the final one. A decoupled model's flags-only FINAL produces no
+ * event.
+ *
+ * Errors found before the request reaches a model (lookup, body, validation) are plain JSON
+ * error replies with their status, as for `/infer`. A client that disconnects before the final
+ * response cancels the request: the model sees `request.is_cancelled()` turn true (beyond
+ * Triton, whose HTTP frontend does not cancel).
  */
-import type { ServerResponse } from 'node:http';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, TritonError, asTritonError, httpStatusOf } from '../../../core/errors.js';
+import type { InferRequest, InferResponse } from '../../../core/inference.js';
+import type { ModelHandle } from '../../../core/model-handle.js';
+import { readBody } from '../body.js';
 import type { HttpContext } from '../context.js';
-import { sendError } from '../reply.js';
+import { parseGenerateRequest, renderGenerateResponse } from '../generate-codec.js';
+import { errorJson } from '../json.js';
+import { sendError, sendJson } from '../reply.js';
 import { checkVersion } from './version.js';
 
-export function handleGenerate(ctx: HttpContext, res: ServerResponse, model: string, version: string, streaming: boolean): void {
+const EVENT_STREAM = 'text/event-stream; charset=utf-8';
+
+export const NOT_ONE_RESPONSE =
+  'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses';
+
+export function handleGenerate(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  model: string,
+  version: string,
+  streaming: boolean,
+): void {
+  let handle: ModelHandle;
+  let v: string;
   try {
-    ctx.core.resolveModel(model, checkVersion(version));
-    const endpoint = streaming ? 'generate_stream' : 'generate';
-    throw new TritonError(ErrorCode.UNSUPPORTED, `the '${endpoint}' endpoint is not supported by this server yet`);
+    v = checkVersion(version);
+    handle = ctx.core.resolveModel(model, v);
   } catch (err) {
     sendError(res, err);
+    return;
+  }
+  const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
+  if (encoding !== '' && encoding !== 'identity') {
+    sendError(res, new TritonError(ErrorCode.INVALID_ARG, "Unsupported content-encoding, only 'identity' is supported.", 'REJECTED'));
+    return;
+  }
+  readBody(req, ctx.maxInputSize).then(
+    (body) => {
+      let request: InferRequest;
+      try {
+        request = parseGenerateRequest(body, handle, model, v);
+      } catch (err) {
+        sendError(res, err);
+        return;
+      }
+      run(ctx, res, handle, request, streaming);
+    },
+    (err) => {
+      if (!req.complete) res.shouldKeepAlive = false;
+      sendError(res, err);
+    },
+  );
+}
+
+function run(ctx: HttpContext, res: ServerResponse, handle: ModelHandle, request: InferRequest, streaming: boolean): void {
+  const abort = new AbortController();
+  request.signal = abort.signal;
+  let finished = false;
+  const onClose = (): void => {
+    if (!finished) abort.abort();
+  };
+  res.once('close', onClose);
+  if (res.destroyed) onClose();
+
+  let inCall = true;
+  let count = 0;
+  let status = 200;
+  const bodies: string[] = [];
+
+  ctx.core.infer(request, (response: InferResponse) => {
+    if (finished) {
+      response.release?.();
+      return;
+    }
+    // An error delivered while `infer` is still on the stack never reached a model (lookup,
+    // validation): Triton answers those as a plain JSON error, like /infer does.
+    if (inCall && count === 0 && response.final && response.error !== undefined) {
+      finished = true;
+      res.off('close', onClose);
+      sendError(res, response.error);
+      return;
+    }
+    const { text, error } = render(response, handle.decoupled);
+    if (count++ === 0) status = error === undefined ? 200 : httpStatusOf(error.code);
+    if (response.final) {
+      finished = true;
+      res.off('close', onClose);
+    }
+    if (streaming) {
+      if (res.destroyed) return;
+      if (!res.headersSent) res.writeHead(status, { 'Content-Type': EVENT_STREAM });
+      if (text !== undefined) res.write('data: ' + text + '\n\n');
+      if (response.final) res.end();
+    } else {
+      if (text !== undefined) bodies.push(text);
+      if (response.final) sendJson(res, status, bodies.length === 1 ? bodies[0]! : errorJson(NOT_ONE_RESPONSE));
+    }
+  });
+  inCall = false;
+}
+
+/**
+ * The JSON text of one response (undefined for a decoupled model's flags-only FINAL, which
+ * carries nothing to show), and the error it stands for, if any.
+ */
+function render(response: InferResponse, decoupled: boolean): { text?: string; error?: TritonError } {
+  try {
+    if (response.error !== undefined) return { text: errorJson(response.error.message), error: response.error };
+    const flagsOnly = decoupled && response.final && response.outputs.length === 0 && response.parameters === undefined;
+    if (flagsOnly) return {};
+    return { text: renderGenerateResponse(response) };
+  } catch (err) {
+    const e = asTritonError(err);
+    return { text: errorJson(e.message), error: e };
+  } finally {
+    response.release?.();
   }
 }

@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import type { HttpContext } from '../context.js';
-import type { LogSettings } from '../log-settings.js';
+import type { LogSettingsView as LogSettings } from '../../../core/logger.js';
 import { sendError, sendJson } from '../reply.js';
 import { readJsonObject } from './json-body.js';
 
