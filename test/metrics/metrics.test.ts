@@ -4,6 +4,7 @@ import { Errors } from '../../src/core/errors.js';
 import type { ExecutionTimes } from '../../src/core/scheduling/types.js';
 import { Metrics } from '../../src/frontends/metrics/metrics.js';
 import { metricsObserver } from '../../src/frontends/metrics/observer.js';
+import { ModelStats } from '../../src/core/stats/model-stats.js';
 import { startMetricsServer } from '../../src/frontends/metrics/server.js';
 import { FakeRequest, okResponse } from '../scheduling/helpers.js';
 
@@ -88,6 +89,8 @@ describe('Metrics', () => {
     const obs = metricsObserver(m);
     let pending = 7;
     obs.modelLoaded('simple', '1', () => pending, 1.25);
+    // The core's per-version statistics feed the listener the observer hands out.
+    const stats = new ModelStats(obs.statsListener('simple', '1'));
     const t0 = 1_000_000_000n;
     const times: ExecutionTimes = { startNs: t0, inputEndNs: t0 + 2_000n, inferEndNs: t0 + 12_000n, endNs: t0 + 15_000n };
     const reqs = [3, 2].map((n, i) => {
@@ -98,13 +101,13 @@ describe('Metrics', () => {
     });
     for (const r of reqs) {
       r.respond(okResponse(r.id));
-      obs.requestDone('simple', '1', r, t0 + 20_000n, undefined);
+      stats.recordSuccess(r, t0 + 20_000n);
     }
-    obs.execution('simple', '1', reqs, times, 5);
+    stats.recordExecution(reqs, times, 5);
     const failed = new FakeRequest('f');
-    obs.requestDone('simple', '1', failed, failed.arrivalNs + 1n, Errors.queueFull());
-    obs.requestDone('simple', '1', failed, failed.arrivalNs + 1n, Errors.cancelled());
-    obs.requestDone('simple', '1', failed, failed.arrivalNs + 1n, Errors.stubUnhealthy('x'));
+    stats.recordFailure(failed, failed.arrivalNs + 1n, Errors.queueFull().reason);
+    stats.recordFailure(failed, failed.arrivalNs + 1n, Errors.cancelled().reason);
+    stats.recordFailure(failed, failed.arrivalNs + 1n, Errors.stubUnhealthy('x').reason);
     obs.stubRestart('simple', 'simple_0');
     obs.stubRestart('simple', 'simple_0');
     m.setShmBytesSource(() => [{ model: 'simple', instance: 'simple_0', bytes: 85_899_345_920 }]);

@@ -108,6 +108,7 @@ export class ModelManager {
               onReadinessChange: (i, ready) => {
                 hooks.onReadinessChange(i, ready);
                 if (ready) mv?.scheduler.kick();
+                else if (mv && ve.state === 'READY') this.checkGaveUp(source.name, version, ve, mv);
               },
               onRestart: hooks.onRestart,
             },
@@ -118,11 +119,12 @@ export class ModelManager {
             await loaded.unload(5000);
             throw err;
           }
+          // Registered before the version exists: its statistics listener is looked up then.
+          const secs = Number(process.hrtime.bigint() - started) / 1e9;
+          this.o.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs);
           mv = new ModelVersion(config, json, version, loaded, this.o.observer);
           ve.model = mv;
           ve.state = 'READY';
-          const secs = Number(process.hrtime.bigint() - started) / 1e9;
-          this.o.observer.modelLoaded(source.name, String(version), () => mv!.scheduler.pendingCount(), secs);
           log.info(`successfully loaded '${source.name}' version ${version}`);
         } catch (err) {
           ve.state = 'UNAVAILABLE';
@@ -131,6 +133,20 @@ export class ModelManager {
         }
       }),
     );
+  }
+
+  /**
+   * When supervision gave up on every instance of a version (a stub that crashes at each
+   * restart), the version can never serve again: it turns UNAVAILABLE with the instances'
+   * reasons, and requests waiting in its queue are answered instead of waiting forever.
+   */
+  private checkGaveUp(name: string, version: number, ve: VersionEntry, mv: ModelVersion): void {
+    const instances = mv.loaded.instances;
+    if (instances.length === 0 || !instances.every(gaveUp)) return;
+    ve.state = 'UNAVAILABLE';
+    ve.reason = instanceReasons(instances);
+    this.o.logger.error(`model '${name}' version ${version} is unavailable: ${ve.reason}`);
+    mv.scheduler.stop();
   }
 
   /** config.pbtxt (or an empty config) → normalised, validated config. */
@@ -226,7 +242,8 @@ export class ModelManager {
         const ready = ve.state === 'READY' && ve.model?.isReady() === true;
         if (readyOnly && !ready) continue;
         const entry: RepositoryIndexEntry = { name: e.name, version: String(v), state: ve.state };
-        const reason = ve.reason || (ve.state === 'READY' && !ready ? 'not all instances are ready' : '');
+        const reason =
+          ve.reason || (ve.state === 'READY' && !ready ? instanceReasons(ve.model!.loaded.instances) || 'not all instances are ready' : '');
         if (reason) entry.reason = reason;
         out.push(entry);
       }
@@ -265,6 +282,21 @@ export class ModelManager {
     }
     await Promise.all(tasks);
   }
+}
+
+/** Instances may say why they are down (Python stubs: death cause, restart failures). */
+type WithReason = BackendInstance & { reason?: string; gaveUp?: boolean };
+
+function gaveUp(i: BackendInstance): boolean {
+  return (i as WithReason).gaveUp === true;
+}
+
+/** `instance '<name>': <reason>` for every instance that is not ready, joined. */
+function instanceReasons(instances: readonly BackendInstance[]): string {
+  return instances
+    .filter((i) => !i.isReady())
+    .map((i) => `instance '${i.name}': ${(i as WithReason).reason || 'not ready'}`)
+    .join('; ');
 }
 
 function safeList(dir: string): string[] {

@@ -26,7 +26,7 @@ export class ModelVersion implements ModelHandle {
   readonly decoupled: boolean;
   readonly inputs: readonly TensorSpec[];
   readonly outputs: readonly TensorSpec[];
-  readonly stats = new ModelStats();
+  readonly stats: ModelStats;
   readonly scheduler: Scheduler;
   private readonly platform: string;
   private outstanding = 0;
@@ -36,7 +36,7 @@ export class ModelVersion implements ModelHandle {
     private readonly json: Record<string, unknown>,
     versionNumber: number,
     readonly loaded: LoadedModel,
-    private readonly observer: InferenceObserver,
+    observer: InferenceObserver,
   ) {
     this.name = config.name;
     this.version = String(versionNumber);
@@ -45,10 +45,9 @@ export class ModelVersion implements ModelHandle {
     this.inputs = inputSpecs(config);
     this.outputs = outputSpecs(config);
     this.platform = config.platform || config.backend;
-    const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => {
+    this.stats = new ModelStats(observer.statsListener(this.name, this.version));
+    const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) =>
       this.stats.recordExecution(batch, times, batchSize);
-      this.observer.execution(this.name, this.version, batch, times, batchSize);
-    };
     const db = dynamicBatching(config);
     this.scheduler = db
       ? new DynamicBatcher([...loaded.instances], db, onExecution)
@@ -110,9 +109,8 @@ export class ModelVersion implements ModelHandle {
 
   private complete(r: PendingRequest, endNs: bigint, error: TritonError | undefined): void {
     this.outstanding--;
-    if (error) this.stats.recordFailure(r, endNs);
+    if (error) this.stats.recordFailure(r, endNs, error.reason);
     else this.stats.recordSuccess(r, endNs);
-    this.observer.requestDone(this.name, this.version, r, endNs, error);
   }
 
   statistics(): ModelStatistics {

@@ -1,23 +1,23 @@
 /**
  * @module core/model/observer
- * Hooks the core calls as requests and executions complete; the metrics frontend implements
- * them. Keeping this interface in the core keeps the core free of frontend imports.
+ * Hooks the core calls about model versions; the metrics frontend implements them. Per-request
+ * accounting is not here: each version's `ModelStats` feeds the `StatsListener` the observer
+ * hands out, so statistics and metrics come from one accounting pass. Keeping this interface
+ * in the core keeps the core free of frontend imports.
  */
-import type { TritonError } from '../errors.js';
-import type { ExecutionTimes, Nanos, PendingRequest } from '../scheduling/types.js';
+import type { StatsListener } from '../stats/model-stats.js';
 
 export interface InferenceObserver {
+  /** The listener that receives a version's statistics increments (e.g. metric series). */
+  statsListener(model: string, version: string): StatsListener | undefined;
   modelLoaded(model: string, version: string, pending: () => number, loadSeconds: number): void;
   modelUnloaded(model: string, version: string): void;
-  requestDone(model: string, version: string, request: PendingRequest, endNs: Nanos, error: TritonError | undefined): void;
-  execution(model: string, version: string, batch: PendingRequest[], times: ExecutionTimes, batchSize: number): void;
   stubRestart(model: string, instance: string): void;
 }
 
 export const nullObserver: InferenceObserver = {
+  statsListener: () => undefined,
   modelLoaded() {},
   modelUnloaded() {},
-  requestDone() {},
-  execution() {},
   stubRestart() {},
 };

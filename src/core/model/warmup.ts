@@ -23,7 +23,14 @@ import { datatypeOf } from './config-view.js';
 export async function warmupInstance(source: ModelSource, config: ModelConfig, instance: ExecutionInstance): Promise<void> {
   for (const sample of config.modelWarmup) {
     if (sample.batchSize === 0) continue;
-    const inputs = sampleInputs(source, config, sample);
+    let inputs: Tensor[];
+    try {
+      inputs = sampleInputs(source, config, sample);
+    } catch (err) {
+      // Name the sample, as for errors of its execution (Triton's own text follows).
+      const msg = err instanceof Error ? err.message : String(err);
+      throw new TritonError(ErrorCode.INVALID_ARG, `failed to run warmup sample '${sample.name}': ${msg}`);
+    }
     const repeats = Math.max(1, sample.count);
     for (let r = 0; r < repeats; r++) {
       const errors: string[] = [];
@@ -73,9 +80,21 @@ function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWar
       try {
         content = fs.readFileSync(file);
       } catch (err) {
-        throw new TritonError(ErrorCode.INVALID_ARG, `failed to run warmup sample '${sample.name}': unable to read '${source_.value}': ${(err as Error).message}`);
+        throw new TritonError(ErrorCode.INVALID_ARG, `unable to read warmup data file '${source_.value}': ${(err as Error).message}`);
       }
       if (datatype === 'BYTES') {
+        // The whole file is the serialised tensor: a 4-byte little-endian length, then the
+        // bytes, per element. Check it holds the sample's elements rather than let the model
+        // get a malformed tensor.
+        const found = countSerializedElements(content);
+        if (found !== n) {
+          throw new TritonError(
+            ErrorCode.INVALID_ARG,
+            found < 0
+              ? `warmup data file ${source_.value} is not a serialized BYTES tensor (4-byte little-endian length before each element)`
+              : `warmup setting expects ${n} string elements, but the data provided from ${source_.value} has ${found}`,
+          );
+        }
         data = content;
       } else {
         const want = n * elementSize(datatype);
@@ -99,4 +118,18 @@ function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWar
     tensors.push({ name, datatype, shape, data });
   }
   return tensors;
+}
+
+/** Number of length-prefixed elements in `buf`, or -1 when it is not a sequence of them. */
+function countSerializedElements(buf: Buffer): number {
+  let off = 0;
+  let count = 0;
+  while (off < buf.length) {
+    if (off + 4 > buf.length) return -1;
+    const len = buf.readUInt32LE(off);
+    off += 4 + len;
+    if (off > buf.length) return -1;
+    count++;
+  }
+  return count;
 }
