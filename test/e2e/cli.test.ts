@@ -1,0 +1,90 @@
+/**
+ * The `tritium` command line: tritonserver's flag names, --help, refusal of unknown flags and
+ * bad values, and config errors that name file, line and field.
+ */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt, makeRepo, PYTHON, ROOT, startTritium } from '../helpers/server.js';
+
+const cli = (...args: string[]) =>
+  spawnSync(process.execPath, [path.join(ROOT, 'bin', 'tritium.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
+
+beforeAll(() => ensureBuilt());
+
+describe('flags', () => {
+  it('lists tritonserver flag names in --help', () => {
+    const r = cli('--help');
+    expect(r.status).toBe(0);
+    for (const flag of [
+      '--model-repository',
+      '--http-port',
+      '--http-address',
+      '--grpc-port',
+      '--metrics-port',
+      '--allow-http',
+      '--allow-grpc',
+      '--allow-metrics',
+      '--log-verbose',
+      '--backend-config',
+      '--strict-model-config',
+      '--disable-auto-complete-config',
+      '--exit-timeout-secs',
+      '--strict-readiness',
+    ]) {
+      expect(r.stdout).toContain(flag);
+    }
+  });
+
+  it.each([
+    [['--model-repository=x', '--bogus'], /unknown option '--bogus'/],
+    [['--model-repository=x', '--http-port=abc'], /--http-port expects an integer, got 'abc'/],
+    [['--model-repository=x', '--http-port=70000'], /--http-port must be between 0 and 65535/],
+    [['--model-repository=x', '--allow-http=maybe'], /--allow-http expects true or false/],
+    [['--model-repository=x', '--backend-config=python,shm-default-byte-size=10'], /must be at least 1 MiB/],
+    [['--model-repository=x', '--backend-config=python,no-such-key=1'], /unknown python backend setting/],
+    [['--model-repository=x', '--backend-config=nonsense'], /expects <backend>,<setting>=<value>/],
+    [['--http-port=1'], /--model-repository must be specified/],
+    [['--model-repository=x', '--http-port=9000', '--grpc-port=9000'], /same port 9000/],
+  ])('refuses %j with a message and a non-zero exit', (args, message) => {
+    const r = cli(...args);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(message);
+  });
+});
+
+describe('model configuration errors', () => {
+  it('names the file, line and field of a bad config.pbtxt and exits non-zero', async () => {
+    const repo = makeRepo(['bad_config']);
+    const s = await startTritium({ repos: [repo], expectFailure: true });
+    const { code } = await s.exited;
+    expect(code).not.toBe(0);
+    expect(s.log()).toMatch(/bad_config\/config\.pbtxt:4:\d+: .*dimz/);
+  });
+
+  it('does not auto-complete with --disable-auto-complete-config', async () => {
+    const repo = makeRepo(['auto_complete']);
+    const plain = await startTritium({ repos: [repo] });
+    const completed = await (await fetch(`${plain.http}/v2/models/auto_complete/config`)).json();
+    await plain.stop();
+    const strict = await startTritium({ repos: [repo], args: ['--disable-auto-complete-config'] });
+    const bare = await (await fetch(`${strict.http}/v2/models/auto_complete/config`)).json();
+    await strict.stop();
+    expect(completed.input.length).toBeGreaterThan(0);
+    expect(bare.input).toEqual([]);
+    expect(bare.output).toEqual([]);
+  });
+
+  it('reports a missing interpreter as a load error naming it', async () => {
+    const repo = makeRepo(['add_sub']);
+    const s = await startTritium({
+      repos: [repo],
+      args: ['--backend-config=python,python-executable=/nonexistent/python3'],
+      expectFailure: true,
+    });
+    const { code } = await s.exited;
+    expect(code).not.toBe(0);
+    expect(s.log()).toContain('/nonexistent/python3');
+    void PYTHON;
+  });
+});
