@@ -15,6 +15,11 @@ const run = (cmd, args, env = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'i
 let passed = 0;
 let failed = 0;
 
+// No /dev/shm file may outlive the servers and stubs the suites start.
+const shmDir = '/dev/shm';
+const listShm = () => (fs.existsSync(shmDir) ? fs.readdirSync(shmDir).filter((f) => f.startsWith('tritium_')) : []);
+const shmBefore = new Set(listShm());
+
 if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0) {
   console.error('test: TypeScript build failed');
   failed++;
@@ -53,6 +58,15 @@ if (extra.length === 0) {
     console.error('test: pytest produced no report');
     failed++;
   }
+}
+
+const leftovers = listShm().filter((f) => !shmBefore.has(f));
+if (leftovers.length) {
+  console.error(`test: shared memory left in ${shmDir} after the suites: ${leftovers.join(', ')}`);
+  failed++;
+} else {
+  passed++;
+  console.log(`test: no shared memory left in ${shmDir}`);
 }
 
 console.log(`tests: ${passed} passed, ${failed} failed`);
