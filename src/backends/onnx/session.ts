@@ -1,0 +1,146 @@
+/**
+ * @module backends/onnx/session
+ * Session options for one instance, read from the model config the way Triton's ORT backend
+ * reads it, and the choice of execution provider.
+ *
+ * Config → onnxruntime-node session options:
+ *   parameters { key: "intra_op_thread_count" }   → intraOpNumThreads (0 = ORT picks: one per core)
+ *   parameters { key: "inter_op_thread_count" }   → interOpNumThreads (0 = ORT picks)
+ *   parameters { key: "execution_mode" }          → "0" sequential (default), "1" parallel
+ *   parameters { key: "enable_mem_arena" }        → enableCpuMemArena ("1"/"0", "true"/"false")
+ *   parameters { key: "enable_mem_pattern" }      → enableMemPattern
+ *   optimization { graph { level } }              → graphOptimizationLevel, as Triton's ORT backend
+ *       documents it: unset/0 = all, -1 = basic, 1 = extended (basic + fusions), 2 = disabled;
+ *       any other value falls back to all, with a log line.
+ *
+ * Execution providers: a KIND_GPU instance (normalisation already turned KIND_AUTO into GPU on a
+ * GPU host) runs on the CUDA provider of its device when onnxruntime-node has that provider
+ * installed and the device exists; otherwise on CPU, and the backend logs why once per model.
+ * `optimization.execution_accelerators` entries tritium cannot honour (TensorRT, OpenVINO,
+ * CUDA provider parameters) are reported as notes to log, never as load errors.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { InferenceSession } from 'onnxruntime-node';
+import { ErrorCode, TritonError } from '../../core/errors.js';
+import type { ModelConfig } from '../../generated/model_config_pb.js';
+import { ortPackageDir } from './runner.js';
+
+export type Provider = 'cpu' | 'cuda';
+
+export interface ProviderChoice {
+  provider: Provider;
+  /** Why a GPU instance runs on CPU (logged once per model). */
+  fallbackReason?: string;
+}
+
+const CUDA_LIBRARY = process.platform === 'win32' ? 'onnxruntime_providers_cuda.dll' : 'libonnxruntime_providers_cuda.so';
+
+/**
+ * Whether onnxruntime-node has its CUDA provider. The npm package ships it separately: its
+ * install script downloads it from NuGet unless told to skip, and tritium's .npmrc skips it so
+ * that installing never fetches from outside the npm registry.
+ */
+export function cudaProviderInstalled(): boolean {
+  try {
+    return fs.existsSync(path.join(ortPackageDir(), 'bin', 'napi-v6', process.platform, process.arch, CUDA_LIBRARY));
+  } catch {
+    return false;
+  }
+}
+
+export const CUDA_HINT = 'see src/backends/onnx/README.md to enable CUDA';
+
+export function chooseProvider(kind: 'CPU' | 'GPU' | 'MODEL', deviceId: number, gpus: readonly number[], cudaInstalled: boolean): ProviderChoice {
+  if (kind !== 'GPU') return { provider: 'cpu' };
+  if (!cudaInstalled) {
+    return {
+      provider: 'cpu',
+      fallbackReason: `onnxruntime-node was installed without its CUDA execution provider (${CUDA_LIBRARY} is missing; ${CUDA_HINT})`,
+    };
+  }
+  if (!gpus.includes(deviceId)) return { provider: 'cpu', fallbackReason: `GPU ${deviceId} is not available on this host` };
+  return { provider: 'cuda' };
+}
+
+export interface SessionSettings {
+  options: InferenceSession.SessionOptions;
+  /** Config entries that cannot be honoured, to log (not errors). */
+  notes: string[];
+}
+
+const GRAPH_LEVELS: ReadonlyMap<number, InferenceSession.SessionOptions['graphOptimizationLevel']> = new Map([
+  [0, 'all'],
+  [-1, 'basic'],
+  [1, 'extended'],
+  [2, 'disabled'],
+]);
+
+function parameter(config: ModelConfig, key: string): string | undefined {
+  return config.parameters[key]?.stringValue;
+}
+
+function intParameter(config: ModelConfig, key: string): number | undefined {
+  const raw = parameter(config, key);
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const n = Number(raw.trim());
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new TritonError(
+      ErrorCode.INVALID_ARG,
+      `failed to parse parameter '${key}' of model '${config.name}': expected a non-negative integer, got '${raw}'`,
+    );
+  }
+  return n;
+}
+
+function boolParameter(config: ModelConfig, key: string): boolean | undefined {
+  const raw = parameter(config, key);
+  if (raw === undefined) return undefined;
+  const v = raw.trim().toLowerCase();
+  if (v === '1' || v === 'true') return true;
+  if (v === '0' || v === 'false') return false;
+  throw new TritonError(ErrorCode.INVALID_ARG, `failed to parse parameter '${key}' of model '${config.name}': expected 0/1 or true/false, got '${raw}'`);
+}
+
+export function sessionSettings(config: ModelConfig, provider: Provider, deviceId: number): SessionSettings {
+  const notes: string[] = [];
+  const options: InferenceSession.SessionOptions = {};
+
+  const level = config.optimization?.graph?.level ?? 0;
+  const mapped = GRAPH_LEVELS.get(level);
+  if (mapped === undefined) notes.push(`optimization.graph.level ${level} is not one of -1, 0, 1, 2; using all optimizations`);
+  options.graphOptimizationLevel = mapped ?? 'all';
+
+  const intra = intParameter(config, 'intra_op_thread_count');
+  if (intra !== undefined) options.intraOpNumThreads = intra;
+  const inter = intParameter(config, 'inter_op_thread_count');
+  if (inter !== undefined) options.interOpNumThreads = inter;
+  const mode = intParameter(config, 'execution_mode');
+  if (mode !== undefined) {
+    if (mode > 1) notes.push(`execution_mode '${mode}' is neither 0 (sequential) nor 1 (parallel); using sequential`);
+    options.executionMode = mode === 1 ? 'parallel' : 'sequential';
+  }
+  const arena = boolParameter(config, 'enable_mem_arena');
+  if (arena !== undefined) options.enableCpuMemArena = arena;
+  const pattern = boolParameter(config, 'enable_mem_pattern');
+  if (pattern !== undefined) options.enableMemPattern = pattern;
+
+  const accel = config.optimization?.executionAccelerators;
+  for (const a of accel?.cpuExecutionAccelerator ?? []) {
+    notes.push(`cpu_execution_accelerator '${a.name}' is not available in onnxruntime-node; running on the default CPU provider`);
+  }
+  if (provider === 'cuda') {
+    for (const a of accel?.gpuExecutionAccelerator ?? []) {
+      if (a.name === 'cuda') {
+        const keys = Object.keys(a.parameters);
+        if (keys.length) notes.push(`CUDA execution accelerator parameters are not passed by onnxruntime-node and are ignored: ${keys.join(', ')}`);
+      } else {
+        notes.push(`gpu_execution_accelerator '${a.name}' is not supported by tritium; running on the CUDA provider`);
+      }
+    }
+    options.executionProviders = [{ name: 'cuda', deviceId }, 'cpu'];
+  } else {
+    options.executionProviders = ['cpu'];
+  }
+  return { options, notes };
+}
