@@ -129,7 +129,12 @@ export function buildCommand(): Command {
         .default(2 ** 31 - 1)
         .argParser(parseInteger('--grpc-max-message-size', 1, 2 ** 31 - 1)),
     )
-    .addOption(new Option('--id <name>', 'server name reported in metadata').default('triton'));
+    .addOption(new Option('--id <name>', 'server name reported in metadata').default('triton'))
+    .addOption(
+      new Option('--model-control-mode <mode>', 'how models are loaded: none (load every model at start-up)')
+        .default('none')
+        .choices(['none', 'poll', 'explicit']),
+    );
   cmd.exitOverride();
   return cmd;
 }
@@ -141,6 +146,11 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts();
   const repos: string[] = [...(o.modelRepository ?? []), ...(o.modelStore ?? [])];
+  if (o.modelControlMode !== 'none') {
+    throw new OptionsError(
+      `--model-control-mode=${o.modelControlMode} is not supported yet: tritium loads every model of the repository at start-up (mode none).`,
+    );
+  }
   if (repos.length === 0) throw new OptionsError('--model-repository must be specified at least once.');
 
   const backendConfig = new Map<string, Map<string, string>>();

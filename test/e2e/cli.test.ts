@@ -46,6 +46,7 @@ describe('flags', () => {
     [['--model-repository=x', '--backend-config=nonsense'], /expects <backend>,<setting>=<value>/],
     [['--http-port=1'], /--model-repository must be specified/],
     [['--model-repository=x', '--http-port=9000', '--grpc-port=9000'], /same port 9000/],
+    [['--model-repository=x', '--model-control-mode=explicit'], /--model-control-mode=explicit is not supported yet/],
   ])('refuses %j with a message and a non-zero exit', (args, message) => {
     const r = cli(...args);
     expect(r.status).not.toBe(0);
