@@ -3,9 +3,13 @@
  * `tritium` entry point: parse tritonserver-style flags, start the server, and handle
  * SIGINT/SIGTERM (first: graceful shutdown; second: exit at once, removing shared memory).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { CommanderError } from 'commander';
+import { SHM_DIR } from '../backends/python/ipc/shm-layout.js';
+import { killAllStubs } from '../backends/python/stub-process.js';
 import { createLogger } from '../core/logger.js';
-import { startServer, StartupError } from '../server.js';
+import { startServer, StartupError, type RunningServer } from '../server.js';
 import { OptionsError, parseOptions } from './options.js';
 
 export async function main(argv: string[]): Promise<void> {
@@ -21,35 +25,66 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   const log = createLogger({ info: options.logInfo, warning: options.logWarning, error: options.logError, verbose: options.logVerbose });
-  let server;
-  try {
-    server = await startServer(options, log);
-  } catch (err) {
-    log.error(err instanceof StartupError ? err.message : `failed to start: ${(err as Error).stack ?? err}`);
-    process.exit(1);
-  }
+  let server: RunningServer | undefined;
+  // Shared memory must not outlive us on any exit path Node sees: normal exit, signals, an
+  // uncaught error, a signal during start-up. (SIGKILL leaves files; the next start removes them.)
+  process.on('exit', () => {
+    server?.kill();
+    killAllStubs();
+    removeOwnShmFiles();
+  });
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
     signals++;
+    if (server === undefined) {
+      // Models are still loading: there is nothing to drain, and finalize of a half-started
+      // instance is not owed. Stop the stubs being started and leave.
+      log.warn(`received ${sig} during start-up; stopping`);
+      process.exit(1);
+    }
     if (signals > 1) {
       log.warn(`received ${sig} again; exiting now`);
       server.kill();
       process.exit(1);
     }
     log.info(`received ${sig}; shutting down (up to ${options.exitTimeoutSecs} s)`);
-    server.shutdown().then(
+    const running = server;
+    running.shutdown().then(
       (code) => process.exit(code),
       (err) => {
         log.error(`shutdown failed: ${(err as Error).message}`);
-        server.kill();
+        running.kill();
         process.exit(1);
       },
     );
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  // Shared memory must not outlive us even on an unexpected crash.
-  process.on('exit', () => server.kill());
+  try {
+    server = await startServer(options, log);
+  } catch (err) {
+    log.error(err instanceof StartupError ? err.message : `failed to start: ${(err as Error).stack ?? err}`);
+    process.exit(1);
+  }
+}
+
+/** Unlinks every /dev/shm file named after this process (synchronous: runs in 'exit'). */
+function removeOwnShmFiles(): void {
+  const prefix = `tritium_${process.pid}_`;
+  let names: string[];
+  try {
+    names = fs.readdirSync(SHM_DIR);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    try {
+      fs.unlinkSync(path.join(SHM_DIR, name));
+    } catch {
+      // raced with a channel closing it
+    }
+  }
 }
 
 export { OptionsError };

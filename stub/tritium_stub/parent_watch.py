@@ -25,10 +25,15 @@ def _watch(parent_pid, period_s):
     while True:
         time.sleep(period_s)
         if _parent_gone(parent_pid, original_ppid):
-            from .logger import emit
-            STATE.channel = None  # nobody reads the ring any more: log to stderr
-            emit("INFO", "Non-graceful termination detected.", "parent_watch.py", 0)
-            os._exit(1)
+            try:
+                from .logger import emit
+                STATE.channel = None  # nobody reads the ring any more: log to stderr
+                emit("INFO", "Non-graceful termination detected.", "parent_watch.py", 0)
+            except BaseException:
+                # stderr is a pipe to the dead server: the write may raise BrokenPipeError.
+                pass
+            finally:
+                os._exit(1)
 
 
 def start(parent_pid, period_s=0.3):

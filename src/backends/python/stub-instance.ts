@@ -84,8 +84,6 @@ export class StubInstance implements BackendInstance {
   private nextRid = 1;
   private nextBatch = 1;
   private failedStarts = 0;
-  private lastHeartbeat = -1;
-  private heartbeatStale = 0;
   private watchdog: NodeJS.Timeout | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private waiter: { resolve: (m: any) => void; reject: (e: Error) => void; types: string[] } | undefined;
@@ -140,6 +138,9 @@ export class StubInstance implements BackendInstance {
       spawnError = err;
     });
     void this.exited.then((info) => this.onExit(child, channel, info, spawnError));
+    // Supervised from the spawn on: a stub that freezes while importing model.py or inside
+    // initialize is killed like one that freezes in execute.
+    this.startWatchdog(channel, child);
     await this.expect(['hello'], 'the stub to start');
     channel.send({ t: 'init', args: this.o.initArgs });
     const reply = await this.expect(['init_ok', 'init_err'], 'initialize');
@@ -148,8 +149,8 @@ export class StubInstance implements BackendInstance {
     }
     this.state = 'ready';
     this.reason = '';
+    this.deathCause = '';
     this.failedStarts = 0;
-    this.startWatchdog(channel);
   }
 
   /** Waits for one of `types`; rejects if the stub dies first. */
@@ -350,31 +351,48 @@ export class StubInstance implements BackendInstance {
     if (channel === this.channel) for (const [seg, off] of live.blocks) channel.freeInput(seg, off);
   }
 
-  private startWatchdog(channel: StubChannel): void {
+  /**
+   * Kills the stub when its heartbeat (written every 100 ms by a thread of the stub) stops
+   * moving for stub-timeout-seconds: the process is frozen (a native call holding the GIL, a
+   * deadlock, SIGSTOP). A long pure-Python execute keeps beating and is left alone, as in
+   * Triton. Before the first beat (interpreter start, imports) the bound is at least 60 s.
+   */
+  private startWatchdog(channel: StubChannel, child: ChildProcess): void {
+    if (this.watchdog) clearInterval(this.watchdog);
     const periodMs = 1000;
     const limit = Math.max(1, Math.ceil((this.o.stubTimeoutSeconds * 1000) / periodMs));
-    this.lastHeartbeat = channel.heartbeatMs();
-    this.heartbeatStale = 0;
-    this.watchdog = setInterval(() => {
-      const hb = channel.heartbeatMs();
-      if (hb !== this.lastHeartbeat) {
-        this.lastHeartbeat = hb;
-        this.heartbeatStale = 0;
+    const startLimit = Math.max(limit, 60);
+    let last = channel.heartbeatMs();
+    let stale = 0;
+    const timer = setInterval(() => {
+      if (child !== this.child || child.exitCode !== null || child.signalCode !== null) {
+        clearInterval(timer);
         return;
       }
-      if (++this.heartbeatStale >= limit) {
+      const hb = channel.heartbeatMs();
+      if (hb !== last) {
+        last = hb;
+        stale = 0;
+        return;
+      }
+      if (++stale >= (hb === 0 ? startLimit : limit)) {
+        clearInterval(timer);
         this.o.logger.error(
-          `Stub process '${this.name}' sent no heartbeat for ${this.o.stubTimeoutSeconds} s; killing it.`,
+          `Stub process '${this.name}' sent no heartbeat for ${stale} s (stub-timeout-seconds=${this.o.stubTimeoutSeconds}); killing it.`,
           this.o.modelName,
         );
-        this.hangKilled = true;
-        this.child?.kill('SIGKILL');
+        this.killCause = `No heartbeat for ${stale} s (stub-timeout-seconds=${this.o.stubTimeoutSeconds}); the stub was killed.`;
+        child.kill('SIGKILL');
       }
     }, periodMs);
-    this.watchdog.unref();
+    timer.unref();
+    this.watchdog = timer;
   }
 
-  private hangKilled = false;
+  /** Set just before Node kills the stub itself, so the failure says why. */
+  private killCause: string | undefined;
+  /** Why the last ready stub died (kept for the reason shown after restarts failed). */
+  private deathCause = '';
 
   private onExit(child: ChildProcess, channel: StubChannel, info: ExitInfo, spawnError: Error | undefined): void {
     if (child !== this.child) return;
@@ -382,10 +400,8 @@ export class StubInstance implements BackendInstance {
     this.watchdog = undefined;
     const cause = spawnError
       ? `Failed to start '${this.o.python}': ${spawnError.message}.`
-      : this.hangKilled
-        ? `No heartbeat for ${this.o.stubTimeoutSeconds} s (stub-timeout-seconds); the stub was killed.`
-        : describeExit(info);
-    this.hangKilled = false;
+      : (this.killCause ?? describeExit(info));
+    this.killCause = undefined;
     const err = Errors.stubUnhealthy(this.name, cause);
     // Everything in flight fails now, not at a client timeout.
     for (const rid of [...this.live.keys()]) this.finish(channel, rid, undefined, err);
@@ -398,13 +414,19 @@ export class StubInstance implements BackendInstance {
     channel.close();
     if (this.channel === channel) this.channel = undefined;
     const wasReady = this.state === 'ready';
-    this.reason = err.message;
+    // A stub that dies while starting is reported through the start's rejection (below); the
+    // reason of a restart that failed must not be replaced by the exit that followed it.
+    if (wasReady) {
+      this.reason = err.message;
+      this.deathCause = err.message;
+    }
     if (this.waiter) this.waiter.reject(err);
     if (this.state === 'stopping' || this.state === 'stopped') {
       this.state = 'stopped';
       return;
     }
     if (wasReady) {
+      this.state = 'restarting';
       this.o.hooks.onReadinessChange(this, false);
       this.o.logger.error(`${err.message} Restarting it.`, this.o.modelName);
       this.scheduleRestart();
@@ -416,7 +438,8 @@ export class StubInstance implements BackendInstance {
     const max = this.o.maxRestarts ?? 5;
     if (this.failedStarts >= max) {
       this.state = 'failed';
-      this.reason = `${this.reason} The stub failed to restart ${max} times in a row; giving up.`;
+      const died = this.deathCause || `Stub process '${this.name}' is not healthy.`;
+      this.reason = `${died} Restarting it failed ${max} times in a row, so it will not be restarted again; last error: ${this.lastStartError}`;
       this.o.logger.error(this.reason, this.o.modelName);
       this.o.hooks.onReadinessChange(this, false);
       return;
@@ -425,21 +448,32 @@ export class StubInstance implements BackendInstance {
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
       if (this.state !== 'restarting') return;
+      this.restarts++;
       this.launch().then(
         () => {
           this.o.hooks.onRestart(this);
           this.o.hooks.onReadinessChange(this, true);
-          this.o.logger.info(`Stub process '${this.name}' restarted.`, this.o.modelName);
+          this.o.logger.info(`Stub process '${this.name}' restarted (restart ${this.restarts}).`, this.o.modelName);
         },
         (e: Error) => {
           this.failedStarts++;
-          this.reason = e.message;
-          this.o.logger.error(`Restart of '${this.name}' failed: ${e.message}`, this.o.modelName);
+          this.lastStartError = e.message;
+          this.reason = `${this.deathCause} Restart ${this.failedStarts} failed: ${e.message}`.trim();
+          this.o.logger.error(`Restart of '${this.name}' failed (${this.failedStarts} in a row): ${e.message}`, this.o.modelName);
           this.child?.kill('SIGKILL');
           if (this.state !== 'stopping' && this.state !== 'stopped') this.scheduleRestart();
         },
       );
     }, delay);
+  }
+
+  private lastStartError = '';
+  /** Restarts attempted since load (successful or not). */
+  private restarts = 0;
+
+  /** True once supervision gave up on this instance: it stays down until the model is reloaded. */
+  get gaveUp(): boolean {
+    return this.state === 'failed';
   }
 
   /** Calls finalize (bounded by `timeoutMs`), then kills the stub and removes its memory. */
@@ -463,6 +497,7 @@ export class StubInstance implements BackendInstance {
     const outcome = await Promise.race([this.exited, timer]);
     if (outcome === 'timeout') {
       this.o.logger.warn(`finalize of '${this.name}' did not end within ${timeoutMs} ms; killing the stub.`, this.o.modelName);
+      this.killCause = `The server is shutting down and the stub did not stop within the exit timeout (${timeoutMs} ms); it was killed.`;
       child.kill('SIGKILL');
       await this.exited;
     }
@@ -474,6 +509,7 @@ export class StubInstance implements BackendInstance {
   kill(): void {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.state = 'stopped';
+    this.killCause = 'The server is exiting immediately; the stub was killed.';
     this.child?.kill('SIGKILL');
     this.channel?.close();
   }

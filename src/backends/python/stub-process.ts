@@ -1,7 +1,9 @@
 /**
  * @module backends/python/stub-process
  * Spawns one stub process and turns its stdout/stderr into labelled server log lines (so
- * `print()` in model.py reaches the log with the model and instance it came from).
+ * `print()` in model.py reaches the log with the model and instance it came from: stdout as
+ * INFO, stderr as ERROR unless the line is a Python logging record, which keeps its level).
+ * Keeps the set of live stubs so an abnormal exit of the server can still kill them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
@@ -35,6 +37,27 @@ export function describeExit(e: ExitInfo): string {
   return `The stub exited with code ${e.code}.`;
 }
 
+/** Python logging's default format, `%(levelname)s:%(name)s:%(message)s`. */
+const PY_LOGGING_LINE = /^(CRITICAL|ERROR|WARNING|INFO|DEBUG):[^:\s]*:/;
+
+/** Every stub process of this server that has not exited yet (instance and auto-complete). */
+const liveStubs = new Set<ChildProcess>();
+
+/**
+ * Last resort on an exit path that skips the normal teardown (a signal during start-up, an
+ * uncaught error): SIGKILLs every stub still running. Synchronous, so it can run in 'exit'.
+ */
+export function killAllStubs(): void {
+  for (const child of liveStubs) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  liveStubs.clear();
+}
+
 export function spawnStub(o: StubSpawnOptions): ChildProcess {
   const env = { ...(o.env ?? process.env), PYTHONUNBUFFERED: '1' };
   const child = spawn(
@@ -42,10 +65,23 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
     [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  liveStubs.add(child);
+  const forget = () => liveStubs.delete(child);
+  child.once('exit', forget);
+  child.once('error', forget);
   const forward = (stream: NodeJS.ReadableStream | null, error: boolean) => {
     if (!stream) return;
     const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
-    rl.on('line', (line) => (error ? o.logger.error(line, o.label) : o.logger.info(line, o.label)));
+    rl.on('line', (line) => {
+      if (!error) return o.logger.info(line, o.label);
+      // Python logging after logging.basicConfig() (which logging.warning() & co. call on their
+      // own) writes `LEVEL:name:message` to stderr: keep the record's level.
+      const level = PY_LOGGING_LINE.exec(line)?.[1];
+      if (level === 'WARNING') o.logger.warn(line, o.label);
+      else if (level === 'INFO') o.logger.info(line, o.label);
+      else if (level === 'DEBUG') o.logger.verbose(1, line, o.label);
+      else o.logger.error(line, o.label);
+    });
   };
   forward(child.stdout, false);
   forward(child.stderr, true);

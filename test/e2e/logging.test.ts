@@ -1,0 +1,98 @@
+/**
+ * Issue 6, logs from model.py, end to end: pb_utils.Logger at every level (VERBOSE only with
+ * --log-verbose), print() to stdout and stderr, and Python `logging` reach the server log with
+ * Triton's severity letter and a label naming the model and the instance.
+ *
+ * Model: test/models/h6_logger (one tagged line per channel in initialize and execute).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+
+const LABEL = 'h6_logger/h6_logger_0_0';
+let quiet: Tritium;
+let verbose: Tritium;
+
+async function infer(t: Tritium): Promise<void> {
+  const res = await fetch(`${t.http}/v2/models/h6_logger/infer`, {
+    method: 'POST',
+    body: JSON.stringify({ inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [5] }] }),
+  });
+  expect(res.status).toBe(200);
+  expect((await res.json()).outputs[0].data).toEqual([5]);
+}
+
+/** The server log line carrying `tag`, waiting briefly for lines still in the pipe. */
+async function lineWith(t: Tritium, tag: string): Promise<string | undefined> {
+  for (let i = 0; i < 40; i++) {
+    const line = t.log().split('\n').find((l) => l.includes(tag));
+    if (line) return line;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return undefined;
+}
+
+// `I0520 20:03:25.829575 <pid> <source>] <message>`
+const lineRe = (letter: string, source: string, message: string) =>
+  new RegExp(`^${letter}\\d{4} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\d+ ${source}\\] ${message}$`);
+const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+beforeAll(async () => {
+  const repo = makeRepo(['h6_logger']);
+  [quiet, verbose] = await Promise.all([startTritium({ repos: [repo] }), startTritium({ repos: [repo], args: ['--log-verbose=1'] })]);
+  await Promise.all([infer(quiet), infer(verbose)]);
+}, 120_000);
+
+afterAll(async () => {
+  for (const t of [quiet, verbose]) {
+    const pid = t?.proc.pid;
+    await t?.stop();
+    expect(shmFilesOf(pid)).toEqual([]);
+  }
+});
+
+describe('pb_utils.Logger', () => {
+  it.each([
+    ['I', 'h6-logger-info'],
+    ['W', 'h6-logger-warn'],
+    ['E', 'h6-logger-error'],
+    ['I', 'h6-logger-log-info'],
+    ['I', 'h6-logger-execute'],
+  ])('%s %s: Triton severity, the caller file:line, labelled with model and instance', async (letter, tag) => {
+    const line = await lineWith(quiet, tag);
+    expect(line).toMatch(lineRe(letter, 'model\\.py:\\d+', esc(`[${LABEL}] ${tag}`)));
+  });
+
+  it('VERBOSE records appear only with --log-verbose', async () => {
+    expect(await lineWith(verbose, 'h6-logger-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] h6-logger-verbose`)));
+    expect(await lineWith(verbose, 'h6-logger-log-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] h6-logger-log-verbose`)));
+    expect(quiet.log()).not.toContain('h6-logger-verbose');
+    expect(quiet.log()).not.toContain('h6-logger-log-verbose');
+  });
+});
+
+describe('print() and Python logging', () => {
+  it('print() to stdout arrives at once, as INFO labelled with model and instance', async () => {
+    expect(await lineWith(quiet, 'h6-print-initialize')).toMatch(lineRe('I', esc(LABEL), 'h6-print-initialize'));
+    expect(await lineWith(quiet, 'h6-print-execute')).toMatch(lineRe('I', esc(LABEL), 'h6-print-execute'));
+  });
+
+  it('stderr output arrives as ERROR labelled with model and instance', async () => {
+    expect(await lineWith(quiet, 'h6-stderr-initialize')).toMatch(lineRe('E', esc(LABEL), 'h6-stderr-initialize'));
+  });
+
+  it('logging records reach the log with their level and logger name, configured or not', async () => {
+    // Nothing configured: the stub's handler, with the caller's file and line.
+    expect(await lineWith(quiet, 'h6-logging-named-error')).toMatch(lineRe('E', 'model\\.py:\\d+', esc(`[${LABEL}] h6lib: h6-logging-named-error`)));
+    // After logging.basicConfig() (which logging.warning() calls): stderr in Python's format,
+    // still at the record's level.
+    expect(await lineWith(quiet, 'h6-logging-warning')).toMatch(lineRe('W', esc(LABEL), 'WARNING:root:h6-logging-warning'));
+    // Records below the logger's level stay out, as in plain Python.
+    expect(quiet.log()).not.toContain('h6-logging-filtered-info');
+  });
+
+  it('each line appears once', () => {
+    for (const tag of ['h6-logger-info', 'h6-print-initialize', 'h6-logging-warning', 'h6-stderr-initialize']) {
+      expect(quiet.log().split('\n').filter((l) => l.includes(tag))).toHaveLength(1);
+    }
+  });
+});
