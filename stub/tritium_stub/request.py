@@ -91,6 +91,8 @@ class InferenceRequest:
         r._inputs = None
         r._input_descs = m["inputs"]
         outs = m["outs"]
+        if outs is None:  # the client named no outputs: every output of the config
+            outs = list(STATE.config_outputs)
         r._requested = outs
         r._model_name = STATE.name
         r._model_version = -1

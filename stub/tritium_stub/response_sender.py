@@ -27,24 +27,28 @@ _FINAL_FIRST = ("Unable to send response. Non-decoupled model cannot send comple
 class RequestSlot:
     """What the stub knows about one request Node handed over: id, outputs, sender state."""
 
-    __slots__ = ("rid", "requested", "cflag", "_cview", "closed", "sent")
+    __slots__ = ("rid", "requested", "cflag", "_cview", "_cancelled", "closed", "sent")
 
     def __init__(self, rid, requested, cflag):
         self.rid = rid
         self.requested = requested  # list of requested output names (pruning)
         self.cflag = cflag          # [segment, offset] of the cancellation word, or None
         self._cview = None
+        self._cancelled = False
         self.closed = False
         self.sent = 0
 
     def is_cancelled(self):
         # Node sets the 4-byte word to 1 when the client goes away; no IPC round trip.
-        if self.cflag is None:
-            return False
+        # Once the request is closed Node frees the word (and may reuse its memory), so a
+        # closed request answers with what was last seen instead of reading it.
+        if self.cflag is None or self._cancelled or self.closed:
+            return self._cancelled
         view = self._cview
         if view is None:
             view = self._cview = STATE.channel.tensor_view(self.cflag[0], self.cflag[1], 4)
-        return int.from_bytes(view, "little") != 0
+        self._cancelled = int.from_bytes(view, "little") != 0
+        return self._cancelled
 
     def check_and_count(self, has_response, flags):
         """Apply Triton's sender rules for one send; call with SENDER_LOCK held."""

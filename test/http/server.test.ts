@@ -182,10 +182,18 @@ describe('extensions', () => {
     expect(r.status).toBe(501);
   });
 
-  it('generate endpoints are routed but not implemented', async () => {
-    expect((await call('POST', '/v2/models/identity/generate', '{}')).status).toBe(501);
-    expect((await call('POST', '/v2/models/identity/generate_stream', '{}')).status).toBe(501);
+  it('generate endpoints: JSON and server-sent events (end to end in test/e2e/generate.test.ts)', async () => {
+    const body = '{"INPUT0":[1,2.5],"INPUT1":"hi","id":"g1"}';
+    let r = await call('POST', '/v2/models/identity/generate', body);
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(r.text).toBe('{"OUTPUT0":[1,2.5],"OUTPUT1":"hi","id":"g1","model_name":"identity","model_version":"1"}');
+    r = await call('POST', '/v2/models/identity/generate_stream', body);
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(r.text).toBe('data: {"OUTPUT0":[1,2.5],"OUTPUT1":"hi","id":"g1","model_name":"identity","model_version":"1"}\n\n');
     expect((await call('POST', '/v2/models/nope/generate', '{}')).status).toBe(404);
+    expect((await call('GET', '/v2/models/identity/generate')).status).toBe(405);
   });
 });
 

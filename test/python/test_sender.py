@@ -78,13 +78,24 @@ def test_outputs_pruned_and_checked_against_config(make_sender, channel):
 
 def test_error_response_and_cancellation(make_sender, channel):
     request, sender = make_sender(decoupled=True)
-    sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("no", pb_utils.TritonError.CANCELLED)),
-                flags=FINAL)
-    assert channel.of_type("send")[-1]["resp"] == {"outs": [], "err": [7, "no"]}
     assert not request.is_cancelled() and not sender.is_cancelled()
     seg, off = request._slot.cflag
     channel.segments[seg][off] = 1  # Node flips the word when the client cancels
     assert request.is_cancelled() and sender.is_cancelled()
+    sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("no", pb_utils.TritonError.CANCELLED)),
+                flags=FINAL)
+    assert channel.of_type("send")[-1]["resp"] == {"outs": [], "err": [7, "no"]}
+    # Closed: Node frees the word, so it is no longer read; the last answer stands.
+    channel.segments[seg][off] = 0
+    assert request.is_cancelled() and sender.is_cancelled()
+
+
+def test_closed_request_does_not_read_the_freed_cancel_word(make_sender, channel):
+    request, sender = make_sender(decoupled=True)
+    sender.send(flags=FINAL)
+    seg, off = request._slot.cflag
+    channel.segments[seg][off] = 1  # the freed word now belongs to someone else
+    assert not request.is_cancelled() and not sender.is_cancelled()
 
 
 def test_failed_send_frees_nothing_twice(make_sender, channel):

@@ -1,0 +1,80 @@
+/**
+ * End-to-end: the real perf_analyzer 2.50 (.venv/bin/perf_analyzer) over gRPC (issue 4):
+ * `-i grpc` on a non-decoupled Python model (ModelInfer, with the server-side breakdown from the
+ * statistics extension) and `-i grpc --streaming` on the decoupled square example
+ * (ModelStreamInfer, several responses per request), both without errors.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { tempDir } from './d4-helpers.js';
+
+const PERF_ANALYZER = path.join(ROOT, '.venv', 'bin', 'perf_analyzer');
+
+let server: Tritium;
+let tmp: string;
+
+beforeAll(async () => {
+  server = await startTritium({ repos: [makeRepo(['add_sub', 'square_int32'])] });
+  tmp = tempDir('tritium-d4-pa-');
+}, 120_000);
+
+afterAll(async () => {
+  const pid = server?.proc.pid;
+  await server?.stop();
+  expect(shmFilesOf(pid)).toEqual([]);
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function perfAnalyzer(args: string[], timeoutMs = 50_000): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(PERF_ANALYZER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+// Loose stability (-s 100, up to 10 windows): this checks the protocol, not the figures, on a loaded box.
+const common = () => ['-u', `127.0.0.1:${server.grpcPort}`, '-i', 'grpc', '-p', '1000', '-s', '100', '-r', '10'];
+
+describe('perf_analyzer over gRPC', () => {
+  it('-i grpc on a non-decoupled model, with the server-side breakdown', async () => {
+    const csv = path.join(tmp, 'add_sub.csv');
+    const { code, out } = await perfAnalyzer(['-m', 'add_sub', ...common(), '--concurrency-range', '1:4:3', '-f', csv]);
+    expect(code, out).toBe(0);
+    expect(out).not.toMatch(/error|failed|Thread \[\d+\] had error/i);
+    for (const c of [1, 4]) {
+      const at = out.indexOf(`Request concurrency: ${c}\n`);
+      expect(at, `concurrency ${c}\n${out}`).toBeGreaterThanOrEqual(0);
+      const section = out.slice(at);
+      expect(section).toMatch(/Client:\s+Request count: \d+\s+Throughput: [\d.]+ infer\/sec/);
+      expect(section).toMatch(/Avg gRPC time: \d+ usec/);
+      expect(section).toMatch(/Server:\s+Inference count: \d+\s+Execution count: \d+\s+Successful request count: \d+/);
+    }
+    expect(fs.readFileSync(csv, 'utf8').split('\n')[0]).toMatch(/^Concurrency,Inferences\/Second,Client Send,Network\+Server Send\/Recv,Server Queue/);
+  });
+
+  it('-i grpc --streaming on a decoupled model (4 responses per request)', async () => {
+    const data = path.join(tmp, 'square.json');
+    fs.writeFileSync(data, JSON.stringify({ data: [{ IN: [4] }] }));
+    const { code, out } = await perfAnalyzer(['-m', 'square_int32', ...common(), '--streaming', '--input-data', data, '--concurrency-range', '1:2']);
+    expect(code, out).toBe(0);
+    expect(out).not.toMatch(/error|failed|Thread \[\d+\] had error/i);
+    expect(out).toMatch(/Request concurrency: 2/);
+    expect(out).toMatch(/Throughput: [\d.]+ infer\/sec/);
+    // Four responses per inference: perf_analyzer counts them from the stream.
+    const last = out.slice(out.lastIndexOf('Request concurrency:'));
+    const inferences = Number(/Throughput: ([\d.]+) infer\/sec/.exec(last)![1]);
+    const responses = Number(/Response Throughput: ([\d.]+) infer\/sec/.exec(last)?.[1]);
+    expect(responses / inferences, out).toBeGreaterThan(3.5);
+    expect(responses / inferences, out).toBeLessThan(4.5);
+  });
+});
