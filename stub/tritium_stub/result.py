@@ -43,11 +43,28 @@ def _check(requests, returned):
                 raise StubError(str(e)) from None
 
 
+def _close_unanswered(requests, returned):
+    """Non-decoupled requests that got neither a returned response nor anything through their
+    sender are failed by Node when exec_done arrives ("did not send a response"); close them
+    here too, so a model thread that sends later gets Triton's closed-sender error instead of
+    reaching a request Node has already answered (and whose cancel word it has freed)."""
+    if STATE.decoupled:
+        return
+    with SENDER_LOCK:
+        for i, request in enumerate(requests):
+            slot = request._slot
+            if (returned is None or returned[i] is None) and slot.sent == 0 and \
+                    request._release_flags != RELEASE_RESCHEDULE:
+                slot.closed = True
+
+
 def build_resps(channel, requests, returned):
     """Validate the return value and write the responses' outputs into shared memory."""
     if returned is None:
+        _close_unanswered(requests, None)
         return [None] * len(requests)
     _check(requests, returned)
+    _close_unanswered(requests, returned)
     blocks = []
     try:
         return [None if response is None else

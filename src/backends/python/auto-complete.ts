@@ -43,14 +43,19 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
       const timer = setTimeout(() => {
         reject(new TritonError(ErrorCode.INTERNAL, `auto_complete_config of model '${o.modelName}' did not finish in ${o.timeoutMs} ms`));
       }, o.timeoutMs);
+      let settled = false;
       const done = (f: () => void) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         f();
       };
       child.once('error', (err) =>
         done(() => reject(new TritonError(ErrorCode.INTERNAL, `Failed to start '${o.python}' for model '${o.modelName}': ${err.message}`))),
       );
-      child.once('exit', (code, signal) =>
+      child.once('exit', (code, signal) => {
+        // The answer may still sit in the ring: the stub answers, then exits at once.
+        channel.drain();
         done(() =>
           reject(
             new TritonError(
@@ -58,8 +63,8 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
               `Stub process '${o.modelName}' is not healthy. ${describeExit({ code, signal })} (while running auto_complete_config)`,
             ),
           ),
-        ),
-      );
+        );
+      });
       channel.onMessage((m: { t: string; config?: string; msg?: string; level?: string }) => {
         if (m.t === 'hello') channel.send({ t: 'autocomplete', config: o.configJson });
         else if (m.t === 'autocomplete_ok') done(() => resolve(String(m.config)));

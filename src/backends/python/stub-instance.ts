@@ -398,6 +398,8 @@ export class StubInstance implements BackendInstance {
     if (child !== this.child) return;
     if (this.watchdog) clearInterval(this.watchdog);
     this.watchdog = undefined;
+    // Responses the stub wrote just before it died still count (e.g. finalize after sends).
+    channel.drain();
     const cause = spawnError
       ? `Failed to start '${this.o.python}': ${spawnError.message}.`
       : (this.killCause ?? describeExit(info));

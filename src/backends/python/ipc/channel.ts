@@ -323,6 +323,14 @@ export class StubChannel {
     }
   }
 
+  /**
+   * Delivers every message already in ring B now. Called when the stub exits: its last
+   * messages (an answer sent just before a clean exit) may not have rung the doorbell thread yet.
+   */
+  drain(): void {
+    this.onDoorbell();
+  }
+
   private onDoorbell(): void {
     if (this.closed) return;
     try {
