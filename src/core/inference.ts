@@ -48,6 +48,11 @@ export interface InferResponse {
   /** Last response of its request (always true for non-decoupled models). */
   final: boolean;
   /**
+   * The final flag alone, without a response (a decoupled model's `send(flags=FINAL)`):
+   * gRPC streams forward it only when the client asked for empty final responses.
+   */
+  flagsOnly?: boolean;
+  /**
    * Output buffers may be views of shared memory that must be handed back: a frontend calls
    * `release()` once it no longer reads them (after the socket write completed).
    */

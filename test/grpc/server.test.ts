@@ -163,14 +163,14 @@ class FakeCore implements ServerCore {
             send({ outputs: [{ name: 'OUT', datatype: 'INT32', shape: [1], data }], final: false });
           }, 5 * i);
         }
-        setTimeout(() => send({ outputs: [], final: true }), 5 * n + 5);
+        setTimeout(() => send({ outputs: [], final: true, flagsOnly: true }), 5 * n + 5);
         return;
       }
       case 'failing':
         setImmediate(() => send({ outputs: [], error: new TritonError(ErrorCode.INTERNAL, 'model failed on purpose'), final: true }));
         return;
       case 'slow': {
-        const timer = setTimeout(() => send({ outputs: [], final: true }), 10_000);
+        const timer = setTimeout(() => send({ outputs: [], final: true, flagsOnly: true }), 10_000);
         req.signal?.addEventListener('abort', () => {
           clearTimeout(timer);
           this.aborted.push(req.id || req.modelName);

@@ -296,7 +296,7 @@ export class StubInstance implements BackendInstance {
       return;
     }
     if (m.resp) this.deliver(channel, live, m.resp, final);
-    else if (final) this.deliver(channel, live, {}, true);
+    else if (final) this.deliver(channel, live, {}, true, true);
     if (final) this.release(channel, m.rid);
   }
 
@@ -309,7 +309,7 @@ export class StubInstance implements BackendInstance {
     this.release(channel, rid);
   }
 
-  private deliver(channel: StubChannel, live: LiveRequest, resp: RespWire, final: boolean): void {
+  private deliver(channel: StubChannel, live: LiveRequest, resp: RespWire, final: boolean, flagsOnly = false): void {
     const pr = live.pr;
     if (resp.err) {
       const [code, msg] = resp.err;
@@ -334,6 +334,7 @@ export class StubInstance implements BackendInstance {
       parameters: resp.params ? parseParams(resp.params) : undefined,
       outputs,
       final,
+      flagsOnly: flagsOnly || undefined,
       release: () => {
         if (released) return;
         released = true;

@@ -16,6 +16,13 @@
  * durations, matched through two weak maps, so the three compute counts always equal the
  * success count of executed requests.
  *
+ * A request's end is the later of "its final response went out" and "the execution that ran it
+ * ended". Triton releases (and times) a request only after its batch's execution ended, so its
+ * request duration always covers queue + compute_input + compute_infer + compute_output, and
+ * perf_analyzer's "overhead" (request − queue − compute) is the time outside the scheduler and
+ * the backend. Here a non-decoupled response goes out before the batch's last response is
+ * written, so when the execution is recorded after the success, the difference is added.
+ *
  * Everything is bigint: cumulative nanoseconds pass 2^53 on long-running servers.
  */
 import type { FailureReason } from '../errors.js';
@@ -26,8 +33,12 @@ import type { BatchStats, ModelStatistics, StatDuration } from './types.js';
 export interface StatsListener {
   /** A request succeeded: `inferences` = its batch size; durations in ns. */
   onSuccess(inferences: number, requestNs: bigint, queueNs: bigint): void;
-  /** The compute phases of one successful request (its batch's durations). */
-  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint): void;
+  /**
+   * The compute phases of one successful request (its batch's durations), and `extraRequestNs`:
+   * what its request duration grows by because its execution ended after its response (see the
+   * module comment; 0 when the execution ended first).
+   */
+  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs: bigint): void;
   onFailure(reason: FailureReason, requestNs: bigint): void;
   onExecution(batchSize: number): void;
 }
@@ -62,8 +73,8 @@ export class ModelStats {
   private lastInferenceMs = 0n;
   private readonly batches = new Map<number, BatchBucket>();
 
-  /** Succeeded, waiting for their execution to be recorded. */
-  private readonly awaitingExecution = new WeakSet<PendingRequest>();
+  /** Succeeded (at the mapped end time), waiting for their execution to be recorded. */
+  private readonly awaitingExecution = new WeakMap<PendingRequest, bigint>();
   /** Executed, not finished yet (decoupled / ordered): phases to add when they succeed. */
   private readonly awaitingSuccess = new WeakMap<PendingRequest, Phases>();
 
@@ -83,9 +94,9 @@ export class ModelStats {
     const phases = this.awaitingSuccess.get(req);
     if (phases !== undefined) {
       this.awaitingSuccess.delete(req);
-      this.addCompute(phases);
+      this.addCompute(phases, 0n);
     } else {
-      this.awaitingExecution.add(req);
+      this.awaitingExecution.set(req, endNs);
     }
   }
 
@@ -121,9 +132,13 @@ export class ModelStats {
     this.listener?.onExecution(batchSize);
 
     for (const req of batch) {
-      if (this.awaitingExecution.has(req)) {
+      const end = this.awaitingExecution.get(req);
+      if (end !== undefined) {
         this.awaitingExecution.delete(req);
-        this.addCompute(phases);
+        // Request end moves from `end` to the execution's end (never before the arrival).
+        const extra = times.endNs > end ? span(req.arrivalNs, times.endNs) - span(req.arrivalNs, end) : 0n;
+        this.successNs += extra;
+        this.addCompute(phases, extra);
       } else if (!req.done) {
         this.awaitingSuccess.set(req, phases);
       }
@@ -163,11 +178,11 @@ export class ModelStats {
     };
   }
 
-  private addCompute(p: Phases): void {
+  private addCompute(p: Phases, extraRequestNs: bigint): void {
     this.computeCount += 1n;
     this.inputNs += p.input;
     this.inferNs += p.infer;
     this.outputNs += p.output;
-    this.listener?.onCompute(p.input, p.infer, p.output);
+    this.listener?.onCompute(p.input, p.infer, p.output, extraRequestNs);
   }
 }

@@ -15,6 +15,7 @@
  * are truncated per request like Triton's) or rounded so that nothing prints with an exponent,
  * which perf_analyzer's `\d+\.?\d*` parser would not accept.
  */
+import fs from 'node:fs';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { FailureReason } from '../../core/errors.js';
 import type { StatsListener } from '../../core/stats/model-stats.js';
@@ -24,6 +25,11 @@ export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED'
 export interface MetricsOptions {
   /** `--metrics-config counter_latencies=false` drops the `_duration_us` counters. */
   counterLatencies?: boolean;
+  /**
+   * Triton's server-wide CPU families (`nv_cpu_utilization`, `nv_cpu_memory_total_bytes`,
+   * `nv_cpu_memory_used_bytes`), read from /proc; default true, omitted where /proc is missing.
+   */
+  cpuMetrics?: boolean;
 }
 
 /** One sample of `tritium_shm_bytes`. */
@@ -59,7 +65,8 @@ class ModelSeries implements StatsListener {
     this.queueUs += us(queueNs);
   }
 
-  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint): void {
+  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs: bigint): void {
+    if (extraRequestNs > 0n) this.requestUs += us(extraRequestNs);
     this.inputUs += us(inputNs);
     this.inferUs += us(inferNs);
     this.outputUs += us(outputNs);
@@ -196,6 +203,43 @@ export class Metrics {
         for (const s of samples) this.set({ instance: s.instance, model: s.model }, plain(s.bytes));
       },
     });
+    if (options.cpuMetrics !== false) this.registerCpuFamilies();
+  }
+
+  /**
+   * Triton's CPU families (metrics.cc): utilisation over the time since the previous reading
+   * (busy / total jiffies of the aggregate `cpu` line of /proc/stat, 0.0–1.0), and RAM from
+   * /proc/meminfo (used = MemTotal − MemAvailable). Labels: none.
+   */
+  private registerCpuFamilies(): void {
+    const registers = [this.registry];
+    const cpu = new CpuSampler();
+    if (!cpu.available()) return;
+    new Gauge({
+      name: 'nv_cpu_utilization',
+      help: 'CPU utilization rate [0.0 - 1.0]',
+      registers,
+      collect() {
+        this.set(plain(cpu.utilization(), 6));
+      },
+    });
+    new Gauge({
+      name: 'nv_cpu_memory_total_bytes',
+      help: 'CPU total memory (RAM), in bytes',
+      registers,
+      collect() {
+        this.set(plain(readMeminfo().total));
+      },
+    });
+    new Gauge({
+      name: 'nv_cpu_memory_used_bytes',
+      help: 'CPU used memory (RAM), in bytes',
+      registers,
+      collect() {
+        const m = readMeminfo();
+        this.set(plain(m.total - m.available));
+      },
+    });
   }
 
   /** Creates the model version's series (zero-valued; all four failure reasons). */
@@ -228,8 +272,8 @@ export class Metrics {
     this.models.get(key(name, version))?.onSuccess(inferences, requestNs, queueNs);
   }
 
-  onCompute(name: string, version: string, inputNs: bigint, inferNs: bigint, outputNs: bigint): void {
-    this.models.get(key(name, version))?.onCompute(inputNs, inferNs, outputNs);
+  onCompute(name: string, version: string, inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs = 0n): void {
+    this.models.get(key(name, version))?.onCompute(inputNs, inferNs, outputNs, extraRequestNs);
   }
 
   onFailure(name: string, version: string, reason: FailureReason): void {
@@ -261,4 +305,61 @@ export class Metrics {
   render(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+/** Busy and total jiffies of the aggregate `cpu` line of /proc/stat. */
+function readCpuTimes(): { busy: number; total: number } | null {
+  let text: string;
+  try {
+    text = fs.readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return null;
+  }
+  const line = text.split('\n', 1)[0] ?? '';
+  if (!line.startsWith('cpu ')) return null;
+  // user nice system idle iowait irq softirq steal (guest time is already in user/nice).
+  const v = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  const idle = (v[3] ?? 0) + (v[4] ?? 0);
+  const total = v.reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
+  return { busy: total - idle, total };
+}
+
+/** Utilisation between successive readings; the first reading compares with construction. */
+class CpuSampler {
+  private last = readCpuTimes();
+  private lastAt = Date.now();
+  private value = 0;
+
+  available(): boolean {
+    return this.last !== null;
+  }
+
+  utilization(): number {
+    // Scrapes closer together than this reuse the last figure (jiffies are 10 ms).
+    if (Date.now() - this.lastAt < 100) return this.value;
+    const now = readCpuTimes();
+    if (now === null || this.last === null) return this.value;
+    const dTotal = now.total - this.last.total;
+    const dBusy = now.busy - this.last.busy;
+    if (dTotal > 0) this.value = Math.min(1, Math.max(0, dBusy / dTotal));
+    this.last = now;
+    this.lastAt = Date.now();
+    return this.value;
+  }
+}
+
+function readMeminfo(): { total: number; available: number } {
+  let text = '';
+  try {
+    text = fs.readFileSync('/proc/meminfo', 'utf8');
+  } catch {
+    return { total: 0, available: 0 };
+  }
+  const kb = (key: string): number => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text);
+    return m ? Number(m[1]) * 1024 : 0;
+  };
+  const total = kb('MemTotal');
+  const available = kb('MemAvailable') || kb('MemFree');
+  return { total, available: Math.min(total, available) };
 }

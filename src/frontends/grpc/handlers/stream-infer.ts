@@ -57,11 +57,9 @@ export function modelStreamInfer(ctx: GrpcContext, call: ServerDuplexStream<Mode
     if (done) return;
     let decoded;
     let batching: boolean;
-    let decoupled: boolean;
     try {
       const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
       batching = handle.maxBatchSize > 0;
-      decoupled = handle.decoupled;
       decoded = decodeInferRequest(msg);
     } catch (err) {
       fail(asTritonError(err), { id: msg.id, modelName: msg.modelName, modelVersion: msg.modelVersion }, true);
@@ -77,9 +75,9 @@ export function modelStreamInfer(ctx: GrpcContext, call: ServerDuplexStream<Mode
         response.release?.();
         return;
       }
-      // A decoupled model ends a request with a payload-less final response; the client sees it
-      // only if it asked to.
-      const emptyFinal = response.final && response.error === undefined && response.outputs.length === 0 && decoupled;
+      // A decoupled model may end a request with the FINAL flag alone; the client sees it only
+      // if it asked to.
+      const emptyFinal = response.flagsOnly === true;
       if (emptyFinal && !enableEmptyFinal) response.release?.();
       else deliver(response, plan, batching);
       if (response.final) endIfIdle();

@@ -102,7 +102,7 @@ function run(ctx: HttpContext, res: ServerResponse, handle: ModelHandle, request
       sendError(res, response.error);
       return;
     }
-    const { text, error } = render(response, handle.decoupled);
+    const { text, error } = render(response);
     if (count++ === 0) status = error === undefined ? 200 : httpStatusOf(error.code);
     if (response.final) {
       finished = true;
@@ -125,11 +125,10 @@ function run(ctx: HttpContext, res: ServerResponse, handle: ModelHandle, request
  * The JSON text of one response (undefined for a decoupled model's flags-only FINAL, which
  * carries nothing to show), and the error it stands for, if any.
  */
-function render(response: InferResponse, decoupled: boolean): { text?: string; error?: TritonError } {
+function render(response: InferResponse): { text?: string; error?: TritonError } {
   try {
     if (response.error !== undefined) return { text: errorJson(response.error.message), error: response.error };
-    const flagsOnly = decoupled && response.final && response.outputs.length === 0 && response.parameters === undefined;
-    if (flagsOnly) return {};
+    if (response.flagsOnly === true) return {};
     return { text: renderGenerateResponse(response) };
   } catch (err) {
     const e = asTritonError(err);
