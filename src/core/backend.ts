@@ -24,6 +24,10 @@ export interface ModelVersionContext {
 export interface BackendInstance extends ExecutionInstance {
   readonly kind: 'CPU' | 'GPU' | 'MODEL';
   readonly deviceId: number;
+  /** Why the instance is not ready ('' when it is). */
+  readonly reason?: string;
+  /** Supervision stopped restarting it: it will never serve again. */
+  readonly gaveUp?: boolean;
 }
 
 export interface LoadedModel {

@@ -15,7 +15,7 @@ import { modelConfigToJson } from '../config/json.js';
 import { inferBackend, normalizeModelConfig } from '../config/normalize.js';
 import { parseModelConfigText } from '../config/parse.js';
 import { validateModelConfig } from '../config/validate.js';
-import { Errors } from '../errors.js';
+import { ErrorCode, Errors, TritonError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { scanRepositories, type ModelSource } from '../repository/scan.js';
 import type { RepositoryIndexEntry } from '../server-core.js';
@@ -146,7 +146,7 @@ export class ModelManager {
     ve.state = 'UNAVAILABLE';
     ve.reason = instanceReasons(instances);
     this.o.logger.error(`model '${name}' version ${version} is unavailable: ${ve.reason}`);
-    mv.scheduler.stop();
+    mv.scheduler.stop(new TritonError(ErrorCode.UNAVAILABLE, `model '${name}' version ${version} is unavailable: ${ve.reason}`, 'BACKEND'));
   }
 
   /** config.pbtxt (or an empty config) → normalised, validated config. */
@@ -284,18 +284,15 @@ export class ModelManager {
   }
 }
 
-/** Instances may say why they are down (Python stubs: death cause, restart failures). */
-type WithReason = BackendInstance & { reason?: string; gaveUp?: boolean };
-
 function gaveUp(i: BackendInstance): boolean {
-  return (i as WithReason).gaveUp === true;
+  return i.gaveUp === true;
 }
 
 /** `instance '<name>': <reason>` for every instance that is not ready, joined. */
 function instanceReasons(instances: readonly BackendInstance[]): string {
   return instances
     .filter((i) => !i.isReady())
-    .map((i) => `instance '${i.name}': ${(i as WithReason).reason || 'not ready'}`)
+    .map((i) => `instance '${i.name}': ${i.reason || 'not ready'}`)
     .join('; ');
 }
 

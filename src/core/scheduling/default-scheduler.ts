@@ -7,7 +7,7 @@
  * No timers: dispatch happens synchronously on enqueue (when an instance is idle) and when an
  * execution finishes or `kick()` reports an instance became ready.
  */
-import { asTritonError, Errors } from '../errors.js';
+import { asTritonError, Errors, type TritonError } from '../errors.js';
 import { Ring } from './queue.js';
 import type { ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest, Scheduler } from './types.js';
 
@@ -44,10 +44,10 @@ export class DefaultScheduler implements Scheduler {
     this.pump();
   }
 
-  stop(): void {
+  stop(error: TritonError = Errors.schedulerStopped()): void {
     if (this.stopped) return;
     this.stopped = true;
-    for (const req of this.queue.drain()) if (!req.done) req.fail(Errors.schedulerStopped());
+    for (const req of this.queue.drain()) if (!req.done) req.fail(error);
   }
 
   private idleInstance(): number {

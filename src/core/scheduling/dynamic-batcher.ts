@@ -228,7 +228,7 @@ export class DynamicBatcher implements Scheduler {
     this.pump();
   }
 
-  stop(): void {
+  stop(error: TritonError = Errors.schedulerStopped()): void {
     if (this.stopped) return;
     this.stopped = true;
     this.clearTimer();
@@ -239,7 +239,7 @@ export class DynamicBatcher implements Scheduler {
     const left = this.queue.drainLive();
     this.queuedRows = 0;
     this.rejectDeadline = Infinity;
-    for (const e of left) if (!e.req.done) e.req.fail(Errors.schedulerStopped());
+    for (const e of left) if (!e.req.done) e.req.fail(error);
   }
 
   // ───────────────────────────────────────────────────────────────────────────────────────────

@@ -70,8 +70,11 @@ export interface Scheduler {
   pendingCount(): number;
   /** Instances changed readiness (a restart finished): try to dispatch again. */
   kick(): void;
-  /** Stops accepting; queued requests fail with the scheduler-stopped error. */
-  stop(): void;
+  /**
+   * Stops accepting; queued requests fail with `error` (default: Triton's scheduler-stopped
+   * error, the shutdown case).
+   */
+  stop(error?: TritonError): void;
 }
 
 /** Called once per execution so statistics and metrics can account it. */
