@@ -100,11 +100,11 @@ describe('ModelStats', () => {
     for (const id of ['a', 'b']) {
       const r = req(id, 0n, big);
       finish(r);
-      s.recordSuccess(r, big + 1n);
+      s.recordSuccess(r, 2n * big + 5n);
       s.recordExecution([r], exec(big, big, 1n, 1n), 1);
     }
     const i = s.snapshot('m', '1').inference_stats;
-    expect(i.success.ns).toBe(2n * (big + 1n));
+    expect(i.success.ns).toBe(2n * (2n * big + 5n));
     expect(i.queue.ns).toBe(2n * big);
     expect(i.compute_input.ns).toBe(2n * big);
     expect(i.success.ns > BigInt(Number.MAX_SAFE_INTEGER)).toBe(true);
@@ -118,6 +118,36 @@ describe('ModelStats', () => {
     s.recordExecution([r], { startNs: 10n, inputEndNs: 5n, inferEndNs: 20n, endNs: 15n }, 1);
     const i = s.snapshot('m', '1').inference_stats;
     expect([i.success.ns, i.queue.ns, i.compute_input.ns, i.compute_infer.ns, i.compute_output.ns]).toEqual([0n, 0n, 0n, 15n, 0n]);
+  });
+
+  it("ends a request no earlier than its execution, as Triton's release does", () => {
+    const calls: bigint[] = [];
+    const listener: StatsListener = {
+      onSuccess: (_n, ns) => calls.push(ns),
+      onCompute: (_a, _b, _c, extra) => calls.push(extra),
+      onFailure: () => {},
+      onExecution: () => {},
+    };
+    const s = new ModelStats(listener);
+    // Two requests of one batch: responses at 900 and 950, the execution ends at 1000.
+    const a = req('a', 0n, 100n);
+    const b = req('b', 0n, 100n);
+    finish(a);
+    s.recordSuccess(a, 900n);
+    finish(b);
+    s.recordSuccess(b, 950n);
+    s.recordExecution([a, b], exec(100n, 100n, 700n, 100n), 2);
+    const i = s.snapshot('m', '1').inference_stats;
+    expect(i.success.ns).toBe(2000n);
+    // request = queue + compute for both: perf_analyzer's overhead is 0, never negative.
+    expect(i.success.ns).toBe(i.queue.ns + i.compute_input.ns + i.compute_infer.ns + i.compute_output.ns);
+    expect(calls).toEqual([900n, 950n, 100n, 50n]);
+    // Executed first (decoupled / ordered), answered later: nothing to add.
+    const c = req('c', 0n, 100n);
+    s.recordExecution([c], exec(100n, 100n, 700n, 100n), 1);
+    finish(c);
+    s.recordSuccess(c, 1500n);
+    expect(s.snapshot('m', '1').inference_stats.success.ns).toBe(3500n);
   });
 
   it('feeds its listener the same increments', () => {
