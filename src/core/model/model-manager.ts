@@ -193,7 +193,7 @@ export class ModelManager {
       gpus: this.o.gpus,
       defaultMaxBatchSize: this.o.defaultMaxBatchSize,
     });
-    validateModelConfig(config, file);
+    validateModelConfig(config, file, { gpus: this.o.gpus, modelName: source.name });
     return config;
   }
 
