@@ -260,14 +260,26 @@ export class StubInstance implements BackendInstance {
     this.batch = undefined;
     const inferEndNs = process.hrtime.bigint();
     const batchError = m.err !== undefined ? new TritonError(ErrorCode.INTERNAL, m.err, 'BACKEND') : undefined;
-    batch.rids.forEach((rid, i) => {
+    // The instance is free as soon as the stub answered: resolve first, so the scheduler's
+    // continuation (a microtask) sends the next batch to the stub, and write this batch's
+    // responses to the clients afterwards (setImmediate), while the stub already works.
+    // Requests stay in `live` until then, so a stub death in between still fails them
+    // instead of reading the dead region.
+    batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
+    setImmediate(() => this.settle(channel, batch.rids, m.resps, batchError));
+  }
+
+  /** Answers the requests of a finished batch from its `exec_done`. */
+  private settle(channel: StubChannel, rids: number[], resps: Array<RespWire | null> | undefined, batchError: TritonError | undefined): void {
+    if (channel !== this.channel) return;
+    rids.forEach((rid, i) => {
       const live = this.live.get(rid);
       if (!live) return;
       if (batchError) {
         this.finish(channel, rid, undefined, batchError);
         return;
       }
-      const resp = m.resps?.[i] ?? null;
+      const resp = resps?.[i] ?? null;
       if (resp) {
         this.finish(channel, rid, resp);
       } else if (!this.o.decoupled && !live.pr.done && live.held === undefined) {
@@ -279,7 +291,6 @@ export class StubInstance implements BackendInstance {
         // A sender response is waiting for its FINAL flag; keep the inputs until then.
       }
     });
-    batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
   }
 
   private onSend(channel: StubChannel, m: { rid: number; flags: number; resp: RespWire | null }): void {
