@@ -95,6 +95,9 @@ function makeRepo() {
   return repo;
 }
 
+/** Extra server flags, e.g. --server-arg=--backend-config=onnxruntime,run-in=main */
+const EXTRA_SERVER_ARGS = process.argv.filter((a) => a.startsWith('--server-arg=')).map((a) => a.slice('--server-arg='.length));
+
 async function startServer(repo) {
   const args = [
     path.join(ROOT, 'bin', 'tritium.js'),
@@ -105,6 +108,7 @@ async function startServer(repo) {
     '--http-address=127.0.0.1',
     '--grpc-address=127.0.0.1',
     `--backend-config=python,python-executable=${PYTHON}`,
+    ...EXTRA_SERVER_ARGS,
   ];
   const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
