@@ -47,7 +47,7 @@ const instance = new StubInstance({
   stubTimeoutSeconds: 30,
   logVerbose: 0,
   logger,
-  hooks: { onReadinessChange() {}, onRestart() {} },
+  hooks: { onReadinessChange() {}, onRestart() {}, warmup: async () => {} },
 });
 await instance.start();
 

@@ -59,4 +59,6 @@ export interface InstanceHooks {
   onReadinessChange(instance: BackendInstance, ready: boolean): void;
   /** A stub was restarted (metrics). */
   onRestart(instance: BackendInstance): void;
+  /** Runs the model's warmup samples on a restarted instance before it takes traffic. */
+  warmup(instance: BackendInstance): Promise<void>;
 }

@@ -5,11 +5,12 @@
  * times; batch_size 0 skips a sample. A failing sample fails the load and the reason names the
  * sample and the cause. The probe model (test/models/b3_warmup) logs what each execute() got.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
-import { writeVariant } from './b3-helpers.js';
+import { waitFor, writeVariant } from './b3-helpers.js';
 
 interface Logged {
   n: number;
@@ -135,6 +136,27 @@ describe('warmup samples', () => {
     expect(res.status).toBe(200);
     const after = readLog('b3_warmup', 'b3_warmup_0_0').length + readLog('b3_warmup', 'b3_warmup_0_1').length;
     expect(after).toBe(before + 1);
+  });
+});
+
+describe('warmup after a stub restart', () => {
+  it('warms a restarted stub again before it takes traffic', async () => {
+    const instance = 'b3_warmup_0_0';
+    const before = readLog('b3_warmup', instance).length;
+    // The stub's initialize args carry its instance name; find its process among the server's children.
+    const stubs = execFileSync('pgrep', ['-f', '-P', String(server.proc.pid), 'b3_warmup/1/model.py'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+    const target = stubs.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`\0${instance}\0`));
+    expect(target, `stub of ${instance} among ${stubs.join(',')}`).toBeDefined();
+    process.kill(target!, 'SIGKILL');
+    await waitFor('the instance to be warmed again', () => readLog('b3_warmup', instance).length >= before + 5, 30_000, 50);
+    const again = readLog('b3_warmup', instance).slice(before);
+    // The same samples as at load: zeros (2), random ×3 (1 each), files (3).
+    expect(again.slice(0, 5).map((e) => e.n)).toEqual([2, 1, 1, 1, 3]);
+    expect(again[0]!.requests[0]!.id).toMatch(/^warmup_/);
+    await waitFor('the model to be ready again', async () => (await fetch(`${server.http}/v2/models/b3_warmup/ready`)).status === 200, 30_000, 50);
   });
 });
 

@@ -18,7 +18,7 @@ let repo: string;
 let weights: MlpWeights;
 let loaded: LoadedModel;
 
-const hooks = { onReadinessChange() {}, onRestart() {} };
+const hooks = { onReadinessChange() {}, onRestart() {}, warmup: async () => {} };
 
 beforeAll(async () => {
   models = makeModels();

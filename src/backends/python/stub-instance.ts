@@ -44,7 +44,8 @@ export interface StubInstanceOptions {
   maxRestarts?: number;
 }
 
-type State = 'starting' | 'ready' | 'restarting' | 'failed' | 'stopping' | 'stopped';
+/** `warming`: initialised, running warmup samples; executes allowed, not ready for traffic. */
+type State = 'starting' | 'warming' | 'ready' | 'restarting' | 'failed' | 'stopping' | 'stopped';
 
 interface RespWire {
   outs?: TensorDescriptor[];
@@ -104,6 +105,8 @@ export class StubInstance implements BackendInstance {
   /** First start: rejects with the load error (initialize exception, spawn failure). */
   async start(): Promise<void> {
     await this.launch();
+    // The model manager warms a new model up before it reports READY.
+    this.markReady();
   }
 
   private async launch(): Promise<void> {
@@ -147,6 +150,10 @@ export class StubInstance implements BackendInstance {
     if (reply.t === 'init_err') {
       throw new TritonError(ErrorCode.INTERNAL, String(reply.msg));
     }
+    this.state = 'warming';
+  }
+
+  private markReady(): void {
     this.state = 'ready';
     this.reason = '';
     this.deathCause = '';
@@ -204,7 +211,7 @@ export class StubInstance implements BackendInstance {
   async execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
     const startNs = process.hrtime.bigint();
     const channel = this.channel;
-    if (this.state !== 'ready' || !channel) {
+    if ((this.state !== 'ready' && this.state !== 'warming') || !channel) {
       const err = Errors.stubUnhealthy(this.name, this.reason);
       for (const pr of batch) pr.fail(err);
       const t = process.hrtime.bigint();
@@ -463,7 +470,13 @@ export class StubInstance implements BackendInstance {
       this.restartTimer = undefined;
       if (this.state !== 'restarting') return;
       this.restarts++;
-      this.launch().then(
+      this.launch()
+        .then(async () => {
+          // A restarted stub runs the model's warmup samples before it takes traffic again.
+          await this.o.hooks.warmup(this);
+          this.markReady();
+        })
+        .then(
         () => {
           this.o.hooks.onRestart(this);
           this.o.hooks.onReadinessChange(this, true);

@@ -99,20 +99,15 @@ export class ModelManager {
         try {
           let mv: ModelVersion | undefined;
           const hooks: InstanceHooks = {
-            onReadinessChange: () => {},
-            onRestart: (i: BackendInstance) => this.o.observer.stubRestart(source.name, i.name),
-          };
-          const loaded = await backend.load(
-            { source, version, versionDir: path.join(source.dir, String(version)), config, configJson, logger: log },
-            {
-              onReadinessChange: (i, ready) => {
-                hooks.onReadinessChange(i, ready);
-                if (ready) mv?.scheduler.kick();
-                else if (mv && ve.state === 'READY') this.checkGaveUp(source.name, version, ve, mv);
-              },
-              onRestart: hooks.onRestart,
+            onReadinessChange: (_i, ready) => {
+              if (ready) mv?.scheduler.kick();
+              else if (mv && ve.state === 'READY') this.checkGaveUp(source.name, version, ve, mv);
             },
-          );
+            onRestart: (i: BackendInstance) => this.o.observer.stubRestart(source.name, i.name),
+            warmup: (i: BackendInstance) => warmupInstance(source, config, i),
+          };
+          const versionDir = path.join(source.dir, String(version));
+          const loaded = await backend.load({ source, version, versionDir, config, configJson, logger: log }, hooks);
           try {
             for (const instance of loaded.instances) await warmupInstance(source, config, instance);
           } catch (err) {
