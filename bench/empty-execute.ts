@@ -53,22 +53,24 @@ await instance.start();
 
 const samples = new Float64Array(N);
 for (let i = 0; i < WARMUP + N; i++) {
-  let ok = false;
-  const pr = new PendingRequestImpl(
-    { modelName: 'empty', modelVersion: '1', id: '', parameters: {}, inputs: [] },
-    1,
-    '',
-    0,
-    0,
-    '1',
-    (r) => {
-      ok = r.error === undefined;
-      r.release?.();
-    },
-    () => {},
-  );
   const t0 = process.hrtime.bigint();
-  await instance.execute([pr]);
+  // The round trip ends when the response reaches the request's sink (after execute resolved).
+  const ok = await new Promise<boolean>((resolve) => {
+    const pr = new PendingRequestImpl(
+      { modelName: 'empty', modelVersion: '1', id: '', parameters: {}, inputs: [] },
+      1,
+      '',
+      0,
+      0,
+      '1',
+      (r) => {
+        r.release?.();
+        resolve(r.error === undefined);
+      },
+      () => {},
+    );
+    void instance.execute([pr]);
+  });
   const dt = Number(process.hrtime.bigint() - t0);
   if (!ok) throw new Error('empty execute failed');
   if (i >= WARMUP) samples[i - WARMUP] = dt;
