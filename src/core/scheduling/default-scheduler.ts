@@ -7,14 +7,13 @@
  * No timers: dispatch happens synchronously on enqueue (when an instance is idle) and when an
  * execution finishes or `kick()` reports an instance became ready.
  */
-import { asTritonError, Errors, type TritonError } from '../errors.js';
+import { Errors, type TritonError } from '../errors.js';
+import { InstancePool } from './instance-pool.js';
 import { Ring } from './queue.js';
-import type { ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest, Scheduler } from './types.js';
+import type { ExecutionInstance, ExecutionObserver, PendingRequest, Scheduler } from './types.js';
 
 export class DefaultScheduler implements Scheduler {
-  private readonly instances: ExecutionInstance[];
-  private readonly observer: ExecutionObserver;
-  private readonly busy: boolean[];
+  private readonly pool: InstancePool;
   private readonly queue = new Ring<PendingRequest>();
   private stopped = false;
   // Re-entrancy guard: execute() or a failing request's sink may call back into enqueue().
@@ -22,9 +21,7 @@ export class DefaultScheduler implements Scheduler {
   private repump = false;
 
   constructor(instances: ExecutionInstance[], observer: ExecutionObserver) {
-    this.instances = instances.slice();
-    this.observer = observer;
-    this.busy = instances.map(() => false);
+    this.pool = new InstancePool(instances, observer, () => this.pump());
   }
 
   enqueue(request: PendingRequest): void {
@@ -50,13 +47,6 @@ export class DefaultScheduler implements Scheduler {
     for (const req of this.queue.drain()) if (!req.done) req.fail(error);
   }
 
-  private idleInstance(): number {
-    for (let i = 0; i < this.instances.length; i++) {
-      if (!this.busy[i] && this.instances[i]!.isReady()) return i;
-    }
-    return -1;
-  }
-
   private pump(): void {
     if (this.pumping) {
       this.repump = true;
@@ -67,7 +57,7 @@ export class DefaultScheduler implements Scheduler {
       do {
         this.repump = false;
         while (!this.stopped && this.queue.length > 0) {
-          const idx = this.idleInstance();
+          const idx = this.pool.idleReady();
           if (idx < 0) break;
           const req = this.queue.shift()!;
           if (req.done) continue;
@@ -85,30 +75,7 @@ export class DefaultScheduler implements Scheduler {
 
   private dispatch(idx: number, req: PendingRequest): void {
     req.queueEndNs = process.hrtime.bigint();
-    this.busy[idx] = true;
     const batch = [req];
-    let run: Promise<ExecutionTimes>;
-    try {
-      run = this.instances[idx]!.execute(batch);
-    } catch (err) {
-      run = Promise.reject(err);
-    }
-    run.then(
-      (times) => {
-        this.busy[idx] = false;
-        try {
-          this.observer(batch, times, Math.max(1, req.batchSize));
-        } catch {
-          // Accounting must never stall the queue.
-        }
-        this.pump();
-      },
-      (err: unknown) => {
-        // execute() is not supposed to reject; answer the request rather than leave it hanging.
-        this.busy[idx] = false;
-        if (!req.done) req.fail(asTritonError(err));
-        this.pump();
-      },
-    );
+    this.pool.run(idx, batch, batch, Math.max(1, req.batchSize));
   }
 }

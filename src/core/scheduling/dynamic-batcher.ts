@@ -26,10 +26,11 @@
  * busy and grown until one frees up). Here a batch is formed at the moment an instance is idle,
  * which sees the same queue contents — the spec marks the rule optional.
  */
-import { asTritonError, Errors, TritonError } from '../errors.js';
+import { Errors, TritonError } from '../errors.js';
 import type { InferRequest, InferResponse } from '../inference.js';
+import { InstancePool } from './instance-pool.js';
 import { PriorityQueue, Ring, type QueueItem } from './queue.js';
-import type { ExecutionInstance, ExecutionObserver, ExecutionTimes, Nanos, PendingRequest, Scheduler } from './types.js';
+import type { ExecutionInstance, ExecutionObserver, Nanos, PendingRequest, Scheduler } from './types.js';
 
 /** `ModelQueuePolicy` of the model configuration. */
 export interface QueuePolicy {
@@ -91,10 +92,7 @@ interface LevelPolicy {
 const POLL_BELOW_MS = 1;
 
 export class DynamicBatcher implements Scheduler {
-  private readonly instances: ExecutionInstance[];
-  private readonly observer: ExecutionObserver;
-  private readonly busy: boolean[];
-  private idleCount: number;
+  private readonly pool: InstancePool;
 
   private readonly maxBatch: number;
   private readonly maxPreferred: number;
@@ -140,10 +138,7 @@ export class DynamicBatcher implements Scheduler {
   };
 
   constructor(instances: ExecutionInstance[], options: DynamicBatchingOptions, observer: ExecutionObserver) {
-    this.instances = instances.slice();
-    this.observer = observer;
-    this.busy = instances.map(() => false);
-    this.idleCount = instances.length;
+    this.pool = new InstancePool(instances, observer, () => this.pump());
 
     // A config without batching still gets sane limits: one row at a time.
     this.maxBatch = Math.max(1, Math.floor(options.maxBatchSize));
@@ -213,7 +208,7 @@ export class DynamicBatcher implements Scheduler {
       this.armTimer(deadlineMs, now);
     }
     if (
-      this.idleCount > 0 &&
+      this.pool.hasIdle &&
       (this.queuedRows >= this.wakeRows || (this.waitSig !== undefined && req.shapeSignature !== this.waitSig))
     ) {
       this.schedulePump();
@@ -278,14 +273,6 @@ export class DynamicBatcher implements Scheduler {
     }
   }
 
-  private idleInstance(): number {
-    if (this.idleCount === 0) return -1;
-    for (let i = 0; i < this.instances.length; i++) {
-      if (!this.busy[i] && this.instances[i]!.isReady()) return i;
-    }
-    return -1;
-  }
-
   private pump(): void {
     if (this.pumping) {
       this.repump = true;
@@ -303,7 +290,7 @@ export class DynamicBatcher implements Scheduler {
         let waitUntil = Infinity;
 
         while (this.queue.size > 0) {
-          const idx = this.idleInstance();
+          const idx = this.pool.idleReady();
           if (idx < 0) break;
           const n = this.form(now);
           if (n > 0) {
@@ -481,35 +468,8 @@ export class DynamicBatcher implements Scheduler {
     const t: Nanos = process.hrtime.bigint();
     for (let k = 0; k < n; k++) batch[k]!.queueEndNs = t;
 
-    this.busy[idx] = true;
-    this.idleCount--;
     const handed = this.ordering === null ? batch : batch.map((r) => this.ordering!.admit(r));
-    let run: Promise<ExecutionTimes>;
-    try {
-      run = this.instances[idx]!.execute(handed);
-    } catch (err) {
-      run = Promise.reject(err);
-    }
-    run.then(
-      (times) => {
-        this.busy[idx] = false;
-        this.idleCount++;
-        try {
-          this.observer(batch, times, rows);
-        } catch {
-          // Accounting must never stall the queue.
-        }
-        this.pump();
-      },
-      (err: unknown) => {
-        // execute() is not supposed to reject; answer the requests rather than leave them hanging.
-        this.busy[idx] = false;
-        this.idleCount++;
-        const error = asTritonError(err);
-        for (const r of handed) if (!r.done) r.fail(error);
-        this.pump();
-      },
-    );
+    this.pool.run(idx, batch, handed, rows);
   }
 }
 
