@@ -4,6 +4,7 @@
  * frontend turns its wire message into an `InferRequest`; the core validates and schedules it;
  * a backend produces `InferResponse`s that go back through the `ResponseSink` the frontend gave.
  */
+import type { CancelSignal } from './cancellation.js';
 import type { TritonError } from './errors.js';
 import type { Tensor } from './tensor.js';
 
@@ -33,7 +34,7 @@ export interface InferRequest {
   /** Requested outputs; undefined means every output of the model config. */
   outputs?: RequestedOutput[];
   /** Aborted when the client goes away (gRPC cancel, HTTP disconnect). */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 export interface InferResponse {

@@ -20,6 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, TritonError, asTritonError, httpStatusOf } from '../../../core/errors.js';
+import { CancelToken } from '../../../core/cancellation.js';
 import type { InferRequest, InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';
 import { readBody } from '../body.js';
@@ -75,8 +76,8 @@ export function handleGenerate(
 }
 
 function run(ctx: HttpContext, res: ServerResponse, handle: ModelHandle, request: InferRequest, streaming: boolean): void {
-  const abort = new AbortController();
-  request.signal = abort.signal;
+  const abort = new CancelToken();
+  request.signal = abort;
   let finished = false;
   const onClose = (): void => {
     if (!finished) abort.abort();
