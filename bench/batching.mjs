@@ -14,16 +14,15 @@
  * ratio to ideal, p50/p95 latency, average executed batch size from the statistics extension and
  * perf_analyzer's server-side breakdown), and writes the figures to bench/.out/batching/.
  *
- * Exports the helpers bench/tuning.mjs uses.
+ * Exports the helpers bench/tuning.mjs uses; the server and perf_analyzer plumbing is in bench/lib/.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
+import { perfAnalyzer, readPerfCsv, requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
+import { modelStats, ROOT, startTritium } from './lib/server.mjs';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
 const COST_MODEL = path.join(ROOT, 'test', 'models', 'b3_cost');
 
 export function arg(name, def) {
@@ -55,59 +54,6 @@ export function writeCostModel(repo, name, { fixedMs, perRowMs, dynamicBatching,
   );
 }
 
-export async function startServer(repo, extraArgs = []) {
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('run `npm run build` first');
-  const args = [
-    path.join(ROOT, 'bin', 'tritium.js'),
-    `--model-repository=${repo}`,
-    '--http-port=0',
-    '--grpc-port=0',
-    '--metrics-port=0',
-    '--http-address=127.0.0.1',
-    '--grpc-address=127.0.0.1',
-    `--backend-config=python,python-executable=${PYTHON}`,
-    ...extraArgs,
-  ];
-  const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  proc.stdout.on('data', (d) => (log += d));
-  proc.stderr.on('data', (d) => (log += d));
-  const deadline = Date.now() + 180_000;
-  while (Date.now() < deadline) {
-    const http = /Started HTTPService at [^:\s]+:(\d+)/.exec(log);
-    const grpc = /Started GRPCInferenceService at [^:\s]+:(\d+)/.exec(log);
-    const metrics = /Started Metrics Service at [^:\s]+:(\d+)/.exec(log);
-    if (http && grpc && metrics) {
-      return {
-        proc,
-        httpPort: Number(http[1]),
-        grpcPort: Number(grpc[1]),
-        log: () => log,
-        stop: () =>
-          new Promise((resolve) => {
-            if (proc.exitCode !== null) return resolve();
-            proc.once('exit', () => resolve());
-            proc.kill('SIGTERM');
-          }),
-      };
-    }
-    if (proc.exitCode !== null) throw new Error(`tritium exited during start-up:\n${log}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  proc.kill('SIGKILL');
-  throw new Error(`tritium did not start:\n${log}`);
-}
-
-/** The real perf_analyzer binary (the PyPI placeholder without one does not count). */
-export function findPerfAnalyzer() {
-  const candidates = [process.env.PERF_ANALYZER, path.join(ROOT, '.venv', 'bin', 'perf_analyzer'), 'perf_analyzer'].filter(Boolean);
-  for (const c of candidates) {
-    const r = spawnSync(c, ['--help'], { encoding: 'utf8', timeout: 10_000 });
-    if (!r.error && /concurrency-range/.test(`${r.stdout}${r.stderr}`)) return c;
-  }
-  throw new Error('no perf_analyzer binary found (set PERF_ANALYZER or install tritonclient[all] in .venv)');
-}
-
 /**
  * One perf_analyzer run at one concurrency; returns its CSV row (µs columns, p-latencies) and
  * the exact command line. Runs asynchronously so the server's log pipe keeps draining.
@@ -122,7 +68,7 @@ export function runPerfAnalyzer(bin, opts) {
   });
 }
 
-function runPerfAnalyzerOnce(bin, { server, protocol = 'http', model, concurrency, durationMs, csv, stability = 20, extra = [] }) {
+async function runPerfAnalyzerOnce(bin, { server, protocol = 'http', model, concurrency, durationMs, csv, stability = 20, extra = [] }) {
   const port = protocol === 'grpc' ? server.grpcPort : server.httpPort;
   const args = [
     '-m',
@@ -147,38 +93,20 @@ function runPerfAnalyzerOnce(bin, { server, protocol = 'http', model, concurrenc
     csv,
     ...extra,
   ];
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    p.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`perf_analyzer exited ${code}:\n${out}`));
-      const [header, row] = fs.readFileSync(csv, 'utf8').trim().split('\n');
-      const cols = header.split(',');
-      const vals = row.split(',');
-      const get = (name) => Number(vals[cols.indexOf(name)]);
-      const server = /Avg request latency: (\d+) usec \(overhead (\d+) usec \+ queue (\d+) usec \+ compute input (\d+) usec \+ compute infer (\d+) usec \+ compute output (\d+) usec\)/.exec(out);
-      resolve({
-        command: `perf_analyzer ${args.map((a) => (a === csv ? path.relative(ROOT, csv) : a)).join(' ').replace(/127\.0\.0\.1:\d+/, '127.0.0.1:<port>')}`,
-        throughput: get('Inferences/Second'),
-        p50us: get('p50 latency'),
-        p95us: get('p95 latency'),
-        p99us: get('p99 latency'),
-        server: server
-          ? { requestUs: +server[1], overheadUs: +server[2], queueUs: +server[3], inputUs: +server[4], inferUs: +server[5], outputUs: +server[6] }
-          : undefined,
-        output: out,
-      });
-    });
-    p.on('error', reject);
-  });
-}
-
-export async function modelStats(server, model) {
-  const res = await fetch(`http://127.0.0.1:${server.httpPort}/v2/models/${model}/stats`);
-  const s = (await res.json()).model_stats[0];
-  return { inferences: Number(s.inference_count), executions: Number(s.execution_count) };
+  const out = await perfAnalyzer(bin, args);
+  const get = readPerfCsv(csv);
+  const breakdown = /Avg request latency: (\d+) usec \(overhead (\d+) usec \+ queue (\d+) usec \+ compute input (\d+) usec \+ compute infer (\d+) usec \+ compute output (\d+) usec\)/.exec(out);
+  return {
+    command: `perf_analyzer ${args.map((a) => (a === csv ? path.relative(ROOT, csv) : a)).join(' ').replace(/127\.0\.0\.1:\d+/, '127.0.0.1:<port>')}`,
+    throughput: get('Inferences/Second'),
+    p50us: get('p50 latency'),
+    p95us: get('p95 latency'),
+    p99us: get('p99 latency'),
+    server: breakdown
+      ? { requestUs: +breakdown[1], overheadUs: +breakdown[2], queueUs: +breakdown[3], inputUs: +breakdown[4], inferUs: +breakdown[5], outputUs: +breakdown[6] }
+      : undefined,
+    output: out,
+  };
 }
 
 export function machine() {
@@ -212,7 +140,7 @@ async function main() {
   }));
   for (const v of variants) writeCostModel(repo, v.name, { fixedMs, perRowMs, dynamicBatching: v.block });
 
-  const pa = findPerfAnalyzer();
+  const pa = requirePerfAnalyzer();
   console.log('setup:');
   console.log(`  machine: ${machine()}; load average at start ${load()}`);
   console.log(`  model: test/models/b3_cost, execute() = ${fixedMs} ms + ${perRowMs} ms x rows (slept), max_batch_size ${mbs}, 1 CPU instance`);
@@ -220,7 +148,7 @@ async function main() {
   console.log(`  client: perf_analyzer (${path.relative(ROOT, pa)}), ${protocol}, batch 1, concurrency ${concurrency}, ${durationMs} ms windows`);
   for (const v of variants) console.log(`  ${v.name}: dynamic_batching { ${v.block} }`);
 
-  const server = await startServer(repo);
+  const server = await startTritium({ repos: repo });
   const results = [];
   try {
     for (const v of variants) {

@@ -12,30 +12,13 @@
  * A cell whose windows never agree within --stability percent is reported as "unstable" (the
  * run goes on) rather than aborting the whole table.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { ROOT, PYTHON, arg, machine, startTritium } from './grpc-common.mjs';
-
-function findPerfAnalyzer() {
-  for (const c of [process.env.PERF_ANALYZER, path.join(ROOT, '.venv', 'bin', 'perf_analyzer'), 'perf_analyzer'].filter(Boolean)) {
-    const r = spawnSync(c, ['--help'], { encoding: 'utf8', timeout: 10_000 });
-    if (!r.error && /concurrency-range/.test(`${r.stdout}${r.stderr}`)) return c;
-  }
-  throw new Error('no perf_analyzer binary found (set PERF_ANALYZER or install tritonclient[all] in .venv)');
-}
-
-function perfAnalyzer(bin, args) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`perf_analyzer exited ${code}:\n${out}`))));
-  });
-}
+import { ROOT, PYTHON, arg, machine } from './grpc-common.mjs';
+import { perfAnalyzer, readPerfCsv, requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
+import { startTritium } from './lib/server.mjs';
 
 async function main() {
   const durationMs = Number(arg('duration-ms', '3000'));
@@ -44,7 +27,7 @@ async function main() {
   const model = arg('model', 'add_sub');
   const stability = arg('stability', '25');
   const trials = arg('trials', '10');
-  const pa = findPerfAnalyzer();
+  const pa = requirePerfAnalyzer();
 
   const out = path.join(ROOT, 'bench', '.out', 'grpc-perf');
   fs.rmSync(out, { recursive: true, force: true });
@@ -57,7 +40,7 @@ async function main() {
   console.log(`  model: python_models/${model} (1 instance, no batching), Python ${PYTHON}`);
   console.log(`  client: perf_analyzer (${path.relative(ROOT, pa)}), sync, batch 1, ${durationMs} ms windows, -s ${stability} -r ${trials}`);
   console.log(`  load average before the run: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  const server = await startTritium(repo);
+  const server = await startTritium({ repos: repo });
   const rows = [];
   try {
     for (const protocol of protocols) {
@@ -75,11 +58,10 @@ async function main() {
           continue;
         }
         fs.writeFileSync(path.join(out, `${protocol}-c${c}.txt`), text);
-        const [header, row] = fs.readFileSync(csv, 'utf8').trim().split('\n');
-        const cols = Object.fromEntries(header.split(',').map((h, i) => [h, Number(row.split(',')[i])]));
+        const get = readPerfCsv(csv);
         const serverUs = Number(/Avg request latency: (\d+) usec/.exec(text)?.[1] ?? NaN);
-        rows.push({ protocol, c, thr: cols['Inferences/Second'], p50: cols['p50 latency'], p99: cols['p99 latency'], serverUs });
-        console.log(`  ${protocol} c=${c}: ${cols['Inferences/Second'].toFixed(0)} infer/s, p50 ${cols['p50 latency']} µs, p99 ${cols['p99 latency']} µs`);
+        rows.push({ protocol, c, thr: get('Inferences/Second'), p50: get('p50 latency'), p99: get('p99 latency'), serverUs });
+        console.log(`  ${protocol} c=${c}: ${get('Inferences/Second').toFixed(0)} infer/s, p50 ${get('p50 latency')} µs, p99 ${get('p99 latency')} µs`);
       }
     }
   } finally {

@@ -17,16 +17,15 @@
  * flight, JSON bodies, keep-alive). Prints the setup and a table; writes the figures as JSON
  * next to the models.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { findPerfAnalyzer, perfAnalyzer, readPerfCsv } from './lib/perf-analyzer.mjs';
+import { ensureBuilt, modelStats, PYTHON, ROOT, startTritium } from './lib/server.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'bench', '.out', 'onnx-vs-python');
-const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
 
 function arg(name, def) {
   const i = process.argv.indexOf(`--${name}`);
@@ -98,54 +97,14 @@ function makeRepo() {
 /** Extra server flags, e.g. --server-arg=--backend-config=onnxruntime,run-in=main */
 const EXTRA_SERVER_ARGS = process.argv.filter((a) => a.startsWith('--server-arg=')).map((a) => a.slice('--server-arg='.length));
 
-async function startServer(repo) {
-  const args = [
-    path.join(ROOT, 'bin', 'tritium.js'),
-    `--model-repository=${repo}`,
-    '--http-port=0',
-    '--grpc-port=0',
-    '--metrics-port=0',
-    '--http-address=127.0.0.1',
-    '--grpc-address=127.0.0.1',
-    `--backend-config=python,python-executable=${PYTHON}`,
-    ...EXTRA_SERVER_ARGS,
-  ];
-  const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  proc.stdout.on('data', (d) => (log += d));
-  proc.stderr.on('data', (d) => (log += d));
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
-    const m = /Started HTTPService at [^:\s]+:(\d+)/.exec(log);
-    if (m) return { proc, port: Number(m[1]), log: () => log };
-    if (proc.exitCode !== null) throw new Error(`tritium exited during start-up:\n${log}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  proc.kill('SIGKILL');
-  throw new Error(`tritium did not start:\n${log}`);
-}
-
-/** A real perf_analyzer binary, or undefined (the PyPI placeholder has none). */
-function findPerfAnalyzer() {
-  const candidates = [process.env.PERF_ANALYZER, path.join(ROOT, '.venv', 'bin', 'perf_analyzer'), 'perf_analyzer'].filter(Boolean);
-  for (const c of candidates) {
-    const r = spawnSync(c, ['--help'], { encoding: 'utf8', timeout: 10_000 });
-    if (!r.error && /concurrency-range/.test(`${r.stdout}${r.stderr}`)) return c;
-  }
-  return undefined;
-}
-
-function runPerfAnalyzer(bin, port, model, concurrency) {
+async function runPerfAnalyzer(bin, port, model, concurrency) {
   const csv = path.join(OUT, `${model}-c${concurrency}.csv`);
-  execFileSync(
+  await perfAnalyzer(
     bin,
     ['-m', model, '-u', `127.0.0.1:${port}`, '-i', 'http', '-b', '1', '--concurrency-range', `${concurrency}:${concurrency}`, '-p', String(durationMs), '-f', csv],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+    { echoStderr: true },
   );
-  const [header, row] = fs.readFileSync(csv, 'utf8').trim().split('\n');
-  const cols = header.split(',');
-  const vals = row.split(',');
-  const get = (name) => Number(vals[cols.indexOf(name)]);
+  const get = readPerfCsv(csv);
   return { throughput: get('Inferences/Second'), p50us: get('p50 latency'), p99us: get('p99 latency') };
 }
 
@@ -185,14 +144,8 @@ async function runBuiltin(port, model, concurrency) {
   return { throughput: lat.length / secs, p50us: pct(50), p99us: pct(99) };
 }
 
-async function stats(port, model) {
-  const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
-  const s = (await res.json()).model_stats[0];
-  return { inferences: Number(s.inference_count), executions: Number(s.execution_count) };
-}
-
 async function main() {
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('run `npm run build` first');
+  ensureBuilt();
   const repo = makeRepo();
   const perf = clientChoice === 'builtin' ? undefined : findPerfAnalyzer();
   if (clientChoice === 'perf_analyzer' && !perf) throw new Error('no perf_analyzer binary found (set PERF_ANALYZER)');
@@ -205,20 +158,20 @@ async function main() {
   console.log('  model: MLP 16→32→8 FP32 (test/onnx/make_models.py), input [1,16] per request');
   console.log('  both: max_batch_size 16, dynamic_batching (no delay), 1 CPU instance, 1 intra-op thread');
   console.log(`  client: ${client}; ${durationMs} ms per point`);
-  const server = await startServer(repo);
+  const server = await startTritium({ repos: repo, args: EXTRA_SERVER_ARGS, timeoutMs: 120_000 });
   const results = [];
   try {
     for (const model of ['mlp_native', 'mlp_python'].filter((m) => selected.includes(m))) {
       for (const c of concurrencies) {
-        const before = await stats(server.port, model);
-        const r = perf ? runPerfAnalyzer(perf, server.port, model, c) : await runBuiltin(server.port, model, c);
-        const after = await stats(server.port, model);
+        const before = await modelStats(server, model);
+        const r = perf ? await runPerfAnalyzer(perf, server.httpPort, model, c) : await runBuiltin(server.httpPort, model, c);
+        const after = await modelStats(server, model);
         const avgBatch = (after.inferences - before.inferences) / Math.max(1, after.executions - before.executions);
         results.push({ model, concurrency: c, ...r, avgBatch });
       }
     }
   } finally {
-    server.proc.kill('SIGTERM');
+    await server.stop();
   }
   console.log('\nmodel        conc   infer/s   p50 µs   p99 µs   avg batch');
   for (const r of results) {

@@ -31,13 +31,11 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { ROOT, startTritium } from './lib/server.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'bench', '.out', 'soak');
-const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
 const { ModelInferRequestSchema, ModelInferResponseSchema } = await import(path.join(ROOT, 'dist', 'generated', 'grpc_service_pb.js'));
 
 function arg(name, def) {
@@ -137,36 +135,7 @@ function writeRepo() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Server
-
-async function startServer(repo) {
-  const args = [
-    path.join(ROOT, 'bin', 'tritium.js'),
-    `--model-repository=${repo}`,
-    '--http-port=0',
-    '--grpc-port=0',
-    '--metrics-port=0',
-    '--http-address=127.0.0.1',
-    '--grpc-address=127.0.0.1',
-    `--backend-config=python,python-executable=${PYTHON}`,
-  ];
-  const proc = spawn(process.execPath, ['--inspect=127.0.0.1:0', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  proc.stdout.on('data', (d) => (log += d));
-  proc.stderr.on('data', (d) => (log += d));
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
-    const h = /Started HTTPService at [^:\s]+:(\d+)/.exec(log);
-    const g = /Started GRPCInferenceService at [^:\s]+:(\d+)/.exec(log);
-    const m = /Started Metrics Service at [^:\s]+:(\d+)/.exec(log);
-    const ws = /Debugger listening on (ws:\/\/\S+)/.exec(log);
-    if (h && g && m && ws) return { proc, log: () => log, http: Number(h[1]), grpc: Number(g[1]), metrics: Number(m[1]), inspector: ws[1] };
-    if (proc.exitCode !== null) throw new Error(`server exited:\n${log}`);
-    await sleep(50);
-  }
-  proc.kill('SIGKILL');
-  throw new Error(`server did not start:\n${log}`);
-}
+// Server (started by bench/lib/server.mjs with --inspect, for the GCs below)
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -323,7 +292,7 @@ function viaHttp(server, c) {
   const body = Buffer.from(JSON.stringify({ inputs: c.inputs.map(({ name, datatype, shape, data }) => ({ name, datatype, shape, data })) }));
   return new Promise((resolve) => {
     const req = http.request(
-      { host: '127.0.0.1', port: server.http, method: 'POST', path: `/v2/models/${c.model}/infer`, agent, headers: { 'Content-Length': body.length } },
+      { host: '127.0.0.1', port: server.httpPort, method: 'POST', path: `/v2/models/${c.model}/infer`, agent, headers: { 'Content-Length': body.length } },
       (res) => {
         const chunks = [];
         res.on('data', (d) => chunks.push(d));
@@ -377,10 +346,10 @@ function viaGrpc(c) {
 async function main() {
   fs.mkdirSync(OUT, { recursive: true });
   const repo = writeRepo();
-  const server = await startServer(repo);
+  const server = await startTritium({ repos: repo, inspect: true, timeoutMs: 120_000 });
   const pid = server.proc.pid;
   agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  grpcClient = new grpc.Client(`127.0.0.1:${server.grpc}`, grpc.credentials.createInsecure(), {
+  grpcClient = new grpc.Client(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': -1,
   });
   console.log(`soak: ${minutes} min, concurrency ${concurrency}, a stub killed every ${killEveryS} s; server pid ${pid}`);
@@ -463,7 +432,7 @@ async function main() {
   await sleep(1000);
   const end = await snapshot(server);
 
-  const metrics = await (await fetch(`http://127.0.0.1:${server.metrics}/metrics`)).text();
+  const metrics = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
   const restarts = {};
   for (const line of metrics.split('\n')) {
     const m = /^tritium_stub_restarts_total\{.*instance="([^"]+)".*\} (\d+)/.exec(line);
@@ -471,8 +440,7 @@ async function main() {
   }
   grpcClient.close();
   agent.destroy();
-  server.proc.kill('SIGTERM');
-  const code = await new Promise((r) => server.proc.once('exit', (c) => r(c)));
+  const { code } = await server.stop();
   const leftover = fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`tritium_${pid}_`));
 
   const lat = stats.latencyMs.sort((a, b) => a - b);

@@ -19,7 +19,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import grpc from '@grpc/grpc-js';
-import { ROOT, arg, machine, startTritium } from './grpc-common.mjs';
+import { ROOT, arg, machine } from './grpc-common.mjs';
+import { startTritium } from './lib/server.mjs';
 
 const pb = await import(path.join(ROOT, 'dist', 'generated', 'grpc_service_pb.js'));
 
@@ -148,7 +149,7 @@ async function main() {
   console.log(`  model: python_models/square_int32 (decoupled, 1 instance): IN = ${n} -> ${n} responses from a worker thread, then a flags-only FINAL`);
   console.log(`  clients: @grpc/grpc-js ModelStreamInfer (one stream) and node:http generate_stream (one keep-alive connection)`);
   console.log(`  ${requests} requests one after another per transport, after ${warmup} warm-up requests; times in µs on the client`);
-  const server = await startTritium(repo);
+  const server = await startTritium({ repos: repo });
   const results = [];
   try {
     await grpcRuns(server.grpcPort, n, warmup);

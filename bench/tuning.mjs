@@ -17,7 +17,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { arg, findPerfAnalyzer, load, machine, modelStats, ROOT, runPerfAnalyzer, startServer, writeCostModel } from './batching.mjs';
+import { arg, load, machine, runPerfAnalyzer, writeCostModel } from './batching.mjs';
+import { requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
+import { modelStats, ROOT, startTritium } from './lib/server.mjs';
 
 async function main() {
   const durationMs = Number(arg('duration-ms', '3000'));
@@ -38,14 +40,14 @@ async function main() {
   ];
   for (const v of variants) writeCostModel(repo, v.name, { fixedMs, perRowMs, dynamicBatching: v.dynamicBatching, instances: v.instances });
 
-  const pa = findPerfAnalyzer();
+  const pa = requirePerfAnalyzer();
   console.log('setup:');
   console.log(`  machine: ${machine()}; load average at start ${load()}`);
   console.log(`  model: test/models/b3_cost, execute() = ${fixedMs} ms + ${perRowMs} ms x rows (slept), max_batch_size 16`);
   console.log(`  client: perf_analyzer (${path.relative(ROOT, pa)}), ${protocol}, batch 1, ${durationMs} ms windows`);
   for (const v of variants) console.log(`  ${v.name}: ${v.label}`);
 
-  const server = await startServer(repo);
+  const server = await startTritium({ repos: repo });
   const results = [];
   try {
     for (const v of variants) {

@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pythonAsync, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { pythonAsync, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { repoWithTwins, tempDir, waitForJson } from './d4-helpers.js';
 
 let server: Tritium;
@@ -20,11 +20,7 @@ beforeAll(async () => {
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
-afterAll(async () => {
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
-});
+afterAll(() => stopAndExpectNoShm(server));
 
 /**
  * Runs a streaming script. Prelude: client `c` with a started stream whose items land in `q`

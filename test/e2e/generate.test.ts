@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { repoWithTwins, tempDir, waitForJson } from './d4-helpers.js';
 
 let server: Tritium;
@@ -19,11 +19,7 @@ beforeAll(async () => {
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
-afterAll(async () => {
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
-});
+afterAll(() => stopAndExpectNoShm(server));
 
 interface Reply {
   status: number;

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pythonAsync, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { pythonAsync, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { repoWithTwins, tempDir, waitForJson } from './d4-helpers.js';
 
 let server: Tritium;
@@ -22,11 +22,7 @@ beforeAll(async () => {
   url = `127.0.0.1:${server.grpcPort}`;
 }, 120_000);
 
-afterAll(async () => {
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
-});
+afterAll(() => stopAndExpectNoShm(server));
 
 /** Runs a tritonclient.grpc script (prelude: client `c`, `err()`, numpy); returns its JSON. */
 async function run(body: string): Promise<any> {

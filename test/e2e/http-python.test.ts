@@ -5,7 +5,7 @@
  * return-value and exception texts of Triton's Python backend, and start-up failures.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 
@@ -26,11 +26,7 @@ beforeAll(async () => {
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
-afterAll(async () => {
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
-});
+afterAll(() => stopAndExpectNoShm(server));
 
 describe('health and metadata', () => {
   it('answers live and ready with 200 and an empty body', async () => {

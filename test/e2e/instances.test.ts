@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { inferJson, writeVariant } from './b3-helpers.js';
 
 const IO = `backend: "python"
@@ -71,11 +71,7 @@ describe('on a host without GPUs', () => {
     server = await startTritium({ repos: [repo], args: ['--exit-on-error=false'], env: { TRITIUM_GPUS: '' } });
   }, 120_000);
 
-  afterAll(async () => {
-    const pid = server?.proc.pid;
-    await server?.stop();
-    expect(shmFilesOf(pid)).toEqual([]);
-  });
+  afterAll(() => stopAndExpectNoShm(server));
 
   it('runs three KIND_CPU stubs in parallel: three 1 s requests take about one', async () => {
     const t0 = performance.now();
@@ -176,11 +172,7 @@ describe('with GPUs (faked: TRITIUM_GPUS=0,1)', () => {
     server = await startTritium({ repos: [repo], env: { TRITIUM_GPUS: '0,1' } });
   }, 120_000);
 
-  afterAll(async () => {
-    const pid = server?.proc.pid;
-    await server?.stop();
-    expect(shmFilesOf(pid)).toEqual([]);
-  });
+  afterAll(() => stopAndExpectNoShm(server));
 
   it('creates count instances per GPU, same name, device id = GPU ordinal', async () => {
     const served = await fanOut(server, 'b3_gpu', 2, 0.5);

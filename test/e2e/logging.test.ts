@@ -6,7 +6,7 @@
  * Model: test/models/h6_logger (one tagged line per channel in initialize and execute).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const LABEL = 'h6_logger/h6_logger_0_0';
 let quiet: Tritium;
@@ -43,11 +43,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const t of [quiet, verbose]) {
-    const pid = t?.proc.pid;
-    await t?.stop();
-    expect(shmFilesOf(pid)).toEqual([]);
-  }
+  for (const t of [quiet, verbose]) await stopAndExpectNoShm(t);
 });
 
 describe('pb_utils.Logger', () => {

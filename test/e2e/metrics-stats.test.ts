@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { inferJson, markPath, metricValue, scrape, waitFor, waitForMark, writeVariant } from './b3-helpers.js';
 
 const CONFIG = `backend: "python"
@@ -73,9 +73,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   fs.rmSync(release, { force: true });
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
+  await stopAndExpectNoShm(server);
 });
 
 interface Duration {

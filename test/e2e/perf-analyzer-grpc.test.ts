@@ -4,14 +4,12 @@
  * statistics extension) and `-i grpc --streaming` on the decoupled square example
  * (ModelStreamInfer, several responses per request), both without errors.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { perfAnalyzer } from '../helpers/perf-analyzer.js';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { tempDir } from './d4-helpers.js';
-
-const PERF_ANALYZER = path.join(ROOT, '.venv', 'bin', 'perf_analyzer');
 
 let server: Tritium;
 let tmp: string;
@@ -22,25 +20,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
+  await stopAndExpectNoShm(server);
   fs.rmSync(tmp, { recursive: true, force: true });
 });
-
-function perfAnalyzer(args: string[], timeoutMs = 50_000): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(PERF_ANALYZER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
 
 // Loose stability (-s 100, up to 10 windows): this checks the protocol, not the figures, on a loaded box.
 const common = () => ['-u', `127.0.0.1:${server.grpcPort}`, '-i', 'grpc', '-p', '1000', '-s', '100', '-r', '10'];

@@ -4,15 +4,13 @@
  * concurrency 1 to 16 without errors, the server-side breakdown it derives from the statistics
  * extension printed for every level, and its CSV with the server columns.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, ROOT, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { perfAnalyzer } from '../helpers/perf-analyzer.js';
+import { makeRepo, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { writeVariant } from './b3-helpers.js';
-
-const PERF_ANALYZER = path.join(ROOT, '.venv', 'bin', 'perf_analyzer');
 
 let server: Tritium;
 let tmp: string;
@@ -30,25 +28,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
+  await stopAndExpectNoShm(server);
   fs.rmSync(tmp, { recursive: true, force: true });
 });
-
-function perfAnalyzer(args: string[], timeoutMs = 50_000): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(PERF_ANALYZER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
 
 describe('perf_analyzer over HTTP', () => {
   it('profiles a batching model at concurrency 1–16 with the server-side breakdown', async () => {

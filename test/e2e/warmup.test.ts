@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { waitFor, writeVariant } from './b3-helpers.js';
 
 interface Logged {
@@ -64,11 +64,7 @@ beforeAll(async () => {
   server = await startTritium({ repos: [repo], args: ['--exit-on-error=false'] });
 }, 120_000);
 
-afterAll(async () => {
-  const pid = server?.proc.pid;
-  await server?.stop();
-  expect(shmFilesOf(pid)).toEqual([]);
-});
+afterAll(() => stopAndExpectNoShm(server));
 
 describe('warmup samples', () => {
   it('warms every instance with each sample before the model is ready', async () => {

@@ -2,12 +2,14 @@
  * Test helper: starts the real `tritium` CLI (compiled dist/, built by `npm test` or
  * `npm run build`) as a child process on ephemeral loopback ports, waits for its start-up log
  * lines, and stops it with a signal. Ports come from the log lines, as Triton harnesses do.
+ * The benchmarks' plain-ESM counterpart is bench/lib/server.mjs: keep the two aligned.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
@@ -128,6 +130,17 @@ function resolveModel(name: string): string {
 export function shmFilesOf(pid: number | undefined): string[] {
   if (pid === undefined) return [];
   return fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`tritium_${pid}_`));
+}
+
+/**
+ * The usual afterAll teardown: stops the server (if it started) with SIGTERM and expects its
+ * pid to have left no `/dev/shm` entries behind. Resolves with the exit code/signal.
+ */
+export async function stopAndExpectNoShm(t: Tritium | undefined): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
+  const pid = t?.proc.pid;
+  const exit = await t?.stop();
+  expect(shmFilesOf(pid)).toEqual([]);
+  return exit;
 }
 
 /** Runs a Python snippet with the test venv; returns stdout (throws with stderr on failure). */
