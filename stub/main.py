@@ -19,6 +19,14 @@ def _ignore_signal(signum, frame):
     pass
 
 
+def _importable(module):
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
 def main():
     stub_dir = os.path.dirname(os.path.realpath(__file__))
     # Python put this script's directory first on sys.path; Triton's interpreter has no such
@@ -46,6 +54,15 @@ def main():
     # and the shim dir comes last so model files win over ours.
     version_dir = os.path.dirname(model_file)
     sys.path += [version_dir, os.path.dirname(version_dir), stub_dir]
+
+    missing = [m for m in ("numpy", "msgpack") if not _importable(m)]
+    if missing:
+        # Said once, plainly, instead of a traceback from deep inside the stub.
+        sys.stderr.write(
+            f"tritium's Python stub needs {' and '.join(missing)} in the interpreter that runs it "
+            f"({sys.executable}, Python {sys.version.split()[0]}). Install with: "
+            f"{sys.executable} -m pip install numpy msgpack\n")
+        return 3
 
     from tritium_stub.runtime import run
     return run(model_file, region, int(growth), int(parent_pid), name, mode, int(log_verbose))

@@ -3,6 +3,8 @@
  * bad values, and config errors that name file, line and field.
  */
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, PYTHON, ROOT, startTritium } from '../helpers/server.js';
@@ -74,6 +76,54 @@ describe('model configuration errors', () => {
     expect(completed.input.length).toBeGreaterThan(0);
     expect(bare.input).toEqual([]);
     expect(bare.output).toEqual([]);
+  });
+
+  it('runs a model in the environment EXECUTION_ENV_PATH names', async () => {
+    const repo = makeRepo(['exec_env']);
+    // A virtualenv laid out by hand around the test venv's interpreter and packages.
+    const env = path.join(repo, 'exec_env', 'env');
+    const venv = path.dirname(path.dirname(PYTHON));
+    fs.mkdirSync(path.join(env, 'bin'), { recursive: true });
+    fs.symlinkSync(PYTHON, path.join(env, 'bin', 'python'));
+    fs.copyFileSync(path.join(venv, 'pyvenv.cfg'), path.join(env, 'pyvenv.cfg'));
+    fs.symlinkSync(path.join(venv, 'lib'), path.join(env, 'lib'));
+    const s = await startTritium({ repos: [repo] });
+    try {
+      const res = await fetch(`${s.http}/v2/models/exec_env/infer`, {
+        method: 'POST',
+        body: JSON.stringify({ inputs: [{ name: 'IN', shape: [1], datatype: 'FP32', data: [0] }] }),
+      });
+      expect(res.status).toBe(200);
+      const info = JSON.parse((await res.json()).outputs[0].data[0]);
+      expect(fs.realpathSync(info.virtual_env)).toBe(fs.realpathSync(env));
+      expect(fs.realpathSync(info.path0)).toBe(fs.realpathSync(path.join(env, 'bin')));
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('refuses an EXECUTION_ENV_PATH that leaves the model directory', async () => {
+    const repo = makeRepo(['exec_env']);
+    const cfg = path.join(repo, 'exec_env', 'config.pbtxt');
+    fs.writeFileSync(cfg, fs.readFileSync(cfg, 'utf8').replace('$$TRITON_MODEL_DIRECTORY/env', '$$TRITON_MODEL_DIRECTORY/../../etc'));
+    const s = await startTritium({ repos: [repo], expectFailure: true });
+    const { code } = await s.exited;
+    expect(code).not.toBe(0);
+    expect(s.log()).toContain('points outside the model directory');
+  });
+
+  it('says what to install when the interpreter lacks numpy or msgpack', async () => {
+    const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-bare-venv-'));
+    spawnSync(PYTHON, ['-m', 'venv', '--without-pip', bare], { encoding: 'utf8' });
+    const s = await startTritium({
+      repos: [makeRepo(['add_sub'])],
+      args: [`--backend-config=python,python-executable=${path.join(bare, 'bin', 'python')}`],
+      expectFailure: true,
+    });
+    const { code } = await s.exited;
+    expect(code).not.toBe(0);
+    expect(s.log()).toMatch(/failed to load 'add_sub'.*is not healthy\. The stub exited with code 3\.\n.*needs numpy and msgpack/);
+    expect(s.log()).toContain('-m pip install numpy msgpack');
   });
 
   it('reports a missing interpreter as a load error naming it', async () => {

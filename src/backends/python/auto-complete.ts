@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import { ErrorCode, TritonError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { StubChannel } from './ipc/channel.js';
-import { describeExit, spawnStub } from './stub-process.js';
+import { describeExit, spawnStub, stderrTail } from './stub-process.js';
 
 export interface AutoCompleteRun {
   modelName: string;
@@ -56,11 +56,14 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
       child.once('exit', (code, signal) => {
         // The answer may still sit in the ring: the stub answers, then exits at once.
         channel.drain();
-        done(() =>
-          reject(
-            new TritonError(
-              ErrorCode.INTERNAL,
-              `Stub process '${o.modelName}' is not healthy. ${describeExit({ code, signal })} (while running auto_complete_config)`,
+        void stderrTail(child).then((tail) =>
+          done(() =>
+            reject(
+              new TritonError(
+                ErrorCode.INTERNAL,
+                `Stub process '${o.modelName}' is not healthy. ${describeExit({ code, signal })} (while running auto_complete_config)` +
+                  (tail ? `\n${tail}` : ''),
+              ),
             ),
           ),
         );

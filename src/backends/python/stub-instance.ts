@@ -22,7 +22,7 @@ import type { Tensor } from '../../core/tensor.js';
 import { readParameters } from '../../core/request/parameters.js';
 import { readOutput, writeInput, type Block, type TensorDescriptor } from './codec.js';
 import { StubChannel } from './ipc/channel.js';
-import { describeExit, spawnStub, type ExitInfo } from './stub-process.js';
+import { describeExit, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
 
 export interface StubInstanceOptions {
   modelName: string;
@@ -441,7 +441,14 @@ export class StubInstance implements BackendInstance {
       this.reason = err.message;
       this.deathCause = err.message;
     }
-    if (this.waiter) this.waiter.reject(err);
+    if (this.waiter) {
+      // Died while starting (import error, missing numpy, initialize killed it): the load
+      // error carries what the stub last wrote on stderr.
+      const waiter = this.waiter;
+      void stderrTail(child).then((tail) =>
+        waiter.reject(tail ? new TritonError(err.code, `${err.message}\n${tail}`, err.reason) : err),
+      );
+    }
     if (this.state === 'stopping' || this.state === 'stopped') {
       this.state = 'stopped';
       return;

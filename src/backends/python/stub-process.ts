@@ -40,6 +40,27 @@ export function describeExit(e: ExitInfo): string {
 /** Python logging's default format, `%(levelname)s:%(name)s:%(message)s`. */
 const PY_LOGGING_LINE = /^(CRITICAL|ERROR|WARNING|INFO|DEBUG):[^:\s]*:/;
 
+/** The last stderr lines of each stub: the reason a stub that dies at start-up gives. */
+const stderrTails = new WeakMap<ChildProcess, string[]>();
+const TAIL_LINES = 5;
+
+/**
+ * What a stub wrote last on stderr, once its pipes closed (bounded wait: a process the model
+ * started may hold the pipe open). '' when it wrote nothing.
+ */
+export async function stderrTail(child: ChildProcess, waitMs = 300): Promise<string> {
+  if (child.stderr && !child.stderr.readableEnded) {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, waitMs);
+      child.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+  return (stderrTails.get(child) ?? []).join('\n');
+}
+
 /** Every stub process of this server that has not exited yet (instance and auto-complete). */
 const liveStubs = new Set<ChildProcess>();
 
@@ -74,6 +95,10 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
     const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
     rl.on('line', (line) => {
       if (!error) return o.logger.info(line, o.label);
+      const tail = stderrTails.get(child) ?? [];
+      tail.push(line);
+      if (tail.length > TAIL_LINES) tail.shift();
+      stderrTails.set(child, tail);
       // Python logging after logging.basicConfig() (which logging.warning() & co. call on their
       // own) writes `LEVEL:name:message` to stderr: keep the record's level.
       const level = PY_LOGGING_LINE.exec(line)?.[1];
