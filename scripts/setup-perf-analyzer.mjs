@@ -37,7 +37,13 @@ try {
   fs.mkdirSync(optDir, { recursive: true });
   execFileSync(python, ['-c', `import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); open(sys.argv[2],'wb').write(z.read('tritonclient-${VERSION}.data/data/bin/perf_analyzer'))`, path.join(tmp, wheel), path.join(optDir, 'perf_analyzer')]);
   fs.chmodSync(path.join(optDir, 'perf_analyzer'), 0o755);
-  execFileSync('apt-get', ['download', 'libb64-0d'], { cwd: tmp, stdio: 'pipe' });
+  try {
+    execFileSync('apt-get', ['download', 'libb64-0d'], { cwd: tmp, stdio: 'pipe' });
+  } catch {
+    // A fresh machine may have no package lists yet; refresh them once (needs root) and retry.
+    execFileSync('apt-get', ['update', '-qq'], { stdio: 'pipe' });
+    execFileSync('apt-get', ['download', 'libb64-0d'], { cwd: tmp, stdio: 'pipe' });
+  }
   const deb = fs.readdirSync(tmp).find((f) => f.startsWith('libb64') && f.endsWith('.deb'));
   execFileSync('dpkg', ['-x', path.join(tmp, deb), path.join(tmp, 'b64')]);
   const so = execFileSync('find', [path.join(tmp, 'b64'), '-name', 'libb64.so*']).toString().trim().split('\n')[0];
