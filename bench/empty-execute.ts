@@ -45,7 +45,6 @@ const instance = new StubInstance({
   shmDefaultByteSize: 1 << 20,
   shmGrowthByteSize: 1 << 20,
   stubTimeoutSeconds: 30,
-  logVerbose: 0,
   logger,
   hooks: { onReadinessChange() {}, onRestart() {}, warmup: async () => {} },
 });

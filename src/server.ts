@@ -53,7 +53,6 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     shmDefaultByteSize: options.python.shmDefaultByteSize,
     shmGrowthByteSize: options.python.shmGrowthByteSize,
     stubTimeoutSeconds: options.python.stubTimeoutSeconds,
-    logVerbose: options.logVerbose,
   });
   const gpus = detectGpus();
   const backends = new Map<string, Backend>([
@@ -92,6 +91,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     kill: killAll,
   };
   const logSettings = logSettingsStore(log);
+  logSettings.onChange?.((s) => python.setLogVerbose(s.log_verbose_level));
   try {
     if (options.allowGrpc) {
       const grpc = await startGrpcServer(core, {

@@ -65,6 +65,8 @@ export interface LogSettingsStore {
   get(): LogSettingsView;
   /** Applies a validated partial update to the live logger. */
   update(patch: Partial<LogSettingsView>): void;
+  /** Called after every update (e.g. to pass a new verbose level on to stub processes). */
+  onChange?(listener: (settings: LogSettingsView) => void): void;
 }
 
 /** A store that only remembers values (a frontend started without a server log, e.g. in tests). */
@@ -88,7 +90,9 @@ export function memoryLogSettings(initial?: Partial<LogSettingsView>): LogSettin
 export function logSettingsStore(logger: Logger): LogSettingsStore {
   const s = logger.settings;
   let format: 'default' | 'ISO8601' = 'default';
-  return {
+  const listeners: Array<(settings: LogSettingsView) => void> = [];
+  const store: LogSettingsStore = {
+    onChange: (listener) => listeners.push(listener),
     get: () => ({
       log_file: '',
       log_info: s.info,
@@ -103,6 +107,9 @@ export function logSettingsStore(logger: Logger): LogSettingsStore {
       if (p.log_error !== undefined) s.error = p.log_error;
       if (p.log_verbose_level !== undefined) s.verbose = p.log_verbose_level;
       if (p.log_format !== undefined) format = p.log_format;
+      const now = store.get();
+      for (const l of listeners) l(now);
     },
   };
+  return store;
 }

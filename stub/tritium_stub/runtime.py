@@ -90,6 +90,9 @@ class Runtime:
             elif kind == "fin":
                 self._fin()
                 return 0
+            elif kind == "loglevel":
+                # The server's --log-verbose changed (POST /v2/logging, gRPC LogSettings).
+                STATE.log_verbose = int(msg["verbose"])
             else:
                 emit("WARNING", f"stub ignored unknown message '{kind}'", "runtime.py", 0)
 

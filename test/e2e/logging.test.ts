@@ -92,3 +92,16 @@ describe('print() and Python logging', () => {
     }
   });
 });
+
+describe('verbose level changed at run time', () => {
+  it('reaches the running stubs through POST /v2/logging', async () => {
+    expect(quiet.log()).not.toContain('h6-logger-execute-verbose');
+    const res = await fetch(`${quiet.http}/v2/logging`, { method: 'POST', body: JSON.stringify({ log_verbose_level: 1 }) });
+    expect(res.status).toBe(200);
+    expect((await res.json()).log_verbose_level).toBe(1);
+    await infer(quiet);
+    expect(await lineWith(quiet, 'h6-logger-execute-verbose')).toMatch(
+      lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] h6-logger-execute-verbose`)),
+    );
+  });
+});

@@ -18,7 +18,6 @@ export interface AutoCompleteRun {
   configJson: string;
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
-  logVerbose: number;
   logger: Logger;
   timeoutMs: number;
 }
@@ -34,7 +33,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
     growthByteSize: o.shmGrowthByteSize,
     name: o.modelName,
     mode: 'autocomplete',
-    logVerbose: o.logVerbose,
+    logVerbose: o.logger.settings.verbose,
     logger: o.logger,
     label: o.modelName,
   });

@@ -19,7 +19,6 @@ export interface PythonBackendOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
-  logVerbose: number;
 }
 
 export class PythonBackend implements Backend {
@@ -52,11 +51,15 @@ export class PythonBackend implements Backend {
       configJson: JSON.stringify(modelConfigToJson(config)),
       shmDefaultByteSize: this.o.shmDefaultByteSize,
       shmGrowthByteSize: this.o.shmGrowthByteSize,
-      logVerbose: this.o.logVerbose,
       logger: ctx.logger,
       timeoutMs: 120_000,
     });
     return modelConfigFromJson(JSON.parse(json));
+  }
+
+  /** The server's verbose level changed: every live stub filters with the new one. */
+  setLogVerbose(level: number): void {
+    for (const i of this.instances) i.setLogVerbose(level);
   }
 
   async load(ctx: ModelVersionContext, hooks: InstanceHooks): Promise<LoadedModel> {
@@ -87,7 +90,6 @@ export class PythonBackend implements Backend {
           shmDefaultByteSize: this.o.shmDefaultByteSize,
           shmGrowthByteSize: this.o.shmGrowthByteSize,
           stubTimeoutSeconds: this.o.stubTimeoutSeconds,
-          logVerbose: this.o.logVerbose,
           logger: ctx.logger,
           hooks,
         }),

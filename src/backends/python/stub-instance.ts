@@ -37,7 +37,6 @@ export interface StubInstanceOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
-  logVerbose: number;
   logger: Logger;
   hooks: InstanceHooks;
   /** Consecutive failed starts after which the instance gives up. */
@@ -127,7 +126,7 @@ export class StubInstance implements BackendInstance {
       growthByteSize: this.o.shmGrowthByteSize,
       name: this.name,
       mode: 'instance',
-      logVerbose: this.o.logVerbose,
+      logVerbose: this.o.logger.settings.verbose,
       logger: this.o.logger,
       label: `${this.o.modelName}/${this.name}`,
     });
@@ -537,6 +536,11 @@ export class StubInstance implements BackendInstance {
     }
     channel?.close();
     this.state = 'stopped';
+  }
+
+  /** Passes a new verbose log level on to the stub (it filters VERBOSE records itself). */
+  setLogVerbose(level: number): void {
+    if (this.state === 'ready' || this.state === 'warming') this.channel?.send({ t: 'loglevel', verbose: level });
   }
 
   /** Immediate stop (second signal): no finalize, shared memory removed now. */

@@ -26,4 +26,5 @@ class TritonPythonModel:
     def execute(self, requests):
         print("h6-print-execute")
         pb_utils.Logger.log_info("h6-logger-execute")
+        pb_utils.Logger.log_verbose("h6-logger-execute-verbose")
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]) for r in requests]
