@@ -53,15 +53,3 @@ export function elementSize(dt: Datatype): number {
 export function jsonAllowed(dt: Datatype): boolean {
   return dt !== 'FP16' && dt !== 'BF16';
 }
-
-/** Config enum name (`TYPE_FP32`) → protocol datatype (`FP32`); TYPE_STRING is BYTES. */
-export function datatypeFromConfig(typeName: string): Datatype | undefined {
-  if (typeName === 'TYPE_STRING') return 'BYTES';
-  const dt = typeName.startsWith('TYPE_') ? typeName.slice(5) : typeName;
-  return isDatatype(dt) && dt !== 'BYTES' ? dt : undefined;
-}
-
-/** Protocol datatype → config enum name. */
-export function datatypeToConfig(dt: Datatype): string {
-  return dt === 'BYTES' ? 'TYPE_STRING' : `TYPE_${dt}`;
-}

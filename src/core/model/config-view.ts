@@ -4,14 +4,15 @@
  * numbers and strings (the protobuf types carry int64 as bigint and enums as numbers).
  */
 import { DataType, ModelQueuePolicy_TimeoutAction, type ModelConfig, type ModelQueuePolicy } from '../../generated/model_config_pb.js';
-import type { Datatype } from '../datatype.js';
+import { isDatatype, type Datatype } from '../datatype.js';
+import { dataTypeToProtocol } from '../config/schema.js';
 import type { TensorSpec } from '../model-handle.js';
 import type { DynamicBatchingOptions, QueuePolicy } from '../scheduling/dynamic-batcher.js';
 
 export function datatypeOf(dt: DataType): Datatype {
-  const name = DataType[dt];
-  if (!name || dt === DataType.TYPE_INVALID) throw new Error(`invalid data type ${dt}`);
-  return name === 'TYPE_STRING' ? 'BYTES' : (name.slice(5) as Datatype);
+  const name = dataTypeToProtocol(dt);
+  if (!isDatatype(name)) throw new Error(`invalid data type ${dt}`);
+  return name;
 }
 
 export function inputSpecs(cfg: ModelConfig): TensorSpec[] {

@@ -15,7 +15,7 @@ import type { InferResponse } from '../inference.js';
 import { PendingRequestImpl } from '../request/pending.js';
 import { resolveInside } from '../repository/safe-path.js';
 import type { ModelSource } from '../repository/scan.js';
-import { elementCount } from '../tensor.js';
+import { countBytesElements, elementCount } from '../tensor.js';
 import type { Tensor } from '../tensor.js';
 import { elementSize } from '../datatype.js';
 import { datatypeOf } from './config-view.js';
@@ -86,7 +86,7 @@ function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWar
         // The whole file is the serialised tensor: a 4-byte little-endian length, then the
         // bytes, per element. Check it holds the sample's elements rather than let the model
         // get a malformed tensor.
-        const found = countSerializedElements(content);
+        const found = countBytesElements(content);
         if (found !== n) {
           throw new TritonError(
             ErrorCode.INVALID_ARG,
@@ -118,18 +118,4 @@ function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWar
     tensors.push({ name, datatype, shape, data });
   }
   return tensors;
-}
-
-/** Number of length-prefixed elements in `buf`, or -1 when it is not a sequence of them. */
-function countSerializedElements(buf: Buffer): number {
-  let off = 0;
-  let count = 0;
-  while (off < buf.length) {
-    if (off + 4 > buf.length) return -1;
-    const len = buf.readUInt32LE(off);
-    off += 4 + len;
-    if (off > buf.length) return -1;
-    count++;
-  }
-  return count;
 }
