@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Builds native/build/Release/tritium_native.node with node-gyp.
+// Builds native/build/Release/tritium_native.node with node-gyp, then the stub's CPython
+// extension native/build/python/_tritium_ipc<EXT_SUFFIX> (see buildPythonExtension below).
 // node-gyp ships inside npm, so no extra dependency: prefer the copy npm points us at
 // (npm_config_node_gyp during `npm install`/`npm run`), then npm's own bundled copy, then a
 // locally installed one, and as a last resort `npx --no-install node-gyp`.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,3 +50,56 @@ if (!existsSync(out)) {
   process.exit(1);
 }
 console.log(`[build-native] built ${path.relative(root, out)}`);
+
+buildPythonExtension();
+
+/**
+ * The stub's native hot path (native/src/python_ipc.cc), compiled straight with the C++
+ * compiler against the interpreter that runs the stubs: $TRITIUM_PYTHON, else .venv/bin/python,
+ * else python3. Flags come from that interpreter's sysconfig, so no setuptools is needed.
+ * Optional by design: any failure is a warning, and the stub then uses its pure-Python path.
+ */
+function buildPythonExtension() {
+  const warn = (why) =>
+    console.warn(
+      `[build-native] WARNING: the stub's native IPC module was not built (${why}). ` +
+        'Stubs will use the slower pure-Python IPC path. Set TRITIUM_PYTHON to the interpreter that runs the stubs and re-run `npm run build:native`.',
+    );
+  const venv = path.join(root, '.venv', 'bin', 'python');
+  const python = process.env.TRITIUM_PYTHON || (existsSync(venv) ? venv : 'python3');
+  const probe = spawnSync(
+    python,
+    ['-c', 'import json,sysconfig; print(json.dumps({k: sysconfig.get_config_var(k) for k in ("EXT_SUFFIX","INCLUDEPY","CXX")} | {"include": sysconfig.get_paths()["include"]}))'],
+    { encoding: 'utf8' },
+  );
+  if (probe.error || probe.status !== 0) return warn(`cannot run ${python}: ${probe.error?.message ?? probe.stderr.trim()}`);
+  let cfg;
+  try {
+    cfg = JSON.parse(probe.stdout);
+  } catch {
+    return warn(`unexpected sysconfig output from ${python}`);
+  }
+  const include = cfg.include || cfg.INCLUDEPY;
+  if (!cfg.EXT_SUFFIX || !include || !existsSync(path.join(include, 'Python.h'))) {
+    return warn(`no Python.h for ${python} (install the python3-dev package of that interpreter)`);
+  }
+  const cxx = process.env.CXX || 'c++';
+  const outDir = path.join(nativeDir, 'build', 'python');
+  mkdirSync(outDir, { recursive: true });
+  const target = path.join(outDir, `_tritium_ipc${cfg.EXT_SUFFIX}`);
+  const tmp = `${target}.tmp-${process.pid}`;
+  const args = [
+    '-std=c++17', '-O2', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall', '-Wextra', '-Wno-unused-parameter',
+    '-Wno-missing-field-initializers', '-Wno-cast-function-type',
+    `-I${include}`, path.join(nativeDir, 'src', 'python_ipc.cc'), '-o', tmp,
+  ];
+  console.log(`[build-native] ${cxx} ${args.join(' ')}`);
+  const c = spawnSync(cxx, args, { stdio: 'inherit' });
+  if (c.error) return warn(`cannot run ${cxx}: ${c.error.message}`);
+  if (c.status !== 0) return warn(`${cxx} exited with status ${c.status}`);
+  renameSync(tmp, target); // atomic: a running stub never sees a half-written module
+  // Prove the interpreter can load it; a broken module must not be picked up by stubs.
+  const check = spawnSync(python, ['-c', `import importlib.util as u; s=u.spec_from_file_location("_tritium_ipc", ${JSON.stringify(target)}); m=u.module_from_spec(s); s.loader.exec_module(m)`], { encoding: 'utf8' });
+  if (check.status !== 0) return warn(`${python} cannot import ${target}: ${check.stderr.trim()}`);
+  console.log(`[build-native] built ${path.relative(root, target)} for ${python}`);
+}

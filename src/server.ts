@@ -53,6 +53,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     shmDefaultByteSize: options.python.shmDefaultByteSize,
     shmGrowthByteSize: options.python.shmGrowthByteSize,
     stubTimeoutSeconds: options.python.stubTimeoutSeconds,
+    ipcWait: { spinUs: options.python.spinUs, spinMode: options.python.spinMode },
   });
   const gpus = detectGpus();
   const backends = new Map<string, Backend>([

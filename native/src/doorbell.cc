@@ -4,49 +4,30 @@
 #include "doorbell.h"
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
+#include <string>
 #include <thread>
-#include <sched.h>
-#include <time.h>
 
-#include "futex.h"
 #include "v8_interop.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define TRITIUM_CPU_RELAX() _mm_pause()
-#elif defined(__aarch64__)
-#define TRITIUM_CPU_RELAX() asm volatile("yield" ::: "memory")
-#else
-#define TRITIUM_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
-#endif
+#include "wait_core.h"
 
 namespace tritium {
 namespace {
-
-int64_t NowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // State shared by the JS object, the native thread and queued TSFN calls. It is deleted by the
 // TSFN finalizer, which runs after the last queued call, so no party ever sees it dangling.
 struct WaiterState {
   uint32_t* word = nullptr;
   uint32_t* sleep_flag = nullptr;  // optional: 1 while the thread is inside FUTEX_WAIT
-  int64_t spin_ns = 0;
   int64_t timeout_ns = 0;
   bool spin_yield = false;  // sched_yield() between polls: gives the core away on small machines
+  wait::WaitPolicy policy;  // touched by the thread only
   std::atomic<bool> stop{false};
   std::atomic<bool> exited{false};
   std::atomic<bool> pending{false};  // a callback is queued and has not started yet
   std::atomic<bool> closed{false};
   Napi::ThreadSafeFunction tsfn;
 };
-
-inline uint32_t Load(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
 void Notify(WaiterState* s) {
   // Coalesce: one queued callback drains everything, so never flood the loop's queue.
@@ -60,35 +41,29 @@ void Notify(WaiterState* s) {
 }
 
 void Run(WaiterState* s) {
-  uint32_t last = Load(s->word);
+  uint32_t last = wait::LoadU32(s->word);
   while (!s->stop.load(std::memory_order_relaxed)) {
-    uint32_t cur = Load(s->word);
+    uint32_t cur = wait::LoadU32(s->word);
     if (cur != last) {
       last = cur;
       Notify(s);
       continue;
     }
-    // Spin first: a futex sleep/wake pair costs several microseconds of scheduler latency,
-    // more than a typical round trip when the peer answers quickly.
-    bool changed = false;
-    if (s->spin_ns > 0) {
-      int64_t deadline = NowNs() + s->spin_ns;
-      while (!s->stop.load(std::memory_order_relaxed)) {
-        if (s->spin_yield) sched_yield();
-        else for (int i = 0; i < 32; i++) TRITIUM_CPU_RELAX();
-        if (Load(s->word) != last) {
-          changed = true;
-          break;
-        }
-        if (NowNs() >= deadline) break;
-      }
+    // Out of work: poll a while only if the policy says it pays (see wait_core.h), then
+    // sleep. A futex sleep/wake pair costs microseconds of scheduler latency on both sides.
+    int64_t idle_since = wait::NowNs();
+    bool changed = wait::Spin(s->policy.Budget(idle_since), s->spin_yield, [s, last] {
+      return s->stop.load(std::memory_order_relaxed) || wait::LoadU32(s->word) != last;
+    });
+    if (!changed && !s->stop.load()) {
+      if (s->sleep_flag) wait::StoreU32(s->sleep_flag, 1u);
+      // The kernel compares *word with `last` atomically, so a push after our last read is
+      // never missed; the timeout only bounds how long a stop request can go unnoticed.
+      int r = wait::FutexWait(s->word, last, s->timeout_ns);
+      if (s->sleep_flag) wait::StoreU32(s->sleep_flag, 0u);
+      if (r == -ETIMEDOUT) continue;  // idle, not a message: teaches the policy nothing
     }
-    if (changed || s->stop.load()) continue;
-    if (s->sleep_flag) __atomic_store_n(s->sleep_flag, 1u, __ATOMIC_SEQ_CST);
-    // The kernel compares *word with `last` atomically, so a push after our last read is
-    // never missed; the timeout only bounds how long a stop request can go unnoticed.
-    FutexWait(s->word, last, s->timeout_ns);
-    if (s->sleep_flag) __atomic_store_n(s->sleep_flag, 0u, __ATOMIC_SEQ_CST);
+    s->policy.Observe(wait::NowNs() - idle_since);
   }
   s->exited.store(true);
 }
@@ -103,7 +78,8 @@ class DoorbellWaiter : public Napi::ObjectWrap<DoorbellWaiter> {
   }
 
   // new DoorbellWaiter(buffer: SharedArrayBuffer, byteOffset, callback, opts?)
-  //   opts: { spinUs?: number = 30, timeoutMs?: number = 50, sleepFlagOffset?: number }
+  //   opts: { spinUs?: number = 30, spinMode?: 'adaptive'|'always'|'never' = 'adaptive',
+  //           spinYield?: boolean, timeoutMs?: number = 50, sleepFlagOffset?: number }
   explicit DoorbellWaiter(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DoorbellWaiter>(info) {
     Napi::Env env = info.Env();
     uint8_t* data;
@@ -122,11 +98,20 @@ class DoorbellWaiter : public Napi::ObjectWrap<DoorbellWaiter> {
     }
     double spin_us = 30, timeout_ms = 50;
     bool spin_yield = false;
+    wait::SpinMode mode = wait::SpinMode::kAdaptive;
     int64_t flag_off = -1;
     if (info.Length() > 3 && info[3].IsObject()) {
       Napi::Object o = info[3].As<Napi::Object>();
       if (o.Get("spinUs").IsNumber()) spin_us = o.Get("spinUs").As<Napi::Number>().DoubleValue();
       if (o.Get("spinYield").IsBoolean()) spin_yield = o.Get("spinYield").As<Napi::Boolean>().Value();
+      if (o.Get("spinMode").IsString()) {
+        std::string m = o.Get("spinMode").As<Napi::String>().Utf8Value();
+        if (!wait::ParseSpinMode(m.c_str(), &mode)) {
+          Napi::RangeError::New(env, "DoorbellWaiter: spinMode must be 'adaptive', 'always' or 'never'")
+              .ThrowAsJavaScriptException();
+          return;
+        }
+      }
       if (o.Get("timeoutMs").IsNumber()) timeout_ms = o.Get("timeoutMs").As<Napi::Number>().DoubleValue();
       if (o.Get("sleepFlagOffset").IsNumber()) {
         flag_off = o.Get("sleepFlagOffset").As<Napi::Number>().Int64Value();
@@ -140,7 +125,7 @@ class DoorbellWaiter : public Napi::ObjectWrap<DoorbellWaiter> {
     state_ = new WaiterState();
     state_->word = reinterpret_cast<uint32_t*>(data + off);
     state_->sleep_flag = flag_off >= 0 ? reinterpret_cast<uint32_t*>(data + flag_off) : nullptr;
-    state_->spin_ns = spin_us > 0 ? static_cast<int64_t>(spin_us * 1000) : 0;
+    state_->policy.Configure(mode, spin_us > 0 ? static_cast<int64_t>(spin_us * 1000) : 0);
     state_->spin_yield = spin_yield;
     state_->timeout_ns = timeout_ms > 0 ? static_cast<int64_t>(timeout_ms * 1e6) : 50000000;
     WaiterState* s = state_;
@@ -160,7 +145,7 @@ class DoorbellWaiter : public Napi::ObjectWrap<DoorbellWaiter> {
     s->stop.store(true);
     // The thread may be about to sleep on the word; keep waking until it has noticed the stop.
     while (!s->exited.load()) {
-      FutexWake(s->word);
+      wait::FutexWake(s->word);
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     if (thread_.joinable()) thread_.join();

@@ -12,6 +12,10 @@ export interface PythonBackendOptions {
   stubTimeoutSeconds: number;
   /** Interpreter that runs the stubs (`python-executable` key); python3 from PATH by default. */
   pythonExecutable: string;
+  /** `spin-us`: how long a stub / doorbell thread may poll before sleeping (0..1000000 µs, default 50). */
+  spinUs: number;
+  /** `spin-mode`: adaptive (poll only while it pays), always, or never. */
+  spinMode: 'adaptive' | 'always' | 'never';
 }
 
 export interface ServerOptions {
@@ -166,9 +170,15 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     if (!/^\d+$/.test(v) || n < min) throw new OptionsError(`--backend-config=python,${key}: ${why}, got '${v}'.`);
     return n;
   };
-  const known = new Set(['shm-default-byte-size', 'shm-growth-byte-size', 'stub-timeout-seconds', 'python-executable', 'shm-region-prefix-name', 'thread-pool-size', 'shm_message_queue_size']);
+  const known = new Set(['shm-default-byte-size', 'shm-growth-byte-size', 'stub-timeout-seconds', 'python-executable', 'shm-region-prefix-name', 'thread-pool-size', 'shm_message_queue_size', 'spin-us', 'spin-mode']);
   for (const key of py.keys()) {
     if (!known.has(key)) throw new OptionsError(`--backend-config=python,${key}: unknown python backend setting.`);
+  }
+  const spinUs = pyInt('spin-us', 50, 0, 'must be a whole number of microseconds between 0 and 1000000');
+  if (spinUs > 1_000_000) throw new OptionsError(`--backend-config=python,spin-us: must be a whole number of microseconds between 0 and 1000000, got '${spinUs}'.`);
+  const spinMode = py.get('spin-mode') ?? 'adaptive';
+  if (spinMode !== 'adaptive' && spinMode !== 'always' && spinMode !== 'never') {
+    throw new OptionsError(`--backend-config=python,spin-mode: must be adaptive, always or never, got '${spinMode}'.`);
   }
   const global = backendConfig.get('') ?? new Map<string, string>();
   const dmbs = global.get('default-max-batch-size');
@@ -204,6 +214,8 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
       shmGrowthByteSize: pyInt('shm-growth-byte-size', MIB, 1, 'must be a positive number of bytes'),
       stubTimeoutSeconds: pyInt('stub-timeout-seconds', 30, 1, 'must be a positive number of seconds'),
       pythonExecutable: py.get('python-executable') ?? 'python3',
+      spinUs,
+      spinMode,
     },
     backendConfig,
   };

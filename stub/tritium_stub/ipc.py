@@ -1,6 +1,11 @@
 """Stub side of the shared-memory link with the Node server (docs/ipc.md).
 
-Stdlib + msgpack only: segments are mmap'ed files in /dev/shm, the futex is reached through
+Two implementations of the hot path behind one `Channel`: the native one (the `_tritium_ipc`
+extension built from native/src/python_ipc.cc by scripts/build-native.mjs, sharing its ring,
+wait and arena code with the Node addon) and this pure-Python fallback, used when the module
+is missing, was built for another interpreter, or TRITIUM_STUB_NATIVE=0.
+
+The fallback is stdlib + msgpack only: segments are mmap'ed files in /dev/shm, the futex is reached through
 ctypes' syscall(), and rings/arenas are plain Python over memoryviews. Mirrors
 src/backends/python/ipc/{shm-layout,ring,arena,channel}.ts; change both together.
 
@@ -18,10 +23,14 @@ import errno
 import mmap
 import os
 import platform
+import sys
 import threading
 import time
 
 import msgpack
+
+_packb = msgpack.packb
+_unpackb = msgpack.unpackb
 
 SHM_DIR = "/dev/shm"
 
@@ -58,6 +67,88 @@ _X86 = _MACHINE in ("x86_64", "amd64", "i386", "i686")
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
+
+
+# ---- native hot path ----
+NATIVE_ENV = "TRITIUM_STUB_NATIVE"
+NATIVE_DIR_ENV = "TRITIUM_STUB_NATIVE_DIR"  # where _tritium_ipc*.so lives (tests, packaging)
+_DEFAULT_NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                   "native", "build", "python")
+
+
+def load_native():
+    """(module, None) when the native hot path can be used, else (None, reason)."""
+    if os.environ.get(NATIVE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None, f"disabled by {NATIVE_ENV}=0"
+    import importlib.machinery
+    import importlib.util
+    folder = os.path.abspath(os.environ.get(NATIVE_DIR_ENV) or _DEFAULT_NATIVE_DIR)
+    # Only a file built for this very interpreter (its EXT_SUFFIX) is a candidate: a model's
+    # EXECUTION_ENV_PATH interpreter of another version falls back instead of crashing.
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(folder, "_tritium_ipc" + suffix)
+        if not os.path.isfile(path):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("_tritium_ipc", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except Exception as e:  # ImportError, or a symbol/ABI mismatch
+            return None, f"cannot import {path}: {e}"
+        if getattr(module, "PROTOCOL_VERSION", None) != LAYOUT_VERSION:
+            return None, f"{path} speaks layout {getattr(module, 'PROTOCOL_VERSION', '?')}"
+        return module, None
+    return None, (f"no _tritium_ipc module for this interpreter in {folder} "
+                  f"(build it with `npm run build:native`, TRITIUM_PYTHON={sys.executable})")
+
+
+SPIN_MODES = ("adaptive", "always", "never")
+
+
+class WaitPolicy:
+    """Pure-Python twin of tritium::wait::WaitPolicy (native/src/wait_core.h): poll before
+    sleeping only when recent messages came within the window and a core is idle."""
+
+    MAX_SCORE, SPIN_SCORE, MISS_PENALTY, LOAD_CHECK_S = 16, 4, 4, 0.02
+
+    def __init__(self, mode="adaptive", spin_us=50.0):
+        if mode not in SPIN_MODES:
+            raise ValueError(f"spin_mode must be one of {SPIN_MODES}, got {mode!r}")
+        self.spin_s = max(float(spin_us), 0.0) / 1e6
+        self.mode = "never" if self.spin_s == 0 else mode
+        self.score = 0
+        self._next_check = 0.0
+        self._spare = False
+        try:
+            self._cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            self._cpus = os.cpu_count() or 1
+
+    def budget(self, now):
+        if self.mode == "never":
+            return 0.0
+        if self.mode == "always":
+            return self.spin_s
+        if self.score < self.SPIN_SCORE:
+            return 0.0
+        if now >= self._next_check:
+            self._next_check = now + self.LOAD_CHECK_S
+            self._spare = 0 < _runnable_tasks() < self._cpus and self._cpus >= 2
+        return self.spin_s if self._spare else 0.0
+
+    def observe(self, gap):
+        if gap <= self.spin_s:
+            self.score = min(self.score + 1, self.MAX_SCORE)
+        else:
+            self.score = max(self.score - self.MISS_PENALTY, 0)
+
+
+def _runnable_tasks():
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return -1
 
 
 class _Timespec(ctypes.Structure):
@@ -169,12 +260,14 @@ class _Segment:
 class Channel:
     """The stub's end of one region. recv() is for a single consumer thread; send() is thread-safe."""
 
-    def __init__(self, region: str, growth_byte_size: int, spin_us: float = 50.0, spin_yield: bool = False):
+    def __init__(self, region: str, growth_byte_size: int, spin_us: float = 50.0,
+                 spin_yield: bool = False, spin_mode: str = "adaptive", native="auto"):
+        """native: "auto" (the extension when loadable), False (pure Python), or a module."""
         if "/" in region or not region:
             raise ValueError(f"invalid region name {region!r}")
         self.region = region
         self.growth_byte_size = max(int(growth_byte_size), SEGMENT_ROUND)
-        self.spin_s = spin_us / 1e6
+        self.policy = WaitPolicy(spin_mode, spin_us)
         self.spin_yield = spin_yield
         self._segs: dict[str, _Segment] = {}
         self._outputs: list[_Segment] = []
@@ -196,6 +289,20 @@ class Channel:
         self.cap = self._u64[OFF_RING_CAPACITY // 8]
         self._a_data = self._u64[OFF_RING_A_DATA // 8]
         self._b_data = self._u64[OFF_RING_B_DATA // 8]
+        if native == "auto":
+            native, self.native_reason = load_native()
+        else:
+            self.native_reason = None if native else "pure-Python path requested"
+        self._native = native or None
+        self._link = None
+        self._arena_cls = Arena
+        if self._native is not None:
+            # The extension validates the header again and owns both rings from here on.
+            self._link = self._native.Link(n0.mm, spin_us=float(spin_us), spin_mode=spin_mode,
+                                           spin_yield=bool(spin_yield))
+            self._arena_cls = self._native.Arena
+            self.recv = self._recv_native
+            self.send = self._send_native
         # Keep the ctypes object alive: it pins the buffer whose address the futex calls use.
         self._anchor = ctypes.c_char.from_buffer(n0.mm)
         self._base = ctypes.addressof(self._anchor)
@@ -204,6 +311,29 @@ class Channel:
         self._b_tail = self._u64[RING_B[1] // 8]
         self._u32[OFF_STUB_PID // 4] = os.getpid()
         self.send({"t": "hello", "pid": os.getpid()})
+
+    @property
+    def is_native(self) -> bool:
+        return self._link is not None
+
+    def describe(self) -> str:
+        """One line for the verbose log: which hot path and wait policy this stub uses."""
+        p = self.policy
+        path = "native (_tritium_ipc)" if self._link is not None else \
+            f"pure Python ({self.native_reason})"
+        return f"IPC path: {path}; spin-mode={p.mode}, spin-us={p.spin_s * 1e6:g}"
+
+    # ---- native hot path (the extension does ring, doorbell and wait; msgpack stays here) ----
+    def _recv_native(self, timeout: float | None = None) -> dict | None:
+        data = self._link.recv(timeout)
+        if data is None:
+            return None
+        return _unpackb(data, raw=False, strict_map_key=False)
+
+    def _send_native(self, msg: dict) -> None:
+        if self._closed:
+            raise RuntimeError("channel is closed")
+        self._link.send(_packb(msg, use_bin_type=True))
 
     # ---- segments ----
     @staticmethod
@@ -244,7 +374,7 @@ class Channel:
             name = f"s{len(self._outputs)}"
             size = max(self.growth_byte_size, _round_up(max(nbytes, 1), SEGMENT_ROUND))
             s = self._create(name, size, nbytes)
-            s.arena = Arena(0, size)
+            s.arena = self._arena_cls(0, size, BLOCK_ALIGN)
             self._outputs.append(s)
             self._segs[name] = s
             off = s.arena.alloc(nbytes)
@@ -330,8 +460,10 @@ class Channel:
                 return msg
             if u64[tail_i] != self._a_head:
                 continue  # partial message or new data: keep draining
-            # Spin: the next message usually follows within microseconds.
-            spin_end = time.perf_counter() + self.spin_s
+            # Poll a while only when the policy says it pays (WaitPolicy), then sleep.
+            policy = self.policy
+            idle_since = time.perf_counter()
+            spin_end = idle_since + policy.budget(idle_since)
             got = False
             relax = os.sched_yield if self.spin_yield else None
             while time.perf_counter() < spin_end:
@@ -341,6 +473,7 @@ class Channel:
                 if relax is not None:
                     relax()
             if got:
+                policy.observe(time.perf_counter() - idle_since)
                 continue
             wait = None
             if deadline is not None:
@@ -350,8 +483,10 @@ class Channel:
             if self._closed:
                 return None
             u32[RING_A[3] // 4] = 1  # Node wakes us only when this is set (see RingProducer.publish)
-            futex_wait(self._base + RING_A[2], v, 0.1 if wait is None else min(wait, 0.1))
+            r = futex_wait(self._base + RING_A[2], v, 0.1 if wait is None else min(wait, 0.1))
             u32[RING_A[3] // 4] = 0
+            if r != errno.ETIMEDOUT:
+                policy.observe(time.perf_counter() - idle_since)
 
     # ---- ring B (stub -> Node), several producer threads ----
     def _ring_b_doorbell(self, force_wake: bool = False) -> None:
@@ -435,6 +570,8 @@ class Channel:
         self._hb_stop.set()
         if self._hb_thread is not None:
             self._hb_thread.join(timeout=1.0)
+        if self._link is not None:
+            self._link.close()
         # Node owns the files and unlinks them; the stub only drops its mappings.
         del self._anchor
         self._u32.release()

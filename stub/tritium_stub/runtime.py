@@ -166,6 +166,34 @@ class Runtime:
                 emit("INFO", format_exception(e), "runtime.py", 0)
 
 
+SPIN_US_ENV = "TRITIUM_STUB_SPIN_US"
+SPIN_MODE_ENV = "TRITIUM_STUB_SPIN_MODE"
+
+
+def wait_settings(env):
+    """(spin_us, spin_mode) from the environment Node gives the stub (--backend-config=python,
+    spin-us=... / spin-mode=...); bad values fall back to the defaults with a warning."""
+    spin_us, spin_mode = 50.0, "adaptive"
+    raw = env.get(SPIN_US_ENV)
+    if raw:
+        try:
+            spin_us = float(raw)
+            if not 0 <= spin_us <= 1_000_000:
+                raise ValueError(raw)
+        except ValueError:
+            emit("WARNING", f"ignoring {SPIN_US_ENV}={raw!r}: not a number of microseconds",
+                 "runtime.py", 0)
+            spin_us = 50.0
+    mode = env.get(SPIN_MODE_ENV)
+    if mode:
+        if mode in ("adaptive", "always", "never"):
+            spin_mode = mode
+        else:
+            emit("WARNING", f"ignoring {SPIN_MODE_ENV}={mode!r}: expected adaptive, always or never",
+                 "runtime.py", 0)
+    return spin_us, spin_mode
+
+
 def install_shim():
     """Attach the shim classes to pb_utils and route logs; before model.py is imported."""
     c_python_backend_utils.inject_into(pb_utils)
@@ -176,7 +204,9 @@ def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbos
     install_shim()
     runtime = Runtime(model_file, name, mode, log_verbose)
     parent_watch.start(parent_pid)
-    channel = STATE.channel = Channel(region, growth_byte_size)
+    spin_us, spin_mode = wait_settings(os.environ)
+    channel = STATE.channel = Channel(region, growth_byte_size, spin_us=spin_us, spin_mode=spin_mode)
+    emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}", "runtime.py", 0)
     channel.start_heartbeat(0.1)
     try:
         return runtime.serve()

@@ -13,9 +13,12 @@ import { resolveInside } from '../../core/repository/safe-path.js';
 import { runAutoComplete } from './auto-complete.js';
 import { pythonFor } from './stub-paths.js';
 import { StubInstance } from './stub-instance.js';
+import type { IpcWaitOptions } from './ipc/channel.js';
 
 export interface PythonBackendOptions {
   pythonExecutable: string;
+  /** How stubs and doorbell threads wait (spin-us / spin-mode keys); adaptive 50 µs by default. */
+  ipcWait?: IpcWaitOptions;
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
@@ -90,6 +93,7 @@ export class PythonBackend implements Backend {
           shmDefaultByteSize: this.o.shmDefaultByteSize,
           shmGrowthByteSize: this.o.shmGrowthByteSize,
           stubTimeoutSeconds: this.o.stubTimeoutSeconds,
+          ipcWait: this.o.ipcWait,
           logger: ctx.logger,
           hooks,
         }),

@@ -21,7 +21,7 @@ import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types
 import type { Tensor } from '../../core/tensor.js';
 import { readParameters } from '../../core/request/parameters.js';
 import { readOutput, writeInput, type Block, type TensorDescriptor } from './codec.js';
-import { StubChannel } from './ipc/channel.js';
+import { StubChannel, type IpcWaitOptions } from './ipc/channel.js';
 import { describeExit, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
 
 export interface StubInstanceOptions {
@@ -37,6 +37,8 @@ export interface StubInstanceOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
+  /** spin-us / spin-mode for this instance's doorbell thread and its stub. */
+  ipcWait?: IpcWaitOptions;
   logger: Logger;
   hooks: InstanceHooks;
   /** Consecutive failed starts after which the instance gives up. */
@@ -115,6 +117,8 @@ export class StubInstance implements BackendInstance {
       region,
       defaultByteSize: this.o.shmDefaultByteSize,
       growthByteSize: this.o.shmGrowthByteSize,
+      spinUs: this.o.ipcWait?.spinUs,
+      spinMode: this.o.ipcWait?.spinMode,
     });
     this.channel = channel;
     channel.onMessage((m) => this.onMessage(channel, m));
@@ -129,6 +133,7 @@ export class StubInstance implements BackendInstance {
       logVerbose: this.o.logger.settings.verbose,
       logger: this.o.logger,
       label: `${this.o.modelName}/${this.name}`,
+      ipcWait: this.o.ipcWait,
     });
     this.child = child;
     this.exited = new Promise((resolve) => {

@@ -8,6 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import type { Logger } from '../../core/logger.js';
+import type { IpcWaitOptions } from './ipc/channel.js';
 import { STUB_MAIN } from './stub-paths.js';
 
 export interface StubSpawnOptions {
@@ -23,6 +24,8 @@ export interface StubSpawnOptions {
   logger: Logger;
   /** Label of the log lines, e.g. `add_sub/add_sub_0_0`. */
   label: string;
+  /** The stub's wait policy (passed as TRITIUM_STUB_SPIN_US / TRITIUM_STUB_SPIN_MODE). */
+  ipcWait?: IpcWaitOptions;
 }
 
 export interface ExitInfo {
@@ -80,7 +83,11 @@ export function killAllStubs(): void {
 }
 
 export function spawnStub(o: StubSpawnOptions): ChildProcess {
-  const env = { ...(o.env ?? process.env), PYTHONUNBUFFERED: '1' };
+  const env: NodeJS.ProcessEnv = { ...(o.env ?? process.env), PYTHONUNBUFFERED: '1' };
+  if (o.ipcWait) {
+    env.TRITIUM_STUB_SPIN_US = String(o.ipcWait.spinUs);
+    env.TRITIUM_STUB_SPIN_MODE = o.ipcWait.spinMode;
+  }
   const child = spawn(
     o.python,
     [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)],

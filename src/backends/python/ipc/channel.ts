@@ -32,6 +32,17 @@ import {
   RING_B,
 } from './shm-layout.js';
 
+/** adaptive: poll only while it pays (recent messages within the window, an idle core); always; never. */
+export type SpinMode = 'adaptive' | 'always' | 'never';
+export const SPIN_MODES: readonly SpinMode[] = ['adaptive', 'always', 'never'];
+export const DEFAULT_SPIN_US = 50;
+
+/** How both ends of a link wait for messages (`--backend-config=python,spin-us=...,spin-mode=...`). */
+export interface IpcWaitOptions {
+  spinUs: number;
+  spinMode: SpinMode;
+}
+
 export interface StubChannelOptions {
   /** `tritium_<serverPid>_<8 hex>_<instance>`; see newRegionName(). */
   region: string;
@@ -41,8 +52,10 @@ export interface StubChannelOptions {
   growthByteSize: number;
   /** Bytes per ring; power of two, default 64 KiB. */
   ringByteSize?: number;
-  /** Doorbell thread busy-wait before sleeping (µs). Default 50. */
+  /** Doorbell thread busy-wait before sleeping (µs), when the spin mode allows it. Default 50. */
   spinUs?: number;
+  /** When the doorbell thread polls before sleeping (docs/ipc.md, "Waiting"). Default adaptive. */
+  spinMode?: SpinMode;
   /** Doorbell thread spins with sched_yield() (default true). */
   spinYield?: boolean;
 }
@@ -125,7 +138,8 @@ export class StubChannel {
     const sab = n0.sab;
     this.wake = (off) => native.futexWake(sab, off);
     this.waiter = new native.DoorbellWaiter(n0.sab, RING_B.doorbell, () => this.onDoorbell(), {
-      spinUs: opts.spinUs ?? 50,
+      spinUs: opts.spinUs ?? DEFAULT_SPIN_US,
+      spinMode: opts.spinMode ?? 'adaptive',
       spinYield: opts.spinYield ?? true,
       timeoutMs: 100,
       sleepFlagOffset: RING_B.sleeping,

@@ -8,6 +8,8 @@ import { createRequire } from 'node:module';
 export interface DoorbellWaiterOptions {
   /** Busy-wait this long (µs) after the last change before sleeping in FUTEX_WAIT. */
   spinUs?: number;
+  /** adaptive (default): poll only when recent messages came within spinUs and a core is idle. */
+  spinMode?: 'adaptive' | 'always' | 'never';
   /** Call sched_yield() between polls instead of a pause loop (cheap when nothing else wants the core). */
   spinYield?: boolean;
   /** FUTEX_WAIT timeout (ms); only bounds how quickly close() is noticed. */

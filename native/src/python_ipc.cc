@@ -1,0 +1,368 @@
+// _tritium_ipc: the stub's hot path of docs/ipc.md in C++ (CPython C API, no other dependency).
+//
+//   Link(n0_buffer, spin_us=50.0, spin_mode="adaptive", spin_yield=False)
+//     .recv(timeout=None) -> bytes | None   next message of ring A (GIL released while waiting)
+//     .send(data)                             one message onto ring B (+ doorbell), thread-safe
+//     .policy() -> (mode, spin_us, score)     for verbose logs and tests
+//     .close()
+//   Arena(base, size, align=64): .alloc(n) -> offset | -1, .free(off), .blocks_in_use()
+//
+// Ring, wait policy and arena logic live in ring_core.h / wait_core.h / arena_core.h, shared
+// with the Node addon. msgpack stays in Python (the msgpack C extension), which keeps one wire
+// codec for both stub paths.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "arena_core.h"
+#include "ring_core.h"
+#include "wait_core.h"
+
+namespace {
+
+using tritium::arena::Arena;
+namespace ring = tritium::ring;
+namespace wait = tritium::wait;
+
+// How long one FUTEX_WAIT lasts before the loop re-checks close() and pending signals.
+constexpr int64_t kWaitSliceNs = 100 * 1000 * 1000;
+
+struct LinkObject {
+  PyObject_HEAD
+  Py_buffer view;
+  bool has_view;
+  bool closed;
+  int active;  // calls inside the object (GIL held to change): close() defers the release
+  ring::Layout layout;
+  ring::Consumer* in;   // ring A
+  ring::Producer* out;  // ring B
+  std::mutex* send_mu;  // ring B producers (model threads) and recv's "space freed" signal
+  wait::WaitPolicy* policy;
+  bool spin_yield;
+};
+
+// ---- Link lifetime ---------------------------------------------------------------------
+
+void LinkRelease(LinkObject* self) {
+  if (self->has_view) {
+    PyBuffer_Release(&self->view);
+    self->has_view = false;
+  }
+}
+
+void LinkDealloc(LinkObject* self) {
+  LinkRelease(self);
+  delete self->in;
+  delete self->out;
+  delete self->send_mu;
+  delete self->policy;
+  Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+}
+
+PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+  static const char* kw[] = {"buffer", "spin_us", "spin_mode", "spin_yield", nullptr};
+  PyObject* buf = nullptr;
+  double spin_us = 50.0;
+  const char* mode_s = "adaptive";
+  int spin_yield = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|dsp", const_cast<char**>(kw), &buf, &spin_us, &mode_s,
+                                   &spin_yield))
+    return nullptr;
+  wait::SpinMode mode;
+  if (!wait::ParseSpinMode(mode_s, &mode)) {
+    PyErr_Format(PyExc_ValueError, "spin_mode must be 'adaptive', 'always' or 'never', got '%s'", mode_s);
+    return nullptr;
+  }
+  if (!(spin_us >= 0) || spin_us > 1e6) {
+    PyErr_SetString(PyExc_ValueError, "spin_us must be between 0 and 1000000");
+    return nullptr;
+  }
+  LinkObject* self = reinterpret_cast<LinkObject*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  if (PyObject_GetBuffer(buf, &self->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  self->has_view = true;
+  std::string why;
+  if (!self->layout.Check(static_cast<uint8_t*>(self->view.buf), static_cast<uint64_t>(self->view.len), &why)) {
+    PyErr_SetString(PyExc_RuntimeError, why.c_str());
+    Py_DECREF(self);
+    return nullptr;
+  }
+  const ring::Layout& l = self->layout;
+  self->in = new ring::Consumer(l.base, l.a_data, l.capacity, ring::kRingA);
+  self->out = new ring::Producer(l.base, l.b_data, l.capacity, ring::kRingB);
+  self->send_mu = new std::mutex();
+  self->policy = new wait::WaitPolicy(mode, static_cast<int64_t>(spin_us * 1000));
+  self->spin_yield = spin_yield != 0;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+// Every method brackets its work with Enter/Leave so close() never unmaps under a call.
+bool Enter(LinkObject* self) {
+  if (self->closed || !self->has_view) {
+    PyErr_SetString(PyExc_RuntimeError, "channel is closed");
+    return false;
+  }
+  self->active++;
+  return true;
+}
+
+void Leave(LinkObject* self) {
+  if (--self->active == 0 && self->closed) LinkRelease(self);
+}
+
+// Takes the producer lock without holding the GIL while blocked: the holder may be a thread
+// waiting for ring B space with the GIL released, and must be able to come back.
+void LockSend(LinkObject* self) {
+  if (self->send_mu->try_lock()) return;
+  Py_BEGIN_ALLOW_THREADS
+  self->send_mu->lock();
+  Py_END_ALLOW_THREADS
+}
+
+// ---- recv ------------------------------------------------------------------------------
+
+// After ring A space was freed: Node queued messages because ring A was full, tell it.
+void SignalSpaceFreed(LinkObject* self) {
+  uint32_t* flag = self->in->producer_waiting();
+  // The head store (release) must be visible before we read the flag: full barrier.
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0) return;
+  wait::StoreU32(flag, 0);
+  LockSend(self);
+  self->out->Publish(true);
+  self->send_mu->unlock();
+}
+
+// Pops one message; sets a Python error on corruption. Returns nullptr with no error when empty.
+PyObject* PopOne(LinkObject* self, bool* corrupt) {
+  std::string msg, why;
+  ring::Status st = self->in->Next(&msg, &why);
+  if (self->in->advanced()) SignalSpaceFreed(self);
+  if (st == ring::Status::kCorrupt) {
+    *corrupt = true;
+    PyErr_Format(PyExc_RuntimeError, "ring A is corrupt: %s", why.c_str());
+    return nullptr;
+  }
+  if (st == ring::Status::kEmpty) return nullptr;
+  return PyBytes_FromStringAndSize(msg.data(), static_cast<Py_ssize_t>(msg.size()));
+}
+
+PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
+  static const char* kw[] = {"timeout", nullptr};
+  PyObject* timeout_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O", const_cast<char**>(kw), &timeout_obj)) return nullptr;
+  int64_t deadline = -1;
+  if (timeout_obj != Py_None) {
+    double t = PyFloat_AsDouble(timeout_obj);
+    if (t == -1.0 && PyErr_Occurred()) return nullptr;
+    deadline = wait::NowNs() + static_cast<int64_t>((t > 0 ? t : 0) * 1e9);
+  }
+  if (!Enter(self)) return nullptr;
+  PyObject* result = nullptr;
+  uint32_t* db = self->in->doorbell();
+  for (;;) {
+    // Read the doorbell before looking: any later push changes it, so the wait cannot miss it.
+    uint32_t v = wait::LoadU32(db);
+    bool corrupt = false;
+    result = PopOne(self, &corrupt);
+    if (result != nullptr || corrupt) break;
+    if (self->in->HasData()) continue;  // a partial message: keep draining
+    if (self->closed) break;
+    int64_t now = wait::NowNs();
+    if (deadline >= 0 && now >= deadline) break;
+    int64_t slice = kWaitSliceNs;
+    if (deadline >= 0 && deadline - now < slice) slice = deadline - now;
+    int r = 0;
+    bool spun = false;
+    ring::Consumer* in = self->in;
+    wait::WaitPolicy* policy = self->policy;
+    bool yield = self->spin_yield;
+    uint32_t* sleeping = in->sleeping();
+    Py_BEGIN_ALLOW_THREADS
+    spun = wait::Spin(policy->Budget(now), yield, [in] { return in->HasData(); });
+    if (!spun) {
+      wait::StoreU32(sleeping, 1);  // Node wakes us only when this is set (RingProducer.publish)
+      r = wait::FutexWait(db, v, slice);
+      wait::StoreU32(sleeping, 0);
+    }
+    if (r != -ETIMEDOUT) policy->Observe(wait::NowNs() - now);
+    Py_END_ALLOW_THREADS
+    // No Python signal handler runs while we sit in C: give them a chance between slices.
+    if (r == -ETIMEDOUT && PyErr_CheckSignals() != 0) break;
+  }
+  Leave(self);
+  if (result == nullptr && !PyErr_Occurred()) Py_RETURN_NONE;
+  return result;
+}
+
+// ---- send ------------------------------------------------------------------------------
+
+PyObject* LinkSend(LinkObject* self, PyObject* arg) {
+  Py_buffer data;
+  if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) != 0) return nullptr;
+  if (!Enter(self)) {
+    PyBuffer_Release(&data);
+    return nullptr;
+  }
+  const uint8_t* p = static_cast<const uint8_t*>(data.buf);
+  uint64_t total = static_cast<uint64_t>(data.len);
+  ring::Producer* out = self->out;
+  uint64_t max_rec = out->max_record();
+  LockSend(self);
+  uint64_t off = 0;
+  double pause_s = 0;
+  bool failed = false;
+  for (;;) {
+    uint64_t end = total - off > max_rec ? off + max_rec : total;
+    if (out->TryWrite(p + off, end - off, end < total)) {
+      off = end;
+      pause_s = 0;
+      if (off >= total) break;
+      continue;
+    }
+    // Ring B full: publish what we have so Node drains it, then back off (up to 1 ms) with
+    // the GIL released; the lock keeps our fragments contiguous.
+    out->Publish(true);
+    pause_s = pause_s == 0 ? 1e-5 : (pause_s * 2 > 1e-3 ? 1e-3 : pause_s * 2);
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec ts{0, static_cast<long>(pause_s * 1e9)};
+    nanosleep(&ts, nullptr);
+    Py_END_ALLOW_THREADS
+    if (self->closed) {
+      failed = true;
+      break;
+    }
+  }
+  if (!failed) out->Publish(false);
+  self->send_mu->unlock();
+  PyBuffer_Release(&data);
+  Leave(self);
+  if (failed) {
+    PyErr_SetString(PyExc_RuntimeError, "channel closed while ring B was full");
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* LinkPolicy(LinkObject* self, PyObject*) {
+  const char* names[] = {"adaptive", "always", "never"};
+  return Py_BuildValue("(sdi)", names[static_cast<int>(self->policy->mode())],
+                       static_cast<double>(self->policy->spin_ns()) / 1000.0, self->policy->score());
+}
+
+PyObject* LinkClose(LinkObject* self, PyObject*) {
+  if (!self->closed) {
+    self->closed = true;
+    wait::FutexWake(self->in->doorbell());  // a recv on another thread re-checks at once
+    if (self->active == 0) LinkRelease(self);
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef kLinkMethods[] = {
+    {"recv", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(LinkRecv)), METH_VARARGS | METH_KEYWORDS,
+     "recv(timeout=None) -> bytes | None: the next message of ring A."},
+    {"send", reinterpret_cast<PyCFunction>(LinkSend), METH_O, "send(data): one message onto ring B."},
+    {"policy", reinterpret_cast<PyCFunction>(LinkPolicy), METH_NOARGS, "policy() -> (mode, spin_us, score)."},
+    {"close", reinterpret_cast<PyCFunction>(LinkClose), METH_NOARGS, "close(): drop the mapping reference."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyTypeObject LinkType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// ---- Arena -----------------------------------------------------------------------------
+
+struct ArenaObject {
+  PyObject_HEAD
+  Arena* arena;
+};
+
+void ArenaDealloc(ArenaObject* self) {
+  delete self->arena;
+  Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+}
+
+PyObject* ArenaNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+  static const char* kw[] = {"base", "size", "align", nullptr};
+  unsigned long long base = 0, size = 0, align = 64;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "KK|K", const_cast<char**>(kw), &base, &size, &align)) return nullptr;
+  if (align == 0 || base + size < base) {
+    PyErr_SetString(PyExc_ValueError, "Arena: bad base/size/align");
+    return nullptr;
+  }
+  ArenaObject* self = reinterpret_cast<ArenaObject*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->arena = new Arena(base, size, align);
+  return reinterpret_cast<PyObject*>(self);
+}
+
+PyObject* ArenaAlloc(ArenaObject* self, PyObject* arg) {
+  long long n = PyLong_AsLongLong(arg);
+  if (n == -1 && PyErr_Occurred()) return nullptr;
+  if (n < 0) {
+    PyErr_SetString(PyExc_ValueError, "Arena.alloc: negative size");
+    return nullptr;
+  }
+  return PyLong_FromLongLong(self->arena->Alloc(static_cast<uint64_t>(n)));
+}
+
+PyObject* ArenaFree(ArenaObject* self, PyObject* arg) {
+  long long off = PyLong_AsLongLong(arg);
+  if (off == -1 && PyErr_Occurred()) return nullptr;
+  if (off < 0 || !self->arena->Free(static_cast<uint64_t>(off))) {
+    PyErr_Format(PyExc_ValueError, "arena: free of unknown block at offset %lld", off);
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* ArenaInUse(ArenaObject* self, PyObject*) {
+  return PyLong_FromSize_t(self->arena->blocks_in_use());
+}
+
+PyMethodDef kArenaMethods[] = {
+    {"alloc", reinterpret_cast<PyCFunction>(ArenaAlloc), METH_O, "alloc(nbytes) -> offset, or -1 when full."},
+    {"free", reinterpret_cast<PyCFunction>(ArenaFree), METH_O, "free(offset); ValueError for an unknown block."},
+    {"blocks_in_use", reinterpret_cast<PyCFunction>(ArenaInUse), METH_NOARGS, "number of live blocks."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyTypeObject ArenaType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_tritium_ipc",
+                       "tritium stub IPC hot path (rings, doorbells, arenas); see docs/ipc.md.", -1, nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__tritium_ipc(void) {
+  LinkType.tp_name = "_tritium_ipc.Link";
+  LinkType.tp_basicsize = sizeof(LinkObject);
+  LinkType.tp_flags = Py_TPFLAGS_DEFAULT;
+  LinkType.tp_new = LinkNew;
+  LinkType.tp_dealloc = reinterpret_cast<destructor>(LinkDealloc);
+  LinkType.tp_methods = kLinkMethods;
+  LinkType.tp_doc = "The stub's end of rings A and B of one region.";
+  ArenaType.tp_name = "_tritium_ipc.Arena";
+  ArenaType.tp_basicsize = sizeof(ArenaObject);
+  ArenaType.tp_flags = Py_TPFLAGS_DEFAULT;
+  ArenaType.tp_new = ArenaNew;
+  ArenaType.tp_dealloc = reinterpret_cast<destructor>(ArenaDealloc);
+  ArenaType.tp_methods = kArenaMethods;
+  ArenaType.tp_doc = "First-fit arena allocator (offsets only).";
+  if (PyType_Ready(&LinkType) < 0 || PyType_Ready(&ArenaType) < 0) return nullptr;
+  PyObject* m = PyModule_Create(&kModule);
+  if (m == nullptr) return nullptr;
+  Py_INCREF(&LinkType);
+  Py_INCREF(&ArenaType);
+  if (PyModule_AddObject(m, "Link", reinterpret_cast<PyObject*>(&LinkType)) < 0 ||
+      PyModule_AddObject(m, "Arena", reinterpret_cast<PyObject*>(&ArenaType)) < 0 ||
+      PyModule_AddIntConstant(m, "PROTOCOL_VERSION", tritium::ring::kLayoutVersion) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

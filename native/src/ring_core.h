@@ -1,0 +1,220 @@
+// The control header and the SPSC byte rings of docs/ipc.md over raw shared memory, shared by
+// the bindings that need them in C++ (today the CPython extension; Node keeps its TypeScript
+// rings because their records end up as JS objects anyway). Header-only, no Node/Python types.
+//
+// Everything read from the ring is treated as hostile: positions, lengths and markers are
+// checked against the mapping before any byte is touched, and a violation is reported as
+// `Status::kCorrupt` with a reason instead of reading or writing out of bounds.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "wait_core.h"
+
+namespace tritium {
+namespace ring {
+
+constexpr char kMagic[8] = {'T', 'R', 'I', 'T', 'I', 'U', 'M', '1'};
+constexpr uint32_t kLayoutVersion = 1;
+constexpr uint64_t kHeaderSize = 4096;
+constexpr uint64_t kMinCapacity = 4096;
+constexpr uint32_t kFragMore = 0x80000000u;
+constexpr uint32_t kWrapMarker = 0xFFFFFFFFu;
+constexpr uint64_t kRecordAlign = 8;
+// A reassembled message larger than this is a corrupt stream, not a tensor (tensors travel in
+// arenas; messages only carry descriptors).
+constexpr uint64_t kMaxMessage = uint64_t{1} << 30;
+
+// Header offsets (shm-layout.ts).
+constexpr uint64_t kOffVersion = 8;
+constexpr uint64_t kOffCapacity = 16;
+constexpr uint64_t kOffRingAData = 24;
+constexpr uint64_t kOffRingBData = 32;
+constexpr uint64_t kOffHeartbeat = 64;
+constexpr uint64_t kOffStubPid = 72;
+
+struct Offsets {
+  uint64_t head, tail, doorbell, sleeping, producer_waiting;
+};
+constexpr Offsets kRingA{128, 192, 256, 260, 264};  // Node -> stub
+constexpr Offsets kRingB{320, 384, 448, 452, 456};  // stub -> Node
+
+inline uint64_t RecordSize(uint64_t payload) { return (4 + payload + kRecordAlign - 1) & ~(kRecordAlign - 1); }
+
+template <typename T>
+inline T* At(uint8_t* base, uint64_t off) { return reinterpret_cast<T*>(base + off); }
+
+// Validated geometry of segment n0. `Check` fills `why` and returns false on any mismatch.
+struct Layout {
+  uint8_t* base = nullptr;
+  uint64_t size = 0;
+  uint64_t capacity = 0;
+  uint64_t a_data = 0;
+  uint64_t b_data = 0;
+
+  bool Check(uint8_t* b, uint64_t sz, std::string* why) {
+    if (b == nullptr || sz < kHeaderSize) return Fail(why, "segment is smaller than the 4096-byte header");
+    if (std::memcmp(b, kMagic, sizeof kMagic) != 0) return Fail(why, "segment has no TRITIUM1 header");
+    uint32_t version;
+    std::memcpy(&version, b + kOffVersion, 4);
+    if (version != kLayoutVersion) return Fail(why, "shm layout version " + std::to_string(version) + ", expected 1");
+    uint64_t cap, a, bd;
+    std::memcpy(&cap, b + kOffCapacity, 8);
+    std::memcpy(&a, b + kOffRingAData, 8);
+    std::memcpy(&bd, b + kOffRingBData, 8);
+    if (cap < kMinCapacity || (cap & (cap - 1)) != 0 || cap > (uint64_t{1} << 32))
+      return Fail(why, "ring capacity " + std::to_string(cap) + " is not a power of two in [4096, 2^32]");
+    auto inside = [&](uint64_t off) { return off >= kHeaderSize && off % kRecordAlign == 0 && off <= sz && cap <= sz - off; };
+    if (!inside(a) || !inside(bd)) return Fail(why, "ring data offsets lie outside the segment");
+    if ((a < bd && a + cap > bd) || (bd < a && bd + cap > a) || a == bd) return Fail(why, "ring data areas overlap");
+    base = b;
+    size = sz;
+    capacity = cap;
+    a_data = a;
+    b_data = bd;
+    return true;
+  }
+
+ private:
+  static bool Fail(std::string* why, std::string text) {
+    if (why) *why = std::move(text);
+    return false;
+  }
+};
+
+enum class Status { kMessage, kEmpty, kCorrupt };
+
+// Consumer end of one ring. Single thread.
+class Consumer {
+ public:
+  Consumer() = default;
+  Consumer(uint8_t* base, uint64_t data_off, uint64_t capacity, Offsets o)
+      : base_(base), data_(base + data_off), cap_(capacity), o_(o) {
+    head_ = wait::LoadU64(At<uint64_t>(base_, o_.head));
+  }
+
+  uint32_t* doorbell() const { return At<uint32_t>(base_, o_.doorbell); }
+  uint32_t* sleeping() const { return At<uint32_t>(base_, o_.sleeping); }
+  uint32_t* producer_waiting() const { return At<uint32_t>(base_, o_.producer_waiting); }
+  uint64_t tail() const { return wait::LoadU64(At<uint64_t>(base_, o_.tail)); }
+  bool HasData() const { return tail() != head_; }
+  // True when the last Next() call moved head (the caller then checks producer_waiting).
+  bool advanced() const { return advanced_; }
+
+  // Moves the next complete message into *out. Partial fragments are kept across calls.
+  Status Next(std::string* out, std::string* why) {
+    advanced_ = false;
+    uint64_t tail = this->tail();
+    while (head_ != tail) {
+      if (tail - head_ > cap_) return Corrupt(why, "ring tail is more than one capacity ahead of head");
+      uint64_t pos = head_ & (cap_ - 1);
+      uint64_t to_end = cap_ - pos;
+      uint32_t word;
+      std::memcpy(&word, data_ + pos, 4);
+      if (word == kWrapMarker) {
+        if (to_end > tail - head_) return Corrupt(why, "wrap marker beyond the published tail");
+        Advance(to_end);
+        continue;
+      }
+      uint64_t n = word & ~kFragMore;
+      uint64_t rec = RecordSize(n);
+      if (4 + n > to_end || rec > tail - head_ || n > cap_ / 2)
+        return Corrupt(why, "record length " + std::to_string(n) + " runs past the ring or the published tail");
+      const char* p = reinterpret_cast<const char*>(data_ + pos + 4);
+      bool more = (word & kFragMore) != 0;
+      if (more || !frags_.empty()) {
+        if (frags_.size() + n > kMaxMessage) return Corrupt(why, "fragmented message exceeds 1 GiB");
+        frags_.append(p, n);
+        Advance(rec);
+        if (more) continue;
+        out->swap(frags_);
+        frags_.clear();
+      } else {
+        out->assign(p, n);
+        Advance(rec);
+      }
+      return Status::kMessage;
+    }
+    return Status::kEmpty;
+  }
+
+ private:
+  void Advance(uint64_t n) {
+    head_ += n;
+    // Hand the space back at once: a blocked producer goes on while we handle the message.
+    wait::StoreU64(At<uint64_t>(base_, o_.head), head_);
+    advanced_ = true;
+  }
+  Status Corrupt(std::string* why, std::string text) {
+    if (why) *why = std::move(text);
+    return Status::kCorrupt;
+  }
+
+  uint8_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;
+  uint64_t cap_ = 0;
+  Offsets o_{};
+  uint64_t head_ = 0;
+  bool advanced_ = false;
+  std::string frags_;
+};
+
+// Producer end of one ring. The caller serialises producers.
+class Producer {
+ public:
+  Producer() = default;
+  Producer(uint8_t* base, uint64_t data_off, uint64_t capacity, Offsets o)
+      : base_(base), data_(base + data_off), cap_(capacity), o_(o) {
+    tail_ = wait::LoadU64(At<uint64_t>(base_, o_.tail));
+  }
+
+  // Half the ring always fits once the consumer has drained it, wherever the wrap point is.
+  uint64_t max_record() const { return cap_ / 2 - kRecordAlign; }
+
+  // Writes one record (n <= max_record()) if there is room; false and nothing written if not.
+  // A consumer that publishes a head beyond our tail is corrupt; treat the ring as full.
+  bool TryWrite(const uint8_t* payload, uint64_t n, bool more) {
+    uint64_t head = wait::LoadU64(At<uint64_t>(base_, o_.head));
+    if (head > tail_ || tail_ - head > cap_) return false;
+    uint64_t free = cap_ - (tail_ - head);
+    uint64_t need = RecordSize(n);
+    uint64_t pos = tail_ & (cap_ - 1);
+    uint64_t to_end = cap_ - pos;
+    if (need > to_end) {
+      if (to_end + need > free) return false;
+      uint32_t marker = kWrapMarker;
+      std::memcpy(data_ + pos, &marker, 4);
+      tail_ += to_end;
+      pos = 0;
+    } else if (need > free) {
+      return false;
+    }
+    uint32_t word = static_cast<uint32_t>(n) | (more ? kFragMore : 0);
+    std::memcpy(data_ + pos, &word, 4);
+    if (n) std::memcpy(data_ + pos + 4, payload, n);
+    tail_ += need;
+    return true;
+  }
+
+  // Stores tail, bumps the doorbell, wakes the consumer if it sleeps (or always, if forced).
+  // The doorbell increment is a locked RMW (full barrier), so the `sleeping` load cannot move
+  // before it; the consumer sets `sleeping` before FUTEX_WAIT, which re-checks the doorbell.
+  void Publish(bool force_wake) {
+    wait::StoreU64(At<uint64_t>(base_, o_.tail), tail_);
+    uint32_t* db = At<uint32_t>(base_, o_.doorbell);
+    __atomic_add_fetch(db, 1u, __ATOMIC_SEQ_CST);
+    if (force_wake || __atomic_load_n(At<uint32_t>(base_, o_.sleeping), __ATOMIC_SEQ_CST) != 0) wait::FutexWake(db);
+  }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;
+  uint64_t cap_ = 0;
+  Offsets o_{};
+  uint64_t tail_ = 0;
+};
+
+}  // namespace ring
+}  // namespace tritium

@@ -1,0 +1,174 @@
+// Futex doorbells and the spin-or-sleep policy, shared by the Node addon (DoorbellWaiter) and
+// the CPython extension (_tritium_ipc). Header-only and free of Node/Python headers so both
+// bindings compile the very same logic (docs/ipc.md, "Waiting").
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <linux/futex.h>
+#include <sched.h>
+#include <string_view>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TRITIUM_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define TRITIUM_CPU_RELAX() asm volatile("yield" ::: "memory")
+#else
+#define TRITIUM_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+namespace tritium {
+namespace wait {
+
+inline int64_t NowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Non-private futex operations: the word lives in a MAP_SHARED mapping watched by another
+// process, and private futexes are keyed by address space (they would never meet).
+inline int FutexWake(uint32_t* word) {
+  long r = syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  return r < 0 ? -errno : static_cast<int>(r);
+}
+
+// Sleeps while *word == expected, at most timeout_ns (<0: forever). 0 on wake, -EAGAIN when
+// the value already differed, -ETIMEDOUT, -EINTR.
+inline int FutexWait(uint32_t* word, uint32_t expected, int64_t timeout_ns) {
+  struct timespec ts;
+  struct timespec* tsp = nullptr;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = timeout_ns / 1000000000;
+    ts.tv_nsec = timeout_ns % 1000000000;
+    tsp = &ts;
+  }
+  long r = syscall(SYS_futex, word, FUTEX_WAIT, expected, tsp, nullptr, 0);
+  return r < 0 ? -errno : 0;
+}
+
+inline uint32_t LoadU32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void StoreU32(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+inline uint64_t LoadU64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void StoreU64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+enum class SpinMode { kAdaptive, kAlways, kNever };
+
+// Parses "adaptive" | "always" | "never"; false for anything else.
+inline bool ParseSpinMode(const char* s, SpinMode* out) {
+  if (s == nullptr) return false;
+  std::string_view v(s);
+  if (v == "adaptive") *out = SpinMode::kAdaptive;
+  else if (v == "always") *out = SpinMode::kAlways;
+  else if (v == "never") *out = SpinMode::kNever;
+  else return false;
+  return true;
+}
+
+// Decides, before each sleep, how long a consumer polls its doorbell first.
+//
+// Polling only pays when (1) the next message usually arrives within the window (otherwise the
+// spin is pure waste and the futex sleep follows anyway) and (2) a core is idle (otherwise the
+// spin steals the core the peer, the client or another instance needs to produce that very
+// message). `kAdaptive` checks both: a hit score over recent waits, and the runnable task count
+// from /proc/loadavg against the CPUs this process may use, sampled every few milliseconds.
+// In a container /proc/loadavg counts the host's tasks, which only makes spinning rarer.
+class WaitPolicy {
+ public:
+  WaitPolicy(SpinMode mode = SpinMode::kAdaptive, int64_t spin_ns = 50000) { Configure(mode, spin_ns); }
+
+  void Configure(SpinMode mode, int64_t spin_ns) {
+    mode_ = mode;
+    spin_ns_ = spin_ns > 0 ? spin_ns : 0;
+    if (spin_ns_ == 0) mode_ = SpinMode::kNever;
+  }
+
+  SpinMode mode() const { return mode_; }
+  int64_t spin_ns() const { return spin_ns_; }
+
+  // Poll budget for the wait starting now.
+  int64_t Budget(int64_t now_ns) {
+    switch (mode_) {
+      case SpinMode::kNever: return 0;
+      case SpinMode::kAlways: return spin_ns_;
+      case SpinMode::kAdaptive: break;
+    }
+    if (score_ < kSpinScore) return 0;
+    return SpareCore(now_ns) ? spin_ns_ : 0;
+  }
+
+  // The peer's next signal came gap_ns after the consumer ran out of work (measured whether
+  // or not it spun, so the policy keeps learning while it sleeps).
+  void Observe(int64_t gap_ns) {
+    if (gap_ns <= spin_ns_) score_ = std::min(score_ + 1, kMaxScore);
+    else score_ = std::max(score_ - kMissPenalty, 0);
+  }
+
+  // Exposed for tests and verbose logs.
+  int score() const { return score_; }
+
+ private:
+  static constexpr int kMaxScore = 16;
+  static constexpr int kSpinScore = 4;
+  static constexpr int kMissPenalty = 4;
+  static constexpr int64_t kLoadCheckNs = 20 * 1000 * 1000;
+
+  bool SpareCore(int64_t now_ns) {
+    if (now_ns < next_check_ns_) return spare_;
+    next_check_ns_ = now_ns + kLoadCheckNs;
+    int cpus = AllowedCpus();
+    int running = RunnableTasks();
+    // `running` includes this thread; one more core must be idle for the peer.
+    spare_ = cpus >= 2 && running > 0 && running < cpus;
+    return spare_;
+  }
+
+  static int AllowedCpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    return CPU_COUNT(&set);
+  }
+
+  // Field 4 of /proc/loadavg is "<runnable>/<total>". -1 when unreadable (then never spin).
+  static int RunnableTasks() {
+    FILE* f = std::fopen("/proc/loadavg", "re");
+    if (f == nullptr) return -1;
+    double a, b, c;
+    int running = -1, total = 0;
+    if (std::fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) != 5) running = -1;
+    std::fclose(f);
+    return running;
+  }
+
+  SpinMode mode_ = SpinMode::kAdaptive;
+  int64_t spin_ns_ = 0;
+  int score_ = 0;
+  int64_t next_check_ns_ = 0;
+  bool spare_ = false;
+};
+
+// Polls `changed` for at most budget_ns; true as soon as it returns true. `yield` gives the
+// core away between polls (sched_yield) instead of pause instructions.
+template <typename Changed>
+inline bool Spin(int64_t budget_ns, bool yield, Changed changed) {
+  if (budget_ns <= 0) return false;
+  int64_t deadline = NowNs() + budget_ns;
+  for (;;) {
+    if (yield) sched_yield();
+    else for (int i = 0; i < 32; i++) TRITIUM_CPU_RELAX();
+    if (changed()) return true;
+    if (NowNs() >= deadline) return false;
+  }
+}
+
+}  // namespace wait
+}  // namespace tritium
