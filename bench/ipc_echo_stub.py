@@ -35,7 +35,14 @@ def main() -> None:
             continue
         t = m.get("t")
         if t == "exec":
-            ch.send({"t": "exec_done", "id": m["id"], "resps": []})
+            done = {"t": "exec_done", "id": m["id"], "resps": []}
+            if m.get("rel"):  # output releases piggy-backed on the exec (docs/ipc.md)
+                for seg, off in m["rel"]:
+                    ch.free(seg, off)
+                done["freed"] = len(m["rel"])
+            ch.send(done)
+        elif t == "path":
+            ch.send({"t": "path_ok", "native": ch.is_native})
         elif t == "fin":
             ch.send({"t": "fin_done"})
             ch.close()

@@ -6,7 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Arena } from '../src/backends/python/ipc/arena.js';
 import { StubChannel, newRegionName } from '../src/backends/python/ipc/channel.js';
 import { listRegionFiles, removeStaleFiles } from '../src/backends/python/ipc/shm-cleanup.js';
@@ -26,6 +26,11 @@ interface Peer {
 }
 
 const open: Peer[] = [];
+/** TRITIUM_STUB_NATIVE for the peers: the suite runs against both stub hot paths. */
+let stubNative = '1';
+const nativeBuilt = fs
+  .readdirSync(path.join(root, 'native', 'build', 'python'), { withFileTypes: true })
+  .some((e) => e.name.startsWith('_tritium_ipc'));
 
 async function startPeer(opts: { ringByteSize?: number; defaultByteSize?: number; growthByteSize?: number } = {}): Promise<Peer> {
   const growth = opts.growthByteSize ?? MiB;
@@ -35,7 +40,10 @@ async function startPeer(opts: { ringByteSize?: number; defaultByteSize?: number
     growthByteSize: growth,
     ...(opts.ringByteSize ? { ringByteSize: opts.ringByteSize } : {}),
   });
-  const child = spawn(python, [echoStub, ch.region, String(growth)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(python, [echoStub, ch.region, String(growth)], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, TRITIUM_STUB_NATIVE: stubNative },
+  });
   const inbox: any[] = [];
   let waiter: (() => void) | undefined;
   ch.onMessage((m) => {
@@ -94,7 +102,37 @@ const pattern = (n: number, seed: number) => {
 };
 const byteSum = (b: Uint8Array) => b.reduce((a, x) => (a + x) >>> 0, 0);
 
-describe('StubChannel <-> tritium_stub.ipc.Channel', () => {
+describe.each([
+  ['native', '1'],
+  ['pure-Python', '0'],
+])('StubChannel <-> tritium_stub.ipc.Channel (%s stub path)', (label, flag) => {
+  beforeAll(() => {
+    stubNative = flag;
+  });
+
+  it.runIf(flag === '0' || nativeBuilt)('runs the stub on the expected hot path', async () => {
+    const p = await startPeer();
+    p.ch.send({ t: 'path' });
+    expect(await p.next((m) => m.t === 'path_ok')).toEqual({ t: 'path_ok', native: label === 'native' });
+    await stopPeer(p);
+  });
+
+  it('carries pending output releases on the next exec, or sends them alone when idle', async () => {
+    const p = await startPeer();
+    const outs: any[] = [];
+    for (let i = 0; i < 3; i++) {
+      p.ch.send({ t: 'write', n: 100 });
+      outs.push(await p.next((m) => m.t === 'write_ok'));
+    }
+    p.ch.releaseOutputs([[outs[0].seg, outs[0].off]]);
+    p.ch.send({ t: 'exec', id: 7 });
+    expect(await p.next((m) => m.t === 'exec_done')).toEqual({ t: 'exec_done', id: 7, resps: [], freed: 1 });
+    // No exec follows: the idle timer sends a plain release.
+    p.ch.releaseOutputs([[outs[1].seg, outs[1].off], [outs[2].seg, outs[2].off]]);
+    expect(await p.next((m) => m.t === 'released')).toEqual({ t: 'released', n: 2 });
+    await stopPeer(p);
+  });
+
   it('delivers messages in order both ways, with msgpack types intact', async () => {
     const p = await startPeer();
     for (let i = 0; i < 2000; i++) p.ch.send({ t: 'echo', i, s: `m${i}`, b: Buffer.from([i & 0xff, 1, 2]), big: 2 ** 40 + i, f: 0.5 });

@@ -125,6 +125,9 @@ class Runtime:
 
     def _exec(self, msg):
         channel = STATE.channel
+        released = msg.get("rel")
+        if released:  # output blocks Node is done with, piggy-backed on this exec
+            self._release(channel, released)
         requests = [InferenceRequest._received(r) for r in msg["reqs"]]
         done = {"t": "exec_done", "id": msg["id"]}
         try:

@@ -5,6 +5,7 @@ pops ring B, and reads output segments the stub creates. Single-threaded and pol
 for tests, not a model of the Node implementation.
 """
 
+import ctypes
 import mmap
 import os
 import struct
@@ -32,6 +33,8 @@ class NodeEmulator:
         struct.pack_into("<II", self.mm, 8, ipc.LAYOUT_VERSION, HEADER)
         struct.pack_into("<QQQQQ", self.mm, 16, ring_capacity, self.a_data, self.b_data,
                          self.arena_pos, size - self.arena_pos)
+        self._anchor = ctypes.c_char.from_buffer(self.mm)
+        self._addr = ctypes.addressof(self._anchor)
         self.a_tail = 0
         self.b_head = 0
         self.outputs = {}
@@ -55,7 +58,9 @@ class NodeEmulator:
         self._u64(ipc.RING_A[1], self.a_tail)
         db = ipc.RING_A[2]
         struct.pack_into("<I", self.mm, db, (struct.unpack_from("<I", self.mm, db)[0] + 1) & 0xFFFFFFFF)
-        # The stub re-checks at least every 100 ms, so no futex_wake is needed here.
+        # Wake a sleeping stub at once (it would re-check within 100 ms anyway).
+        if struct.unpack_from("<I", self.mm, ipc.RING_A[3])[0]:
+            ipc.futex_wake(self._addr + db)
 
     def pop(self, timeout=10.0):
         deadline = time.monotonic() + timeout
@@ -104,6 +109,7 @@ class NodeEmulator:
         return bytes(mm[off:off + nbytes])
 
     def close(self):
+        del self._anchor
         for mm in list(self.outputs.values()) + [self.mm]:
             mm.close()
         for f in os.listdir("/dev/shm"):

@@ -12,23 +12,35 @@ import numpy as np
 import pytest
 
 from node_emulator import NodeEmulator
+from tritium_stub import ipc
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MAIN = os.path.join(ROOT, "stub", "main.py")
 REPO = os.path.join(ROOT, "python_models")
 
 
-@pytest.fixture
-def node():
+NATIVE_BUILT = ipc.load_native()[0] is not None
+
+
+# Every real-process test runs on both stub hot paths: the _tritium_ipc extension and the
+# pure-Python fallback (TRITIUM_STUB_NATIVE=0).
+@pytest.fixture(params=["native", "python"])
+def node(request):
+    if request.param == "native" and not NATIVE_BUILT:
+        pytest.skip("_tritium_ipc is not built for this interpreter (npm run build:native)")
     emulator = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_test")
     emulator.seen = []
+    emulator.path = request.param
     procs = []
 
-    def spawn(model, name, mode="instance", parent_pid=None):
+    def spawn(model, name, mode="instance", parent_pid=None, verbose=0, env=None):
         model_file = model if model.endswith(".py") else os.path.join(REPO, model, "1", "model.py")
+        child_env = dict(os.environ, TRITIUM_STUB_NATIVE="1" if request.param == "native" else "0")
+        child_env.update(env or {})
         p = subprocess.Popen([sys.executable, MAIN, model_file, emulator.region, str(1 << 20),
-                              str(parent_pid or os.getpid()), name, mode, "0"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+                              str(parent_pid or os.getpid()), name, mode, str(verbose)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                             env=child_env)
         procs.append(p)
         return p
 
@@ -76,6 +88,47 @@ def test_add_sub_end_to_end(node):
     assert node.pop_until("fin_done") == {"t": "fin_done"}
     assert proc.wait(timeout=10) == 0
     assert b"Cleaning up..." in proc.stdout.read()  # finalize's print() reached stdout
+
+
+def test_release_piggybacked_on_exec_frees_output_blocks(node):
+    """Node sends output releases as `rel` on the next exec (docs/ipc.md): the stub frees
+    them first, so the next batch's outputs land in the same blocks."""
+    node.spawn("add_sub", "add_sub_0_0")
+    node.pop()
+    node.push({"t": "init", "args": init_args("add_sub", "add_sub_0_0")})
+    node.pop_until("init_ok")
+    a = np.ones(4, np.float32).tobytes()
+
+    def run(batch, rel=None):
+        msg = {"t": "exec", "id": batch, "reqs": [{
+            "rid": batch, "id": "", "corr": 0, "flags": 0, "timeout": 0, "params": None,
+            "outs": ["OUTPUT0", "OUTPUT1"],
+            "inputs": [node.put_input("INPUT0", "FP32", [4], a),
+                       node.put_input("INPUT1", "FP32", [4], a)], "cflag": None}]}
+        if rel:
+            msg["rel"] = rel
+        node.push(msg)
+        return node.pop_until("exec_done")["resps"][0]["outs"]
+
+    first = run(1)
+    second = run(2, rel=[[o[3], o[4]] for o in first])
+    assert [(o[3], o[4]) for o in second] == [(o[3], o[4]) for o in first]
+    node.push({"t": "fin"})
+    node.pop_until("fin_done")
+
+
+def test_stub_logs_its_ipc_path(node):
+    node.spawn("add_sub", "add_sub_0_0", verbose=1,
+               env={"TRITIUM_STUB_SPIN_MODE": "never", "TRITIUM_STUB_SPIN_US": "20"})
+    node.pop()
+    node.push({"t": "init", "args": init_args("add_sub", "add_sub_0_0")})
+    node.pop_until("init_ok")
+    logs = [m["msg"] for m in node.seen if m["t"] == "log" and "IPC path" in m["msg"]]
+    assert len(logs) == 1
+    expected = "native (_tritium_ipc)" if node.path == "native" else "pure Python (disabled by"
+    assert expected in logs[0] and "spin-mode=never, spin-us=20" in logs[0]
+    node.push({"t": "fin"})
+    node.pop_until("fin_done")
 
 
 def test_autocomplete_process(node):

@@ -74,6 +74,13 @@ const SEGMENT_RE = /^[ns][0-9]+$/;
 const SEGMENT_ROUND = 1 << 16;
 /** Fallback poll while ring A is full, in case the stub's "space freed" signal was missed. */
 const FULL_RETRY_MS = 1;
+/**
+ * Output-block releases ride on the next `exec` (field `rel`) instead of costing the stub a
+ * wake-up of their own; when no exec comes they go out as a `release` message after this
+ * long, or at once when this many are waiting, so an idle instance never holds blocks.
+ */
+const RELEASE_IDLE_MS = 2;
+const RELEASE_BATCH_MAX = 256;
 
 /** A fresh region name for an instance, following docs/ipc.md. */
 export function newRegionName(instance: string): string {
@@ -100,6 +107,9 @@ export class StubChannel {
   /** Messages (already encoded, copied) waiting for ring A space; `off` = bytes already sent. */
   private readonly outQueue: Array<{ bytes: Uint8Array; off: number }> = [];
   private retryTimer: NodeJS.Timeout | undefined;
+  /** Output blocks read and done with, not yet handed back (see RELEASE_IDLE_MS). */
+  private pendingRelease: Array<[string, number]> = [];
+  private releaseTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly wake: (off: number) => void;
 
@@ -151,9 +161,16 @@ export class StubChannel {
     return new StubChannel(opts);
   }
 
-  /** msgpack-encodes `msg` onto ring A. Never throws for a full ring: queues and flushes later. */
+  /**
+   * msgpack-encodes `msg` onto ring A. Never throws for a full ring: queues and flushes later.
+   * An `exec` carries the pending output-block releases in `rel`.
+   */
   send(msg: object): void {
     if (this.closed) throw new Error(`StubChannel ${this.region} is closed`);
+    if (this.pendingRelease.length > 0 && (msg as { t?: unknown }).t === 'exec') {
+      msg = { ...msg, rel: this.pendingRelease };
+      this.pendingRelease = [];
+    }
     const bytes = encode(msg);
     if (this.outQueue.length === 0) {
       const off = this.writeFragments(bytes, 0);
@@ -211,9 +228,29 @@ export class StubChannel {
     return s.buf.subarray(off, off + nbytes);
   }
 
-  /** Hands output blocks back to the stub. */
+  /** Hands output blocks back to the stub: with the next `exec`, or after RELEASE_IDLE_MS. */
   releaseOutputs(blocks: Array<[string, number]>): void {
-    if (blocks.length > 0) this.send({ t: 'release', blocks });
+    if (blocks.length === 0 || this.closed) return;
+    for (const b of blocks) this.pendingRelease.push(b);
+    if (this.pendingRelease.length >= RELEASE_BATCH_MAX) {
+      this.flushReleases();
+      return;
+    }
+    if (this.releaseTimer === undefined) {
+      this.releaseTimer = setTimeout(() => {
+        this.releaseTimer = undefined;
+        this.flushReleases();
+      }, RELEASE_IDLE_MS);
+      this.releaseTimer.unref();
+    }
+  }
+
+  /** Sends the pending releases now as a `release` message (no exec came to carry them). */
+  flushReleases(): void {
+    if (this.closed || this.pendingRelease.length === 0) return;
+    const blocks = this.pendingRelease;
+    this.pendingRelease = [];
+    this.send({ t: 'release', blocks });
   }
 
   /** Last value of the stub's heartbeat (CLOCK_MONOTONIC ms, comparable with process.hrtime), 0 before the first beat. */
@@ -250,6 +287,9 @@ export class StubChannel {
     this.waiter = undefined;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    if (this.releaseTimer) clearTimeout(this.releaseTimer);
+    this.releaseTimer = undefined;
+    this.pendingRelease = [];
     this.outQueue.length = 0;
     for (const s of this.segments.values()) {
       try {

@@ -1,0 +1,172 @@
+"""tritium_stub.ipc.Channel over real shared memory on both hot paths, and the choice between
+them (native _tritium_ipc extension vs the pure-Python fallback)."""
+
+import os
+import struct
+import threading
+import time
+import uuid
+
+import msgpack
+import pytest
+
+from node_emulator import NodeEmulator
+from tritium_stub import ipc
+
+NATIVE, WHY_NOT = ipc.load_native()
+
+
+@pytest.fixture(params=["native", "python"])
+def pair(request):
+    if request.param == "native" and NATIVE is None:
+        pytest.skip(f"_tritium_ipc unavailable: {WHY_NOT}")
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_ipc", ring_capacity=4096)
+    ch = ipc.Channel(node.region, 1 << 16, native=NATIVE if request.param == "native" else False)
+    assert ch.is_native == (request.param == "native")
+    yield node, ch
+    ch.close()
+    node.close()
+
+
+def push_fragmented(node, msg, piece):
+    """Ring A records of at most `piece` bytes with the FRAG_MORE bit, like Node's writer."""
+    data = msgpack.packb(msg, use_bin_type=True)
+    for start in range(0, len(data), piece):
+        chunk = data[start:start + piece]
+        more = start + piece < len(data)
+        need = (4 + len(chunk) + 7) & ~7
+        deadline = time.monotonic() + 5
+        while node.a_tail + 2 * need - node._u64(ipc.RING_A[0]) > node.cap:  # wait for space
+            assert time.monotonic() < deadline, "the stub does not drain ring A"
+            time.sleep(0.001)
+        pos = node.a_tail % node.cap
+        if pos + need > node.cap:
+            struct.pack_into("<I", node.mm, node.a_data + pos, ipc.WRAP_MARKER)
+            node.a_tail += node.cap - pos
+            pos = 0
+        struct.pack_into("<I", node.mm, node.a_data + pos, len(chunk) | (ipc.FRAG_MORE if more else 0))
+        node.mm[node.a_data + pos + 4:node.a_data + pos + 4 + len(chunk)] = chunk
+        node.a_tail += need
+        node._u64(ipc.RING_A[1], node.a_tail)
+
+
+def test_hello_then_messages_both_ways_across_the_wrap(pair):
+    node, ch = pair
+    assert node.pop() == {"t": "hello", "pid": os.getpid()}
+    for i in range(200):  # 4 KiB rings: wraps many times
+        msg = {"t": "echo", "i": i, "pad": b"x" * (i * 7 % 900), "s": "é" * (i % 5)}
+        node.push(msg)
+        assert ch.recv(timeout=5) == msg
+        ch.send(msg)
+        assert node.pop() == msg
+
+
+def test_recv_times_out_with_none(pair):
+    node, ch = pair
+    assert ch.recv(timeout=0.01) is None
+
+
+def test_fragmented_message_is_reassembled(pair):
+    node, ch = pair
+    msg = {"t": "big", "blob": bytes(range(256)) * 40}  # 10 KiB through a 4 KiB ring
+    # The ring holds 4 KiB: the stub drains (in a thread) while we push.
+    got = []
+    reader = threading.Thread(target=lambda: got.append(ch.recv(timeout=5)))
+    reader.start()
+    push_fragmented(node, msg, 2048 - 8)
+    reader.join(10)
+    assert got == [msg]
+
+
+def test_output_arena_alloc_free_and_unknown_block(pair):
+    node, ch = pair
+    seg, off, view = ch.alloc(100)
+    assert seg == "s0" and off % 64 == 0 and len(view) == 100
+    seg2, off2, _ = ch.alloc(100)
+    assert (seg2, off2) != (seg, off)
+    ch.free(seg, off)
+    assert ch.alloc(64)[:2] == (seg, off)  # first fit reuses the freed block
+    with pytest.raises(ValueError):
+        ch.free("s0", 12345)
+    with pytest.raises(ValueError):
+        ch.free("n0", 0)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
+def test_native_rejects_a_corrupt_ring_instead_of_reading_out_of_bounds():
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_bad", ring_capacity=4096)
+    ch = ipc.Channel(node.region, 1 << 16, native=NATIVE)
+    try:
+        struct.pack_into("<I", node.mm, node.a_data, 100_000)  # length beyond the ring
+        node._u64(ipc.RING_A[1], 8)
+        with pytest.raises(RuntimeError, match="corrupt"):
+            ch.recv(timeout=1)
+        node._u64(ipc.RING_A[1], 1 << 40)  # tail far beyond head
+        with pytest.raises(RuntimeError, match="corrupt"):
+            ch.recv(timeout=1)
+    finally:
+        ch.close()
+        node.close()
+
+
+@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
+def test_native_link_rejects_a_bad_header():
+    with pytest.raises(RuntimeError, match="header"):
+        NATIVE.Link(bytearray(8192))
+    with pytest.raises(ValueError, match="spin_mode"):
+        NATIVE.Link(bytearray(8192), spin_mode="sometimes")
+
+
+def test_wait_policy_spins_only_after_recent_hits():
+    p = ipc.WaitPolicy("adaptive", 50)
+    assert p.budget(0.0) == 0.0  # no history: sleep at once
+    for _ in range(10):
+        p.observe(10e-6)
+    p._cpus = 1 << 20  # pretend the host is idle: the load check alone then decides
+    assert p.budget(1.0) == pytest.approx(50e-6)
+    p.observe(1.0)  # long gaps: spinning stops paying
+    p.observe(1.0)
+    assert p.budget(2.0) == 0.0
+    assert ipc.WaitPolicy("always", 50).budget(0.0) == pytest.approx(50e-6)
+    assert ipc.WaitPolicy("never", 50).budget(0.0) == 0.0
+    assert ipc.WaitPolicy("always", 0).mode == "never"
+    with pytest.raises(ValueError):
+        ipc.WaitPolicy("sometimes", 50)
+
+
+# ---- which path: the fallback decision ------------------------------------------------------
+
+def test_env_forces_pure_python(monkeypatch):
+    monkeypatch.setenv(ipc.NATIVE_ENV, "0")
+    module, why = ipc.load_native()
+    assert module is None and "TRITIUM_STUB_NATIVE=0" in why
+
+
+def test_missing_module_falls_back(monkeypatch, tmp_path):
+    monkeypatch.delenv(ipc.NATIVE_ENV, raising=False)
+    monkeypatch.setenv(ipc.NATIVE_DIR_ENV, str(tmp_path))
+    module, why = ipc.load_native()
+    assert module is None and "no _tritium_ipc module" in why and str(tmp_path) in why
+
+
+def test_unloadable_module_falls_back(monkeypatch, tmp_path):
+    # A file built for another ABI, or simply broken: import fails, the stub goes on in Python.
+    import importlib.machinery
+    (tmp_path / ("_tritium_ipc" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(b"not an ELF")
+    monkeypatch.delenv(ipc.NATIVE_ENV, raising=False)
+    monkeypatch.setenv(ipc.NATIVE_DIR_ENV, str(tmp_path))
+    module, why = ipc.load_native()
+    assert module is None and "cannot import" in why
+
+
+def test_channel_auto_uses_the_fallback_when_the_module_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv(ipc.NATIVE_DIR_ENV, str(tmp_path))
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_fb")
+    ch = ipc.Channel(node.region, 1 << 16)
+    try:
+        assert not ch.is_native and "pure Python (no _tritium_ipc module" in ch.describe()
+        node.push({"t": "x"})
+        assert ch.recv(timeout=5) == {"t": "x"}
+    finally:
+        ch.close()
+        node.close()
