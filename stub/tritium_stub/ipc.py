@@ -358,6 +358,11 @@ class Channel:
                     self._segs[seg] = s
         return s
 
+    def segment_buffer(self, seg: str) -> memoryview:
+        """The whole segment (callers bound their own views, e.g. numpy's frombuffer)."""
+        s = self._segs.get(seg)
+        return (s if s is not None else self._segment(seg)).mv
+
     def tensor_view(self, seg: str, off: int, nbytes: int) -> memoryview:
         s = self._segment(seg)
         if off < 0 or nbytes < 0 or off + nbytes > s.size:

@@ -43,8 +43,13 @@ def decode_input(channel, desc):
     elif dtype == "BYTES":
         array = parse_bytes(bytes(channel.tensor_view(segment, offset, nbytes)), shape)
     else:
-        array = np.frombuffer(channel.tensor_view(segment, offset, nbytes),
-                              dtype=FIXED[dtype]).reshape(shape)
+        # One numpy call over the whole segment: no intermediate memoryview slice. numpy
+        # checks offset + count against the segment, so a bad descriptor raises ValueError.
+        dt = FIXED[dtype]
+        count = nbytes // dt.itemsize
+        array = np.frombuffer(channel.segment_buffer(segment), dtype=dt, count=count, offset=offset)
+        if len(shape) != 1 or shape[0] != count:
+            array = array.reshape(shape)
     return Tensor._wrap(name, dtype, array)
 
 

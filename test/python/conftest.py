@@ -34,6 +34,9 @@ class FakeChannel:
     def tensor_view(self, seg, off, nbytes):
         return memoryview(self.segments[seg])[off:off + nbytes]
 
+    def segment_buffer(self, seg):
+        return memoryview(self.segments[seg])
+
     def alloc(self, nbytes):
         off = self._out_pos
         self._out_pos += max(nbytes, 1) + 63 & ~63
