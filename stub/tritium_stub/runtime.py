@@ -98,11 +98,18 @@ class Runtime:
 
     @staticmethod
     def _release(channel, blocks):
-        for segment, offset in blocks:
-            try:
-                channel.free(segment, offset)
-            except ValueError as e:  # a Node bug must not take the instance down
-                emit("WARNING", f"release of an unknown output block: {e}", "runtime.py", 0)
+        free_many = getattr(channel, "free_many", None)
+        if free_many is not None:
+            errors = free_many(blocks)
+        else:
+            errors = []
+            for segment, offset in blocks:
+                try:
+                    channel.free(segment, offset)
+                except ValueError as e:
+                    errors.append(e)
+        for e in errors:  # a Node bug must not take the instance down
+            emit("WARNING", f"release of an unknown output block: {e}", "runtime.py", 0)
 
     def _init(self, args):
         channel = STATE.channel

@@ -90,6 +90,27 @@ def test_output_arena_alloc_free_and_unknown_block(pair):
         ch.free("s0", 12345)
     with pytest.raises(ValueError):
         ch.free("n0", 0)
+    # free_many (releases piggy-backed on exec): one lock, bad blocks reported, not raised.
+    errors = ch.free_many([[seg, off], ["s0", 12345], ["s9", 0]])
+    assert len(errors) == 2 and all(isinstance(e, ValueError) for e in errors)
+    assert ch.alloc(64)[:2] == (seg, off)
+
+
+def test_messages_sent_from_other_threads_and_reentrantly_arrive_intact(pair):
+    node, ch = pair
+    node.pop()  # hello
+    t = threading.Thread(target=lambda: ch.send({"t": "from_thread"}))
+    t.start()
+    t.join()
+    assert node.pop() == {"t": "from_thread"}
+
+    class Nested:  # msgpack calls default() in the middle of packing: a re-entrant send
+        pass
+
+    ch._packer = msgpack.Packer(use_bin_type=True, default=lambda o: ch.send({"t": "inner"}) or "x")
+    ch.send({"t": "outer", "o": Nested()})
+    assert node.pop() == {"t": "inner"}
+    assert node.pop() == {"t": "outer", "o": "x"}
 
 
 @pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
