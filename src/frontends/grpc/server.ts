@@ -1,14 +1,14 @@
 /**
  * @module frontends/grpc/server
  * The gRPC endpoint: `inference.GRPCInferenceService` and `grpc.health.v1.Health` (Check only)
- * on @grpc/grpc-js, plaintext.
+ * on the project's own transport over `node:http2` (transport/), plaintext.
  *
  * Shutdown (`close()`): from the first moment new RPCs are answered UNAVAILABLE (Triton's text)
  * while connections stay open, so clients on them see why; calls and streams in flight get up
- * to `shutdownGraceMs` to finish; then grpc-js `tryShutdown` closes the connections (GOAWAY),
- * bounded by what is left of the grace period, and `forceShutdown` ends whatever remains.
+ * to `shutdownGraceMs` to finish; then every connection gets a GOAWAY and is closed once its
+ * streams are done, bounded by what is left of the grace period, after which it is destroyed.
  */
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { AddressInfo } from 'node:net';
 import type { ServerCore } from '../../core/server-core.js';
 import { GRPCInferenceService } from '../../generated/grpc_service_pb.js';
 import { Health } from '../../generated/health_pb.js';
@@ -16,9 +16,9 @@ import { memoryLogSettings, type LogSettingsStore } from '../../core/logger.js';
 import type { GrpcContext, GrpcLogger } from './context.js';
 import { healthCheck } from './handlers/health.js';
 import { inferenceHandlers } from './handlers/index.js';
-import type { ServiceState } from './service.js';
-import { buildService } from './service.js';
-
+import { addServiceRoutes } from './service.js';
+import { SHUTTING_DOWN, UNAVAILABLE, statusError } from './status.js';
+import { createTransport, type Route, type Transport } from './transport/server.js';
 export interface GrpcServerOptions {
   port: number;
   address: string;
@@ -46,39 +46,33 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
   };
-  const state: ServiceState = { closing: false, active: 0 };
+  let closing = false;
   const maxMessage = opts.maxMessageSize > 0 ? Math.min(opts.maxMessageSize, DEFAULT_GRPC_MAX_MESSAGE_SIZE) : DEFAULT_GRPC_MAX_MESSAGE_SIZE;
-  const server = new Server({
-    'grpc.max_receive_message_length': maxMessage,
-    'grpc.max_send_message_length': maxMessage,
-  });
-  const inference = buildService(GRPCInferenceService, inferenceHandlers, ctx, state);
-  server.addService(inference.definition, inference.implementation);
-  const health = buildService(Health, { check: healthCheck }, ctx, state);
-  server.addService(health.definition, health.implementation);
+  const routes = new Map<string, Route>();
+  addServiceRoutes(routes, GRPCInferenceService, inferenceHandlers, ctx);
+  addServiceRoutes(routes, Health, { check: healthCheck }, ctx);
+  const refusal = statusError(UNAVAILABLE, SHUTTING_DOWN);
+  const transport = createTransport(routes, { maxMessageBytes: maxMessage, refuseWith: () => (closing ? refusal : undefined) });
 
-  const target = `${opts.address.includes(':') ? `[${opts.address}]` : opts.address}:${opts.port}`;
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(target, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+    transport.server.once('error', reject);
+    transport.server.listen(opts.port, opts.address, () => {
+      transport.server.off('error', reject);
+      transport.server.on('error', (err) => opts.logger?.error(`gRPC server error: ${err.message}`));
+      resolve((transport.server.address() as AddressInfo).port);
+    });
   });
 
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closed ??= (async () => {
-      state.closing = true;
+      closing = true;
       const deadline = Date.now() + (opts.shutdownGraceMs ?? 30_000);
-      await waitIdle(state, deadline);
-      const remaining = Math.max(0, deadline - Date.now());
-      const shutDown = await new Promise<boolean>((done) => {
-        const timer = setTimeout(() => done(false), remaining);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          done(true);
-        });
-      });
-      if (!shutDown) {
-        opts.logger?.warn(`gRPC: ${state.active} call(s) still open at the end of the shutdown grace period; closing them`);
-        server.forceShutdown();
+      await waitIdle(transport, deadline);
+      const active = transport.active;
+      const shutDown = await transport.close(Math.max(0, deadline - Date.now()));
+      if (!shutDown || active > 0) {
+        opts.logger?.warn(`gRPC: ${active} call(s) still open at the end of the shutdown grace period; closing them`);
       }
     })();
     return closed;
@@ -87,7 +81,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
 }
 
 /** Resolves once no call is active, or at `deadline`. */
-function waitIdle(state: ServiceState, deadline: number): Promise<void> {
+function waitIdle(state: Transport, deadline: number): Promise<void> {
   if (state.active === 0) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const timer = setTimeout(finish, Math.max(0, deadline - Date.now()));

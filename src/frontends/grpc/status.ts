@@ -1,31 +1,27 @@
 /**
  * @module frontends/grpc/status
- * Turns anything a handler throws into the status grpc-js sends: a `TritonError` keeps its code
- * (through the core's `grpcStatusOf` table) and its message as the status details, which is
+ * Turns anything a handler throws into the status the call ends with: a `TritonError` keeps its
+ * code (through the core's `grpcStatusOf` table) and its message as the status details, which is
  * what tritonclient shows in `InferenceServerException`.
  */
-import type { ServiceError } from '@grpc/grpc-js';
-import { Metadata } from '@grpc/grpc-js';
 import { asTritonError, grpcStatusOf } from '../../core/errors.js';
 import type { GrpcLogger } from './context.js';
+import { StatusError } from './transport/status.js';
 
-export type StatusError = Partial<ServiceError> & { code: number; details: string };
+export { StatusError, GrpcStatus } from './transport/status.js';
 
 export const UNAVAILABLE = 14;
 
 export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
 
 export function statusError(code: number, details: string): StatusError {
-  const err = new Error(details) as Error & StatusError;
-  err.code = code;
-  err.details = details;
-  err.metadata = new Metadata();
-  return err;
+  return new StatusError(code, details);
 }
 
 /** Maps a thrown value to a gRPC status; logs what is not a TritonError (a bug, not a refusal). */
 export function toStatusError(err: unknown, logger?: GrpcLogger): StatusError {
+  if (err instanceof StatusError) return err;
   const te = asTritonError(err);
   if (te !== err && logger) logger.error(`gRPC handler failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  return statusError(grpcStatusOf(te.code), te.message);
+  return new StatusError(grpcStatusOf(te.code), te.message);
 }

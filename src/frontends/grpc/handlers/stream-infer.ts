@@ -14,7 +14,7 @@
  * aborts the other requests in flight. The stream ends OK once the client has half-closed and
  * every request has had its final response. A cancelled call aborts every request in flight.
  */
-import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { CancelToken } from '../../../core/cancellation.js';
 import type { TritonError } from '../../../core/errors.js';
 import { asTritonError, grpcStatusOf } from '../../../core/errors.js';
 import type { InferResponse } from '../../../core/inference.js';
@@ -24,6 +24,7 @@ import type { OutputPlan } from '../infer-codec.js';
 import { decodeInferRequest, encodeStreamError, encodeStreamResponse } from '../infer-codec.js';
 import type { StatusError } from '../status.js';
 import { statusError } from '../status.js';
+import type { DuplexCall } from '../transport/call.js';
 
 interface RequestIdentity {
   id: string;
@@ -31,9 +32,9 @@ interface RequestIdentity {
   modelVersion: string;
 }
 
-export function modelStreamInfer(ctx: GrpcContext, call: ServerDuplexStream<ModelInferRequest, Uint8Array>): void {
+export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRequest>): void {
   const errorsEndStream = call.metadata.get('triton_grpc_error').some((v) => String(v).toLowerCase() === 'true');
-  const inflight = new Set<AbortController>();
+  const inflight = new Set<CancelToken>();
   let halfClosed = false;
   let done = false;
 
@@ -42,8 +43,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: ServerDuplexStream<Mode
     done = true;
     for (const a of inflight) a.abort();
     inflight.clear();
-    if (status !== undefined) call.emit('error', status);
-    else call.end();
+    call.end(status);
   };
   const endIfIdle = (): void => {
     if (halfClosed && inflight.size === 0) finish();
@@ -66,8 +66,8 @@ export function modelStreamInfer(ctx: GrpcContext, call: ServerDuplexStream<Mode
       return;
     }
     const { request, plan, enableEmptyFinal } = decoded;
-    const abort = new AbortController();
-    request.signal = abort.signal;
+    const abort = new CancelToken();
+    request.signal = abort;
     inflight.add(abort);
     ctx.core.infer(request, (response: InferResponse) => {
       if (response.final) inflight.delete(abort);
@@ -106,8 +106,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: ServerDuplexStream<Mode
     halfClosed = true;
     endIfIdle();
   });
-  // Client cancel, deadline, or connection loss. grpc-js also reports it after a normal end,
-  // when nothing is left in flight.
+  // Client cancel, deadline, or connection loss.
   call.on('cancelled', () => {
     done = true;
     for (const a of inflight) a.abort();

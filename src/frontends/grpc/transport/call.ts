@@ -1,0 +1,163 @@
+/**
+ * @module frontends/grpc/transport/call
+ * One RPC on one HTTP/2 stream: response headers sent lazily with the first message, messages
+ * framed, and the status sent last as trailers — or, for a call that fails before any message,
+ * as a single trailers-only HEADERS frame. A call ends exactly once: by its handler, by a
+ * client cancel (RST_STREAM, a closed connection) or by its deadline.
+ */
+import { EventEmitter } from 'node:events';
+import type { ServerHttp2Stream } from 'node:http2';
+import { frameMessage } from './message-reader.js';
+import type { Metadata } from './metadata.js';
+import { GrpcStatus, StatusError, encodeGrpcMessage } from './status.js';
+
+const CONTENT_TYPE = 'application/grpc+proto';
+const ACCEPT_ENCODING = 'identity,deflate,gzip';
+/** Above this a message is written as prefix + payload rather than copied into one buffer. */
+const COPY_LIMIT = 64 * 1024;
+
+const RESPONSE_HEADERS = Object.freeze({
+  ':status': 200,
+  'content-type': CONTENT_TYPE,
+  'grpc-accept-encoding': ACCEPT_ENCODING,
+});
+const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
+
+/** Told when a call ends, whichever way (the server counts calls in flight). */
+export type CallEndListener = () => void;
+
+export abstract class BaseCall {
+  #headersSent = false;
+  #ended = false;
+  #trailers: Record<string, string> = OK_TRAILERS;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    protected readonly stream: ServerHttp2Stream,
+    readonly metadata: Metadata,
+    private readonly onEnd: CallEndListener,
+  ) {
+    stream.on('close', () => {
+      if (!this.#ended) this.#cancel();
+    });
+  }
+
+  /** True once the call has a status (sent, or given up on by a cancel). */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Cancels the call with DEADLINE_EXCEEDED after `ms`. */
+  setDeadline(ms: number): void {
+    this.#timer = setTimeout(() => {
+      if (this.#ended) return;
+      this.sendStatus(new StatusError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded'));
+      this.cancelled();
+    }, ms);
+  }
+
+  /** Writes one serialised response message. */
+  sendMessage(payload: Uint8Array): void {
+    if (this.#ended || this.stream.destroyed) return;
+    this.#sendHeaders();
+    if (payload.length <= COPY_LIMIT) {
+      this.stream.write(frameMessage(payload));
+    } else {
+      const prefix = Buffer.allocUnsafe(5);
+      prefix[0] = 0;
+      prefix.writeUInt32BE(payload.length, 1);
+      this.stream.write(prefix);
+      this.stream.write(payload);
+    }
+  }
+
+  /** Ends the call with `status` (OK when undefined). */
+  sendStatus(status?: StatusError): void {
+    if (this.#ended) return;
+    this.#finish();
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    const trailers = status === undefined || status.code === GrpcStatus.OK ? OK_TRAILERS : errorTrailers(status);
+    if (!this.#headersSent) {
+      // Trailers-only: one HEADERS frame carries the status and ends the stream.
+      this.#headersSent = true;
+      stream.respond({ ...RESPONSE_HEADERS, ...trailers }, { endStream: true });
+      return;
+    }
+    this.#trailers = trailers;
+    stream.end();
+  }
+
+  /** Sends one message and the OK status (a unary answer). */
+  sendLast(payload: Uint8Array): void {
+    if (this.#ended) return;
+    this.sendMessage(payload);
+    this.sendStatus();
+  }
+
+  /** Called once when the call ends without a status from its handler. */
+  protected abstract cancelled(): void;
+
+  #sendHeaders(): void {
+    if (this.#headersSent) return;
+    this.#headersSent = true;
+    this.stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    this.stream.once('wantTrailers', () => this.stream.sendTrailers(this.#trailers));
+  }
+
+  #cancel(): void {
+    this.#finish();
+    this.cancelled();
+  }
+
+  #finish(): void {
+    this.#ended = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.onEnd();
+  }
+}
+
+function errorTrailers(status: StatusError): Record<string, string> {
+  return { 'grpc-status': String(status.code), 'grpc-message': encodeGrpcMessage(status.details) };
+}
+
+/** A unary call as its handler sees it. */
+export class UnaryCall<I = unknown> extends BaseCall {
+  request!: I;
+  /** Set by a handler that must know when the client gives up (cancel, deadline). */
+  oncancel: (() => void) | undefined = undefined;
+
+  protected cancelled(): void {
+    const f = this.oncancel;
+    this.oncancel = undefined;
+    f?.();
+  }
+}
+
+/**
+ * A bidirectional streaming call: emits `data` (a decoded request message), `end` (the client
+ * half-closed) and `cancelled` (cancel, deadline or connection loss); `write` sends a
+ * serialised response, `end(status?)` ends the call.
+ */
+export class DuplexCall<I = unknown> extends BaseCall {
+  readonly events = new EventEmitter();
+
+  on(event: 'data', fn: (msg: I) => void): this;
+  on(event: 'end' | 'cancelled', fn: () => void): this;
+  on(event: string, fn: (...args: any[]) => void): this { // eslint-disable-line @typescript-eslint/no-explicit-any
+    this.events.on(event, fn);
+    return this;
+  }
+
+  write(payload: Uint8Array): void {
+    this.sendMessage(payload);
+  }
+
+  end(status?: StatusError): void {
+    this.sendStatus(status);
+  }
+
+  protected cancelled(): void {
+    this.events.emit('cancelled');
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * @module frontends/grpc/transport/server
+ * gRPC over `node:http2` (plaintext, prior knowledge), without a gRPC library in between: the
+ * path picks a route, the body is cut into messages, the route's handler answers through a
+ * call object. Kept deliberately small: unary and bidirectional streaming calls, identity /
+ * gzip / deflate request messages, `grpc-timeout` deadlines, client cancellation, message
+ * size limits, graceful shutdown. Why not @grpc/grpc-js: see docs/design.md ("gRPC transport").
+ */
+import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { inflateSync, gunzipSync } from 'node:zlib';
+import { DuplexCall, UnaryCall, type BaseCall } from './call.js';
+import { MessageReader, type RawMessage } from './message-reader.js';
+import { Metadata, parseTimeoutMs } from './metadata.js';
+import { GrpcStatus, StatusError, encodeGrpcMessage } from './status.js';
+
+export interface UnaryRoute {
+  kind: 'unary';
+  decode(bytes: Buffer): unknown;
+  /** Answers with `call.sendLast` / `call.sendStatus`, now or later. */
+  run(call: UnaryCall): void;
+}
+
+export interface BidiRoute {
+  kind: 'bidi';
+  decode(bytes: Buffer): unknown;
+  run(call: DuplexCall): void;
+}
+
+export type Route = UnaryRoute | BidiRoute;
+
+export interface TransportOptions {
+  maxMessageBytes: number;
+  /** A new call is refused with this status while set (server shutting down). */
+  refuseWith(): StatusError | undefined;
+}
+
+export interface Transport {
+  server: Http2Server;
+  /** Calls started and not yet ended. */
+  readonly active: number;
+  /** Called whenever `active` drops to 0. */
+  onIdle: (() => void) | undefined;
+  /** GOAWAY to every connection; resolves when they have closed or `forceAfterMs` passed. */
+  close(forceAfterMs: number): Promise<boolean>;
+}
+
+/** Session flow-control window: a 20 MiB request need not wait for a window update every 64 KiB. */
+const SESSION_WINDOW = 16 * 1024 * 1024;
+
+export function createTransport(routes: ReadonlyMap<string, Route>, opts: TransportOptions): Transport {
+  const sessions = new Set<Http2Session>();
+  const t: Transport = {
+    server: createServer({
+      // Node's default (10 MB) would reset streams carrying large tensors.
+      maxSessionMemory: Number.MAX_SAFE_INTEGER,
+      settings: { initialWindowSize: 1024 * 1024 },
+    }),
+    active: 0,
+    onIdle: undefined,
+    close: (forceAfterMs) => closeAll(t.server, sessions, forceAfterMs),
+  };
+  const onCallEnd = (): void => {
+    if (--(t as { active: number }).active === 0) t.onIdle?.();
+  };
+  t.server.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+    session.on('error', () => {}); // a broken connection ends its calls through their streams
+    session.once('connect', () => {
+      try {
+        session.setLocalWindowSize(SESSION_WINDOW);
+      } catch {
+        // the session may already be gone
+      }
+    });
+  });
+  t.server.on('stream', (stream, headers) => {
+    stream.on('error', () => {}); // reported to the call as a close
+    const refusal = checkRequest(routes, headers) ?? opts.refuseWith();
+    if (refusal !== undefined) {
+      if (typeof refusal === 'number') respondHttpError(stream, refusal);
+      else respondTrailersOnly(stream, refusal);
+      return;
+    }
+    const route = routes.get(headers[':path'] as string)!;
+    (t as { active: number }).active++;
+    const metadata = new Metadata(headers);
+    const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, onCallEnd) : new DuplexCall(stream, metadata, onCallEnd);
+    const timeout = parseTimeoutMs(headers['grpc-timeout']);
+    if (timeout !== undefined) call.setDeadline(timeout);
+    const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
+    if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes);
+    else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes);
+  });
+  return t;
+}
+
+/** An HTTP status for a request that is not gRPC, a gRPC status for one we cannot serve. */
+function checkRequest(routes: ReadonlyMap<string, Route>, headers: IncomingHttpHeaders): number | StatusError | undefined {
+  if (headers[':method'] !== 'POST') return 405;
+  const type = headers['content-type'];
+  if (typeof type !== 'string' || !type.startsWith('application/grpc')) return 415;
+  const path = headers[':path'] as string;
+  if (!routes.has(path)) return new StatusError(GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${path}`);
+  const encoding = headers['grpc-encoding'];
+  if (encoding !== undefined && encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
+    return new StatusError(GrpcStatus.UNIMPLEMENTED, `Compression algorithm '${String(encoding)}' is not supported (identity, gzip, deflate)`);
+  }
+  return undefined;
+}
+
+function respondHttpError(stream: ServerHttp2Stream, status: number): void {
+  if (!stream.destroyed) stream.respond({ ':status': status }, { endStream: true });
+}
+
+function respondTrailersOnly(stream: ServerHttp2Stream, status: StatusError): void {
+  if (stream.destroyed) return;
+  stream.respond(
+    {
+      ':status': 200,
+      'content-type': 'application/grpc+proto',
+      'grpc-accept-encoding': 'identity,deflate,gzip',
+      'grpc-status': String(status.code),
+      'grpc-message': encodeGrpcMessage(status.details),
+    },
+    { endStream: true },
+  );
+  // The request body, if any, is not wanted.
+  stream.resume();
+}
+
+/** The payload of a message, inflated when its flag says so (bounded by the message limit). */
+function payloadOf(m: RawMessage, encoding: string, maxBytes: number): Buffer {
+  if (!m.compressed) return m.data;
+  if (encoding === 'identity') {
+    throw new StatusError(GrpcStatus.INTERNAL, 'Compressed message received without grpc-encoding');
+  }
+  // Request compression is rare (tritonclient's compression_algorithm): inflating in place
+  // keeps messages in order, and maxOutputLength keeps a small bomb from growing unbounded.
+  try {
+    return encoding === 'gzip' ? gunzipSync(m.data, { maxOutputLength: maxBytes }) : inflateSync(m.data, { maxOutputLength: maxBytes });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw new StatusError(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (decompressed size over ${maxBytes})`);
+    }
+    throw new StatusError(GrpcStatus.INTERNAL, `Failed to decompress the request message: ${(err as Error).message}`);
+  }
+}
+
+function decodeMessage(route: Route, m: RawMessage, encoding: string, maxBytes: number): unknown {
+  const payload = payloadOf(m, encoding, maxBytes);
+  try {
+    return route.decode(payload);
+  } catch (err) {
+    throw new StatusError(GrpcStatus.INTERNAL, `Error deserializing request: ${(err as Error).message}`);
+  }
+}
+
+function asStatus(err: unknown): StatusError {
+  return err instanceof StatusError ? err : new StatusError(GrpcStatus.INTERNAL, err instanceof Error ? err.message : String(err));
+}
+
+function readUnary(stream: ServerHttp2Stream, route: UnaryRoute, call: UnaryCall, encoding: string, maxBytes: number): void {
+  const reader = new MessageReader(maxBytes);
+  const messages: RawMessage[] = [];
+  const fail = (status: StatusError): void => {
+    stream.removeAllListeners('data');
+    stream.resume();
+    call.sendStatus(status);
+  };
+  stream.on('data', (chunk: Buffer) => {
+    try {
+      reader.push(chunk, messages);
+      if (messages.length > 1) throw new StatusError(GrpcStatus.UNIMPLEMENTED, 'Received a second request message for a unary call');
+    } catch (err) {
+      fail(asStatus(err));
+    }
+  });
+  stream.once('end', () => {
+    if (call.ended) return;
+    if (messages.length !== 1 || reader.midMessage) {
+      fail(new StatusError(GrpcStatus.UNIMPLEMENTED, 'Expected exactly one request message for a unary call'));
+      return;
+    }
+    try {
+      call.request = decodeMessage(route, messages[0]!, encoding, maxBytes);
+    } catch (err) {
+      fail(asStatus(err));
+      return;
+    }
+    route.run(call);
+  });
+}
+
+function readBidi(stream: ServerHttp2Stream, route: BidiRoute, call: DuplexCall, encoding: string, maxBytes: number): void {
+  const reader = new MessageReader(maxBytes);
+  const messages: RawMessage[] = [];
+  route.run(call);
+  stream.on('data', (chunk: Buffer) => {
+    if (call.ended) return;
+    try {
+      reader.push(chunk, messages);
+      for (let i = 0; i < messages.length && !call.ended; i++) {
+        call.events.emit('data', decodeMessage(route, messages[i]!, encoding, maxBytes));
+      }
+    } catch (err) {
+      // The stream cannot be trusted past a bad message: end the call, which cancels the rest.
+      call.sendStatus(asStatus(err));
+      call.events.emit('cancelled');
+    } finally {
+      messages.length = 0;
+    }
+  });
+  stream.once('end', () => {
+    if (!call.ended) call.events.emit('end');
+  });
+}
+
+function closeAll(server: Http2Server, sessions: Set<Http2Session>, forceAfterMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    let done = false;
+    const timer = setTimeout(() => {
+      if (done) return;
+      done = true;
+      for (const s of sessions) s.destroy();
+      resolve(false);
+    }, forceAfterMs);
+    server.close(() => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(true);
+    });
+    // GOAWAY: the client opens no new stream here, the ones open may finish.
+    for (const s of sessions) s.close();
+  });
+}
+
