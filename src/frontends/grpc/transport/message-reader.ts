@@ -40,7 +40,9 @@ export class MessageReader {
       this.#parts.push(chunk);
       this.#partBytes += chunk.length;
       if (this.#partBytes < PREFIX) return;
-      const need = PREFIX + this.#checkedLength(this.#prefixOf());
+      // Once, when the prefix is complete but split: so that it is read from one buffer.
+      if (this.#parts[0]!.length < PREFIX) this.#parts = [Buffer.concat(this.#parts, this.#partBytes)];
+      const need = PREFIX + this.#checkedLength(this.#parts[0]!);
       if (this.#partBytes < need) return;
       buf = Buffer.concat(this.#parts, this.#partBytes);
       this.#parts = [];
@@ -58,11 +60,6 @@ export class MessageReader {
       this.#parts.push(rest);
       this.#partBytes = rest.length;
     }
-  }
-
-  #prefixOf(): Buffer {
-    const first = this.#parts[0]!;
-    return first.length >= PREFIX ? first : Buffer.concat(this.#parts, this.#partBytes).subarray(0, PREFIX);
   }
 
   #checkedLength(prefix: Buffer): number {

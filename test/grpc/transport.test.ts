@@ -1,0 +1,244 @@
+/**
+ * The gRPC transport on node:http2 (src/frontends/grpc/transport) against a real gRPC client
+ * (@grpc/grpc-js) and raw HTTP/2: message framing across frames, deadlines, cancellation,
+ * compression, size limits, unknown methods and requests that are not gRPC.
+ */
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DuplexCall, UnaryCall } from '../../src/frontends/grpc/transport/call.js';
+import { MessageReader, type RawMessage } from '../../src/frontends/grpc/transport/message-reader.js';
+import { parseTimeoutMs } from '../../src/frontends/grpc/transport/metadata.js';
+import { createTransport, type Route, type Transport } from '../../src/frontends/grpc/transport/server.js';
+import { GrpcStatus, StatusError, encodeGrpcMessage } from '../../src/frontends/grpc/transport/status.js';
+
+const frame = (payload: Buffer, compressed = false): Buffer => {
+  const b = Buffer.alloc(5 + payload.length);
+  b[0] = compressed ? 1 : 0;
+  b.writeUInt32BE(payload.length, 1);
+  payload.copy(b, 5);
+  return b;
+};
+
+describe('MessageReader', () => {
+  it('cuts messages split and joined arbitrarily across chunks', () => {
+    const payloads = [Buffer.from('a'), Buffer.alloc(0), Buffer.alloc(70_000, 7), Buffer.from('last')];
+    const wire = Buffer.concat(payloads.map((p) => frame(p)));
+    for (const step of [1, 3, 5, 6, 4096, wire.length]) {
+      const reader = new MessageReader(1 << 20);
+      const out: RawMessage[] = [];
+      for (let off = 0; off < wire.length; off += step) reader.push(wire.subarray(off, off + step), out);
+      expect(out.map((m) => m.data)).toEqual(payloads);
+      expect(reader.midMessage).toBe(false);
+    }
+  });
+
+  it('refuses a message over the limit from its prefix alone', () => {
+    const reader = new MessageReader(10);
+    const prefix = Buffer.from([0, 0, 0, 0, 11]);
+    expect(() => reader.push(prefix, [])).toThrow(new StatusError(GrpcStatus.RESOURCE_EXHAUSTED, 'Received message larger than max (11 vs. 10)'));
+  });
+});
+
+describe('grpc-message and grpc-timeout', () => {
+  it('percent-encodes what is not printable ASCII, and % itself', () => {
+    expect(encodeGrpcMessage('plain text')).toBe('plain text');
+    expect(encodeGrpcMessage('100% é\n')).toBe('100%25 %C3%A9%0A');
+  });
+  it('parses every unit and ignores malformed values', () => {
+    expect(parseTimeoutMs('2S')).toBe(2000);
+    expect(parseTimeoutMs('1H')).toBe(3_600_000);
+    expect(parseTimeoutMs('300m')).toBe(300);
+    expect(parseTimeoutMs('5000u')).toBe(5);
+    expect(parseTimeoutMs('123456789S')).toBeUndefined();
+    expect(parseTimeoutMs('5x')).toBeUndefined();
+    expect(parseTimeoutMs(undefined)).toBeUndefined();
+  });
+});
+
+describe('transport against @grpc/grpc-js', () => {
+  let transport: Transport;
+  let port: number;
+  let client: grpc.Client;
+  const cancelled: string[] = [];
+  let refuse: StatusError | undefined;
+
+  const routes = new Map<string, Route>([
+    ['/t.S/Echo', { kind: 'unary', decode: (b) => Buffer.from(b), run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }],
+    [
+      '/t.S/Fail',
+      { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendStatus(new StatusError(GrpcStatus.NOT_FOUND, 'no such thing: ü')) },
+    ],
+    [
+      '/t.S/Never',
+      {
+        kind: 'unary',
+        decode: (b) => b.toString(),
+        run: (call: UnaryCall) => {
+          call.oncancel = () => cancelled.push(String(call.request));
+        },
+      },
+    ],
+    [
+      '/t.S/Chat',
+      {
+        kind: 'bidi',
+        decode: (b) => b.toString(),
+        run: (call: DuplexCall) => {
+          call.on('data', (m: unknown) => call.write(Buffer.from(`re:${String(m)}`)));
+          call.on('end', () => call.end());
+          call.on('cancelled', () => cancelled.push('chat'));
+        },
+      },
+    ],
+  ]);
+
+  beforeAll(async () => {
+    transport = createTransport(routes, { maxMessageBytes: 1 << 20, refuseWith: () => refuse });
+    await new Promise<void>((r) => transport.server.listen(0, '127.0.0.1', r));
+    port = (transport.server.address() as AddressInfo).port;
+    client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+      'grpc.max_send_message_length': -1,
+      'grpc.max_receive_message_length': -1,
+    });
+  });
+
+  afterAll(async () => {
+    client.close();
+    await transport.close(1000);
+  });
+
+  const unary = (method: string, body: Buffer, options: grpc.CallOptions = {}, c = client): Promise<Buffer> =>
+    new Promise((resolve, reject) => {
+      c.makeUnaryRequest(method, (b: Buffer) => b, (b: Buffer) => b, body, new grpc.Metadata(), options, (err, res) => (err ? reject(err) : resolve(res!)));
+    });
+
+  it('answers unary calls, small and large', async () => {
+    expect((await unary('/t.S/Echo', Buffer.from('hi'))).toString()).toBe('hi');
+    const big = Buffer.alloc(900_000, 3);
+    expect((await unary('/t.S/Echo', big)).equals(big)).toBe(true);
+  });
+
+  it('sends error statuses with their text', async () => {
+    await expect(unary('/t.S/Fail', Buffer.alloc(0))).rejects.toMatchObject({ code: grpc.status.NOT_FOUND, details: 'no such thing: ü' });
+  });
+
+  it('answers UNIMPLEMENTED for an unknown method', async () => {
+    await expect(unary('/t.S/Nope', Buffer.alloc(0))).rejects.toMatchObject({
+      code: grpc.status.UNIMPLEMENTED,
+      details: 'The server does not implement the method /t.S/Nope',
+    });
+  });
+
+  it('refuses a message over the limit with RESOURCE_EXHAUSTED', async () => {
+    await expect(unary('/t.S/Echo', Buffer.alloc((1 << 20) + 1))).rejects.toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED });
+  });
+
+  it('ends a call at its deadline with DEADLINE_EXCEEDED and tells the handler', async () => {
+    const err = await unary('/t.S/Never', Buffer.from('deadline'), { deadline: Date.now() + 200 }).catch((e: grpc.ServiceError) => e);
+    expect(err).toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
+    for (let i = 0; i < 50 && !cancelled.includes('deadline'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(cancelled).toContain('deadline');
+  });
+
+  it('tells the handler when the client cancels', async () => {
+    const call = client.makeUnaryRequest('/t.S/Never', (b: Buffer) => b, (b: Buffer) => b, Buffer.from('cancel'), () => {});
+    await new Promise((r) => setTimeout(r, 100));
+    call.cancel();
+    for (let i = 0; i < 50 && !cancelled.includes('cancel'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(cancelled).toContain('cancel');
+    expect(transport.active).toBe(0);
+  });
+
+  it('inflates gzip-compressed requests', async () => {
+    const gz = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.default_compression_algorithm': 2 });
+    const body = Buffer.alloc(10_000, 'x');
+    expect((await unary('/t.S/Echo', body, {}, gz)).equals(body)).toBe(true);
+    gz.close();
+  });
+
+  it('streams both ways and ends OK after the client half-closes', async () => {
+    const stream = client.makeBidiStreamRequest('/t.S/Chat', (b: Buffer) => b, (b: Buffer) => b.toString());
+    const got: string[] = [];
+    stream.on('data', (m: string) => got.push(m));
+    const status = new Promise<grpc.StatusObject>((r) => stream.on('status', r));
+    for (const m of ['a', 'b', 'c']) stream.write(Buffer.from(m));
+    stream.end();
+    expect((await status).code).toBe(grpc.status.OK);
+    expect(got).toEqual(['re:a', 're:b', 're:c']);
+  });
+
+  it('refuses new calls with the status the server gives while shutting down', async () => {
+    refuse = new StatusError(GrpcStatus.UNAVAILABLE, 'going away');
+    await expect(unary('/t.S/Echo', Buffer.from('x'))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE, details: 'going away' });
+    refuse = undefined;
+  });
+});
+
+describe('transport against raw HTTP/2', () => {
+  let transport: Transport;
+  let session: http2.ClientHttp2Session;
+
+  beforeAll(async () => {
+    const routes = new Map<string, Route>([['/t.S/Echo', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }]]);
+    transport = createTransport(routes, { maxMessageBytes: 1 << 16, refuseWith: () => undefined });
+    await new Promise<void>((r) => transport.server.listen(0, '127.0.0.1', r));
+    session = http2.connect(`http://127.0.0.1:${(transport.server.address() as AddressInfo).port}`);
+  });
+
+  afterAll(async () => {
+    session.close();
+    await transport.close(1000);
+  });
+
+  const request = (headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer }> =>
+    new Promise((resolve, reject) => {
+      const req = session.request(headers);
+      let h: http2.IncomingHttpHeaders = {};
+      let t: http2.IncomingHttpHeaders = {};
+      const chunks: Buffer[] = [];
+      req.on('response', (x) => (h = x));
+      req.on('trailers', (x) => (t = x));
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => resolve({ headers: h, trailers: t, body: Buffer.concat(chunks) }));
+      req.on('error', reject);
+      if (body.length > 0) req.end(body);
+      else req.end();
+    });
+  const grpcHeaders = { ':method': 'POST', ':path': '/t.S/Echo', 'content-type': 'application/grpc' };
+
+  it('answers 415 to a request that is not gRPC and 405 to a GET', async () => {
+    expect((await request({ ':method': 'POST', ':path': '/t.S/Echo', 'content-type': 'application/json' }, Buffer.alloc(0))).headers[':status']).toBe(415);
+    expect((await request({ ':method': 'GET', ':path': '/t.S/Echo' }, Buffer.alloc(0))).headers[':status']).toBe(405);
+  });
+
+  it('refuses a compressed message without grpc-encoding, and unknown encodings', async () => {
+    const r = await request(grpcHeaders, frame(gzipSync(Buffer.from('x')), true));
+    expect(r.headers['grpc-status']).toBe(String(GrpcStatus.INTERNAL));
+    const z = await request({ ...grpcHeaders, 'grpc-encoding': 'zstd' }, frame(Buffer.from('x')));
+    expect(z.headers['grpc-status']).toBe(String(GrpcStatus.UNIMPLEMENTED));
+  });
+
+  it('bounds a decompression bomb by the message limit', async () => {
+    const bomb = gzipSync(Buffer.alloc(10 << 20));
+    const r = await request({ ...grpcHeaders, 'grpc-encoding': 'gzip' }, frame(bomb, true));
+    expect(r.headers['grpc-status']).toBe(String(GrpcStatus.RESOURCE_EXHAUSTED));
+  });
+
+  it('refuses a truncated message and two messages on a unary call', async () => {
+    const truncated = await request(grpcHeaders, frame(Buffer.from('hello')).subarray(0, 7));
+    expect(truncated.headers['grpc-status']).toBe(String(GrpcStatus.UNIMPLEMENTED));
+    const two = await request(grpcHeaders, Buffer.concat([frame(Buffer.from('a')), frame(Buffer.from('b'))]));
+    expect(two.headers['grpc-status']).toBe(String(GrpcStatus.UNIMPLEMENTED));
+  });
+
+  it('frames the answer and sends the status as trailers', async () => {
+    const r = await request(grpcHeaders, frame(Buffer.from('ok')));
+    expect(r.headers[':status']).toBe(200);
+    expect(r.headers['content-type']).toBe('application/grpc+proto');
+    expect(r.body).toEqual(frame(Buffer.from('ok')));
+    expect(r.trailers['grpc-status']).toBe('0');
+  });
+});
