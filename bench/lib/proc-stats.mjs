@@ -1,0 +1,102 @@
+/**
+ * Benchmark helper: CPU time and resident memory of a server process and of the processes it
+ * started (its Python stubs), read from /proc. Linux only.
+ *
+ * CPU is what the kernel charged to each live process (utime + stime, all threads); a process
+ * that exits between two snapshots takes its share with it, so compare snapshots only across a
+ * window in which the process tree is stable.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+
+let ticksPerSecond;
+
+/** sysconf(_SC_CLK_TCK): the unit of the CPU times in /proc/<pid>/stat (100 on Linux). */
+export function clockTicks() {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+/**
+ * The fields of /proc/<pid>/stat that follow the command name, or undefined once the process
+ * is gone. The name is cut at the LAST ')' because it may itself hold spaces and parentheses;
+ * index 0 is then field 3 (state) of proc(5).
+ */
+function statFields(pid) {
+  let text;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  return text.slice(text.lastIndexOf(')') + 2).split(' ');
+}
+
+const PPID = 4 - 3;
+const UTIME = 14 - 3;
+const STIME = 15 - 3;
+
+/** User + system CPU seconds of `pid` so far (0 once it is gone). */
+export function cpuSeconds(pid) {
+  const f = statFields(pid);
+  return f ? (Number(f[UTIME]) + Number(f[STIME])) / clockTicks() : 0;
+}
+
+/** Every live process below `root` (children, grandchildren...), found through their ppid. */
+export function descendants(root) {
+  const children = new Map();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const f = statFields(name);
+    if (!f) continue;
+    const ppid = Number(f[PPID]);
+    if (!children.has(ppid)) children.set(ppid, []);
+    children.get(ppid).push(Number(name));
+  }
+  const found = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** CPU seconds of `pid` itself (`server`) and summed over its descendants (`children`). */
+export function treeCpu(pid) {
+  const kids = descendants(pid);
+  return { server: cpuSeconds(pid), children: kids.reduce((sum, k) => sum + cpuSeconds(k), 0), processes: kids.length };
+}
+
+/** VmRSS of `pid` in bytes (0 once it is gone, or for a kernel thread). */
+export function rssBytes(pid) {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Resident memory of `pid` plus all its descendants, in bytes, and how many processes that is. */
+export function treeRss(pid) {
+  const pids = [pid, ...descendants(pid)];
+  return { bytes: pids.reduce((sum, p) => sum + rssBytes(p), 0), processes: pids.length };
+}
+
+/** The command line of `pid` as its argv, or [] once it is gone. */
+export function cmdline(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+}

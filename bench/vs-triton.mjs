@@ -1,0 +1,565 @@
+#!/usr/bin/env node
+/**
+ * tritium against the real NVIDIA Triton (2.51, from PyPI's nvidia-pytriton) on the same model
+ * repository, bench/models/vs-triton, with the same client (the project's perf_analyzer).
+ *
+ *   npm run build && node bench/vs-triton.mjs [--rounds 2] [--quick] [--only add_sub,startup]
+ *        [--servers tritium,triton] [--tritium-args "..."] [--json file] [--help]
+ *
+ * The servers never run at the same time: each round starts tritium, measures every cell,
+ * stops it, then does the same with Triton, so both see the same (possibly busy) machine in
+ * turn. Per cell: perf_analyzer's throughput and p50/p99 latency, and the CPU the server
+ * process and its stub processes spent per request (/proc, over the measured run). A separate
+ * section times start-to-ready and sums resident memory on a repository of 4 models × 2
+ * instances. The report (Markdown, medians over rounds, ratios tritium/Triton) goes to stdout
+ * at the end; progress goes to stderr as it happens.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { arg, machine } from './grpc-common.mjs';
+import { perfAnalyzer, readPerfCsv, requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
+import { descendants, rssBytes, treeCpu, treeRss } from './lib/proc-stats.mjs';
+import { modelStats, PYTHON, ROOT, startTritium } from './lib/server.mjs';
+import { ensureTriton, freePorts, killNow, startTriton, stopServer, waitReady } from './lib/triton.mjs';
+
+const REPO = path.join(ROOT, 'bench', 'models', 'vs-triton');
+const OUT = path.join(ROOT, 'bench', '.out', 'vs-triton');
+const SERVERS = ['tritium', 'triton'];
+const LABEL = { tritium: 'tritium', triton: 'Triton' };
+const STARTUP = 'startup';
+const IDEAL_BATCH = 32;
+const IDEAL_PER_SEC = IDEAL_BATCH / ((2 + 0.1 * IDEAL_BATCH) / 1000);
+
+const USAGE = `usage: node bench/vs-triton.mjs [options]
+
+Runs tritium and the real Triton (installed on first use into bench/.venv-triton) one after the
+other on bench/models/vs-triton and prints Markdown tables: throughput, p50/p99 latency and CPU
+per request of each server and its stubs, dynamic batching against its ideal, start-to-ready
+time and resident memory. Medians over rounds; ratio columns are tritium / Triton.
+
+  --rounds N            rounds, each running tritium then Triton (default 2)
+  --quick               short windows for development (warm-up 300 ms, windows 500 ms)
+  --warmup-ms MS        length of the single warm-up window before each measured run (default 1000)
+  --measure-ms MS       perf_analyzer --measurement-interval: each measured run is exactly 3
+                        windows of MS ms (default 2000)
+  --stability PCT       a run whose 3 windows differ from their mean by more than PCT % in
+                        throughput or average latency is marked † (default 10, perf_analyzer's
+                        default --stability-percentage)
+  --only A,B            run only the cells whose name contains one of these substrings
+                        (cell names: add_sub/http/c1 ... identity_fp32/grpc/c16,
+                        batch_sleep/http/c32, ${STARTUP})
+  --servers LIST        tritium,triton (default both); with one, ratio columns read —
+  --tritium-args "..."  extra command-line arguments for tritium (split on spaces)
+  --json FILE           also write every raw figure, per round, to FILE
+  --help                this text
+
+Needs: npm run build (dist/), a real perf_analyzer (npm install puts one in .venv/bin), Linux
+(/proc), and for Triton network access on the first run (pip install nvidia-pytriton numpy).
+perf_analyzer's CSVs and logs go to bench/.out/vs-triton/.`;
+
+const KNOWN_FLAGS = ['rounds', 'quick', 'warmup-ms', 'measure-ms', 'stability', 'only', 'servers', 'tritium-args', 'json', 'help'];
+const BOOLEAN_FLAGS = ['quick', 'help'];
+
+// ---------------------------------------------------------------- options and cells
+
+function checkFlags(argv) {
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([^=]+)(=.*)?$/.exec(argv[i]);
+    if (!m || !KNOWN_FLAGS.includes(m[1])) throw new Error(`unknown argument ${argv[i]}\n\n${USAGE}`);
+    if (!m[2] && !BOOLEAN_FLAGS.includes(m[1])) {
+      if (i + 1 >= argv.length) throw new Error(`--${m[1]} needs a value`);
+      i++;
+    }
+  }
+}
+
+function positive(name, text) {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, not ${text}`);
+  return n;
+}
+
+function parseOptions() {
+  checkFlags(process.argv.slice(2));
+  const quick = process.argv.includes('--quick');
+  const servers = arg('servers', SERVERS.join(',')).split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`--servers: unknown server ${s} (tritium, triton)`);
+  return {
+    help: process.argv.includes('--help'),
+    quick,
+    rounds: Math.round(positive('rounds', arg('rounds', '2'))),
+    warmupMs: Math.round(positive('warmup-ms', arg('warmup-ms', quick ? '300' : '1000'))),
+    measureMs: Math.round(positive('measure-ms', arg('measure-ms', quick ? '500' : '2000'))),
+    stability: positive('stability', arg('stability', '10')),
+    only: arg('only', '').split(',').map((s) => s.trim()).filter(Boolean),
+    servers: SERVERS.filter((s) => servers.includes(s)),
+    tritiumArgs: arg('tritium-args', '').split(/\s+/).filter(Boolean),
+    json: arg('json', undefined),
+  };
+}
+
+/** Every measured cell: the two small models over both protocols at three concurrencies, then batching. */
+function allCells() {
+  const cells = [];
+  for (const model of ['add_sub', 'identity_fp32'])
+    for (const protocol of ['http', 'grpc'])
+      for (const concurrency of [1, 4, 16]) cells.push({ name: `${model}/${protocol}/c${concurrency}`, model, protocol, concurrency });
+  cells.push({ name: 'batch_sleep/http/c32', model: 'batch_sleep', protocol: 'http', concurrency: 32, batching: true });
+  return cells;
+}
+
+function selected(name, only) {
+  return only.length === 0 || only.some((s) => name.includes(s));
+}
+
+// ---------------------------------------------------------------- servers
+
+/** Servers started and not yet stopped, so that nothing outlives this process. */
+const live = new Set();
+
+function installExitGuards() {
+  process.on('exit', () => {
+    for (const s of live) killNow(s);
+    // A perf_analyzer still measuring would otherwise load the machine until its windows end.
+    for (const pid of descendants(process.pid)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  });
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.once(sig, async () => {
+      process.stderr.write(`\nvs-triton: ${sig}, stopping ${live.size} server(s)\n`);
+      await Promise.all([...live].map((s) => stopServer(s, 5000)));
+      process.exit(130);
+    });
+  }
+}
+
+async function launch(kind, repo, ctx, extraTritiumArgs = []) {
+  const server =
+    kind === 'tritium'
+      ? await startTritium({ repos: repo, args: [...ctx.opts.tritiumArgs, ...extraTritiumArgs] })
+      : await startTriton(ctx.triton, { repo });
+  live.add(server);
+  return server;
+}
+
+async function shutdown(server) {
+  try {
+    return await stopServer(server);
+  } finally {
+    live.delete(server);
+  }
+}
+
+/** Like launch(), but times spawn → first 200 from /v2/health/ready and returns that with the server. */
+async function launchTimed(kind, repo, ctx) {
+  if (kind === 'triton') {
+    const server = await launch(kind, repo, ctx);
+    return { server, readyMs: server.readyAt - server.spawnedAt };
+  }
+  // startTritium() learns its ports from the log; a port chosen here can be polled from the spawn on.
+  const [port] = await freePorts(1);
+  const failed = new AbortController();
+  const spawnedAt = performance.now();
+  const starting = launch(kind, repo, ctx, [`--http-port=${port}`]);
+  starting.catch((e) => failed.abort(e));
+  let readyAt;
+  try {
+    readyAt = await waitReady(port, { deadline: Date.now() + 180_000, signal: failed.signal });
+  } catch (err) {
+    const late = await starting.catch(() => undefined);
+    if (late) await shutdown(late);
+    throw err;
+  }
+  return { server: await starting, readyMs: readyAt - spawnedAt };
+}
+
+// ---------------------------------------------------------------- one cell
+
+async function successCount(server, model) {
+  const res = await fetch(`http://127.0.0.1:${server.httpPort}/v2/models/${model}/stats`);
+  const body = await res.json();
+  return Number(body.model_stats[0].inference_stats.success.count);
+}
+
+/** Counters at one edge of a measured run: requests answered, batches executed, CPU seconds. */
+async function snapshot(server, model, edge) {
+  const take = async () => ({ success: await successCount(server, model), ...(await modelStats(server, model)) });
+  // The stats requests cost the server CPU too: keep them outside the CPU window.
+  if (edge === 'before') {
+    const counts = await take();
+    return { ...counts, cpu: treeCpu(server.proc.pid) };
+  }
+  const cpu = treeCpu(server.proc.pid);
+  return { ...(await take()), cpu };
+}
+
+function paArgs(cell, server, csv, windowMs, stability, trials, extra = []) {
+  const port = cell.protocol === 'grpc' ? server.grpcPort : server.httpPort;
+  return [
+    '-m', cell.model,
+    '-u', `127.0.0.1:${port}`,
+    '-i', cell.protocol,
+    '--concurrency-range', `${cell.concurrency}:${cell.concurrency}`,
+    '--max-threads', String(Math.max(16, cell.concurrency)),
+    '--measurement-interval', String(windowMs),
+    '--stability-percentage', String(stability),
+    '--max-trials', String(trials),
+    '-f', csv,
+    ...extra,
+  ];
+}
+
+const UNSTABLE = /Failed to obtain stable measurement/;
+
+/** One window whose figures are thrown away: connections, threads and the model's first calls. */
+async function warmUp(ctx, cell, server, dir) {
+  const csv = path.join(dir, 'warmup.csv');
+  try {
+    await perfAnalyzer(ctx.pa, paArgs(cell, server, csv, ctx.opts.warmupMs, ctx.opts.stability, 1));
+  } catch (err) {
+    // One window can never be "stable"; that refusal is expected, anything else is not.
+    if (!UNSTABLE.test(String(err?.message))) throw err;
+  }
+}
+
+/**
+ * The largest distance, in percent of their mean, of one window's throughput or average latency
+ * from the mean of the run's windows (perf_analyzer -v prints each window as a "Pass" line).
+ */
+function windowSpread(output) {
+  const passes = [...output.matchAll(/Pass \[\d+\] throughput: ([\d.]+) infer\/sec\. Avg latency: (\d+) usec/g)];
+  if (passes.length === 0) return NaN;
+  const spread = (xs) => {
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    return Math.max(...xs.map((x) => Math.abs(x - mean) / mean)) * 100;
+  };
+  return Math.max(spread(passes.map((p) => Number(p[1]))), spread(passes.map((p) => Number(p[2]))));
+}
+
+/**
+ * The measured run: exactly 3 windows, whatever their spread. perf_analyzer would otherwise
+ * keep adding windows until 3 agree within its --stability-percentage, which on a busy machine
+ * rarely happens and makes a run last 3 to 4 times longer (or fail without figures). The spread
+ * of the 3 windows is checked here afterwards instead, and a run beyond --stability is flagged.
+ */
+async function measure(ctx, cell, server, dir) {
+  const csv = path.join(dir, 'measured.csv');
+  const output = await perfAnalyzer(ctx.pa, paArgs(cell, server, csv, ctx.opts.measureMs, 1e6, 3, ['-v']));
+  fs.writeFileSync(path.join(dir, 'measured.txt'), output);
+  const get = readPerfCsv(csv);
+  const spreadPct = windowSpread(output);
+  return {
+    throughput: get('Inferences/Second'),
+    p50Us: get('p50 latency'),
+    p99Us: get('p99 latency'),
+    spreadPct,
+    unstable: !(spreadPct <= ctx.opts.stability),
+  };
+}
+
+async function runCell(ctx, cell, server, kind, round) {
+  const dir = path.join(OUT, `round${round}`, kind, cell.name.replaceAll('/', '-'));
+  fs.mkdirSync(dir, { recursive: true });
+  await warmUp(ctx, cell, server, dir);
+  const before = await snapshot(server, cell.model, 'before');
+  const figures = await measure(ctx, cell, server, dir);
+  const after = await snapshot(server, cell.model, 'after');
+  const requests = after.success - before.success;
+  if (requests <= 0) throw new Error(`the server counted no successful request of ${cell.model}`);
+  return {
+    ...figures,
+    requests,
+    serverCpuUs: ((after.cpu.server - before.cpu.server) / requests) * 1e6,
+    stubCpuUs: ((after.cpu.children - before.cpu.children) / requests) * 1e6,
+    stubProcesses: after.cpu.processes,
+    meanBatch: (after.inferences - before.inferences) / Math.max(1, after.executions - before.executions),
+  };
+}
+
+// ---------------------------------------------------------------- rounds
+
+async function benchServer(ctx, kind, round, cells) {
+  let server;
+  try {
+    server = await launch(kind, REPO, ctx);
+  } catch (err) {
+    // The other server's figures are still worth having: mark this round's cells and go on.
+    progress(round, kind, `did not start: ${err instanceof Error ? err.message : err}`);
+    for (const cell of cells) ctx.results.cells[cell.name][kind].push({ error: `server did not start: ${firstLine(err)}` });
+    return;
+  }
+  try {
+    if (kind === 'triton') ctx.tritonVersion ??= await serverVersion(server);
+    for (const cell of cells) {
+      let r;
+      try {
+        r = await runCell(ctx, cell, server, kind, round);
+        progress(round, kind, `${cell.name}: ${fmt(r.throughput)} infer/s, p50 ${fmt(r.p50Us)} µs, p99 ${fmt(r.p99Us)} µs, CPU/request server ${fmt(r.serverCpuUs)} µs + stubs ${fmt(r.stubCpuUs)} µs, window spread ${fmt(r.spreadPct)} %${r.unstable ? ' †' : ''}${cell.batching ? `, mean batch ${r.meanBatch.toFixed(1)}` : ''}`);
+      } catch (err) {
+        r = { error: firstLine(err) };
+        progress(round, kind, `${cell.name}: ERROR ${err instanceof Error ? err.message : err}`);
+      }
+      ctx.results.cells[cell.name][kind].push(r);
+    }
+  } finally {
+    await shutdown(server);
+  }
+}
+
+/** A repository of 4 copies of add_sub, each with 2 CPU instances: 8 stubs to start. */
+function writeStartupRepo() {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'vs-triton-startup-'));
+  const config = fs.readFileSync(path.join(REPO, 'add_sub', 'config.pbtxt'), 'utf8');
+  for (let i = 1; i <= 4; i++) {
+    const name = `add_sub_${i}`;
+    fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
+    fs.copyFileSync(path.join(REPO, 'add_sub', '1', 'model.py'), path.join(repo, name, '1', 'model.py'));
+    const text = config
+      .replace(/^name:.*$/m, `name: "${name}"`)
+      .replace(/^instance_group.*$/m, 'instance_group [{ count: 2, kind: KIND_CPU }]');
+    if (!text.includes('count: 2')) throw new Error('add_sub/config.pbtxt has no one-line instance_group to replace');
+    fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), text);
+  }
+  return repo;
+}
+
+async function measureStartup(ctx, kind, round) {
+  let r;
+  try {
+    const { server, readyMs } = await launchTimed(kind, ctx.startupRepo, ctx);
+    try {
+      if (kind === 'triton') ctx.tritonVersion ??= await serverVersion(server);
+      const serverRss = rssBytes(server.proc.pid);
+      const tree = treeRss(server.proc.pid);
+      r = { readyMs, serverRssMiB: serverRss / 2 ** 20, stubRssMiB: (tree.bytes - serverRss) / 2 ** 20, totalRssMiB: tree.bytes / 2 ** 20, processes: tree.processes };
+    } finally {
+      await shutdown(server);
+    }
+    progress(round, kind, `${STARTUP}: ready in ${fmt(r.readyMs)} ms, RSS ${r.totalRssMiB.toFixed(0)} MiB over ${r.processes} processes`);
+  } catch (err) {
+    r = { error: firstLine(err) };
+    progress(round, kind, `${STARTUP}: ERROR ${err instanceof Error ? err.message : err}`);
+  }
+  ctx.results.startup[kind].push(r);
+}
+
+async function serverVersion(server) {
+  const res = await fetch(`http://127.0.0.1:${server.httpPort}/v2`);
+  return (await res.json()).version;
+}
+
+// ---------------------------------------------------------------- report
+
+function progress(round, kind, text) {
+  process.stderr.write(`[round ${round} ${LABEL[kind]}] ${text}\n`);
+}
+
+/** The line of an error worth a table footnote; a line ending in ':' only announces the next one. */
+function firstLine(err) {
+  const text = err instanceof Error ? err.message : String(err);
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l && !/^perf_analyzer exited/.test(l));
+  if (lines.length === 0) return text.trim();
+  return lines[0].endsWith(':') && lines[1] ? `${lines[0]} ${lines[1]}` : lines[0];
+}
+
+function fmt(v, digits = 0) {
+  return Number.isFinite(v) ? v.toFixed(digits) : '—';
+}
+
+function median(values) {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+/** Median of `key` over the rounds of one server, with a mark when some rounds failed or were unstable. */
+function summary(rounds, key) {
+  const ok = rounds.filter((r) => !r.error);
+  const value = median(ok.map((r) => r[key]));
+  let mark = '';
+  if (ok.some((r) => r.unstable)) mark += '†';
+  if (ok.length < rounds.length) mark += '‡';
+  return { value, mark, failed: ok.length === 0 && rounds.length > 0 };
+}
+
+function cellText(s, digits) {
+  if (!s) return '—';
+  if (s.failed) return 'error ‡';
+  return `${fmt(s.value, digits)}${s.mark}`;
+}
+
+function ratioText(a, b) {
+  return a && b && Number.isFinite(a.value) && Number.isFinite(b.value) && b.value > 0 ? (a.value / b.value).toFixed(2) : '—';
+}
+
+/** Three columns per metric: tritium, Triton, tritium/Triton. */
+function triple(byServer, key, digits = 0) {
+  const [t, n] = ['tritium', 'triton'].map((k) => (byServer[k] ? summary(byServer[k], key) : undefined));
+  return [cellText(t, digits), cellText(n, digits), ratioText(t, n)];
+}
+
+function table(header, rows) {
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
+  for (const r of rows) lines.push(`| ${r.join(' | ')} |`);
+  return lines.join('\n');
+}
+
+function errorNotes(ctx) {
+  const notes = [];
+  const collect = (name, byServer) => {
+    for (const kind of SERVERS)
+      (byServer[kind] ?? []).forEach((r, i) => r.error && notes.push(`- ${name}, ${LABEL[kind]}, round ${i + 1}: ${r.error.replace(/\|/g, '\\|')}`));
+  };
+  for (const [name, byServer] of Object.entries(ctx.results.cells)) collect(name, byServer);
+  if (ctx.results.startup) collect(STARTUP, ctx.results.startup);
+  return notes;
+}
+
+function shellQuote(a) {
+  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+}
+
+function toolVersion(cmd, args) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return r.status === 0 ? `${r.stdout}${r.stderr}`.trim().split('\n')[0] : 'unknown';
+}
+
+function gitCommit() {
+  const head = toolVersion('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
+  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'stub', 'native'], { encoding: 'utf8' }).stdout?.trim();
+  return dirty ? `${head} (+ uncommitted changes in src/ stub/ native/)` : head;
+}
+
+function header(ctx) {
+  const o = ctx.opts;
+  const cpus = os.cpus();
+  return [
+    '```',
+    `command: node bench/vs-triton.mjs ${process.argv.slice(2).map(shellQuote).join(' ')}`.trimEnd(),
+    `machine: ${cpus[0]?.model ?? 'unknown CPU'} x${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()} (${os.version()})`,
+    `load average: ${ctx.loadBefore} at start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at end`,
+    `node ${process.version}; tritium stubs: ${toolVersion(PYTHON, ['--version'])} (${path.relative(ROOT, PYTHON)}); Triton stubs: Python ${ctx.triton?.python ?? '—'} (bench/.venv-triton)`,
+    `tritium: commit ${ctx.commit}${o.tritiumArgs.length ? `, extra args ${o.tritiumArgs.join(' ')}` : ''}`,
+    `Triton: ${ctx.tritonVersion ? `${ctx.tritonVersion} (GET /v2)` : o.servers.includes('triton') ? 'version unknown' : 'not run'}${ctx.triton ? `, ${path.relative(ROOT, ctx.triton.bin)}` : ''}`,
+    `client: ${path.relative(ROOT, ctx.pa)}, sync, batch 1; per cell 1 warm-up window of ${o.warmupMs} ms, then 3 windows of --measurement-interval ${o.measureMs}; † when a window is off their mean by > ${o.stability} %`,
+    `rounds: ${o.rounds}, servers one at a time in the order ${o.servers.map((s) => LABEL[s]).join(', ')}; figures are medians over rounds${o.only.length ? `; only cells matching ${o.only.join(', ')}` : ''}`,
+    `elapsed: ${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s`,
+    '```',
+  ].join('\n');
+}
+
+function latencyTable(ctx) {
+  const rows = Object.entries(ctx.results.cells).map(([name, s]) => [name, ...triple(s, 'throughput'), ...triple(s, 'p50Us'), ...triple(s, 'p99Us')]);
+  return table(['cell', 'tritium infer/s', 'Triton infer/s', 'ratio', 'tritium p50 µs', 'Triton p50 µs', 'ratio', 'tritium p99 µs', 'Triton p99 µs', 'ratio'], rows);
+}
+
+function cpuTable(ctx) {
+  const withTotal = (rounds) => rounds?.map((r) => (r.error ? r : { ...r, totalCpuUs: r.serverCpuUs + r.stubCpuUs }));
+  const rows = Object.entries(ctx.results.cells).map(([name, s]) => {
+    const t = { tritium: withTotal(s.tritium), triton: withTotal(s.triton) };
+    return [name, ...triple(t, 'serverCpuUs'), ...triple(t, 'stubCpuUs'), ...triple(t, 'totalCpuUs')];
+  });
+  return table(['cell', 'tritium server', 'Triton server', 'ratio', 'tritium stubs', 'Triton stubs', 'ratio', 'tritium total', 'Triton total', 'ratio'], rows);
+}
+
+function batchingTable(ctx) {
+  const rows = [];
+  for (const [name, s] of Object.entries(ctx.results.cells)) {
+    if (!name.startsWith('batch_sleep')) continue;
+    const toIdeal = (rounds) => rounds?.map((r) => (r.error ? r : { ...r, ofIdeal: r.throughput / IDEAL_PER_SEC }));
+    const t = { tritium: toIdeal(s.tritium), triton: toIdeal(s.triton) };
+    rows.push([name, ...triple(t, 'throughput'), ...triple(t, 'ofIdeal', 2), ...triple(t, 'meanBatch', 1)]);
+  }
+  return table(['cell', 'tritium infer/s', 'Triton infer/s', 'ratio', 'tritium / ideal', 'Triton / ideal', 'ratio', 'tritium mean batch', 'Triton mean batch', 'ratio'], rows);
+}
+
+function startupTable(ctx) {
+  const s = ctx.results.startup;
+  const rows = [
+    ['start-to-ready (ms)', ...triple(s, 'readyMs')],
+    ['RSS, server process (MiB)', ...triple(s, 'serverRssMiB', 1)],
+    ['RSS, stub processes (MiB)', ...triple(s, 'stubRssMiB', 1)],
+    ['RSS, total (MiB)', ...triple(s, 'totalRssMiB', 1)],
+    ['processes (server + stubs)', ...triple(s, 'processes')],
+  ];
+  return table(['4 Python models × 2 instances', 'tritium', 'Triton', 'ratio'], rows);
+}
+
+function report(ctx) {
+  const parts = ['### Setup', '', header(ctx)];
+  const cells = Object.keys(ctx.results.cells);
+  if (cells.length) {
+    parts.push('', '### Throughput and latency (perf_analyzer, client side)', '', latencyTable(ctx));
+    parts.push('', '### CPU per request (µs; server process, its stub processes, both)', '', cpuTable(ctx));
+  }
+  if (cells.some((c) => c.startsWith('batch_sleep'))) {
+    parts.push('', `### Dynamic batching: batch_sleep (2 ms + 0.1 ms × rows), ideal ${IDEAL_PER_SEC.toFixed(0)} infer/s at batches of ${IDEAL_BATCH}`, '', batchingTable(ctx));
+  }
+  if (ctx.results.startup) parts.push('', '### Start-up and memory', '', startupTable(ctx));
+  const notes = errorNotes(ctx);
+  parts.push('', `† in at least one round, a window's throughput or average latency was more than ${ctx.opts.stability} % off the mean of the run's 3 windows.`);
+  parts.push('‡ failed in at least one round (the median is over the others):');
+  parts.push(...(notes.length ? notes : ['- none']));
+  return parts.join('\n');
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  const opts = parseOptions();
+  if (opts.help) {
+    console.log(USAGE);
+    return;
+  }
+  if (opts.servers.length === 0) throw new Error('--servers names no server');
+  const cells = allCells().filter((c) => selected(c.name, opts.only));
+  const doStartup = selected(STARTUP, opts.only);
+  if (cells.length === 0 && !doStartup) throw new Error(`--only ${opts.only.join(',')} matches no cell`);
+  installExitGuards();
+  const ctx = {
+    opts,
+    startedAt: Date.now(),
+    loadBefore: os.loadavg().map((l) => l.toFixed(2)).join(' '),
+    commit: gitCommit(),
+    pa: requirePerfAnalyzer(),
+    triton: opts.servers.includes('triton') ? ensureTriton() : undefined,
+    results: { cells: {}, startup: doStartup ? {} : undefined },
+  };
+  for (const c of cells) ctx.results.cells[c.name] = Object.fromEntries(opts.servers.map((s) => [s, []]));
+  if (doStartup) for (const s of opts.servers) ctx.results.startup[s] = [];
+  fs.rmSync(OUT, { recursive: true, force: true });
+  fs.mkdirSync(OUT, { recursive: true });
+  ctx.startupRepo = doStartup ? writeStartupRepo() : undefined;
+  try {
+    for (let round = 1; round <= opts.rounds; round++) {
+      for (const kind of opts.servers) {
+        if (doStartup) await measureStartup(ctx, kind, round);
+        if (cells.length) await benchServer(ctx, kind, round, cells);
+      }
+    }
+  } finally {
+    if (ctx.startupRepo) fs.rmSync(ctx.startupRepo, { recursive: true, force: true });
+  }
+  const text = report(ctx);
+  console.log(text);
+  fs.writeFileSync(path.join(OUT, 'report.md'), `${text}\n`);
+  if (opts.json) {
+    const { pa, triton, startupRepo, ...rest } = ctx;
+    fs.writeFileSync(opts.json, JSON.stringify({ ...rest, perfAnalyzer: pa, triton, machine: machine(), idealPerSec: IDEAL_PER_SEC }, null, 2));
+  }
+}
+
+main().catch(async (err) => {
+  console.error(err instanceof Error ? err.message : err);
+  await Promise.all([...live].map((s) => stopServer(s, 5000)));
+  process.exit(1);
+});
