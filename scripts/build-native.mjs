@@ -5,7 +5,7 @@
 // (npm_config_node_gyp during `npm install`/`npm run`), then npm's own bundled copy, then a
 // locally installed one, and as a last resort `npx --no-install node-gyp`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,11 @@ function findNodeGyp() {
     /* not installed locally */
   }
   return candidates.find((c) => existsSync(c));
+}
+
+if (process.argv.includes('--python-only')) {
+  buildPythonExtension();
+  process.exit(0);
 }
 
 const args = ['rebuild'];
@@ -96,7 +101,10 @@ function buildPythonExtension() {
   console.log(`[build-native] ${cxx} ${args.join(' ')}`);
   const c = spawnSync(cxx, args, { stdio: 'inherit' });
   if (c.error) return warn(`cannot run ${cxx}: ${c.error.message}`);
-  if (c.status !== 0) return warn(`${cxx} exited with status ${c.status}`);
+  if (c.status !== 0) {
+    rmSync(tmp, { force: true });
+    return warn(`${cxx} exited with status ${c.status}`);
+  }
   renameSync(tmp, target); // atomic: a running stub never sees a half-written module
   // Prove the interpreter can load it; a broken module must not be picked up by stubs.
   const check = spawnSync(python, ['-c', `import importlib.util as u; s=u.spec_from_file_location("_tritium_ipc", ${JSON.stringify(target)}); m=u.module_from_spec(s); s.loader.exec_module(m)`], { encoding: 'utf8' });

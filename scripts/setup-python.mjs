@@ -23,6 +23,11 @@ try {
     run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', path.join(root, 'requirements-dev.txt')]);
     fs.writeFileSync(stamp, wanted);
   }
+  // `npm install` builds native code before this venv exists (install runs before prepare):
+  // build the stub's IPC extension again for the venv's interpreter, unless one was asked for.
+  if (!process.env.TRITIUM_PYTHON) {
+    run(process.execPath, [path.join(root, 'scripts', 'build-native.mjs'), '--python-only']);
+  }
   run(process.execPath, [path.join(root, 'scripts', 'setup-perf-analyzer.mjs')]);
 } catch (err) {
   console.error(`setup-python: failed (${err.message}). Install Python 3.9+ with venv, or set TRITIUM_SKIP_PYTHON_SETUP=1 and pass --backend-config=python,python-executable=<python with numpy and msgpack>.`);
