@@ -191,3 +191,32 @@ def test_channel_auto_uses_the_fallback_when_the_module_is_missing(monkeypatch, 
     finally:
         ch.close()
         node.close()
+
+
+@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
+def test_native_link_survives_random_garbage_in_ring_a():
+    """Hostile ring contents: every outcome is a message, None, or RuntimeError, never a crash."""
+    import random
+    rng = random.Random(1234)
+    cap = 4096
+    for _ in range(300):
+        buf = bytearray(4096 + 2 * cap + 4096)
+        buf[0:8] = ipc.MAGIC
+        struct.pack_into("<II", buf, 8, ipc.LAYOUT_VERSION, 4096)
+        struct.pack_into("<QQQ", buf, 16, cap, 4096, 4096 + cap)
+        head = rng.choice([0, rng.randrange(0, 1 << 20) & ~7])
+        struct.pack_into("<Q", buf, ipc.RING_A[0], head)
+        link = NATIVE.Link(buf, spin_mode="never")
+        for pos in range(0, cap, 8):
+            struct.pack_into("<I", buf, 4096 + pos, rng.choice(
+                [rng.randrange(0, 64), rng.randrange(0, 1 << 32), ipc.WRAP_MARKER,
+                 ipc.FRAG_MORE | rng.randrange(0, 64)]))
+        struct.pack_into("<Q", buf, ipc.RING_A[1], head + rng.choice(
+            [8, 64, cap, cap + 8, rng.randrange(0, 1 << 40)]))
+        for _ in range(5):
+            try:
+                if link.recv(timeout=0) is None:
+                    break
+            except RuntimeError:
+                break
+        link.close()
