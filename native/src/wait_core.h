@@ -126,8 +126,11 @@ class WaitPolicy {
     next_check_ns_ = now_ns + kLoadCheckNs;
     int cpus = AllowedCpus();
     int running = RunnableTasks();
-    // `running` includes this thread; one more core must be idle for the peer.
-    spare_ = cpus >= 2 && running > 0 && running < cpus;
+    // `running` includes this thread. Two more cores must be idle: one for the peer that
+    // produces the next message, one for whatever else wakes meanwhile (the client, Node's
+    // event loop). A pipeline of client -> Node -> stub on two cores therefore never spins:
+    // the snapshot often shows one runnable task there, yet every core is needed a moment later.
+    spare_ = running > 0 && running + 2 <= cpus;
     return spare_;
   }
 

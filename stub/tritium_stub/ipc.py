@@ -133,7 +133,8 @@ class WaitPolicy:
             return 0.0
         if now >= self._next_check:
             self._next_check = now + self.LOAD_CHECK_S
-            self._spare = 0 < _runnable_tasks() < self._cpus and self._cpus >= 2
+            running = _runnable_tasks()  # includes us; two more idle cores wanted (wait_core.h)
+            self._spare = 0 < running and running + 2 <= self._cpus
         return self.spin_s if self._spare else 0.0
 
     def observe(self, gap):
