@@ -1,6 +1,6 @@
 """Echo peer for bench/ipc-roundtrip.ts and test/ipc.test.ts.
 
-Usage: ipc_echo_stub.py <region> <growth_byte_size> [spin_us] [spin_yield 0|1]
+Usage: ipc_echo_stub.py <region> <growth_byte_size> [spin_us] [spin_yield 0|1] [spin_mode]
        ipc_echo_stub.py --pipe            (line echo on stdin/stdout, the pipe baseline)
 
 Answers {t:"exec", id} with {t:"exec_done", id, resps:[]}, {t:"fin"} with fin_done (then exits),
@@ -25,7 +25,8 @@ def main() -> None:
     region, growth = sys.argv[1], int(sys.argv[2])
     spin_us = float(sys.argv[3]) if len(sys.argv) > 3 else 50.0
     spin_yield = len(sys.argv) > 4 and sys.argv[4] not in ("0", "")
-    ch = Channel(region, growth, spin_us=spin_us, spin_yield=spin_yield)
+    spin_mode = sys.argv[5] if len(sys.argv) > 5 else "adaptive"
+    ch = Channel(region, growth, spin_us=spin_us, spin_yield=spin_yield, spin_mode=spin_mode)
     parent = os.getppid()
     while True:
         m = ch.recv(timeout=1.0)
