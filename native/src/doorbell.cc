@@ -52,7 +52,8 @@ void Run(WaiterState* s) {
     // Out of work: poll a while only if the policy says it pays (see wait_core.h), then
     // sleep. A futex sleep/wake pair costs microseconds of scheduler latency on both sides.
     int64_t idle_since = wait::NowNs();
-    bool changed = wait::Spin(s->policy.Budget(idle_since), s->spin_yield, [s, last] {
+    int64_t budget = s->policy.Budget(idle_since);
+    bool changed = wait::Spin(budget, s->spin_yield, [s, last] {
       return s->stop.load(std::memory_order_relaxed) || wait::LoadU32(s->word) != last;
     });
     if (!changed && !s->stop.load()) {
@@ -63,7 +64,7 @@ void Run(WaiterState* s) {
       if (s->sleep_flag) wait::StoreU32(s->sleep_flag, 0u);
       if (r == -ETIMEDOUT) continue;  // idle, not a message: teaches the policy nothing
     }
-    s->policy.Observe(wait::NowNs() - idle_since);
+    s->policy.Observe(wait::NowNs() - idle_since, budget > 0);
   }
   s->exited.store(true);
 }

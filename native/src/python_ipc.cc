@@ -185,13 +185,14 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
     bool yield = self->spin_yield;
     uint32_t* sleeping = in->sleeping();
     Py_BEGIN_ALLOW_THREADS
-    spun = wait::Spin(policy->Budget(now), yield, [in] { return in->HasData(); });
+    int64_t budget = policy->Budget(now);
+    spun = wait::Spin(budget, yield, [in] { return in->HasData(); });
     if (!spun) {
       wait::StoreU32(sleeping, 1);  // Node wakes us only when this is set (RingProducer.publish)
       r = wait::FutexWait(db, v, slice);
       wait::StoreU32(sleeping, 0);
     }
-    if (r != -ETIMEDOUT) policy->Observe(wait::NowNs() - now);
+    if (r != -ETIMEDOUT) policy->Observe(wait::NowNs() - now, budget > 0);
     Py_END_ALLOW_THREADS
     // No Python signal handler runs while we sit in C: give them a chance between slices.
     if (r == -ETIMEDOUT && PyErr_CheckSignals() != 0) break;

@@ -101,15 +101,24 @@ class WaitPolicy {
       case SpinMode::kAlways: return spin_ns_;
       case SpinMode::kAdaptive: break;
     }
-    if (score_ < kSpinScore) return 0;
-    return SpareCore(now_ns) ? spin_ns_ : 0;
+    if (!SpareCore(now_ns)) return 0;
+    if (score_ >= kSpinScore) return spin_ns_;
+    // Probe now and then: while the consumer sleeps, the wake-up latency inflates every gap,
+    // so only an occasional poll can show that answers now come within the window.
+    if (++probe_ >= kProbeEvery) {
+      probe_ = 0;
+      return spin_ns_;
+    }
+    return 0;
   }
 
-  // The peer's next signal came gap_ns after the consumer ran out of work (measured whether
-  // or not it spun, so the policy keeps learning while it sleeps).
-  void Observe(int64_t gap_ns) {
+  // The peer's next signal came gap_ns after the consumer ran out of work; `spun` says
+  // whether it polled first. A gap inside the window is a hit. A miss counts when the poll
+  // was wasted, or when the gap is long beyond doubt; a slept gap a little over the window
+  // gives no verdict (the wake-up latency alone may explain it).
+  void Observe(int64_t gap_ns, bool spun) {
     if (gap_ns <= spin_ns_) score_ = std::min(score_ + 1, kMaxScore);
-    else score_ = std::max(score_ - kMissPenalty, 0);
+    else if (spun || gap_ns > kLongGap * spin_ns_) score_ = std::max(score_ - kMissPenalty, 0);
   }
 
   // Exposed for tests and verbose logs.
@@ -119,6 +128,8 @@ class WaitPolicy {
   static constexpr int kMaxScore = 16;
   static constexpr int kSpinScore = 4;
   static constexpr int kMissPenalty = 4;
+  static constexpr int kProbeEvery = 16;
+  static constexpr int64_t kLongGap = 4;
   static constexpr int64_t kLoadCheckNs = 20 * 1000 * 1000;
 
   bool SpareCore(int64_t now_ns) {
@@ -126,11 +137,11 @@ class WaitPolicy {
     next_check_ns_ = now_ns + kLoadCheckNs;
     int cpus = AllowedCpus();
     int running = RunnableTasks();
-    // `running` includes this thread. Two more cores must be idle: one for the peer that
-    // produces the next message, one for whatever else wakes meanwhile (the client, Node's
-    // event loop). A pipeline of client -> Node -> stub on two cores therefore never spins:
-    // the snapshot often shows one runnable task there, yet every core is needed a moment later.
-    spare_ = running > 0 && running + 2 <= cpus;
+    // `running` includes this thread and, typically, the peer computing the answer. Spin only
+    // while the CPUs are not oversubscribed: a ping-pong of two threads on two cores spins (a
+    // sleep/wake pair costs both sides more CPU than a short poll), while a busy event loop or
+    // client beside them makes running > cpus and the waiter sleeps at once.
+    spare_ = running > 0 && running <= cpus;
     return spare_;
   }
 
@@ -155,6 +166,7 @@ class WaitPolicy {
   SpinMode mode_ = SpinMode::kAdaptive;
   int64_t spin_ns_ = 0;
   int score_ = 0;
+  int probe_ = 0;
   int64_t next_check_ns_ = 0;
   bool spare_ = false;
 };

@@ -110,6 +110,7 @@ class WaitPolicy:
     sleeping only when recent messages came within the window and a core is idle."""
 
     MAX_SCORE, SPIN_SCORE, MISS_PENALTY, LOAD_CHECK_S = 16, 4, 4, 0.02
+    PROBE_EVERY, LONG_GAP = 16, 4
 
     def __init__(self, mode="adaptive", spin_us=50.0):
         if mode not in SPIN_MODES:
@@ -117,6 +118,7 @@ class WaitPolicy:
         self.spin_s = max(float(spin_us), 0.0) / 1e6
         self.mode = "never" if self.spin_s == 0 else mode
         self.score = 0
+        self._probe = 0
         self._next_check = 0.0
         self._spare = False
         try:
@@ -129,18 +131,24 @@ class WaitPolicy:
             return 0.0
         if self.mode == "always":
             return self.spin_s
-        if self.score < self.SPIN_SCORE:
-            return 0.0
         if now >= self._next_check:
             self._next_check = now + self.LOAD_CHECK_S
-            running = _runnable_tasks()  # includes us; two more idle cores wanted (wait_core.h)
-            self._spare = 0 < running and running + 2 <= self._cpus
-        return self.spin_s if self._spare else 0.0
+            running = _runnable_tasks()  # includes us and the peer (see wait_core.h)
+            self._spare = 0 < running <= self._cpus
+        if not self._spare:
+            return 0.0
+        if self.score >= self.SPIN_SCORE:
+            return self.spin_s
+        self._probe += 1  # an occasional poll, to learn while sleeping (wait_core.h)
+        if self._probe >= self.PROBE_EVERY:
+            self._probe = 0
+            return self.spin_s
+        return 0.0
 
-    def observe(self, gap):
+    def observe(self, gap, spun=True):
         if gap <= self.spin_s:
             self.score = min(self.score + 1, self.MAX_SCORE)
-        else:
+        elif spun or gap > self.LONG_GAP * self.spin_s:
             self.score = max(self.score - self.MISS_PENALTY, 0)
 
 
@@ -499,7 +507,8 @@ class Channel:
             # Poll a while only when the policy says it pays (WaitPolicy), then sleep.
             policy = self.policy
             idle_since = time.perf_counter()
-            spin_end = idle_since + policy.budget(idle_since)
+            budget = policy.budget(idle_since)
+            spin_end = idle_since + budget
             got = False
             relax = os.sched_yield if self.spin_yield else None
             while time.perf_counter() < spin_end:
@@ -509,7 +518,7 @@ class Channel:
                 if relax is not None:
                     relax()
             if got:
-                policy.observe(time.perf_counter() - idle_since)
+                policy.observe(time.perf_counter() - idle_since, True)
                 continue
             wait = None
             if deadline is not None:
@@ -522,7 +531,7 @@ class Channel:
             r = futex_wait(self._base + RING_A[2], v, 0.1 if wait is None else min(wait, 0.1))
             u32[RING_A[3] // 4] = 0
             if r != errno.ETIMEDOUT:
-                policy.observe(time.perf_counter() - idle_since)
+                policy.observe(time.perf_counter() - idle_since, budget > 0)
 
     # ---- ring B (stub -> Node), several producer threads ----
     def _ring_b_doorbell(self, force_wake: bool = False) -> None:

@@ -148,6 +148,13 @@ def test_wait_policy_spins_only_after_recent_hits():
     p.observe(1.0)  # long gaps: spinning stops paying
     p.observe(1.0)
     assert p.budget(2.0) == 0.0
+    # Below the threshold it still probes once every 16 waits (sleeping hides short gaps).
+    assert sum(p.budget(3.0) > 0 for _ in range(32)) == 2
+    before = p.score
+    p.observe(80e-6, spun=False)  # slept, a little over the window: no verdict
+    assert p.score == before
+    p.observe(80e-6, spun=True)  # a wasted poll is a miss
+    assert p.score == max(before - 4, 0)
     assert ipc.WaitPolicy("always", 50).budget(0.0) == pytest.approx(50e-6)
     assert ipc.WaitPolicy("never", 50).budget(0.0) == 0.0
     assert ipc.WaitPolicy("always", 0).mode == "never"
