@@ -133,8 +133,8 @@ class WaitPolicy:
             return self.spin_s
         if now >= self._next_check:
             self._next_check = now + self.LOAD_CHECK_S
-            running = _runnable_tasks()  # includes us and the peer (see wait_core.h)
-            self._spare = 0 < running <= self._cpus
+            running = _runnable_tasks()  # includes us; two more idle cores (wait_core.h)
+            self._spare = 0 < running and running + 2 <= self._cpus
         if not self._spare:
             return 0.0
         if self.score >= self.SPIN_SCORE:
