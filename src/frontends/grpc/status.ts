@@ -6,11 +6,11 @@
  */
 import { asTritonError, grpcStatusOf } from '../../core/errors.js';
 import type { GrpcLogger } from './context.js';
-import { StatusError } from './transport/status.js';
+import { GrpcStatus, StatusError } from './transport/status.js';
 
 export { StatusError, GrpcStatus } from './transport/status.js';
 
-export const UNAVAILABLE = 14;
+export const UNAVAILABLE = GrpcStatus.UNAVAILABLE;
 
 export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
 

@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { ServerHttp2Stream } from 'node:http2';
-import { frameMessage } from './message-reader.js';
+import { frameMessage, messagePrefix } from './message-reader.js';
 import type { Metadata } from './metadata.js';
 import { GrpcStatus, StatusError, encodeGrpcMessage } from './status.js';
 
@@ -63,10 +63,7 @@ export abstract class BaseCall {
     if (payload.length <= COPY_LIMIT) {
       this.stream.write(frameMessage(payload));
     } else {
-      const prefix = Buffer.allocUnsafe(5);
-      prefix[0] = 0;
-      prefix.writeUInt32BE(payload.length, 1);
-      this.stream.write(prefix);
+      this.stream.write(messagePrefix(payload.length, 0));
       this.stream.write(payload);
     }
   }
@@ -81,7 +78,7 @@ export abstract class BaseCall {
     if (!this.#headersSent) {
       // Trailers-only: one HEADERS frame carries the status and ends the stream.
       this.#headersSent = true;
-      stream.respond({ ...RESPONSE_HEADERS, ...trailers }, { endStream: true });
+      stream.respond(trailersOnlyHeaders(trailers), { endStream: true });
       return;
     }
     this.#trailers = trailers;
@@ -117,7 +114,12 @@ export abstract class BaseCall {
   }
 }
 
-function errorTrailers(status: StatusError): Record<string, string> {
+/** Headers of a trailers-only response: one HEADERS frame that also carries the status. */
+export function trailersOnlyHeaders(trailers: Record<string, string>): Record<string, string | number> {
+  return { ...RESPONSE_HEADERS, ...trailers };
+}
+
+export function errorTrailers(status: StatusError): Record<string, string> {
   return { 'grpc-status': String(status.code), 'grpc-message': encodeGrpcMessage(status.details) };
 }
 

@@ -71,11 +71,20 @@ export class MessageReader {
   }
 }
 
-/** One outgoing message with its prefix (never compressed: clients accept identity). */
-export function frameMessage(payload: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(PREFIX + payload.length);
+/**
+ * One outgoing message: its prefix (never compressed: clients accept identity), followed by
+ * `extra` bytes of room where the caller copies the payload, or none when it writes it apart.
+ */
+export function messagePrefix(payloadLength: number, extra: number): Buffer {
+  const out = Buffer.allocUnsafe(PREFIX + extra);
   out[0] = 0;
-  out.writeUInt32BE(payload.length, 1);
+  out.writeUInt32BE(payloadLength, 1);
+  return out;
+}
+
+/** One outgoing message with its prefix, in one buffer. */
+export function frameMessage(payload: Uint8Array): Buffer {
+  const out = messagePrefix(payload.length, payload.length);
   out.set(payload, PREFIX);
   return out;
 }

@@ -8,10 +8,10 @@
  */
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { inflateSync, gunzipSync } from 'node:zlib';
-import { DuplexCall, UnaryCall, type BaseCall } from './call.js';
+import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
-import { GrpcStatus, StatusError, encodeGrpcMessage } from './status.js';
+import { GrpcStatus, StatusError } from './status.js';
 
 export interface UnaryRoute {
   kind: 'unary';
@@ -49,18 +49,21 @@ const SESSION_WINDOW = 16 * 1024 * 1024;
 
 export function createTransport(routes: ReadonlyMap<string, Route>, opts: TransportOptions): Transport {
   const sessions = new Set<Http2Session>();
+  let active = 0;
   const t: Transport = {
     server: createServer({
       // Node's default (10 MB) would reset streams carrying large tensors.
       maxSessionMemory: Number.MAX_SAFE_INTEGER,
       settings: { initialWindowSize: 1024 * 1024 },
     }),
-    active: 0,
+    get active() {
+      return active;
+    },
     onIdle: undefined,
     close: (forceAfterMs) => closeAll(t.server, sessions, forceAfterMs),
   };
   const onCallEnd = (): void => {
-    if (--(t as { active: number }).active === 0) t.onIdle?.();
+    if (--active === 0) t.onIdle?.();
   };
   t.server.on('session', (session) => {
     sessions.add(session);
@@ -83,7 +86,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
       return;
     }
     const route = routes.get(headers[':path'] as string)!;
-    (t as { active: number }).active++;
+    active++;
     const metadata = new Metadata(headers);
     const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, onCallEnd) : new DuplexCall(stream, metadata, onCallEnd);
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
@@ -115,16 +118,7 @@ function respondHttpError(stream: ServerHttp2Stream, status: number): void {
 
 function respondTrailersOnly(stream: ServerHttp2Stream, status: StatusError): void {
   if (stream.destroyed) return;
-  stream.respond(
-    {
-      ':status': 200,
-      'content-type': 'application/grpc+proto',
-      'grpc-accept-encoding': 'identity,deflate,gzip',
-      'grpc-status': String(status.code),
-      'grpc-message': encodeGrpcMessage(status.details),
-    },
-    { endStream: true },
-  );
+  stream.respond(trailersOnlyHeaders(errorTrailers(status)), { endStream: true });
   // The request body, if any, is not wanted.
   stream.resume();
 }
