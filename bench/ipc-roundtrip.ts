@@ -2,7 +2,7 @@
  * IPC round-trip benchmark: Node -> Python stub -> Node over the shared-memory channel
  * (empty `exec` answered by `exec_done`), side by side with a Node <-> Python pipe line echo.
  *
- *   npx vite-node bench/ipc-roundtrip.ts -- [--n 100000] [--warmup 20000] [--spin-node 50] [--spin-stub 50]
+ *   npx vite-node bench/ipc-roundtrip.ts -- [--n 100000] [--warmup 20000] [--spin-stub 50]
  *                                          [--spin-mode adaptive|always|never] [--no-pipe]
  *
  * Python comes from $TRITIUM_PYTHON (default .venv/bin/python). Results go to stdout; the figures
@@ -24,12 +24,10 @@ function arg(name: string, dflt: number): number {
 }
 const N = arg('n', 100_000);
 const WARMUP = arg('warmup', 20_000);
-const SPIN_NODE = arg('spin-node', 50);
 const SPIN_STUB = arg('spin-stub', 50);
 const modeAt = process.argv.indexOf('--spin-mode');
 const SPIN_MODE = (modeAt >= 0 ? process.argv[modeAt + 1] : 'adaptive') as 'adaptive' | 'always' | 'never';
 if (!['adaptive', 'always', 'never'].includes(SPIN_MODE)) throw new Error(`--spin-mode: ${SPIN_MODE}`);
-const YIELD_NODE = arg('yield-node', 1) !== 0;
 const YIELD_STUB = arg('yield-stub', 0);
 
 interface Stats { median: number; p90: number; p99: number; mean: number }
@@ -61,8 +59,11 @@ function loop(total: number, once: (done: () => void) => void): Promise<Float64A
 }
 
 async function benchShm(): Promise<Stats> {
-  const ch = StubChannel.create({ region: newRegionName('bench'), defaultByteSize: 1 << 20, growthByteSize: 1 << 20, spinUs: SPIN_NODE, spinMode: SPIN_MODE, spinYield: YIELD_NODE });
-  const child = spawn(python, [echo, ch.region, String(1 << 20), String(SPIN_STUB), String(YIELD_STUB), SPIN_MODE], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const ch = StubChannel.create({ region: newRegionName('bench'), defaultByteSize: 1 << 20, growthByteSize: 1 << 20 });
+  const child = spawn(python, [echo, ch.region, String(1 << 20), String(SPIN_STUB), String(YIELD_STUB), SPIN_MODE], {
+    stdio: ['ignore', 'inherit', 'inherit', ch.wakeFd],
+    env: { ...process.env, TRITIUM_STUB_WAKE_FD: '3' },
+  });
   let onReply: () => void = () => {};
   const hello = new Promise<void>((res) => {
     ch.onMessage((m) => {
@@ -99,7 +100,7 @@ async function benchPipe(): Promise<Stats> {
 const fmt = (s: Stats) => `median ${s.median.toFixed(1)} µs   p90 ${s.p90.toFixed(1)} µs   p99 ${s.p99.toFixed(1)} µs   mean ${s.mean.toFixed(1)} µs`;
 
 console.log(`setup: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, ${python}`);
-console.log(`       ${N} timed round trips after ${WARMUP} warm-up; spin-mode ${SPIN_MODE}, node=${SPIN_NODE} µs${YIELD_NODE ? ' (yield)' : ''}, stub=${SPIN_STUB} µs${YIELD_STUB ? ' (yield)' : ''}`);
+console.log(`       ${N} timed round trips after ${WARMUP} warm-up; stub spin-mode ${SPIN_MODE}, ${SPIN_STUB} µs (Node waits on its event loop, woken through the eventfd)${YIELD_STUB ? ' (yield)' : ''}`);
 const shm = await benchShm();
 console.log(`shm  : ${fmt(shm)}`);
 if (!process.argv.includes('--no-pipe')) {

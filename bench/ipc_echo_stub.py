@@ -3,7 +3,8 @@
 Usage: ipc_echo_stub.py <region> <growth_byte_size> [spin_us] [spin_yield 0|1] [spin_mode]
        ipc_echo_stub.py --pipe            (line echo on stdin/stdout, the pipe baseline)
 
-Answers {t:"exec", id} with {t:"exec_done", id, resps:[]}, {t:"fin"} with fin_done (then exits),
+Node's wake eventfd comes as the inherited descriptor named by TRITIUM_STUB_WAKE_FD, as for a
+real stub. Answers {t:"exec", id} with {t:"exec_done", id, resps:[]}, {t:"fin"} with fin_done (then exits),
 and a few test-only commands ("echo", "burst", "write", "read", "alloc", "free", "heartbeat").
 """
 import os
@@ -26,7 +27,8 @@ def main() -> None:
     spin_us = float(sys.argv[3]) if len(sys.argv) > 3 else 50.0
     spin_yield = len(sys.argv) > 4 and sys.argv[4] not in ("0", "")
     spin_mode = sys.argv[5] if len(sys.argv) > 5 else "adaptive"
-    ch = Channel(region, growth, spin_us=spin_us, spin_yield=spin_yield, spin_mode=spin_mode)
+    wake_fd = int(os.environ["TRITIUM_STUB_WAKE_FD"])
+    ch = Channel(region, growth, spin_us=spin_us, spin_yield=spin_yield, spin_mode=spin_mode, wake_fd=wake_fd)
     parent = os.getppid()
     while True:
         m = ch.recv(timeout=1.0)

@@ -41,8 +41,8 @@ async function startPeer(opts: { ringByteSize?: number; defaultByteSize?: number
     ...(opts.ringByteSize ? { ringByteSize: opts.ringByteSize } : {}),
   });
   const child = spawn(python, [echoStub, ch.region, String(growth)], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, TRITIUM_STUB_NATIVE: stubNative },
+    stdio: ['ignore', 'inherit', 'inherit', ch.wakeFd],
+    env: { ...process.env, TRITIUM_STUB_NATIVE: stubNative, TRITIUM_STUB_WAKE_FD: '3' },
   });
   const inbox: any[] = [];
   let waiter: (() => void) | undefined;

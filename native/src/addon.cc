@@ -1,14 +1,14 @@
-// tritium_native: shared memory, futex and doorbell primitives for the Python-backend IPC.
+// tritium_native: shared memory, futex and wake-up primitives for the Python-backend IPC.
 // Protocol logic (header layout, rings, messages) lives in TypeScript; see docs/ipc.md.
 #include <napi.h>
 
-#include "doorbell.h"
 #include "shm.h"
+#include "wake.h"
 
 namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tritium::InitShm(env, exports);
-  tritium::InitDoorbell(env, exports);
+  tritium::InitWake(env, exports);
   return exports;
 }
 }  // namespace

@@ -1,6 +1,6 @@
 // _tritium_ipc: the stub's hot path of docs/ipc.md in C++ (CPython C API, no other dependency).
 //
-//   Link(n0_buffer, spin_us=50.0, spin_mode="adaptive", spin_yield=False)
+//   Link(n0_buffer, spin_us=50.0, spin_mode="adaptive", spin_yield=False, wake_fd=-1)
 //     .recv(timeout=None) -> bytes | None   next message of ring A (GIL released while waiting)
 //     .send(data)                             one message onto ring B (+ doorbell), thread-safe
 //     .policy() -> (mode, spin_us, score)     for verbose logs and tests
@@ -42,6 +42,7 @@ struct LinkObject {
   std::mutex* send_mu;  // ring B producers (model threads) and recv's "space freed" signal
   wait::WaitPolicy* policy;
   bool spin_yield;
+  int wake_fd;  // Node's wake eventfd (inherited), or -1: wake ring B's consumer by futex
 };
 
 // ---- Link lifetime ---------------------------------------------------------------------
@@ -63,13 +64,14 @@ void LinkDealloc(LinkObject* self) {
 }
 
 PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"buffer", "spin_us", "spin_mode", "spin_yield", nullptr};
+  static const char* kw[] = {"buffer", "spin_us", "spin_mode", "spin_yield", "wake_fd", nullptr};
   PyObject* buf = nullptr;
   double spin_us = 50.0;
   const char* mode_s = "adaptive";
   int spin_yield = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|dsp", const_cast<char**>(kw), &buf, &spin_us, &mode_s,
-                                   &spin_yield))
+  int wake_fd = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|dspi", const_cast<char**>(kw), &buf, &spin_us, &mode_s,
+                                   &spin_yield, &wake_fd))
     return nullptr;
   wait::SpinMode mode;
   if (!wait::ParseSpinMode(mode_s, &mode)) {
@@ -99,6 +101,7 @@ PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   self->send_mu = new std::mutex();
   self->policy = new wait::WaitPolicy(mode, static_cast<int64_t>(spin_us * 1000));
   self->spin_yield = spin_yield != 0;
+  self->wake_fd = wake_fd;
   return reinterpret_cast<PyObject*>(self);
 }
 
@@ -135,7 +138,7 @@ void SignalSpaceFreed(LinkObject* self) {
   if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0) return;
   wait::StoreU32(flag, 0);
   LockSend(self);
-  self->out->Publish(true);
+  self->out->Publish(true, self->wake_fd);
   self->send_mu->unlock();
 }
 
@@ -229,7 +232,7 @@ PyObject* LinkSend(LinkObject* self, PyObject* arg) {
     }
     // Ring B full: publish what we have so Node drains it, then back off (up to 1 ms) with
     // the GIL released; the lock keeps our fragments contiguous.
-    out->Publish(true);
+    out->Publish(true, self->wake_fd);
     pause_s = pause_s == 0 ? 1e-5 : (pause_s * 2 > 1e-3 ? 1e-3 : pause_s * 2);
     Py_BEGIN_ALLOW_THREADS
     struct timespec ts{0, static_cast<long>(pause_s * 1e9)};
@@ -240,7 +243,7 @@ PyObject* LinkSend(LinkObject* self, PyObject* arg) {
       break;
     }
   }
-  if (!failed) out->Publish(false);
+  if (!failed) out->Publish(false, self->wake_fd);
   self->send_mu->unlock();
   PyBuffer_Release(&data);
   Leave(self);

@@ -198,14 +198,24 @@ class Producer {
     return true;
   }
 
-  // Stores tail, bumps the doorbell, wakes the consumer if it sleeps (or always, if forced).
-  // The doorbell increment is a locked RMW (full barrier), so the `sleeping` load cannot move
-  // before it; the consumer sets `sleeping` before FUTEX_WAIT, which re-checks the doorbell.
-  void Publish(bool force_wake) {
+  // Stores tail, bumps the doorbell, wakes the consumer if it asked for it (or always, if
+  // forced). The doorbell increment is a locked RMW (full barrier), so the `sleeping` load
+  // cannot move before it.
+  // - wake_fd < 0: the consumer sets `sleeping` before FUTEX_WAIT (which re-checks the
+  //   doorbell), and is woken with FUTEX_WAKE.
+  // - wake_fd >= 0 (Node's event loop, docs/ipc.md "Waking Node"): `sleeping` = 1 asks for one
+  //   eventfd write; taking it with an exchange means one write per request however many
+  //   producers publish, and the consumer re-checks the ring after asking again.
+  void Publish(bool force_wake, int wake_fd = -1) {
     wait::StoreU64(At<uint64_t>(base_, o_.tail), tail_);
     uint32_t* db = At<uint32_t>(base_, o_.doorbell);
     __atomic_add_fetch(db, 1u, __ATOMIC_SEQ_CST);
-    if (force_wake || __atomic_load_n(At<uint32_t>(base_, o_.sleeping), __ATOMIC_SEQ_CST) != 0) wait::FutexWake(db);
+    uint32_t* sleeping = At<uint32_t>(base_, o_.sleeping);
+    if (wake_fd >= 0) {
+      if (__atomic_exchange_n(sleeping, 0u, __ATOMIC_SEQ_CST) != 0 || force_wake) wait::EventFdSignal(wake_fd);
+      return;
+    }
+    if (force_wake || __atomic_load_n(sleeping, __ATOMIC_SEQ_CST) != 0) wait::FutexWake(db);
   }
 
  private:

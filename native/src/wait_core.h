@@ -1,4 +1,4 @@
-// Futex doorbells and the spin-or-sleep policy, shared by the Node addon (DoorbellWaiter) and
+// Futex doorbells, the eventfd wake and the spin-or-sleep policy, shared by the Node addon and
 // the CPython extension (_tritium_ipc). Header-only and free of Node/Python headers so both
 // bindings compile the very same logic (docs/ipc.md, "Waiting").
 #pragma once
@@ -39,6 +39,14 @@ inline int64_t NowNs() {
 inline int FutexWake(uint32_t* word) {
   long r = syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
   return r < 0 ? -errno : static_cast<int>(r);
+}
+
+// Adds 1 to an eventfd (the peer's wake descriptor). EAGAIN means the counter is saturated,
+// i.e. a wake-up is pending anyway; other errors (a closed peer) have nobody left to wake.
+inline void EventFdSignal(int fd) {
+  const uint64_t one = 1;
+  while (write(fd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
 }
 
 // Sleeps while *word == expected, at most timeout_ns (<0: forever). 0 on wake, -EAGAIN when

@@ -62,6 +62,7 @@ _MACHINE = platform.machine().lower()
 SYS_FUTEX = _SYS_FUTEX.get(_MACHINE, 202)
 FUTEX_WAIT = 0  # non-private: the word is in a MAP_SHARED mapping used by another process
 FUTEX_WAKE = 1
+_EVENTFD_ONE = (1).to_bytes(8, "little")
 _X86 = _MACHINE in ("x86_64", "amd64", "i386", "i686")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -270,14 +271,18 @@ class Channel:
     """The stub's end of one region. recv() is for a single consumer thread; send() is thread-safe."""
 
     def __init__(self, region: str, growth_byte_size: int, spin_us: float = 50.0,
-                 spin_yield: bool = False, spin_mode: str = "adaptive", native="auto"):
-        """native: "auto" (the extension when loadable), False (pure Python), or a module."""
+                 spin_yield: bool = False, spin_mode: str = "adaptive", native="auto",
+                 wake_fd: int | None = None):
+        """native: "auto" (the extension when loadable), False (pure Python), or a module.
+        wake_fd: Node's wake eventfd (docs/ipc.md, "Waking Node"); None: ring B's consumer
+        sleeps on its futex and is woken with FUTEX_WAKE (the test emulator of Node)."""
         if "/" in region or not region:
             raise ValueError(f"invalid region name {region!r}")
         self.region = region
         self.growth_byte_size = max(int(growth_byte_size), SEGMENT_ROUND)
         self.policy = WaitPolicy(spin_mode, spin_us)
         self.spin_yield = spin_yield
+        self._wake_fd = -1 if wake_fd is None else int(wake_fd)
         self._segs: dict[str, _Segment] = {}
         self._outputs: list[_Segment] = []
         self._seg_lock = threading.Lock()  # alloc/free/lazy maps may run on model threads
@@ -314,7 +319,7 @@ class Channel:
         if self._native is not None:
             # The extension validates the header again and owns both rings from here on.
             self._link = self._native.Link(n0.mm, spin_us=float(spin_us), spin_mode=spin_mode,
-                                           spin_yield=bool(spin_yield))
+                                           spin_yield=bool(spin_yield), wake_fd=self._wake_fd)
             self._arena_cls = self._native.Arena
             self.recv = self._recv_native
             self.send = self._send_native
@@ -535,11 +540,24 @@ class Channel:
 
     # ---- ring B (stub -> Node), several producer threads ----
     def _ring_b_doorbell(self, force_wake: bool = False) -> None:
-        """Publishes tail, bumps the doorbell, wakes Node's waiter thread if it sleeps. Lock held."""
+        """Publishes tail, bumps the doorbell, wakes Node if it asked for it. Lock held."""
         u32 = self._u32
         self._u64[RING_B[1] // 8] = self._b_tail
         db = RING_B[2] // 4
         u32[db] = (u32[db] + 1) & 0xFFFFFFFF
+        if self._wake_fd >= 0:
+            # No atomic exchange here: a plain read then clear. Every clear is followed by a
+            # write, and Node re-checks the ring after asking again, so no wake-up is lost.
+            if _X86 and not force_wake:
+                _fence()
+                if not u32[RING_B[3] // 4]:
+                    return
+            u32[RING_B[3] // 4] = 0
+            try:
+                os.write(self._wake_fd, _EVENTFD_ONE)
+            except BlockingIOError:
+                pass  # counter saturated: a wake-up is pending anyway
+            return
         if _X86 and not force_wake:
             _fence()
             if not u32[RING_B[3] // 4]:

@@ -176,6 +176,16 @@ class Runtime:
                 emit("INFO", format_exception(e), "runtime.py", 0)
 
 
+WAKE_FD_ENV = "TRITIUM_STUB_WAKE_FD"
+
+
+def wake_fd_setting(env):
+    """The descriptor Node's wake eventfd was inherited as (docs/ipc.md, "Waking Node"); None
+    without one (the test emulator of Node, which sleeps on ring B's futex instead)."""
+    raw = env.get(WAKE_FD_ENV)
+    return int(raw) if raw else None
+
+
 SPIN_US_ENV = "TRITIUM_STUB_SPIN_US"
 SPIN_MODE_ENV = "TRITIUM_STUB_SPIN_MODE"
 
@@ -215,7 +225,8 @@ def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbos
     runtime = Runtime(model_file, name, mode, log_verbose)
     parent_watch.start(parent_pid)
     spin_us, spin_mode = wait_settings(os.environ)
-    channel = STATE.channel = Channel(region, growth_byte_size, spin_us=spin_us, spin_mode=spin_mode)
+    channel = STATE.channel = Channel(region, growth_byte_size, spin_us=spin_us, spin_mode=spin_mode,
+                                      wake_fd=wake_fd_setting(os.environ))
     emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}", "runtime.py", 0)
     channel.start_heartbeat(0.1)
     try:

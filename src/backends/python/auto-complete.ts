@@ -30,6 +30,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
     env: o.env,
     modelFile: o.modelFile,
     region,
+    wakeFd: channel.wakeFd,
     growthByteSize: o.shmGrowthByteSize,
     name: o.modelName,
     mode: 'autocomplete',

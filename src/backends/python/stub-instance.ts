@@ -37,7 +37,7 @@ export interface StubInstanceOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
-  /** spin-us / spin-mode for this instance's doorbell thread and its stub. */
+  /** spin-us / spin-mode for this instance's stub. */
   ipcWait?: IpcWaitOptions;
   logger: Logger;
   hooks: InstanceHooks;
@@ -117,8 +117,6 @@ export class StubInstance implements BackendInstance {
       region,
       defaultByteSize: this.o.shmDefaultByteSize,
       growthByteSize: this.o.shmGrowthByteSize,
-      spinUs: this.o.ipcWait?.spinUs,
-      spinMode: this.o.ipcWait?.spinMode,
     });
     this.channel = channel;
     channel.onMessage((m) => this.onMessage(channel, m));
@@ -127,6 +125,7 @@ export class StubInstance implements BackendInstance {
       env: this.o.env,
       modelFile: this.o.modelFile,
       region,
+      wakeFd: channel.wakeFd,
       growthByteSize: this.o.shmGrowthByteSize,
       name: this.name,
       mode: 'instance',

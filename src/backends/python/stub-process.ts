@@ -26,7 +26,12 @@ export interface StubSpawnOptions {
   label: string;
   /** The stub's wait policy (passed as TRITIUM_STUB_SPIN_US / TRITIUM_STUB_SPIN_MODE). */
   ipcWait?: IpcWaitOptions;
+  /** The channel's wake eventfd (`StubChannel.wakeFd`): inherited as the stub's fd 3. */
+  wakeFd: number;
 }
+
+/** Where the stub finds the wake eventfd (docs/ipc.md, "Waking Node"). */
+const STUB_WAKE_FD = 3;
 
 export interface ExitInfo {
   code: number | null;
@@ -88,10 +93,11 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
     env.TRITIUM_STUB_SPIN_US = String(o.ipcWait.spinUs);
     env.TRITIUM_STUB_SPIN_MODE = o.ipcWait.spinMode;
   }
+  env.TRITIUM_STUB_WAKE_FD = String(STUB_WAKE_FD);
   const child = spawn(
     o.python,
     [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env, stdio: ['ignore', 'pipe', 'pipe', o.wakeFd] },
   );
   liveStubs.add(child);
   const forget = () => liveStubs.delete(child);

@@ -2,13 +2,13 @@
  * @module backends/python/ipc/channel
  * `StubChannel`: Node's end of the shared-memory link with one Python stub (docs/ipc.md).
  * Owns the region: creates `n0` (header, rings, input arena) and any `n<k>`, maps the stub's
- * `s<k>` lazily, sends on ring A, receives ring B on the event loop through a native doorbell
- * thread, and unlinks every `<region>.*` file on close.
+ * `s<k>` lazily, sends on ring A, receives ring B on the event loop when the stub writes the
+ * wake eventfd (`wakeFd`, inherited by the stub), and unlinks every `<region>.*` file on close.
  */
 import crypto from 'node:crypto';
 import { Arena } from './arena.js';
 import { decode, encode } from './codec.js';
-import { loadNative, type DoorbellWaiter, type NativeAddon } from './native.js';
+import { loadNative, type NativeAddon, type WakeListener } from './native.js';
 import { RingConsumer, RingProducer } from './ring.js';
 import { removeRegion, shmFreeBytes } from './shm-cleanup.js';
 import {
@@ -52,12 +52,6 @@ export interface StubChannelOptions {
   growthByteSize: number;
   /** Bytes per ring; power of two, default 64 KiB. */
   ringByteSize?: number;
-  /** Doorbell thread busy-wait before sleeping (µs), when the spin mode allows it. Default 50. */
-  spinUs?: number;
-  /** When the doorbell thread polls before sleeping (docs/ipc.md, "Waiting"). Default adaptive. */
-  spinMode?: SpinMode;
-  /** Doorbell thread spins with sched_yield() (default true). */
-  spinYield?: boolean;
 }
 
 interface Segment {
@@ -101,7 +95,7 @@ export class StubChannel {
   private readonly hdr32: Int32Array;
   private readonly ringA: RingProducer;
   private readonly ringB: RingConsumer;
-  private waiter: DoorbellWaiter | undefined;
+  private listener: WakeListener | undefined;
   private readonly listeners: Array<(msg: any) => void> = [];
   private backlog: unknown[] = [];
   /** Messages (already encoded, copied) waiting for ring A space; `off` = bytes already sent. */
@@ -147,13 +141,17 @@ export class StubChannel {
     const native = this.native;
     const sab = n0.sab;
     this.wake = (off) => native.futexWake(sab, off);
-    this.waiter = new native.DoorbellWaiter(n0.sab, RING_B.doorbell, () => this.onDoorbell(), {
-      spinUs: opts.spinUs ?? DEFAULT_SPIN_US,
-      spinMode: opts.spinMode ?? 'adaptive',
-      spinYield: opts.spinYield ?? true,
-      timeoutMs: 100,
-      sleepFlagOffset: RING_B.sleeping,
-    });
+    this.listener = new native.WakeListener(() => this.onWake());
+    // Ask for the first wake-up (the stub's `hello`).
+    Atomics.store(this.hdr32, RING_B.sleeping / 4, 1);
+  }
+
+  /**
+   * The eventfd the stub writes to wake this channel: pass it to the stub process as an
+   * inherited descriptor and tell the stub its number there (`TRITIUM_STUB_WAKE_FD`).
+   */
+  get wakeFd(): number {
+    return this.listener?.fd ?? -1;
   }
 
   /** Creates the region's n0 segment and starts listening; see StubChannelOptions. */
@@ -270,21 +268,21 @@ export class StubChannel {
     return n;
   }
 
-  /** Let the process exit while the channel is open and idle (the doorbell thread holds a ref by default). */
+  /** Let the process exit while the channel is open and idle (the wake listener holds a ref by default). */
   unref(): void {
-    this.waiter?.unref();
+    this.listener?.unref();
   }
 
   ref(): void {
-    this.waiter?.ref();
+    this.listener?.ref();
   }
 
-  /** Stops the doorbell thread, returns the mapped pages and unlinks every `<region>.*` file. Idempotent. */
+  /** Stops listening, returns the mapped pages and unlinks every `<region>.*` file. Idempotent. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.waiter?.close();
-    this.waiter = undefined;
+    this.listener?.close();
+    this.listener = undefined;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     if (this.releaseTimer) clearTimeout(this.releaseTimer);
@@ -379,25 +377,38 @@ export class StubChannel {
 
   /**
    * Delivers every message already in ring B now. Called when the stub exits: its last
-   * messages (an answer sent just before a clean exit) may not have rung the doorbell thread yet.
+   * messages (an answer sent just before a clean exit) may not have woken us yet.
    */
   drain(): void {
-    this.onDoorbell();
+    this.onWake();
   }
 
-  private onDoorbell(): void {
+  /**
+   * The stub wrote the eventfd (it clears ring B's `sleeping` word when it does). Drain, then
+   * ask for the next wake-up and look once more: a message published before the stub could
+   * see the request would otherwise wait for the one after it (docs/ipc.md, "Waking Node").
+   */
+  private onWake(): void {
     if (this.closed) return;
     try {
-      const msgs = this.ringB.drain(decode);
-      if (this.outQueue.length > 0) this.flush();
-      if (msgs.length > 0) this.dispatch(msgs);
+      this.receive();
+      // Atomics.store is sequentially consistent: the flag store is ordered before the tail
+      // load of the next drain, the mirror of the stub's tail store before its flag load.
+      Atomics.store(this.hdr32, RING_B.sleeping / 4, 1);
+      if (!this.closed && this.ringB.hasData()) this.receive();
     } catch (e) {
-      // Node-API swallows exceptions thrown from a thread-safe-function callback (DEP0168);
-      // rethrow outside it so a corrupt ring or codec failure is an ordinary uncaught error.
+      // Surface a corrupt ring or codec failure as an ordinary uncaught error, outside the
+      // native callback.
       process.nextTick(() => {
         throw e;
       });
     }
+  }
+
+  private receive(): void {
+    const msgs = this.ringB.drain(decode);
+    if (this.outQueue.length > 0) this.flush();
+    if (msgs.length > 0) this.dispatch(msgs);
   }
 
   private dispatch(msgs: unknown[]): void {

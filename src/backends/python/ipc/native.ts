@@ -1,29 +1,23 @@
 /**
  * @module backends/python/ipc/native
  * Typed loader for the `tritium_native` addon (native/, built by `npm run build:native`).
- * The addon only maps memory and waits on futexes; all protocol logic stays in TypeScript.
+ * The addon only maps memory, wakes futexes and watches the wake eventfd; all protocol logic
+ * stays in TypeScript.
  */
 import { createRequire } from 'node:module';
 
-export interface DoorbellWaiterOptions {
-  /** Busy-wait this long (µs) after the last change before sleeping in FUTEX_WAIT. */
-  spinUs?: number;
-  /** adaptive (default): poll only when recent messages came within spinUs and a core is idle. */
-  spinMode?: 'adaptive' | 'always' | 'never';
-  /** Call sched_yield() between polls instead of a pause loop (cheap when nothing else wants the core). */
-  spinYield?: boolean;
-  /** FUTEX_WAIT timeout (ms); only bounds how quickly close() is noticed. */
-  timeoutMs?: number;
-  /** u32 word the thread sets to 1 while asleep, so producers can skip futex_wake when 0. */
-  sleepFlagOffset?: number;
-}
-
-export interface DoorbellWaiter {
-  /** Stops and joins the thread, releases the thread-safe function. Idempotent. */
+/**
+ * An eventfd watched by the event loop (a libuv poll handle): the stub writes it after
+ * publishing on ring B when Node asked to be woken (docs/ipc.md, "Waking Node").
+ */
+export interface WakeListener {
+  /** The eventfd, close-on-exec; hand it to the stub as an inherited fd. -1 once closed. */
+  readonly fd: number;
+  /** Stops watching and closes the fd. Idempotent. */
   close(): void;
-  /** Keep the event loop alive while this waiter is open (the default). */
+  /** Keep the event loop alive while this listener is open (the default). */
   ref(): void;
-  /** Let the process exit even though this waiter is open. */
+  /** Let the process exit even though this listener is open. */
   unref(): void;
 }
 
@@ -38,12 +32,8 @@ export interface NativeAddon {
   releaseShm(buffer: SharedArrayBuffer): void;
   /** FUTEX_WAKE (non-private) on the u32 at byteOffset; returns the number of woken waiters. */
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
-  DoorbellWaiter: new (
-    buffer: SharedArrayBuffer,
-    byteOffset: number,
-    onChange: () => void,
-    opts?: DoorbellWaiterOptions,
-  ) => DoorbellWaiter;
+  /** Creates the eventfd and calls `onWake` on the loop each time it becomes readable. */
+  WakeListener: new (onWake: () => void) => WakeListener;
 }
 
 // Same relative path from src/backends/python/ipc and dist/backends/python/ipc.

@@ -109,6 +109,11 @@ export class RingConsumer extends RingBase {
     this.head = this.loadPos(offs.head);
   }
 
+  /** Something was published that has not been drained yet. */
+  hasData(): boolean {
+    return this.loadPos(this.offs.tail) !== this.head;
+  }
+
   /**
    * Decodes every available message with `decode` (given a private copy of the bytes) and
    * returns the results in order.

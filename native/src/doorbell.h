@@ -1,6 +1,0 @@
-#pragma once
-#include <napi.h>
-
-namespace tritium {
-void InitDoorbell(Napi::Env env, Napi::Object exports);
-}

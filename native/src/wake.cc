@@ -1,0 +1,146 @@
+// WakeListener: an eventfd watched by the event loop itself (a libuv poll handle), so a stub
+// that has published on ring B wakes Node's loop with one write(2) and no thread in between.
+//
+// Before this, a native thread slept on ring B's futex and forwarded each change to the loop
+// through a thread-safe function: every answer cost two wake-ups (stub -> thread -> loop), and
+// on a small or virtualised host a wake-up of a sleeping thread is among the most expensive
+// things a request does. The stub writes the eventfd only when Node has asked for it (ring B's
+// `sleeping` word, see docs/ipc.md), so under load most answers cost no system call on either
+// side beyond the eventfd write.
+#include "wake.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace tritium {
+namespace {
+
+class WakeListener : public Napi::ObjectWrap<WakeListener> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "WakeListener",
+                       {InstanceAccessor<&WakeListener::Fd>("fd"), InstanceMethod("close", &WakeListener::Close),
+                        InstanceMethod("ref", &WakeListener::Ref), InstanceMethod("unref", &WakeListener::Unref)});
+  }
+
+  // new WakeListener(callback): creates the eventfd (close-on-exec, non-blocking) and starts
+  // watching it; `callback` runs on the loop, with no arguments, once per readiness.
+  explicit WakeListener(const Napi::CallbackInfo& info)
+      : Napi::ObjectWrap<WakeListener>(info), async_(info.Env(), "tritium.wake") {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsFunction()) {
+      Napi::TypeError::New(env, "new WakeListener(callback: () => void)").ThrowAsJavaScriptException();
+      return;
+    }
+    uv_loop_t* loop = nullptr;
+    if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
+      Napi::Error::New(env, "WakeListener: no event loop").ThrowAsJavaScriptException();
+      return;
+    }
+    fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd_ < 0) {
+      ThrowErrno(env, "eventfd");
+      return;
+    }
+    poll_ = new uv_poll_t;
+    int r = uv_poll_init(loop, poll_, fd_);
+    if (r != 0) {
+      delete poll_;  // never registered with the loop
+    } else if ((r = uv_poll_start(poll_, UV_READABLE, OnReadable)) != 0) {
+      poll_->data = nullptr;
+      uv_close(reinterpret_cast<uv_handle_t*>(poll_), OnClosed);
+    }
+    if (r != 0) {
+      poll_ = nullptr;
+      ::close(fd_);
+      fd_ = -1;
+      Napi::Error::New(env, std::string("WakeListener: uv_poll: ") + uv_strerror(r)).ThrowAsJavaScriptException();
+      return;
+    }
+    poll_->data = this;
+    env_ = env;
+    callback_ = Napi::Persistent(info[0].As<Napi::Function>());
+    // The handle holds the object alive until close(): a listener nobody references any more
+    // must still not be collected while the loop can call into it.
+    self_ = Napi::Persistent(info.This().As<Napi::Object>());
+  }
+
+  ~WakeListener() override { Stop(); }
+
+ private:
+  static void ThrowErrno(Napi::Env env, const char* what) {
+    int e = errno;
+    Napi::Error err = Napi::Error::New(env, std::string(what) + ": " + std::strerror(e));
+    err.Set("code", Napi::String::New(env, e == EMFILE ? "EMFILE" : e == ENFILE ? "ENFILE" : e == ENOMEM ? "ENOMEM" : "EIO"));
+    err.ThrowAsJavaScriptException();
+  }
+
+  static void OnClosed(uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); }
+
+  static void OnReadable(uv_poll_t* handle, int status, int events) {
+    auto* self = static_cast<WakeListener*>(handle->data);
+    if (self == nullptr || self->fd_ < 0) return;
+    uint64_t count;
+    // Reset the counter first: a write that lands while the callback runs makes the fd
+    // readable again, so it is never lost.
+    while (::read(self->fd_, &count, sizeof count) < 0 && errno == EINTR) {
+    }
+    Napi::Env env = self->env_;
+    Napi::HandleScope scope(env);
+    // MakeCallback: runs queued microtasks and nextTicks afterwards, as any I/O callback does.
+    self->callback_.MakeCallback(env.Global(), {}, self->async_);
+    if (env.IsExceptionPending()) {
+      Napi::Error e = env.GetAndClearPendingException();
+      napi_fatal_exception(env, e.Value());
+    }
+  }
+
+  void Stop() {
+    if (poll_ != nullptr) {
+      poll_->data = nullptr;
+      uv_poll_stop(poll_);
+      uv_close(reinterpret_cast<uv_handle_t*>(poll_), OnClosed);
+      poll_ = nullptr;
+    }
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    if (!callback_.IsEmpty()) callback_.Reset();
+    if (!self_.IsEmpty()) self_.Reset();
+  }
+
+  Napi::Value Fd(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), fd_); }
+
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    Stop();
+    return info.Env().Undefined();
+  }
+  Napi::Value Ref(const Napi::CallbackInfo& info) {
+    if (poll_ != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(poll_));
+    return info.Env().Undefined();
+  }
+  Napi::Value Unref(const Napi::CallbackInfo& info) {
+    if (poll_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(poll_));
+    return info.Env().Undefined();
+  }
+
+  int fd_ = -1;
+  uv_poll_t* poll_ = nullptr;
+  napi_env env_ = nullptr;
+  Napi::FunctionReference callback_;
+  Napi::ObjectReference self_;
+  Napi::AsyncContext async_;
+};
+
+}  // namespace
+
+void InitWake(Napi::Env env, Napi::Object exports) { exports.Set("WakeListener", WakeListener::Define(env)); }
+
+}  // namespace tritium

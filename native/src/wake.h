@@ -1,0 +1,6 @@
+#pragma once
+#include <napi.h>
+
+namespace tritium {
+void InitWake(Napi::Env env, Napi::Object exports);
+}
