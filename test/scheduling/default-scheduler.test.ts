@@ -32,6 +32,29 @@ describe('DefaultScheduler', () => {
     expect(s.pendingCount()).toBe(0);
   });
 
+  it('pipelines into an instance that accepts it, after every instance has one batch', async () => {
+    const i0 = new RecordingInstance('i0', false, 2);
+    const i1 = new RecordingInstance('i1', false, 2);
+    const s = new DefaultScheduler([i0, i1], () => {});
+    const rs = Array.from({ length: 6 }, (_, i) => new FakeRequest(`r${i}`));
+    rs.forEach((r) => s.enqueue(r));
+    // Idle instances first (r0, r1), then one queued batch each (r2, r3); the rest waits.
+    expect(i0.batches).toEqual([['r0'], ['r2']]);
+    expect(i1.batches).toEqual([['r1'], ['r3']]);
+    expect(s.pendingCount()).toBe(2);
+    i0.release();
+    await ticks(2);
+    // A slot freed on i0: it gets the next request while it still runs r2.
+    expect(i0.batches).toEqual([['r0'], ['r2'], ['r4']]);
+    expect(i0.held.length).toBe(2);
+    for (const i of [i0, i1, i0, i1, i0]) {
+      i.release();
+      await ticks(2);
+    }
+    await Promise.all(rs.map((r) => r.finished));
+    expect(s.pendingCount()).toBe(0);
+  });
+
   it('waits for a ready instance and resumes on kick()', async () => {
     const i0 = new RecordingInstance('i0');
     i0.ready = false;

@@ -52,6 +52,24 @@ describe('DynamicBatcher batch formation', () => {
     expect(timerOf(b)).toBeNull();
   });
 
+  it('never pipelines: the next batch forms when the instance frees, holding what came meanwhile', async () => {
+    const inst = new RecordingInstance('i0', false, 2);
+    const b = new DynamicBatcher([inst], options({ maxBatchSize: 10 }), noop);
+    const first = reqs(3, 'a');
+    first.forEach((r) => b.enqueue(r));
+    await ticks(2);
+    const later = reqs(4, 'b');
+    later.forEach((r) => b.enqueue(r));
+    await ticks(2);
+    // The instance accepts two batches, but the batcher hands it one at a time.
+    expect(inst.batches).toEqual([['a0', 'a1', 'a2']]);
+    inst.release();
+    await ticks(2);
+    expect(inst.batches[1]).toEqual(['b0', 'b1', 'b2', 'b3']);
+    inst.release();
+    await Promise.all([...first, ...later].map((r) => r.finished));
+  });
+
   it('102 requests → ten batches of 10, then a batch of 2 released by the delay', async () => {
     const inst = new RecordingInstance('i0');
     const observed: number[] = [];

@@ -87,6 +87,7 @@ export class RecordingInstance implements ExecutionInstance {
   constructor(
     readonly name: string,
     private readonly auto = true,
+    readonly pipelineDepth = 1,
   ) {}
 
   isReady(): boolean {

@@ -67,10 +67,20 @@ interface LiveRequest {
 interface Batch {
   id: number;
   rids: number[];
+  requests: PendingRequest[];
   startNs: bigint;
   inputEndNs: bigint;
+  /** Sent while another batch ran: it starts when that one is answered. */
+  queued: boolean;
   resolve: (t: ExecutionTimes) => void;
 }
+
+/**
+ * Batches handed to a stub before the one it runs is answered (see ExecutionInstance
+ * .pipelineDepth): with 2 the stub finds its next request in ring A the moment it answers, and
+ * neither side sleeps in between under load.
+ */
+const PIPELINE_DEPTH = 2;
 
 let regionCounter = 0;
 
@@ -82,7 +92,9 @@ export class StubInstance implements BackendInstance {
   private channel: StubChannel | undefined;
   private child: ChildProcess | undefined;
   private readonly live = new Map<number, LiveRequest>();
-  private batch: Batch | undefined;
+  /** Sent to the stub and not answered yet, in the order the stub runs them. */
+  private readonly inFlight: Batch[] = [];
+  readonly pipelineDepth = PIPELINE_DEPTH;
   private nextRid = 1;
   private nextBatch = 1;
   private failedStarts = 0;
@@ -259,16 +271,23 @@ export class StubInstance implements BackendInstance {
     const id = this.nextBatch++;
     return new Promise<ExecutionTimes>((resolve) => {
       const inputEndNs = process.hrtime.bigint();
-      this.batch = { id, rids, startNs, inputEndNs, resolve };
+      this.inFlight.push({ id, rids, requests: batch, startNs, inputEndNs, queued: this.inFlight.length > 0, resolve });
       channel.send({ t: 'exec', id, reqs });
     });
   }
 
   private onExecDone(channel: StubChannel, m: { id: number; err?: string; resps?: Array<RespWire | null> }): void {
-    const batch = this.batch;
+    const batch = this.inFlight[0];
     if (!batch || batch.id !== m.id) return;
-    this.batch = undefined;
+    this.inFlight.shift();
     const inferEndNs = process.hrtime.bigint();
+    const next = this.inFlight[0];
+    if (next?.queued) {
+      // It waited in ring A behind this one: that wait is queue time, and its execution
+      // starts now (its inputs were copied when it was sent).
+      next.startNs = next.inputEndNs = inferEndNs;
+      for (const pr of next.requests) pr.queueEndNs = inferEndNs;
+    }
     const batchError = m.err !== undefined ? new TritonError(ErrorCode.INTERNAL, m.err, 'BACKEND') : undefined;
     // The instance is free as soon as the stub answered: resolve first, so the scheduler's
     // continuation (a microtask) sends the next batch to the stub, and write this batch's
@@ -429,9 +448,7 @@ export class StubInstance implements BackendInstance {
     const err = Errors.stubUnhealthy(this.name, cause);
     // Everything in flight fails now, not at a client timeout.
     for (const rid of [...this.live.keys()]) this.finish(channel, rid, undefined, err);
-    if (this.batch) {
-      const b = this.batch;
-      this.batch = undefined;
+    for (const b of this.inFlight.splice(0)) {
       const t = process.hrtime.bigint();
       b.resolve({ startNs: b.startNs, inputEndNs: b.inputEndNs, inferEndNs: t, endNs: t });
     }

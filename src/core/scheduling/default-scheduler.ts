@@ -2,7 +2,8 @@
  * @module core/scheduling/default-scheduler
  * The scheduler of a model without `dynamic_batching` / `sequence_batching` (protocol spec
  * §3.5): every request is its own execution, queued FIFO without size limit or timeouts and
- * handed to the next idle ready instance. Each instance runs one batch at a time.
+ * handed to the next idle ready instance. Each instance runs one batch at a time; one that
+ * accepts a pipeline (`pipelineDepth`, a Python stub) gets its next request while it runs.
  *
  * No timers: dispatch happens synchronously on enqueue (when an instance is idle) and when an
  * execution finishes or `kick()` reports an instance became ready.
@@ -21,7 +22,9 @@ export class DefaultScheduler implements Scheduler {
   private repump = false;
 
   constructor(instances: ExecutionInstance[], observer: ExecutionObserver) {
-    this.pool = new InstancePool(instances, observer, () => this.pump());
+    // Every request is its own execution, so nothing is gained by holding the next one back
+    // until the instance frees: pipeline into instances that accept it.
+    this.pool = new InstancePool(instances, observer, () => this.pump(), true);
   }
 
   enqueue(request: PendingRequest): void {

@@ -1,8 +1,8 @@
 /**
  * @module core/scheduling/instance-pool
- * The instances a scheduler hands batches to: which one is idle and ready, and running one
- * batch on it (busy flag, execute, accounting through the observer, and the answer to every
- * request should `execute` break its promise). Both schedulers share it; they differ only in
+ * The instances a scheduler hands batches to: which one can take a batch and is ready, and
+ * running one batch on it (slot count, execute, accounting through the observer, and the
+ * answer to every request should `execute` break its promise). Both schedulers share it; they differ only in
  * how they form batches.
  */
 import { asTritonError } from '../errors.js';
@@ -10,32 +10,50 @@ import type { ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingReque
 
 export class InstancePool {
   private readonly instances: ExecutionInstance[];
-  private readonly busy: boolean[];
-  private idle: number;
+  /** Batches handed to each instance and not answered yet. */
+  private readonly running: number[];
+  /** How many each instance takes at once (its pipelineDepth, when the scheduler allows it). */
+  private readonly depth: number[];
+  /** Free slots over all instances. */
+  private free: number;
 
   constructor(
     instances: readonly ExecutionInstance[],
     private readonly observer: ExecutionObserver,
     /** Called after every execution, when the instance is free again. */
     private readonly onFree: () => void,
+    /**
+     * Hand an instance its next batch before the current one is answered, up to its
+     * pipelineDepth. Only for schedulers whose batches do not grow by waiting: the dynamic
+     * batcher forms a batch when an instance frees, so that the batch holds what came meanwhile.
+     */
+    pipeline = false,
   ) {
     this.instances = instances.slice();
-    this.busy = this.instances.map(() => false);
-    this.idle = this.instances.length;
+    this.running = this.instances.map(() => 0);
+    this.depth = this.instances.map((i) => (pipeline ? Math.max(1, Math.floor(i.pipelineDepth ?? 1)) : 1));
+    this.free = this.depth.reduce((a, b) => a + b, 0);
   }
 
-  /** Some instance is not running a batch (it may still be restarting). */
+  /** Some instance can take a batch now (it may still be restarting). */
   get hasIdle(): boolean {
-    return this.idle > 0;
+    return this.free > 0;
   }
 
-  /** Index of an idle, ready instance, or -1. */
+  /**
+   * Index of a ready instance that can take a batch, or -1: an idle one first, so that work
+   * spreads over instances before any of them queues a second batch.
+   */
   idleReady(): number {
-    if (this.idle === 0) return -1;
+    if (this.free === 0) return -1;
+    let queued = -1;
     for (let i = 0; i < this.instances.length; i++) {
-      if (!this.busy[i] && this.instances[i]!.isReady()) return i;
+      const n = this.running[i]!;
+      if (n >= this.depth[i]! || !this.instances[i]!.isReady()) continue;
+      if (n === 0) return i;
+      if (queued < 0) queued = i;
     }
-    return -1;
+    return queued;
   }
 
   /**
@@ -43,8 +61,8 @@ export class InstancePool {
    * possibly before a wrapper such as preserve_ordering's); `batchSize` is Σ size(r).
    */
   run(idx: number, batch: PendingRequest[], handed: PendingRequest[], batchSize: number): void {
-    this.busy[idx] = true;
-    this.idle--;
+    this.running[idx]!++;
+    this.free--;
     let run: Promise<ExecutionTimes>;
     try {
       run = this.instances[idx]!.execute(handed);
@@ -53,7 +71,7 @@ export class InstancePool {
     }
     run.then(
       (times) => {
-        this.free(idx);
+        this.release(idx);
         try {
           this.observer(batch, times, batchSize);
         } catch {
@@ -63,7 +81,7 @@ export class InstancePool {
       },
       (err: unknown) => {
         // execute() is not supposed to reject; answer the requests rather than leave them hanging.
-        this.free(idx);
+        this.release(idx);
         const error = asTritonError(err);
         for (const r of handed) if (!r.done) r.fail(error);
         this.onFree();
@@ -71,8 +89,8 @@ export class InstancePool {
     );
   }
 
-  private free(idx: number): void {
-    this.busy[idx] = false;
-    this.idle++;
+  private release(idx: number): void {
+    this.running[idx]!--;
+    this.free++;
   }
 }

@@ -61,6 +61,13 @@ export interface ExecutionInstance {
    * per request.
    */
   execute(batch: PendingRequest[]): Promise<ExecutionTimes>;
+  /**
+   * How many batches the instance accepts before the first is answered (default 1). Above 1
+   * the next batch waits in the instance's own queue (a stub's ring) instead of the
+   * scheduler's, so the instance never idles between executions; the instance still runs one
+   * execution at a time, and reports the wait as queue time (`queueEndNs`).
+   */
+  readonly pipelineDepth?: number;
 }
 
 export interface Scheduler {
