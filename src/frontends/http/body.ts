@@ -4,7 +4,7 @@
  * deflate bodies under the same limit. With a Content-Length the body is read straight into a
  * buffer of that size; a body that arrives as a single chunk is used as is, without a copy.
  */
-import type { IncomingMessage } from 'node:http';
+import type { HttpRequest } from './wire/exchange.js';
 import { unzip } from 'node:zlib';
 import { ErrorCode, TritonError } from '../../core/errors.js';
 
@@ -38,7 +38,7 @@ export function requestEncoding(header: string | undefined): RequestEncoding | u
 }
 
 /** Collects the body. Rejects with a 400 TritonError when it exceeds `limit` bytes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const declared = req.headers['content-length'];
     const expected = declared === undefined ? -1 : Number(declared);
@@ -46,57 +46,48 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       reject(tooLargeError(expected, limit));
       return;
     }
-    if (expected === 0 || req.complete) {
-      resolve(EMPTY);
-      return;
-    }
     // With a known length: one buffer of that size (or the first chunk itself, if it is the
     // whole body). Without one (chunked): the chunks, joined at the end.
     let whole: Buffer | undefined;
     let chunks: Buffer[] | undefined;
     let received = 0;
-    const onData = (chunk: Buffer): void => {
-      const next = received + chunk.length;
-      if (next > limit) {
-        cleanup();
-        reject(tooLargeError(next, limit));
-        return;
-      }
-      if (expected > 0 && next <= expected) {
-        if (received === 0 && chunk.length === expected) whole = chunk;
-        else {
-          if (whole === undefined) whole = Buffer.allocUnsafe(expected);
-          chunk.copy(whole, received);
+    let settled = false;
+    req.read({
+      data(chunk: Buffer): void {
+        if (settled) return;
+        const next = received + chunk.length;
+        if (next > limit) {
+          settled = true;
+          reject(tooLargeError(next, limit));
+          return;
         }
-      } else {
-        // Chunked, or (should not happen: the parser enforces Content-Length) more than declared.
-        if (chunks === undefined) chunks = whole !== undefined ? [whole.subarray(0, received)] : [];
-        whole = undefined;
-        chunks.push(chunk);
-      }
-      received = next;
-    };
-    const onEnd = (): void => {
-      cleanup();
-      if (chunks !== undefined) resolve(Buffer.concat(chunks, received));
-      else if (whole !== undefined) resolve(received === whole.length ? whole : whole.subarray(0, received));
-      else resolve(EMPTY);
-    };
-    const onError = (err: Error): void => {
-      cleanup();
-      reject(err);
-    };
-    const onAborted = (): void => onError(new TritonError(ErrorCode.CANCELLED, 'client closed the connection', 'CANCELED'));
-    function cleanup(): void {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-    }
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
+        if (expected > 0 && next <= expected) {
+          if (received === 0 && chunk.length === expected) whole = chunk;
+          else {
+            if (whole === undefined) whole = Buffer.allocUnsafe(expected);
+            chunk.copy(whole, received);
+          }
+        } else {
+          // Chunked (the connection enforces a Content-Length, so never more than declared).
+          if (chunks === undefined) chunks = whole !== undefined ? [whole.subarray(0, received)] : [];
+          whole = undefined;
+          chunks.push(chunk);
+        }
+        received = next;
+      },
+      end(): void {
+        if (settled) return;
+        settled = true;
+        if (chunks !== undefined) resolve(Buffer.concat(chunks, received));
+        else if (whole !== undefined) resolve(received === whole.length ? whole : whole.subarray(0, received));
+        else resolve(EMPTY);
+      },
+      error(err: Error): void {
+        if (settled) return;
+        settled = true;
+        reject(err);
+      },
+    });
   });
 }
 

@@ -2,7 +2,7 @@
  * @module frontends/http/dispatch
  * Sends each request to its handler: route → method check → handler.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse } from './wire/exchange.js';
 import type { HttpContext } from './context.js';
 import { handleGenerate } from './handlers/generate.js';
 import { handleHealth } from './handlers/health.js';
@@ -16,7 +16,7 @@ import { handleTrace } from './handlers/trace.js';
 import { sendError, sendMethodNotAllowed, sendNotFound } from './reply.js';
 import { allowedMethods, matchRoute } from './router.js';
 
-export function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): void {
+export function dispatch(ctx: HttpContext, req: HttpRequest, res: HttpResponse): void {
   const route = matchRoute(req.url ?? '/');
   if (route === undefined) {
     sendNotFound(res);

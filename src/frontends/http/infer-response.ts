@@ -9,7 +9,7 @@
  * copied: the JSON text and each buffer view go to the socket in one corked (writev) write,
  * and `response.release()` runs once the socket is done with them.
  */
-import type { ServerResponse } from 'node:http';
+import type { HttpResponse } from './wire/exchange.js';
 import { asTritonError } from '../../core/errors.js';
 import type { InferResponse } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
@@ -75,7 +75,7 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
  * buffers once written. Never throws.
  */
 export function writeInferResponse(
-  res: ServerResponse,
+  res: HttpResponse,
   response: InferResponse,
   plan: OutputPlan,
   batching: boolean,
@@ -142,7 +142,7 @@ export function writeInferResponse(
   headers['Content-Length'] = enc.jsonBytes + enc.blobBytes;
   // 'close' follows 'finish' (data handed to the kernel) or an aborted socket: either way the
   // output buffers are no longer referenced by pending writes.
-  res.once('close', release);
+  res.onClose(release);
   res.writeHead(200, headers);
   res.cork();
   res.write(enc.json);

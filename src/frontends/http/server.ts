@@ -1,14 +1,18 @@
 /**
  * @module frontends/http/server
- * The HTTP/REST endpoint (KServe v2 + Triton extensions) on plain `node:http`.
+ * The HTTP/REST endpoint (KServe v2 + Triton extensions) on the project's own HTTP/1.1
+ * connection layer (`wire/`) over `node:net`. node:http builds a stream-based request and
+ * response object pair per request; for a model server whose requests are small and many, that
+ * machinery was a large share of the CPU each request costs (docs/design.md, "HTTP").
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import net from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import type { ServerCore } from '../../core/server-core.js';
 import type { HttpContext, HttpLogger } from './context.js';
 import { dispatch } from './dispatch.js';
 import type { LogSettingsStore } from '../../core/logger.js';
 import { memoryLogSettings } from '../../core/logger.js';
+import { Connection } from './wire/connection.js';
 
 export interface HttpServerOptions {
   port: number;
@@ -29,6 +33,13 @@ export interface HttpServerHandle {
 
 export const DEFAULT_HTTP_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 
+/**
+ * Clients keep pooled connections open between bursts (perf_analyzer, geventhttpclient);
+ * closing them early makes a client race a reused socket against the FIN. The same bound
+ * applies to a client that sends a head or body too slowly.
+ */
+const IDLE_TIMEOUT_MS = 120_000;
+
 export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Promise<HttpServerHandle> {
   const ctx: HttpContext = {
     core,
@@ -37,33 +48,20 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     ...(opts.logger ? { logger: opts.logger } : {}),
   };
   let closing = false;
-  // Responses not yet closed, so close() can end their connections once they are answered.
-  const inFlight = new Set<ServerResponse>();
-  const onResponseClose = (res: ServerResponse): void => {
-    inFlight.delete(res);
-    if (closing) setImmediate(() => server.closeIdleConnections());
+  const connections = new Set<Connection>();
+  const connectionOptions = {
+    handler: (req: Parameters<typeof dispatch>[1], res: Parameters<typeof dispatch>[2]) => dispatch(ctx, req, res),
+    idleTimeoutMs: IDLE_TIMEOUT_MS,
+    closing: () => closing,
   };
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    // A request arriving during close() (on an open keep-alive socket): answer, then close it.
-    if (closing) res.shouldKeepAlive = false;
-    inFlight.add(res);
-    res.once('close', () => onResponseClose(res));
-    dispatch(ctx, req, res);
-  };
-  const server = createServer({ noDelay: true, keepAlive: true }, onRequest);
-  // Node answers any `Expect` other than 100-continue with 417 by itself; Triton ignores it.
-  server.on('checkExpectation', onRequest);
-  // Clients keep pooled connections open between bursts (perf_analyzer, geventhttpclient);
-  // closing them on Node's 5 s default makes a client race a reused socket against the FIN.
-  server.keepAliveTimeout = 120_000;
-  server.headersTimeout = 125_000;
-
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+  const server = net.createServer((socket: Socket) => {
+    if (closing) {
       socket.destroy();
       return;
     }
-    socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    const c = new Connection(socket, connectionOptions);
+    connections.add(c);
+    socket.once('close', () => connections.delete(c));
   });
 
   return new Promise((resolve, reject) => {
@@ -80,9 +78,8 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
           closed ??= new Promise<void>((done) => {
             closing = true;
             // Busy sockets close after their response; idle keep-alive sockets right away.
-            for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
             server.close(() => done());
-            server.closeIdleConnections();
+            for (const c of connections) c.shutdown();
           });
           return closed;
         },

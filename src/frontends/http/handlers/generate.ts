@@ -18,7 +18,7 @@
  * response cancels the request: the model sees `request.is_cancelled()` turn true (beyond
  * Triton, whose HTTP frontend does not cancel).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { ErrorCode, TritonError, asTritonError, httpStatusOf } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferRequest, InferResponse } from '../../../core/inference.js';
@@ -37,8 +37,8 @@ export const NOT_ONE_RESPONSE =
 
 export function handleGenerate(
   ctx: HttpContext,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: HttpRequest,
+  res: HttpResponse,
   model: string,
   version: string,
   streaming: boolean,
@@ -75,14 +75,14 @@ export function handleGenerate(
   );
 }
 
-function run(ctx: HttpContext, res: ServerResponse, handle: ModelHandle, request: InferRequest, streaming: boolean): void {
+function run(ctx: HttpContext, res: HttpResponse, handle: ModelHandle, request: InferRequest, streaming: boolean): void {
   const abort = new CancelToken();
   request.signal = abort;
   let finished = false;
   const onClose = (): void => {
     if (!finished) abort.abort();
   };
-  res.once('close', onClose);
+  res.onClose(onClose);
   if (res.destroyed) onClose();
 
   let inCall = true;
@@ -99,7 +99,7 @@ function run(ctx: HttpContext, res: ServerResponse, handle: ModelHandle, request
     // validation): Triton answers those as a plain JSON error, like /infer does.
     if (inCall && count === 0 && response.final && response.error !== undefined) {
       finished = true;
-      res.off('close', onClose);
+      res.offClose(onClose);
       sendError(res, response.error);
       return;
     }
@@ -107,7 +107,7 @@ function run(ctx: HttpContext, res: ServerResponse, handle: ModelHandle, request
     if (count++ === 0) status = error === undefined ? 200 : httpStatusOf(error.code);
     if (response.final) {
       finished = true;
-      res.off('close', onClose);
+      res.offClose(onClose);
     }
     if (streaming) {
       if (res.destroyed) return;

@@ -5,7 +5,7 @@
  * `Inference-Header-Content-Length` → hand the request to the core → write its one final
  * response. A client that disconnects before the response aborts the request's signal.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { Errors, asTritonError } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferResponse } from '../../../core/inference.js';
@@ -18,7 +18,7 @@ import { writeInferResponse } from '../infer-response.js';
 import { sendError } from '../reply.js';
 import { checkVersion } from './version.js';
 
-export function handleInfer(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, model: string, version: string): void {
+export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {
   let handle: ModelHandle;
   let v: string;
   try {
@@ -53,8 +53,8 @@ export function handleInfer(ctx: HttpContext, req: IncomingMessage, res: ServerR
 
 function run(
   ctx: HttpContext,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: HttpRequest,
+  res: HttpResponse,
   handle: ModelHandle,
   model: string,
   version: string,
@@ -80,7 +80,7 @@ function run(
   const onClose = (): void => {
     if (!answered) cancel.abort();
   };
-  res.once('close', onClose);
+  res.onClose(onClose);
   if (res.destroyed) onClose(); // gone while the body was being read: 'close' already fired
 
   ctx.core.infer(request, (response: InferResponse) => {
@@ -94,7 +94,7 @@ function run(
       return;
     }
     answered = true;
-    res.off('close', onClose);
+    res.offClose(onClose);
     try {
       writeInferResponse(res, response, plan, batching, encoding);
     } catch (err) {

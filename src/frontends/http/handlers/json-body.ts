@@ -2,14 +2,14 @@
  * @module frontends/http/handlers/json-body
  * Small JSON request bodies of the control endpoints (repository, logging, trace, shm).
  */
-import type { IncomingMessage } from 'node:http';
+import type { HttpRequest } from '../wire/exchange.js';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import { readBody } from '../body.js';
 import type { HttpContext } from '../context.js';
 import { parseJsonBuffer } from '../json-parse.js';
 
 /** The body as a JSON object, or undefined when the body is empty. */
-export async function readJsonObject(ctx: HttpContext, req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+export async function readJsonObject(ctx: HttpContext, req: HttpRequest): Promise<Record<string, unknown> | undefined> {
   const body = await readBody(req, ctx.maxInputSize);
   if (body.length === 0) return undefined;
   const doc = parseJsonBuffer(body);

@@ -4,7 +4,7 @@
  * update (null leaves a field alone) and returns the result. Changing the log file over the
  * network is refused.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import type { HttpContext } from '../context.js';
 import type { LogSettingsView as LogSettings } from '../../../core/logger.js';
@@ -13,7 +13,7 @@ import { readJsonObject } from './json-body.js';
 
 const invalid = (m: string) => new TritonError(ErrorCode.INVALID_ARG, m);
 
-export async function handleLogging(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleLogging(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Promise<void> {
   try {
     if (req.method === 'POST') {
       const body = await readJsonObject(ctx, req);

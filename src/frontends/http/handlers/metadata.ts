@@ -3,13 +3,13 @@
  * Server metadata (`GET /v2`), model metadata (`GET /v2/models/<m>[/versions/<v>]`), model
  * readiness (`.../ready`) and model configuration (`.../config`).
  */
-import type { ServerResponse } from 'node:http';
+import type { HttpResponse } from '../wire/exchange.js';
 import type { HttpContext } from '../context.js';
 import { errorJson, stringifyJson } from '../json.js';
 import { sendEmpty, sendError, sendJson } from '../reply.js';
 import { checkVersion } from './version.js';
 
-export function handleServerMetadata(ctx: HttpContext, res: ServerResponse): void {
+export function handleServerMetadata(ctx: HttpContext, res: HttpResponse): void {
   try {
     const m = ctx.core.serverMetadata();
     sendJson(res, 200, JSON.stringify({ name: m.name, version: m.version, extensions: m.extensions }));
@@ -18,7 +18,7 @@ export function handleServerMetadata(ctx: HttpContext, res: ServerResponse): voi
   }
 }
 
-export function handleModelMetadata(ctx: HttpContext, res: ServerResponse, model: string, version: string): void {
+export function handleModelMetadata(ctx: HttpContext, res: HttpResponse, model: string, version: string): void {
   try {
     const v = checkVersion(version);
     const handle = ctx.core.resolveModel(model, v);
@@ -33,7 +33,7 @@ export function handleModelMetadata(ctx: HttpContext, res: ServerResponse, model
 
 const NOT_READY = errorJson('Model version not ready');
 
-export function handleModelReady(ctx: HttpContext, res: ServerResponse, model: string, version: string): void {
+export function handleModelReady(ctx: HttpContext, res: HttpResponse, model: string, version: string): void {
   try {
     const handle = ctx.core.resolveModel(model, checkVersion(version));
     // Found but failing its runtime check (e.g. a dead stub): 400, not a lookup error.
@@ -44,7 +44,7 @@ export function handleModelReady(ctx: HttpContext, res: ServerResponse, model: s
   }
 }
 
-export function handleModelConfig(ctx: HttpContext, res: ServerResponse, model: string, version: string): void {
+export function handleModelConfig(ctx: HttpContext, res: HttpResponse, model: string, version: string): void {
   try {
     const handle = ctx.core.resolveModel(model, checkVersion(version));
     sendJson(res, 200, stringifyJson(handle.configJson()));

@@ -4,13 +4,13 @@
  * load/unload are refused as Triton refuses them outside `--model-control-mode=explicit`
  * (Model Analyzer looks for "polling is enabled" in that message).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import type { HttpContext } from '../context.js';
 import { sendError, sendJson } from '../reply.js';
 import { readJsonObject } from './json-body.js';
 
-export async function handleRepositoryIndex(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleRepositoryIndex(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Promise<void> {
   try {
     const body = await readJsonObject(ctx, req);
     let ready = false;
@@ -24,7 +24,7 @@ export async function handleRepositoryIndex(ctx: HttpContext, req: IncomingMessa
   }
 }
 
-export function handleRepositoryControl(ctx: HttpContext, res: ServerResponse, repository: string): void {
+export function handleRepositoryControl(ctx: HttpContext, res: HttpResponse, repository: string): void {
   if (repository !== '') {
     sendError(res, new TritonError(ErrorCode.UNSUPPORTED, "'repository_name' specification is not supported"));
     return;

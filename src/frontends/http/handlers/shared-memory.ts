@@ -5,12 +5,12 @@
  * `--allow-client-shm`), and unregister succeeds as a no-op, so perf_analyzer's start-up
  * "unregister all" and clean-up calls do not fail.
  */
-import type { ServerResponse } from 'node:http';
+import type { HttpResponse } from '../wire/exchange.js';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import { sendEmpty, sendError, sendJson } from '../reply.js';
 
 export function handleSharedMemory(
-  res: ServerResponse,
+  res: HttpResponse,
   memory: 'system' | 'cuda',
   region: string,
   action: 'status' | 'register' | 'unregister',

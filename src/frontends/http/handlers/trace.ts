@@ -3,7 +3,7 @@
  * The trace extension, as a static stub: tracing is off and stays off. GET and POST (global or
  * per model) return the settings; a POST that sets `trace_file` is refused like Triton does.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import type { HttpContext } from '../context.js';
 import { sendError, sendJson } from '../reply.js';
@@ -18,7 +18,7 @@ const SETTINGS = JSON.stringify({
   trace_mode: 'triton',
 });
 
-export async function handleTrace(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleTrace(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Promise<void> {
   try {
     if (req.method === 'POST') {
       const body = await readJsonObject(ctx, req);

@@ -1,0 +1,274 @@
+/**
+ * @module frontends/http/wire/exchange
+ * One request and its response on a connection (`connection.ts`): the small surface the
+ * handlers use, in place of node:http's `IncomingMessage` / `ServerResponse`. Neither is a
+ * stream or an EventEmitter: a request costs two plain objects, which is most of why this
+ * server spends fewer CPU microseconds per request than node:http (docs/benchmarks.md).
+ */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { RequestHead } from './request-head.js';
+
+/** Receives the body of a request (see HttpRequest.read). */
+export interface BodySink {
+  data(chunk: Buffer): void;
+  end(): void;
+  error(err: Error): void;
+}
+
+export class HttpRequest {
+  readonly method: string;
+  readonly url: string;
+  /** Lower-cased names; repeated fields joined with ", ". */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly httpVersionMinor: number;
+  /** The whole body has been received. */
+  complete = false;
+  private sink: BodySink | undefined;
+  private early: Buffer[] | undefined;
+  private failure: Error | undefined;
+
+  constructor(head: RequestHead) {
+    this.method = head.method;
+    this.url = head.url;
+    this.headers = head.headers;
+    this.httpVersionMinor = head.versionMinor;
+  }
+
+  /** Somebody reads the body (a handler that never calls read() has its body discarded). */
+  get reading(): boolean {
+    return this.sink !== undefined;
+  }
+
+  /**
+   * Streams the body to `sink`: what already arrived at once, the rest as it comes, then
+   * `end()`, or `error()` if the connection goes first. Call at most once.
+   */
+  read(sink: BodySink): void {
+    this.sink = sink;
+    const early = this.early;
+    this.early = undefined;
+    if (early !== undefined) for (const c of early) sink.data(c);
+    if (this.failure !== undefined) sink.error(this.failure);
+    else if (this.complete) sink.end();
+  }
+
+  // --- fed by the connection ---
+
+  /** @internal */
+  pushData(chunk: Buffer): void {
+    if (this.sink !== undefined) this.sink.data(chunk);
+    else (this.early ??= []).push(chunk);
+  }
+
+  /** @internal */
+  pushEnd(): void {
+    this.complete = true;
+    this.sink?.end();
+  }
+
+  /** @internal The connection closed before the body was complete. */
+  pushError(err: Error): void {
+    if (this.complete || this.failure !== undefined) return;
+    this.failure = err;
+    this.sink?.error(err);
+  }
+
+  /** @internal Drops what was buffered for a handler that does not read the body. */
+  discardEarly(): void {
+    this.early = undefined;
+  }
+}
+
+type HeaderValue = string | number | readonly string[];
+
+/** How a response body is framed on the wire. */
+type Framing = 'length' | 'chunked' | 'close';
+
+export interface ResponseOwner {
+  readonly socket: Socket;
+  /** The response has been written out (or abandoned); the connection may go on. */
+  responseDone(res: HttpResponse, keepAlive: boolean): void;
+}
+
+export class HttpResponse {
+  statusCode = 200;
+  headersSent = false;
+  /** The connection is gone: nothing written from now on reaches the client. */
+  destroyed = false;
+  /** end() was called. */
+  finished = false;
+  /** Whether the connection stays open after this response; handlers may clear it. */
+  shouldKeepAlive: boolean;
+  private extra: Record<string, HeaderValue> | undefined;
+  private closeListeners: Array<() => void> | undefined;
+  private framing: Framing = 'length';
+  private pendingHead: string | undefined;
+  private corked = false;
+  private closed = false;
+
+  constructor(
+    private readonly owner: ResponseOwner,
+    private readonly versionMinor: number,
+    keepAlive: boolean,
+    /** HEAD: headers only, never a body. */
+    private readonly headOnly: boolean,
+  ) {
+    this.shouldKeepAlive = keepAlive;
+  }
+
+  setHeader(name: string, value: HeaderValue): void {
+    (this.extra ??= {})[name] = value;
+  }
+
+  /**
+   * Sets status and headers; they leave with the first write() or end(). Without a
+   * Content-Length the body is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0).
+   */
+  writeHead(status: number, headers?: Record<string, HeaderValue>): this {
+    if (this.headersSent) return this;
+    this.statusCode = status;
+    this.headersSent = true;
+    let head = `HTTP/1.${this.versionMinor} ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+    let hasLength = false;
+    const add = (all: Record<string, HeaderValue> | undefined): void => {
+      if (all === undefined) return;
+      for (const name in all) {
+        const v = all[name]!;
+        if (name.length === 14 && name.toLowerCase() === 'content-length') hasLength = true;
+        if (typeof v === 'object') for (const one of v) head += `${name}: ${one}\r\n`;
+        else head += `${name}: ${v}\r\n`;
+      }
+    };
+    add(this.extra);
+    add(headers);
+    if (!hasLength) {
+      if (this.versionMinor === 1) {
+        this.framing = 'chunked';
+        head += 'Transfer-Encoding: chunked\r\n';
+      } else {
+        this.framing = 'close';
+        this.shouldKeepAlive = false;
+      }
+    }
+    if (!this.shouldKeepAlive) head += 'Connection: close\r\n';
+    else if (this.versionMinor === 0) head += 'Connection: keep-alive\r\n';
+    this.pendingHead = head + '\r\n';
+    return this;
+  }
+
+  /** Collects the following writes into one system call (writev), until end() or uncork(). */
+  cork(): void {
+    if (this.destroyed || this.corked) return;
+    this.corked = true;
+    this.owner.socket.cork();
+  }
+
+  uncork(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.owner.socket.uncork();
+  }
+
+  write(chunk: string | Buffer): boolean {
+    if (this.destroyed || this.finished) return false;
+    if (!this.headersSent) this.writeHead(this.statusCode);
+    const socket = this.owner.socket;
+    // Head, chunk framing and data leave in one writev; a caller's cork() spans more writes.
+    const own = !this.corked;
+    if (own) socket.cork();
+    this.flushHead();
+    let ok = true;
+    if (!this.headOnly && chunk.length > 0) {
+      if (this.framing === 'chunked') {
+        const n = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+        socket.write(`${n.toString(16)}\r\n`, 'latin1');
+        socket.write(chunk);
+        ok = socket.write('\r\n', 'latin1');
+      } else {
+        ok = socket.write(chunk);
+      }
+    }
+    if (own) socket.uncork();
+    return ok;
+  }
+
+  /** Finishes the response; the connection goes on (or closes) once it is written out. */
+  end(chunk?: string | Buffer): void {
+    if (this.finished) return;
+    if (this.destroyed) {
+      this.finished = true;
+      return;
+    }
+    if (!this.headersSent) this.writeHead(this.statusCode);
+    const socket = this.owner.socket;
+    const body = this.headOnly ? undefined : chunk;
+    if (this.pendingHead !== undefined && this.framing === 'length' && body !== undefined && body.length > 0 && typeof body === 'string') {
+      // The common small answer: head and JSON in one string, one write.
+      const head = this.pendingHead;
+      this.pendingHead = undefined;
+      this.finished = true;
+      socket.write(head + body, () => this.writtenOut());
+      this.uncork();
+      return;
+    }
+    if (body !== undefined && body.length > 0) this.write(body);
+    else this.flushHead();
+    this.finished = true;
+    const tail = this.framing === 'chunked' && !this.headOnly ? '0\r\n\r\n' : '';
+    socket.write(tail, 'latin1', () => this.writtenOut());
+    this.uncork();
+  }
+
+  /** Abandons the response and the connection. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.owner.socket.destroy();
+  }
+
+  /** `fn` runs once, when the response is written out or the connection is gone first. */
+  onClose(fn: () => void): void {
+    if (this.closed) {
+      fn();
+      return;
+    }
+    (this.closeListeners ??= []).push(fn);
+  }
+
+  offClose(fn: () => void): void {
+    const all = this.closeListeners;
+    if (all === undefined) return;
+    const i = all.indexOf(fn);
+    if (i >= 0) all.splice(i, 1);
+  }
+
+  // --- for the connection ---
+
+  /** @internal The socket closed under this response. */
+  connectionLost(): void {
+    this.destroyed = true;
+    this.corked = false;
+    this.fireClose();
+  }
+
+  private flushHead(): void {
+    const head = this.pendingHead;
+    if (head === undefined) return;
+    this.pendingHead = undefined;
+    this.owner.socket.write(head, 'latin1');
+  }
+
+  private writtenOut(): void {
+    if (this.destroyed) return;
+    this.fireClose();
+    this.owner.responseDone(this, this.shouldKeepAlive && this.framing !== 'close');
+  }
+
+  private fireClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const all = this.closeListeners;
+    this.closeListeners = undefined;
+    if (all !== undefined) for (const fn of all) fn();
+  }
+}

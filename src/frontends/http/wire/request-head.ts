@@ -1,0 +1,175 @@
+/**
+ * @module frontends/http/wire/request-head
+ * Parses an HTTP/1.x request head (request line + header fields, RFC 9112) from a buffer.
+ *
+ * Strict on purpose, since a lenient parser in front of a model server is a smuggling risk:
+ * CRLF line ends only, no obsolete line folding, tokens and field values checked byte by
+ * byte, one framing (Content-Length or chunked, never both, equal values when repeated), and
+ * bounded sizes. Anything else is a `WireError` with the status to answer (400, 431, 501, 505).
+ */
+
+export interface RequestHead {
+  method: string;
+  /** The request-target as sent (origin-form for the routes this server has). */
+  url: string;
+  /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
+  versionMinor: number;
+  /** Field names lower-cased; repeated fields joined with ", " (as node:http does for most). */
+  headers: Record<string, string>;
+  /** Body length from Content-Length; -1 when chunked; 0 when neither is present. */
+  contentLength: number;
+  chunked: boolean;
+  /** The connection may carry another request after this one. */
+  keepAlive: boolean;
+  /** `Expect: 100-continue` (any other expectation is ignored, as Triton does). */
+  expectContinue: boolean;
+}
+
+/** A request the server cannot read; `status` is the answer before the connection closes. */
+export class WireError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Node's default `--max-http-header-size`: the whole head, request line included. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+/** More fields than any client of this server sends; a flood of tiny fields is refused. */
+export const MAX_HEADER_FIELDS = 128;
+
+// tchar of RFC 9110: ! # $ % & ' * + - . ^ _ ` | ~ DIGIT ALPHA
+const TOKEN = new Uint8Array(256);
+for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
+for (let c = 0x30; c <= 0x39; c++) TOKEN[c] = 1;
+for (let c = 0x41; c <= 0x5a; c++) TOKEN[c] = 1;
+for (let c = 0x61; c <= 0x7a; c++) TOKEN[c] = 1;
+
+// field-vchar / obs-text plus SP and HTAB inside a value; no other control byte.
+const VALUE = new Uint8Array(256);
+for (let c = 0x20; c <= 0xff; c++) VALUE[c] = 1;
+VALUE[0x7f] = 0;
+VALUE[0x09] = 1;
+
+// request-target: visible ASCII (no SP, no controls); UTF-8 bytes are tolerated as node does.
+const TARGET = new Uint8Array(256);
+for (let c = 0x21; c <= 0xff; c++) TARGET[c] = 1;
+TARGET[0x7f] = 0;
+
+const CR = 0x0d;
+const LF = 0x0a;
+const SP = 0x20;
+const HTAB = 0x09;
+const COLON = 0x3a;
+
+const bad = (why: string): WireError => new WireError(400, why);
+
+/**
+ * Where the head ends: the index just past its empty line, or -1 when more bytes are needed.
+ * Throws 431 once `MAX_HEAD_BYTES` have arrived without one.
+ */
+export function findHeadEnd(buf: Buffer, start: number): number {
+  const at = buf.indexOf('\r\n\r\n', start, 'latin1');
+  if (at >= 0) {
+    if (at + 4 - start > MAX_HEAD_BYTES) throw new WireError(431, 'request head too large');
+    return at + 4;
+  }
+  if (buf.length - start > MAX_HEAD_BYTES) throw new WireError(431, 'request head too large');
+  return -1;
+}
+
+/** Parses `buf[start, end)`, a whole head ending in CRLF CRLF (see findHeadEnd). */
+export function parseRequestHead(buf: Buffer, start: number, end: number): RequestHead {
+  // Request line: method SP request-target SP HTTP/1.x CRLF
+  let i = start;
+  while (i < end && TOKEN[buf[i]!] === 1) i++;
+  if (i === start || buf[i] !== SP) throw bad('malformed request line');
+  const method = buf.toString('latin1', start, i);
+  const targetStart = ++i;
+  while (i < end && TARGET[buf[i]!] === 1) i++;
+  if (i === targetStart || buf[i] !== SP) throw bad('malformed request target');
+  const url = buf.toString('utf8', targetStart, i);
+  i++;
+  // HTTP/d.d CRLF; a well-formed version other than 1.0 and 1.1 is 505, anything else 400.
+  const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
+  if (i + 10 > end || buf.toString('latin1', i, i + 5) !== 'HTTP/' || !isDigit(buf[i + 5]) || buf[i + 6] !== 0x2e || !isDigit(buf[i + 7]) || buf[i + 8] !== CR || buf[i + 9] !== LF) {
+    throw bad('malformed HTTP version');
+  }
+  const minorByte = buf[i + 7]!;
+  if (buf[i + 5] !== 0x31 || (minorByte !== 0x30 && minorByte !== 0x31)) throw new WireError(505, 'HTTP version not supported');
+  const versionMinor = minorByte - 0x30;
+  i += 10;
+
+  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
+  let fields = 0;
+  let contentLength = -2; // -2: absent
+  let transferEncoding: string | undefined;
+  let connection = '';
+  let expectContinue = false;
+  const last = end - 2; // the final CRLF
+  while (i < last) {
+    if (++fields > MAX_HEADER_FIELDS) throw new WireError(431, 'too many header fields');
+    const nameStart = i;
+    while (TOKEN[buf[i]!] === 1) i++;
+    if (i === nameStart) {
+      throw bad(buf[i] === SP || buf[i] === HTAB ? 'obsolete line folding is not accepted' : 'malformed header field name');
+    }
+    if (buf[i] !== COLON) throw bad('malformed header field');
+    const name = buf.toString('latin1', nameStart, i).toLowerCase();
+    i++;
+    while (buf[i] === SP || buf[i] === HTAB) i++;
+    const valueStart = i;
+    while (VALUE[buf[i]!] === 1) i++;
+    if (buf[i] !== CR || buf[i + 1] !== LF) throw bad('invalid character in a header field value');
+    let valueEnd = i;
+    while (valueEnd > valueStart && (buf[valueEnd - 1] === SP || buf[valueEnd - 1] === HTAB)) valueEnd--;
+    const value = buf.toString('latin1', valueStart, valueEnd);
+    i += 2;
+
+    switch (name) {
+      case 'content-length': {
+        if (!/^[0-9]{1,15}$/.test(value)) throw bad('invalid Content-Length');
+        const n = Number(value);
+        if (contentLength !== -2 && contentLength !== n) throw bad('conflicting Content-Length fields');
+        contentLength = n;
+        headers[name] = value;
+        continue;
+      }
+      case 'transfer-encoding':
+        transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
+        break;
+      case 'connection':
+        connection = connection === '' ? value : `${connection}, ${value}`;
+        break;
+      case 'expect':
+        if (value.toLowerCase() === '100-continue') expectContinue = true;
+        break;
+    }
+    const prev = headers[name];
+    headers[name] = prev === undefined ? value : `${prev}, ${value}`;
+  }
+
+  let chunked = false;
+  if (transferEncoding !== undefined) {
+    if (contentLength !== -2) throw bad('both Content-Length and Transfer-Encoding');
+    if (versionMinor === 0) throw bad('Transfer-Encoding in an HTTP/1.0 request');
+    // Only "chunked" as the one coding: anything else could not be framed safely.
+    if (transferEncoding.trim().toLowerCase() !== 'chunked') throw new WireError(501, 'unsupported Transfer-Encoding');
+    chunked = true;
+  }
+
+  const tokens = connection.toLowerCase();
+  const keepAlive = versionMinor === 1 ? !/(?:^|[\s,])close(?:$|[\s,])/.test(tokens) : /(?:^|[\s,])keep-alive(?:$|[\s,])/.test(tokens);
+  return {
+    method,
+    url,
+    versionMinor,
+    headers,
+    contentLength: chunked ? -1 : contentLength === -2 ? 0 : contentLength,
+    chunked,
+    keepAlive,
+    expectContinue,
+  };
+}

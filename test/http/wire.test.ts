@@ -1,0 +1,216 @@
+/**
+ * The HTTP/1.1 connection layer (src/frontends/http/wire) over raw loopback sockets: framing,
+ * keep-alive, pipelining, Expect, HEAD, and the requests it must refuse rather than guess at
+ * (smuggling shapes, oversized heads, unsupported versions and codings). The server is the real
+ * HTTP frontend in front of the protocol test core (test/http/protocol-core.ts).
+ */
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpServer, type HttpServerHandle } from '../../src/frontends/http/server.js';
+import { createProtocolCore } from './protocol-core.js';
+
+let server: HttpServerHandle;
+
+beforeAll(async () => {
+  server = await startHttpServer(createProtocolCore(), { port: 0, address: '127.0.0.1', maxInputSize: 1 << 20 });
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+interface Parsed {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/**
+ * Splits a byte stream into HTTP responses (Content-Length or chunked framing); the responses
+ * whose index is in `headOnly` answered HEAD and carry no body whatever their headers say.
+ */
+function parseResponses(all: Buffer, headOnly: ReadonlySet<number> = new Set()): Parsed[] {
+  const out: Parsed[] = [];
+  let i = 0;
+  while (i < all.length) {
+    const end = all.indexOf('\r\n\r\n', i);
+    if (end < 0) break;
+    const lines = all.toString('latin1', i, end).split('\r\n');
+    const status = Number(lines[0]!.split(' ')[1]);
+    const headers: Record<string, string> = {};
+    for (const l of lines.slice(1)) {
+      const c = l.indexOf(':');
+      headers[l.slice(0, c).toLowerCase()] = l.slice(c + 1).trim();
+    }
+    i = end + 4;
+    if (status === 100) {
+      out.push({ status, headers, body: Buffer.alloc(0) });
+      continue;
+    }
+    if (headOnly.has(out.length)) {
+      out.push({ status, headers, body: Buffer.alloc(0) });
+    } else if (headers['transfer-encoding'] === 'chunked') {
+      const parts: Buffer[] = [];
+      for (;;) {
+        const le = all.indexOf('\r\n', i);
+        const n = parseInt(all.toString('latin1', i, le), 16);
+        i = le + 2;
+        if (n === 0) {
+          i += 2;
+          break;
+        }
+        parts.push(all.subarray(i, i + n));
+        i += n + 2;
+      }
+      out.push({ status, headers, body: Buffer.concat(parts) });
+    } else {
+      const n = Number(headers['content-length'] ?? 0);
+      out.push({ status, headers, body: all.subarray(i, i + n) });
+      i += n;
+    }
+  }
+  return out;
+}
+
+/**
+ * Sends `parts` (each written separately, `gapMs` apart) on one connection and collects
+ * everything the server writes until it closes the connection or `waitMs` pass.
+ */
+async function exchange(
+  parts: Array<string | Buffer>,
+  { gapMs = 0, waitMs = 400, headOnly = new Set<number>() } = {},
+): Promise<{ responses: Parsed[]; closed: boolean }> {
+  const socket = net.connect(server.port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  let closed = false;
+  socket.on('data', (c) => chunks.push(c));
+  const ended = new Promise<void>((resolve) => socket.on('close', () => ((closed = true), resolve())));
+  socket.on('error', () => {});
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  for (const p of parts) {
+    socket.write(p);
+    if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+  }
+  await Promise.race([ended, new Promise((r) => setTimeout(r, waitMs))]);
+  socket.destroy();
+  return { responses: parseResponses(Buffer.concat(chunks), headOnly), closed };
+}
+
+const infer = (id: string, extra = ''): string => {
+  const body = JSON.stringify({ id, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [7] }] });
+  return `POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+};
+const idOf = (r: Parsed): string => (JSON.parse(r.body.toString()) as { id: string }).id;
+
+describe('HTTP/1.1 connection layer', () => {
+  it('answers pipelined requests in order on one connection', async () => {
+    const { responses, closed } = await exchange([infer('a') + infer('b') + 'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n' + infer('c')]);
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect([idOf(responses[0]!), idOf(responses[1]!), idOf(responses[3]!)]).toEqual(['a', 'b', 'c']);
+    expect(closed).toBe(false);
+  });
+
+  it('reads a head and body that arrive a few bytes at a time', async () => {
+    const whole = infer('slow');
+    const parts = whole.match(/[\s\S]{1,7}/g)!;
+    const { responses } = await exchange(parts, { gapMs: 1, waitMs: 600 });
+    expect(responses.map((r) => [r.status, idOf(r)])).toEqual([[200, 'slow']]);
+  });
+
+  it('decodes a chunked body with extensions and trailers', async () => {
+    const body = JSON.stringify({ id: 'ch', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1] }] });
+    const a = body.slice(0, 10);
+    const b = body.slice(10);
+    const req =
+      'POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' +
+      `${a.length.toString(16)};ext=1\r\n${a}\r\n${b.length.toString(16)}\r\n${b}\r\n0\r\nX-Trailer: t\r\n\r\n`;
+    const { responses } = await exchange([req, infer('after')]);
+    expect(responses.map((r) => [r.status, idOf(r)])).toEqual([
+      [200, 'ch'],
+      [200, 'after'],
+    ]);
+  });
+
+  it('HTTP/1.0 closes after the answer unless the client asks for keep-alive', async () => {
+    const plain = await exchange(['GET /v2/health/live HTTP/1.0\r\n\r\n', 'GET /v2/health/live HTTP/1.0\r\n\r\n']);
+    expect(plain.responses.map((r) => r.status)).toEqual([200]);
+    expect(plain.responses[0]!.headers.connection).toBe('close');
+    expect(plain.closed).toBe(true);
+    const kept = await exchange(['GET /v2/health/live HTTP/1.0\r\nConnection: keep-alive\r\n\r\n'], { waitMs: 200 });
+    expect(kept.responses[0]!.headers.connection).toBe('keep-alive');
+    expect(kept.closed).toBe(false);
+  });
+
+  it('closes after a request that says Connection: close', async () => {
+    const { responses, closed } = await exchange(['GET /v2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' + infer('never')]);
+    expect(responses.map((r) => r.status)).toEqual([200]);
+    expect(closed).toBe(true);
+  });
+
+  it('sends 100 Continue before reading an expected body', async () => {
+    const body = JSON.stringify({ id: 'e', inputs: [] });
+    const head = `POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const { responses } = await exchange([head, body], { gapMs: 50 });
+    expect(responses.map((r) => r.status)).toEqual([100, 200]);
+  });
+
+  it('answers HEAD with headers only', async () => {
+    const { responses, closed } = await exchange(['HEAD /v2 HTTP/1.1\r\nHost: x\r\n\r\nGET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n'], {
+      headOnly: new Set([0]),
+    });
+    // 405 for HEAD (GET-only route, as Triton), with a Content-Length but no body bytes: the
+    // next response parses right after the head.
+    expect(responses.map((r) => r.status)).toEqual([405, 200]);
+    expect(Number(responses[0]!.headers['content-length'])).toBeGreaterThan(0);
+    expect(closed).toBe(false);
+  });
+
+  it('keeps the connection after answering a request whose body it did not need', async () => {
+    const body = 'x'.repeat(5000);
+    const { responses, closed } = await exchange([`POST /v2/nope HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}` + infer('next')]);
+    expect(responses.map((r) => r.status)).toEqual([404, 200]);
+    expect(idOf(responses[1]!)).toBe('next');
+    expect(closed).toBe(false);
+  });
+
+  it('refuses a body over --http-max-input-size and closes', async () => {
+    const { responses, closed } = await exchange([`POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 << 20}\r\n\r\n{`], { waitMs: 600 });
+    expect(responses.map((r) => r.status)).toEqual([400]);
+    expect(responses[0]!.body.toString()).toMatch(/exceeds the maximum allowed value/);
+    expect(closed).toBe(true);
+  });
+
+  const refused: Array<[string, string, number]> = [
+    ['Content-Length with Transfer-Encoding', 'POST /v2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    ['two different Content-Lengths', 'POST /v2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd', 400],
+    ['a signed Content-Length', 'POST /v2 HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\nabc', 400],
+    ['a coding other than chunked', 'POST /v2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n', 501],
+    ['chunked, then another coding', 'POST /v2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n', 501],
+    ['obsolete line folding', 'GET /v2 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n', 400],
+    ['a space before the colon', 'GET /v2 HTTP/1.1\r\nHost : x\r\n\r\n', 400],
+    ['a bare LF line end', 'GET /v2 HTTP/1.1\nHost: x\n\n\r\n\r\n', 400],
+    ['a NUL in a field value', 'GET /v2 HTTP/1.1\r\nHost: x\0y\r\n\r\n', 400],
+    ['a space in the target', 'GET /v2 x HTTP/1.1\r\n\r\n', 400],
+    ['HTTP/2.0 on an HTTP/1 port', 'GET /v2 HTTP/2.0\r\n\r\n', 505],
+    ['garbage', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n', 400],
+    ['a head over 16 KiB', `GET /v2 HTTP/1.1\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`, 431],
+    ['too many header fields', `GET /v2 HTTP/1.1\r\n${'X-A: 1\r\n'.repeat(200)}\r\n`, 431],
+  ];
+  for (const [what, bytes, status] of refused) {
+    it(`answers ${status} and closes on ${what}`, async () => {
+      const { responses, closed } = await exchange([bytes], { waitMs: 600 });
+      expect(responses.map((r) => r.status)).toEqual([status]);
+      expect(responses[0]!.headers.connection).toBe('close');
+      expect(closed).toBe(true);
+    });
+  }
+
+  it('fails the request, not the server, on a malformed chunk', async () => {
+    const { responses, closed } = await exchange(['POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n'], { waitMs: 600 });
+    expect(responses.map((r) => r.status)).toEqual([400]);
+    expect(responses[0]!.body.toString()).toMatch(/malformed request body/);
+    expect(closed).toBe(true);
+    const { responses: after } = await exchange([infer('ok')]);
+    expect(after.map((r) => r.status)).toEqual([200]);
+  });
+});
