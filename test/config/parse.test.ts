@@ -274,8 +274,8 @@ describe('parseModelConfigText: what tritonserver refuses and accepts', () => {
   it.each([
     // Enums by number, known or not (proto3 enums are open; validation judges the value later).
     ['input [ { data_type: 11 } ] instance_group { kind: 2 count: 1 }', (c: ModelConfig) => c.input[0]!.dataType === DataType.TYPE_FP32 && c.instanceGroup[0]!.kind === ModelInstanceGroup_Kind.CPU],
-    ['instance_group { kind: 77 }', (c: ModelConfig) => c.instanceGroup[0]!.kind === 77],
-    ['optimization { priority: -1 }', (c: ModelConfig) => c.optimization!.priority === -1],
+    ['instance_group { kind: 77 }', (c: ModelConfig) => (c.instanceGroup[0]!.kind as number) === 77],
+    ['optimization { priority: -1 }', (c: ModelConfig) => (c.optimization!.priority as number) === -1],
     ['dynamic_batching { preferred_batch_size: [ 2, 4 ] }', (c: ModelConfig) => c.schedulingChoice.case === 'dynamicBatching' && c.schedulingChoice.value.preferredBatchSize.join() === '2,4'],
     ['# header\nbackend: "python" # trailing\nmax_batch_size: 4 # x\n# end', (c: ModelConfig) => c.maxBatchSize === 4],
     ['backend: "python"; max_batch_size: 4,', (c: ModelConfig) => c.maxBatchSize === 4],
