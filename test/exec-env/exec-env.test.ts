@@ -2,7 +2,7 @@
  * EXECUTION_ENV_PATH resolution: Triton's path rules, the checks on the environment, and packed
  * environments unpacked once into a cache keyed by content, shared by loads and processes.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -118,6 +118,17 @@ describe('resolveExecEnv', () => {
     const file = path.join(base, 'env.tar.gz');
     fs.writeFileSync(file, 'not gzip');
     await expect(resolveExecEnv(file, base, path.join(base, 'cache'))).rejects.toThrow(`cannot unpack EXECUTION_ENV_PATH '${file}'`);
+  });
+
+  it('removes what an extraction killed half-way left behind, and nothing of a live one', async () => {
+    const base = tmp();
+    const cache = path.join(base, 'cache');
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid!; // has exited: its pid names no process
+    fs.mkdirSync(path.join(cache, `.unpacking-${gone}-0123456789ab-x`), { recursive: true });
+    fs.mkdirSync(path.join(cache, `.unpacking-${process.pid}-ba9876543210-y`));
+    const a = writeTarGz(path.join(base, 'a.tar.gz'), ENV);
+    const r = await resolveExecEnv(a, base, cache);
+    expect(fs.readdirSync(cache).sort()).toEqual([`.unpacking-${process.pid}-ba9876543210-y`, path.basename(r.dir)].sort());
   });
 
   it('loads in parallel in one process share one extraction', async () => {

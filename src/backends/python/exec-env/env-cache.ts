@@ -5,7 +5,8 @@
  * to a private temporary directory beside the entry and is renamed into place only when
  * complete, so a directory under its hash is always whole; two servers (or two loads in one
  * server) racing on the same archive both extract, one rename wins and the other discards its
- * copy.
+ * copy. A server killed while extracting leaves its temporary directory behind; the next
+ * extraction into the same cache removes those whose process is gone.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -41,7 +42,9 @@ export async function unpackedEnv(archive: string, cacheDir: string = envCacheDi
 
 async function extract(archive: string, cacheDir: string, final: string): Promise<string> {
   fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
-  const tmp = fs.mkdtempSync(path.join(cacheDir, `.unpacking-${path.basename(final).slice(0, 12)}-`));
+  removeAbandoned(cacheDir);
+  // The pid in the name lets a later server tell an abandoned extraction from a running one.
+  const tmp = fs.mkdtempSync(path.join(cacheDir, `.unpacking-${process.pid}-${path.basename(final).slice(0, 12)}-`));
   try {
     await unpackArchive(archive, tmp);
   } catch (err) {
@@ -58,6 +61,25 @@ async function extract(archive: string, cacheDir: string, final: string): Promis
     throw err;
   }
   return final;
+}
+
+/** Removes `.unpacking-<pid>-…` directories whose process is gone (a server killed mid-extraction). */
+function removeAbandoned(cacheDir: string): void {
+  for (const name of fs.readdirSync(cacheDir)) {
+    const m = /^\.unpacking-(\d+)-/.exec(name);
+    if (m === null || isAlive(Number(m[1]))) continue;
+    fs.rmSync(path.join(cacheDir, name), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 async function sha256File(file: string): Promise<string> {
