@@ -92,13 +92,13 @@ class Consumer {
   Consumer() = default;
   Consumer(uint8_t* base, uint64_t data_off, uint64_t capacity, Offsets o)
       : base_(base), data_(base + data_off), cap_(capacity), o_(o) {
-    head_ = wait::LoadU64(At<uint64_t>(base_, o_.head));
+    head_ = wait::LoadAcquireU64(At<uint64_t>(base_, o_.head));
   }
 
   uint32_t* doorbell() const { return At<uint32_t>(base_, o_.doorbell); }
   uint32_t* sleeping() const { return At<uint32_t>(base_, o_.sleeping); }
   uint32_t* producer_waiting() const { return At<uint32_t>(base_, o_.producer_waiting); }
-  uint64_t tail() const { return wait::LoadU64(At<uint64_t>(base_, o_.tail)); }
+  uint64_t tail() const { return wait::LoadAcquireU64(At<uint64_t>(base_, o_.tail)); }
   bool HasData() const { return tail() != head_; }
   // True when the last Next() call moved head (the caller then checks producer_waiting).
   bool advanced() const { return advanced_; }
@@ -106,6 +106,7 @@ class Consumer {
   // Moves the next complete message into *out. Partial fragments are kept across calls.
   Status Next(std::string* out, std::string* why) {
     advanced_ = false;
+    // Acquire: the producer's record bytes up to this tail are visible from here on.
     uint64_t tail = this->tail();
     while (head_ != tail) {
       if (tail - head_ > cap_) return Corrupt(why, "ring tail is more than one capacity ahead of head");
@@ -144,7 +145,8 @@ class Consumer {
   void Advance(uint64_t n) {
     head_ += n;
     // Hand the space back at once: a blocked producer goes on while we handle the message.
-    wait::StoreU64(At<uint64_t>(base_, o_.head), head_);
+    // Release: our reads of the record are done before the producer may overwrite it.
+    wait::StoreReleaseU64(At<uint64_t>(base_, o_.head), head_);
     advanced_ = true;
   }
   Status Corrupt(std::string* why, std::string text) {
@@ -167,7 +169,7 @@ class Producer {
   Producer() = default;
   Producer(uint8_t* base, uint64_t data_off, uint64_t capacity, Offsets o)
       : base_(base), data_(base + data_off), cap_(capacity), o_(o) {
-    tail_ = wait::LoadU64(At<uint64_t>(base_, o_.tail));
+    tail_ = wait::LoadAcquireU64(At<uint64_t>(base_, o_.tail));
   }
 
   // Half the ring always fits once the consumer has drained it, wherever the wrap point is.
@@ -176,7 +178,8 @@ class Producer {
   // Writes one record (n <= max_record()) if there is room; false and nothing written if not.
   // A consumer that publishes a head beyond our tail is corrupt; treat the ring as full.
   bool TryWrite(const uint8_t* payload, uint64_t n, bool more) {
-    uint64_t head = wait::LoadU64(At<uint64_t>(base_, o_.head));
+    // Acquire: the consumer has finished reading everything below this head.
+    uint64_t head = wait::LoadAcquireU64(At<uint64_t>(base_, o_.head));
     if (head > tail_ || tail_ - head > cap_) return false;
     uint64_t free = cap_ - (tail_ - head);
     uint64_t need = RecordSize(n);
@@ -207,7 +210,8 @@ class Producer {
   //   eventfd write; taking it with an exchange means one write per request however many
   //   producers publish, and the consumer re-checks the ring after asking again.
   void Publish(bool force_wake, int wake_fd = -1) {
-    wait::StoreU64(At<uint64_t>(base_, o_.tail), tail_);
+    // Release: every record byte written by TryWrite is visible before the new tail is.
+    wait::StoreReleaseU64(At<uint64_t>(base_, o_.tail), tail_);
     uint32_t* db = At<uint32_t>(base_, o_.doorbell);
     __atomic_add_fetch(db, 1u, __ATOMIC_SEQ_CST);
     uint32_t* sleeping = At<uint32_t>(base_, o_.sleeping);

@@ -63,10 +63,25 @@ inline int FutexWait(uint32_t* word, uint32_t expected, int64_t timeout_ns) {
   return r < 0 ? -errno : 0;
 }
 
+// Atomic access to words of a shared mapping that another process reads and writes. These are
+// the GCC/Clang __atomic builtins on plain memory — what C++20's std::atomic_ref does; with
+// C++17 there is no standard way to make a std::atomic out of bytes someone else mapped. They
+// are only correct across processes when lock-free (a lock would live in this process alone),
+// which holds on every 64-bit target we build for; the build fails otherwise.
+static_assert(__atomic_always_lock_free(sizeof(uint32_t), 0), "u32 shared-memory atomics must be lock-free");
+static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0), "u64 shared-memory atomics must be lock-free");
+
 inline uint32_t LoadU32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 inline void StoreU32(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
-inline uint64_t LoadU64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-inline void StoreU64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+// Ring positions (docs/ipc.md, "Memory ordering"). The producer writes a record's bytes and then
+// publishes tail with a release store; the consumer loads tail with acquire before it reads
+// those bytes. Symmetrically the consumer's release store of head follows its last read of a
+// record, and the producer's acquire load of head comes before it overwrites that space. On x86
+// these compile to plain moves; on aarch64 to stlr/ldar, the barriers that make the payload
+// visible before the position.
+inline uint64_t LoadAcquireU64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void StoreReleaseU64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 enum class SpinMode { kAdaptive, kAlways, kNever };
 

@@ -9,11 +9,15 @@ The fallback is stdlib + msgpack only: segments are mmap'ed files in /dev/shm, t
 ctypes' syscall(), and rings/arenas are plain Python over memoryviews. Mirrors
 src/backends/python/ipc/{shm-layout,ring,arena,channel}.ts; change both together.
 
-Memory ordering: CPython never reorders our loads/stores, and the header fields are naturally
-aligned, so every u32/u64 access through memoryview.cast() is one machine load/store. On x86-64
-(TSO) that gives the ordering the protocol needs (write record -> store tail -> bump doorbell).
-The one store->load pair that TSO does not order (doorbell store, then "is Node asleep?" load)
-is fenced with a locked instruction (see _fence); on other architectures we always futex_wake.
+Memory ordering: the pure-Python path runs only on x86 and x86-64, and refuses any other
+machine (see check_pure_python_machine). CPython never reorders our loads/stores, and the header
+fields are naturally aligned, so every u32/u64 access through memoryview.cast() is one machine
+load/store; x86's total store order then gives the order the protocol needs (write record ->
+store tail -> bump doorbell; load tail -> read record). The one store->load pair that TSO does
+not order (doorbell or head store, then "is the peer asleep/waiting?" load) is fenced with a
+locked instruction (see _fence). Weaker machines (aarch64, POWER, RISC-V) would need release and
+acquire barriers that pure Python cannot issue; there the native extension, whose rings use C++
+acquire/release atomics (native/src/ring_core.h), is the only way.
 """
 
 from __future__ import annotations
@@ -53,17 +57,30 @@ RECORD_ALIGN = 8
 BLOCK_ALIGN = 64
 SEGMENT_ROUND = 1 << 16
 
-# ---- futex via ctypes ----
-_SYS_FUTEX = {
-    "x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98,
-    "i386": 240, "i686": 240, "ppc64le": 221, "ppc64": 221, "s390x": 238,
-}
+# ---- futex via ctypes (pure-Python path only, so only the machines it runs on) ----
+_SYS_FUTEX = {"x86_64": 202, "amd64": 202, "i386": 240, "i686": 240}
 _MACHINE = platform.machine().lower()
-SYS_FUTEX = _SYS_FUTEX.get(_MACHINE, 202)
+SYS_FUTEX = _SYS_FUTEX.get(_MACHINE, -1)
 FUTEX_WAIT = 0  # non-private: the word is in a MAP_SHARED mapping used by another process
 FUTEX_WAKE = 1
 _EVENTFD_ONE = (1).to_bytes(8, "little")
-_X86 = _MACHINE in ("x86_64", "amd64", "i386", "i686")
+# Total-store-order machines: the only ones where the pure-Python rings are correct (see above).
+PURE_PYTHON_MACHINES = frozenset(_SYS_FUTEX)
+
+
+def check_pure_python_machine(machine: str | None = None, why_not_native: str | None = None) -> None:
+    """Raises RuntimeError unless the pure-Python rings are correct on `machine` (default: this
+    one). Injectable so tests can ask about a machine they do not run on."""
+    m = (machine if machine is not None else _MACHINE).lower()
+    if m in PURE_PYTHON_MACHINES:
+        return
+    because = f" (it is not used here: {why_not_native})" if why_not_native else ""
+    raise RuntimeError(
+        f"the pure-Python IPC path is only correct on x86 and x86-64, and this machine is "
+        f"{m!r}: it has no release/acquire barriers for the shared-memory rings. Use the native "
+        f"extension _tritium_ipc instead{because}: build it for this interpreter with "
+        f"`npm run build:native` (TRITIUM_PYTHON={sys.executable}) and do not set {NATIVE_ENV}=0.")
+
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
@@ -272,10 +289,11 @@ class Channel:
 
     def __init__(self, region: str, growth_byte_size: int, spin_us: float = 50.0,
                  spin_yield: bool = False, spin_mode: str = "adaptive", native="auto",
-                 wake_fd: int | None = None):
+                 wake_fd: int | None = None, machine: str | None = None):
         """native: "auto" (the extension when loadable), False (pure Python), or a module.
         wake_fd: Node's wake eventfd (docs/ipc.md, "Waking Node"); None: ring B's consumer
-        sleeps on its futex and is woken with FUTEX_WAKE (the test emulator of Node)."""
+        sleeps on its futex and is woken with FUTEX_WAKE (the test emulator of Node).
+        machine: the architecture the pure-Python path checks (default: this one; for tests)."""
         if "/" in region or not region:
             raise ValueError(f"invalid region name {region!r}")
         self.region = region
@@ -314,6 +332,9 @@ class Channel:
         else:
             self.native_reason = None if native else "pure-Python path requested"
         self._native = native or None
+        if self._native is None:
+            # Before any ring access: on a weakly ordered machine the plain path would corrupt.
+            check_pure_python_machine(machine, self.native_reason)
         self._link = None
         self._arena_cls = Arena
         if self._native is not None:
@@ -490,8 +511,7 @@ class Channel:
             u64[RING_A[0] // 8] = head
             # Node queued messages because ring A was full: tell it space was freed. The fence
             # orders our head store before the flag load (Node does the mirror with Atomics).
-            if _X86:
-                _fence()
+            _fence()
             if u32[RING_A[4] // 4]:
                 u32[RING_A[4] // 4] = 0
                 with self._send_lock:
@@ -548,7 +568,7 @@ class Channel:
         if self._wake_fd >= 0:
             # No atomic exchange here: a plain read then clear. Every clear is followed by a
             # write, and Node re-checks the ring after asking again, so no wake-up is lost.
-            if _X86 and not force_wake:
+            if not force_wake:
                 _fence()
                 if not u32[RING_B[3] // 4]:
                     return
@@ -558,7 +578,7 @@ class Channel:
             except BlockingIOError:
                 pass  # counter saturated: a wake-up is pending anyway
             return
-        if _X86 and not force_wake:
+        if not force_wake:
             _fence()
             if not u32[RING_B[3] // 4]:
                 return

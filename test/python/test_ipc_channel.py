@@ -200,6 +200,46 @@ def test_channel_auto_uses_the_fallback_when_the_module_is_missing(monkeypatch, 
         node.close()
 
 
+@pytest.mark.parametrize("machine", ["aarch64", "arm64", "ppc64le", "riscv64", "s390x"])
+def test_pure_python_path_refuses_a_machine_that_is_not_x86(machine):
+    """Without fences the plain rings are only correct under x86's store order: elsewhere the
+    fallback refuses before touching a ring, and says that the native extension is the way."""
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_arch")
+    try:
+        with pytest.raises(RuntimeError) as e:
+            ipc.Channel(node.region, 1 << 16, native=False, machine=machine)
+        text = str(e.value)
+        assert f"this machine is {machine!r}" in text
+        assert "only correct on x86 and x86-64" in text
+        assert "_tritium_ipc" in text and "npm run build:native" in text
+        assert node.a_tail == 0 and node._u64(ipc.RING_B[1]) == 0  # nothing was sent
+    finally:
+        node.close()
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "AMD64", "i686"])
+def test_pure_python_path_runs_on_x86(machine):
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_x86")
+    ch = ipc.Channel(node.region, 1 << 16, native=False, machine=machine)
+    try:
+        assert node.pop() == {"t": "hello", "pid": os.getpid()}
+    finally:
+        ch.close()
+        node.close()
+
+
+@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
+def test_native_path_does_not_depend_on_the_machine_check():
+    """The extension fences its rings itself (C++ acquire/release), so no machine is refused."""
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_narch")
+    ch = ipc.Channel(node.region, 1 << 16, native=NATIVE, machine="aarch64")
+    try:
+        assert ch.is_native and node.pop() == {"t": "hello", "pid": os.getpid()}
+    finally:
+        ch.close()
+        node.close()
+
+
 @pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
 def test_native_link_survives_random_garbage_in_ring_a():
     """Hostile ring contents: every outcome is a message, None, or RuntimeError, never a crash."""

@@ -45,7 +45,7 @@ export class PythonBackend implements Backend {
     // auto_complete_config. A model file that never mentions it cannot change the config, so
     // tritium skips that process: one interpreter start (and numpy import) less per model.
     if (!fs.readFileSync(modelFile, 'utf8').includes('auto_complete_config')) return config;
-    const { python, env } = pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
+    const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
     const json = await runAutoComplete({
       modelName: ctx.source.name,
       modelFile,
@@ -67,7 +67,7 @@ export class PythonBackend implements Backend {
 
   async load(ctx: ModelVersionContext, hooks: InstanceHooks): Promise<LoadedModel> {
     const { config } = ctx;
-    const { python, env } = pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
+    const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
     const modelFile = this.modelFile(ctx.versionDir, config);
     const decoupled = config.modelTransactionPolicy?.decoupled === true;
     const instances = expandInstances(config).map(

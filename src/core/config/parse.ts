@@ -1,6 +1,6 @@
 /**
  * config.pbtxt → ModelConfig. Errors are ConfigErrors of the form
- * `config.pbtxt:7:3: unknown field 'dimz' in inference.ModelInput`.
+ * `config.pbtxt:7:3: Message type "inference.ModelInput" has no field named "dimz".`
  */
 import { ModelConfigSchema, type ModelConfig } from '../../generated/model_config_pb.js';
 import { parseTextFormat, type SourceMap } from './text-format.js';

@@ -1,14 +1,20 @@
 /**
  * Schema-driven reader for the protobuf text format, walking the generated
- * descriptors. It accepts what Triton's C++ TextFormat parser accepts (the
- * cases listed in triton-protocol.md §3.2) and reports errors as
- * `file:line:column: message` naming the field.
+ * descriptors. It accepts and refuses what Triton's C++ TextFormat parser
+ * (TextFormat::ParseFromString, which Triton calls) accepts and refuses —
+ * triton-protocol.md §3.2 and the cases in test/config/parse.test.ts, each
+ * checked against tritonserver 2.51 — and reports errors as
+ * `file:line:column: message`, with the C++ wording where the rule is the
+ * C++ parser's (duplicate fields, oneofs, unknown names).
  *
  * Why not `txtpb.fromText` from @bufbuild/protobuf: its errors carry no
- * position, and it rejects a repeated singular field (`max_batch_size: 4`
- * twice, or two `optimization { }` blocks), which the C++ parser's default
- * policy accepts (last value wins, message blocks merge). The test suite
- * cross-checks this reader against fromText on every input both accept.
+ * position, and its duplicate-field rule is protobuf-go's (any second
+ * occurrence of a singular field fails), while the C++ rule asks whether the
+ * field is already *present*: `max_batch_size: 0` followed by
+ * `max_batch_size: 4` loads in Triton (an implicit-presence zero is not
+ * present) and fromText refuses it. See docs/design.md, "config.pbtxt".
+ * The test suite cross-checks this reader against fromText on every input
+ * both accept.
  */
 import { ScalarType, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { reflect, type ReflectMessage } from '@bufbuild/protobuf/reflect';
@@ -41,7 +47,6 @@ const UINT64_MAX = 2n ** 64n - 1n;
 
 const utf8 = new TextDecoder('utf-8');
 
-type MessageField = DescField & { fieldKind: 'message' };
 type ListField = DescField & { fieldKind: 'list' };
 type MapField = DescField & { fieldKind: 'map' };
 
@@ -77,7 +82,9 @@ class Parser {
   }
 
   private fail(at: SourcePosition, message: string, field?: string): never {
-    throw new ConfigError(`${this.file}:${at.line}:${at.column}: ${message}`, this.file, at.line, field);
+    // A map entry whose value precedes its key has only a provisional path (see readMap).
+    const named = field?.replace(/\[#\d+@\d+:\d+\]/g, '[]');
+    throw new ConfigError(`${this.file}:${at.line}:${at.column}: ${message}`, this.file, at.line, named);
   }
 
   private record(path: string, at: SourcePosition): void {
@@ -129,17 +136,23 @@ class Parser {
     const name = nameTok.text;
     const path = parentPath ? `${parentPath}.${name}` : name;
     const field = msg.desc.fields.find((f) => f.name === name);
-    if (field === undefined) this.fail(nameTok, `unknown field '${name}' in ${msg.desc.typeName}`, path);
+    if (field === undefined) this.fail(nameTok, `Message type "${msg.desc.typeName}" has no field named "${name}".`, path);
     this.currentField = path;
 
-    // Like the C++ parser, a second member of a oneof (or the same member
-    // twice) is an error, even though other singular fields may repeat.
+    // The C++ rule (ParseFromString): a singular field that is already
+    // present may not be given again — a proto3 scalar holding its zero value
+    // is not present, a message or oneof member is present once written.
+    // Checked before the oneof rule, as in C++, so a oneof member given twice
+    // is "specified multiple times".
+    if (field.fieldKind !== 'list' && field.fieldKind !== 'map' && msg.isSet(field)) {
+      this.fail(nameTok, `Non-repeated field "${name}" is specified multiple times.`, path);
+    }
     if (field.oneof !== undefined) {
       const setCase = msg.oneofCase(field.oneof);
       if (setCase !== undefined) {
         this.fail(
           nameTok,
-          `field '${name}' is specified along with field '${setCase.name}', another member of oneof '${field.oneof.name}' in ${msg.desc.typeName}`,
+          `Field "${name}" is specified along with field "${setCase.name}", another member of oneof "${field.oneof.name}".`,
           path,
         );
       }
@@ -166,7 +179,8 @@ class Parser {
       }
       case 'message': {
         this.record(path, nameTok);
-        const sub = msg.isSet(field) ? (msg.get(field as MessageField) as ReflectMessage) : reflect(field.message);
+        // Never set before here: a second block is refused above.
+        const sub = reflect(field.message);
         this.readMessageBlock(sub, path, depth);
         msg.set(field, sub);
         return;
@@ -235,16 +249,22 @@ class Parser {
         if (this.isPunct(t, close)) break;
         if (t.kind === 'eof') this.fail(t, `unexpected end of input, expected '${close}'`, path);
         if (t.kind !== 'ident' || (t.text !== 'key' && t.text !== 'value')) {
-          this.fail(t, `unknown field ${describeToken(t)} in an entry of map '${field.name}' (expected 'key' or 'value')`, path);
+          if (t.kind !== 'ident') this.fail(t, `expected "key" or "value" in an entry of map '${field.name}', got ${describeToken(t)}`, path);
+          this.fail(t, `Message type "${mapEntryTypeName(msg, field)}" has no field named "${t.text}".`, path);
+        }
+        // A map entry is a message whose key and value have presence: each
+        // may be written once, even with its zero value (as in C++).
+        if ((t.text === 'key' ? key : value) !== undefined) {
+          this.fail(t, `Non-repeated field "${t.text}" is specified multiple times.`, path);
         }
         if (t.text === 'key') {
           if (!this.tryConsume(':')) this.fail(this.lex.peek(), `expected ':' after 'key' in map '${field.name}'`, path);
           key = this.readScalar(field.mapKey, `${path}.key`);
         } else if (field.mapKind === 'message') {
           this.tryConsume(':');
-          // Later 'value' blocks in the same entry merge, as for any singular message.
-          const sub = (value as ReflectMessage | undefined) ?? reflect(field.message);
-          this.readMessageBlock(sub, provisional, depth);
+          const sub = reflect(field.message);
+          // Usually the key came first and names the entry already.
+          this.readMessageBlock(sub, key === undefined ? provisional : `${path}[${String(key)}]`, depth);
           value = sub;
         } else {
           if (!this.tryConsume(':')) this.fail(this.lex.peek(), `expected ':' after 'value' in map '${field.name}'`, path);
@@ -283,7 +303,7 @@ class Parser {
     if (t.kind === 'ident' && !neg) {
       const v = desc.values.find((x) => x.name === t.text);
       if (v === undefined) {
-        this.fail(t, `unknown enumeration value '${t.text}' for field '${leaf(path)}' (${desc.typeName})`, path);
+        this.fail(t, `Unknown enumeration value of "${t.text}" for field "${leaf(path)}".`, path);
       }
       return v.number;
     }
@@ -395,6 +415,12 @@ function concat(parts: Uint8Array[]): Uint8Array {
     o += p.length;
   }
   return out;
+}
+
+/** The name protoc gives a map's synthetic entry message: `inference.ModelConfig.ParametersEntry`. */
+function mapEntryTypeName(parent: ReflectMessage, field: MapField): string {
+  const camel = field.name.replace(/(?:^|_)([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+  return `${parent.desc.typeName}.${camel}Entry`;
 }
 
 function leaf(path: string): string {

@@ -13,7 +13,7 @@ import type { Backend, BackendInstance, InstanceHooks } from '../backend.js';
 import { ConfigError } from '../config/config-error.js';
 import { modelConfigToJson } from '../config/json.js';
 import { inferBackend, normalizeModelConfig } from '../config/normalize.js';
-import { parseModelConfigText } from '../config/parse.js';
+import { parseModelConfigTextWithPositions, type SourceMap } from '../config/parse.js';
 import { validateModelConfig } from '../config/validate.js';
 import { ErrorCode, Errors, TritonError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -147,17 +147,20 @@ export class ModelManager {
   /** config.pbtxt (or an empty config) → normalised, validated config. */
   async buildConfig(source: ModelSource): Promise<ModelConfig> {
     let config: ModelConfig;
+    // Where each field was written, so that validation errors name the line too.
+    let positions: SourceMap | undefined;
     const file = source.configFile ?? path.join(source.dir, 'config.pbtxt');
     if (source.configFile) {
-      config = parseModelConfigText(fs.readFileSync(source.configFile, 'utf8'), source.configFile);
+      ({ config, positions } = parseModelConfigTextWithPositions(fs.readFileSync(source.configFile, 'utf8'), source.configFile));
     } else {
       config = create(ModelConfigSchema, {});
     }
     if (config.name && config.name !== source.name) {
+      const at = positions?.get('name');
       throw new ConfigError(
-        `unexpected 'name' '${config.name}' in ${file}: the model directory is '${source.name}'`,
+        `${at ? `${file}:${at.line}:${at.column}: ` : ''}unexpected 'name' '${config.name}' in ${file}: the model directory is '${source.name}'`,
         file,
-        undefined,
+        at?.line,
         'name',
       );
     }
@@ -188,7 +191,7 @@ export class ModelManager {
       gpus: this.o.gpus,
       defaultMaxBatchSize: this.o.defaultMaxBatchSize,
     });
-    validateModelConfig(config, file, { gpus: this.o.gpus, modelName: source.name });
+    validateModelConfig(config, file, { gpus: this.o.gpus, modelName: source.name, positions });
     return config;
   }
 

@@ -1,7 +1,7 @@
 /**
  * @module core/repository/safe-path
- * Every file a model config names (model file, warmup data, label file, execution environment)
- * is resolved inside its model directory. A name that climbs out with `..`, an absolute path
+ * Every file a model config names (model file, warmup data, label file) is resolved inside its
+ * model directory. (`EXECUTION_ENV_PATH` follows Triton's own rules instead: exec-env.ts.) A name that climbs out with `..`, an absolute path
  * or a symbolic link pointing elsewhere is refused, so a config cannot read arbitrary files.
  */
 import fs from 'node:fs';

@@ -4,6 +4,10 @@
  * Positions are u64 byte counters that only grow; the slot is `position % capacity`.
  * Here they are kept as JS numbers (exact up to 2^53 bytes, i.e. centuries of traffic) and
  * published with Atomics on a BigUint64Array so the other process never reads a torn value.
+ * Atomics are sequentially consistent, so they also order the plain record reads and writes
+ * around them on any CPU: record bytes are written before `Atomics.store(tail)` and read after
+ * `Atomics.load(tail)`; `head` likewise (docs/ipc.md, "Memory ordering"). Every access to
+ * head/tail must stay an Atomics call for that reason.
  */
 import { FRAG_MORE, RECORD_ALIGN, WRAP_MARKER, type RingOffsets } from './shm-layout.js';
 
