@@ -52,27 +52,33 @@ class RequestSlot:
 
     def check_and_count(self, has_response, flags):
         """Apply Triton's sender rules for one send; call with SENDER_LOCK held."""
-        if self.closed:
-            raise TritonModelException(_CLOSED)
+        # Triton checks the non-decoupled rules before the closed state: a second response
+        # after a FINAL one raises "more than one response", a second FINAL "closed".
         if not STATE.decoupled:
             if has_response and self.sent > 0:
                 raise TritonModelException(_MORE_THAN_ONE)
             if not has_response and flags == FINAL and self.sent == 0:
                 raise TritonModelException(_FINAL_FIRST)
+        if self.closed:
+            raise TritonModelException(_CLOSED)
         if flags == FINAL:
             self.closed = True
         self.sent += 1
 
     def __del__(self):
-        # Beyond Triton: a decoupled request dropped by the model without FINAL would hang its
-        # client forever; close it with an error instead. (Non-decoupled requests are settled by
-        # exec_done, so Node needs no notice for them.)
-        if self.closed or not STATE.decoupled or STATE.finalizing or STATE.channel is None:
+        # Beyond Triton (which leaves the client waiting): the model dropped the request and its
+        # sender without FINAL, so nothing can answer it any more. Non-decoupled requests stay
+        # open after execute returns (a thread may still answer), so this is where they end too.
+        if self.closed or STATE.finalizing or STATE.channel is None:
             return
+        if not STATE.decoupled and self.sent > 0:
+            # Its one response is already with Node: deliver it rather than an error.
+            resp = None
+        else:
+            resp = {"outs": [], "err": [1, f"Python model '{STATE.name}' released the request "
+                                           "without sending a response with the FINAL flag."]}
         try:
-            STATE.channel.send({"t": "send", "rid": self.rid, "flags": FINAL, "resp": {
-                "outs": [], "err": [1, f"Python model '{STATE.name}' released the request "
-                                       "without sending a response with the FINAL flag."]}})
+            STATE.channel.send({"t": "send", "rid": self.rid, "flags": FINAL, "resp": resp})
         except Exception:
             pass
 
