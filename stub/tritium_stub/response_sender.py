@@ -7,6 +7,7 @@ ring and needs no answer from Node (docs/ipc.md explains why a round trip would 
 import threading
 
 from .errors import TritonModelException
+from .pybind_args import MODULE, bind, is_int, mismatch
 from .response import InferenceResponse
 from .state import STATE
 from .tensor_codec import encode_response, free_blocks
@@ -95,11 +96,12 @@ class InferenceResponseSender:
     def __init__(self, slot):
         self._slot = slot
 
-    def send(self, response=None, flags=0):
-        if response is not None and not isinstance(response, InferenceResponse):
-            raise TypeError(f"send(): response must be an InferenceResponse, got {type(response)}")
-        if type(flags) is not int:
-            raise TypeError(f"send(): flags must be int, got {type(flags)}")
+    def send(self, *args, **kwargs):
+        a = bind(("response", "flags"), {"response": None, "flags": 0}, args, kwargs)
+        if a is None or not is_int(a["flags"], 32, signed=False) or not (
+                a["response"] is None or isinstance(a["response"], InferenceResponse)):
+            raise mismatch("send", _SEND_SIGNATURE, (self,) + args, kwargs)
+        response, flags = a["response"], int(a["flags"])
         if flags != FINAL and flags != 0:
             raise TritonModelException("Unable to send response. Unsupported flag provided.")
         if flags == 0 and response is None:
@@ -123,6 +125,10 @@ class InferenceResponseSender:
 
     def is_cancelled(self):
         return self._slot.is_cancelled()
+
+
+_SEND_SIGNATURE = (f"(self: {MODULE}.InferenceResponseSender, response: "
+                   f"{MODULE}.InferenceResponse = None, flags: int = 0) -> None")
 
 
 def _check_config_outputs(response, requested):

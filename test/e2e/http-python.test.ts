@@ -247,6 +247,14 @@ describe('execute() outcomes and errors', () => {
     expect(type.body.error).toContain("Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'str'>'.");
   });
 
+  it("from_dlpack of a non-DLPack object raises Triton's TritonModelException in the model", async () => {
+    const r = await infer('misbehave', mode('not_dlpack'));
+    expect(r.status).toBe(500);
+    expect(r.body.error).toMatch(
+      /^Failed to process the request\(s\) for model 'misbehave_0', message: TritonModelException: Provided tensor is not supported\. Tensor must be a DLPack capsule {9}or have `__dlpack__` and `__dlpack_device__` attributes\n\nAt:\n {2}\S+model\.py\(\d+\): execute\n$/,
+    );
+  });
+
   it('answers a request that got no response instead of hanging', async () => {
     const r = await infer('misbehave', mode('none'));
     expect(r.status).toBe(500);
