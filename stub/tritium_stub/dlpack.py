@@ -12,6 +12,10 @@ import numpy as np
 from . import dtypes
 from .errors import TritonModelException
 
+# Triton's text, with the run of spaces its C++ line continuation leaves in it.
+NOT_DLPACK = ("Provided tensor is not supported. Tensor must be a DLPack capsule         or "
+              "have `__dlpack__` and `__dlpack_device__` attributes")
+
 _NAME = b"dltensor"          # a capsule keeps a pointer to its name: keep it alive here
 _USED_NAME = b"used_dltensor"
 _KDL_CPU, _KDL_BFLOAT = 1, 4
@@ -148,9 +152,7 @@ def import_array(obj):
     """(numpy array, protocol datatype) for an object with __dlpack__ on the CPU."""
     capsule = obj.__dlpack__()
     if not (is_capsule(capsule) and _capsule_is_valid(capsule, _NAME)):
-        raise TritonModelException(
-            "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
-            "__dlpack__ and __dlpack_device__ attributes")
+        raise TritonModelException(NOT_DLPACK)
     managed_ptr = _capsule_pointer(capsule, _NAME)
     dt = _DLManagedTensor.from_address(managed_ptr).dl_tensor.dtype
     if dt.code == _KDL_BFLOAT and dt.bits == 16 and dt.lanes == 1:

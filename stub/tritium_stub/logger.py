@@ -5,6 +5,7 @@ import os
 import sys
 import time
 
+from .pybind_args import MODULE, bind, mismatch
 from .state import STATE
 
 
@@ -41,8 +42,6 @@ def emit(level, message, file, line):
 
 
 def _emit_from_caller(level, message):
-    if not isinstance(message, str):
-        raise TypeError(f"Logger: message must be str, got {type(message)}")
     caller = sys._getframe(2)
     emit(level, message, os.path.basename(caller.f_code.co_filename), caller.f_lineno)
 
@@ -54,23 +53,32 @@ class Logger:
     VERBOSE = LogLevel.VERBOSE
 
     @staticmethod
-    def log(message, level=LogLevel.INFO):
-        if not isinstance(level, LogLevel):
-            raise TypeError(f"Logger.log(): level must be a Logger level, got {type(level)}")
-        _emit_from_caller(level.value, message)
+    def log(*args, **kwargs):
+        a = bind(("message", "level"), {"level": LogLevel.INFO}, args, kwargs)
+        if a is None or not isinstance(a["message"], str) or not isinstance(a["level"], LogLevel):
+            raise mismatch("log", f"(message: str, level: {MODULE}.Logger.LogLevel = "
+                                  "<LogLevel.INFO: 0>) -> None", args, kwargs)
+        _emit_from_caller(a["level"].value, a["message"])
 
     @staticmethod
-    def log_info(message):
-        _emit_from_caller("INFO", message)
+    def log_info(*args, **kwargs):
+        _emit_from_caller("INFO", _message("log_info", args, kwargs))
 
     @staticmethod
-    def log_warn(message):
-        _emit_from_caller("WARNING", message)
+    def log_warn(*args, **kwargs):
+        _emit_from_caller("WARNING", _message("log_warn", args, kwargs))
 
     @staticmethod
-    def log_error(message):
-        _emit_from_caller("ERROR", message)
+    def log_error(*args, **kwargs):
+        _emit_from_caller("ERROR", _message("log_error", args, kwargs))
 
     @staticmethod
-    def log_verbose(message):
-        _emit_from_caller("VERBOSE", message)
+    def log_verbose(*args, **kwargs):
+        _emit_from_caller("VERBOSE", _message("log_verbose", args, kwargs))
+
+
+def _message(name, args, kwargs):
+    a = bind(("message",), {}, args, kwargs)
+    if a is None or not isinstance(a["message"], str):
+        raise mismatch(name, "(message: str) -> None", args, kwargs)
+    return a["message"]

@@ -28,8 +28,5 @@ class PreferredMemory:
         self.preferred_memory_type = preferred_memory_type
         self.preferred_device_id = preferred_device_id
 
-    def __repr__(self):
-        return f"PreferredMemory({self.preferred_memory_type.name}, {self.preferred_device_id})"
-
 
 DEFAULT_PREFERRED_MEMORY = PreferredMemory(MemoryType.DEFAULT, 0)

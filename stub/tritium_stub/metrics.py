@@ -10,6 +10,7 @@ import json
 import threading
 
 from .errors import TritonModelException
+from .pybind_args import MODULE, as_str, bind, is_float, is_str, mismatch
 
 
 class MetricKind(enum.Enum):
@@ -51,11 +52,14 @@ class MetricFamily:
     GAUGE = MetricKind.GAUGE
     HISTOGRAM = MetricKind.HISTOGRAM
 
-    def __init__(self, name, description, kind):
-        if not isinstance(name, str) or not isinstance(description, str):
-            raise TypeError("MetricFamily(): name and description must be str")
-        if not isinstance(kind, MetricKind):
-            raise TypeError("MetricFamily(): kind must be MetricFamily.COUNTER, GAUGE or HISTOGRAM")
+    def __init__(self, *args, **kwargs):
+        a = bind(("name", "description", "kind"), {}, args, kwargs)
+        if a is None or not is_str(a["name"]) or not is_str(a["description"]) or \
+                not isinstance(a["kind"], MetricKind):
+            raise mismatch("__init__", f"{MODULE}.MetricFamily(name: str, description: str, "
+                                       f"kind: {MODULE}.MetricKind)", args, kwargs,
+                           constructor=True)
+        name, description, kind = as_str(a["name"]), as_str(a["description"]), a["kind"]
         with _lock:
             state = _families.get(name)
             if state is None or state.owners == 0:
@@ -70,14 +74,14 @@ class MetricFamily:
     def Metric(self, labels=None, buckets=None):
         state = self._state
         labels = {} if labels is None else labels
-        if not isinstance(labels, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        if not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
             raise TritonModelException(
                 "Error when creating Metric: labels must be a dict of str to str.")
         if state.kind is MetricKind.HISTOGRAM:
             if buckets is None:
-                raise TritonModelException(
-                    "Error when creating Metric: histogram metrics require 'buckets'.")
+                raise TritonModelException("Failed to create metric. Missing required buckets.")
             buckets = [float(b) for b in buckets]
             if any(a >= b for a, b in zip(buckets, buckets[1:])):
                 raise TritonModelException(
@@ -117,7 +121,8 @@ class Metric:
             raise TritonModelException(f"Failed to {action}: {_DELETED}")
         return self._state.kind
 
-    def increment(self, value):
+    def increment(self, *args):
+        value = _value("increment", self, args)
         kind = self._live("increment metric value")
         if kind is MetricKind.HISTOGRAM:
             raise TritonModelException(
@@ -130,7 +135,8 @@ class Metric:
         with _lock:
             self._value.value += value
 
-    def set(self, value):
+    def set(self, *args):
+        value = _value("set", self, args)
         kind = self._live("set metric value")
         if kind is not MetricKind.GAUGE:
             raise TritonModelException(
@@ -138,7 +144,8 @@ class Metric:
                 "metrics.")
         self._value.value = float(value)
 
-    def observe(self, value):
+    def observe(self, *args):
+        value = _value("observe", self, args)
         kind = self._live("observe metric value")
         if kind is not MetricKind.HISTOGRAM:
             raise TritonModelException(
@@ -158,3 +165,10 @@ class Metric:
             raise TritonModelException(
                 "Failed to get metric value: value is not supported for histogram metrics.")
         return float(self._value.value)
+
+
+def _value(name, metric, args):
+    """The one float argument of increment/set/observe, checked as pybind's caster does."""
+    if len(args) != 1 or not is_float(args[0]):
+        raise mismatch(name, f"(self: {MODULE}.Metric, arg0: float) -> None", (metric,) + args)
+    return float(args[0])

@@ -1,36 +1,37 @@
 """pb_utils.load_model / unload_model / is_model_ready / get_model_dir."""
 
 from .errors import TritonModelException
+from .pybind_args import bind, is_bool, is_str, mismatch
 from .state import STATE
 
 _UNSUPPORTED = "Model control ({}) is not supported by tritium yet."
 
 
-def _require_name(model_name):
-    if not isinstance(model_name, str):
-        raise TypeError(f"model_name must be str, got {type(model_name)}")
+def _bound(name, signature, names, defaults, args, kwargs, checks):
+    a = bind(names, defaults, args, kwargs)
+    if a is None or not all(check(a[k]) for k, check in checks.items()):
+        raise mismatch(name, signature, args, kwargs)
+    return a
 
 
-def load_model(model_name, config="", files=None):
-    _require_name(model_name)
-    if not isinstance(config, str):
-        raise TypeError(f"config must be str, got {type(config)}")
-    if files is not None and not isinstance(files, dict):
-        raise TypeError(f"files must be a dict, got {type(files)}")
+def load_model(*args, **kwargs):
+    _bound("load_model", "(model_name: str, config: str = '', files: object = None) -> None",
+           ("model_name", "config", "files"), {"config": "", "files": None}, args, kwargs,
+           {"model_name": is_str, "config": is_str})
     raise TritonModelException(_UNSUPPORTED.format("load_model"))
 
 
-def unload_model(model_name, unload_dependents=False):
-    _require_name(model_name)
-    if not isinstance(unload_dependents, bool):
-        raise TypeError(f"unload_dependents must be bool, got {type(unload_dependents)}")
+def unload_model(*args, **kwargs):
+    _bound("unload_model", "(model_name: str, unload_dependents: bool = False) -> None",
+           ("model_name", "unload_dependents"), {"unload_dependents": False}, args, kwargs,
+           {"model_name": is_str, "unload_dependents": is_bool})
     raise TritonModelException(_UNSUPPORTED.format("unload_model"))
 
 
-def is_model_ready(model_name, model_version=""):
-    _require_name(model_name)
-    if not isinstance(model_version, str):
-        raise TypeError(f"model_version must be str, got {type(model_version)}")
+def is_model_ready(*args, **kwargs):
+    _bound("is_model_ready", "(model_name: str, model_version: str = '') -> bool",
+           ("model_name", "model_version"), {"model_version": ""}, args, kwargs,
+           {"model_name": is_str, "model_version": is_str})
     raise TritonModelException(_UNSUPPORTED.format("is_model_ready"))
 
 

@@ -10,8 +10,8 @@ def params_to_json(params):
     if params is None:
         return None
     if not isinstance(params, dict):
-        # Triton prints a mangled C++ type name before ", got"; QA checks the tail only.
-        raise TritonModelException(f"Expect dict, got {type(params)}")
+        # Triton's text names the C++ type as the compiler mangles it (pybind11::dict).
+        raise TritonModelException(f"Expect N8pybind114dictE, got {type(params)}")
     for key, value in params.items():
         if not isinstance(key, str):
             raise TritonModelException(

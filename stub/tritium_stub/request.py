@@ -5,18 +5,20 @@ Received requests are built per batch on the hot path, so they copy only scalars
 """
 
 import asyncio
+import operator
 
 from .bls import bls_exec
 from .errors import TritonModelException
 from .memory import DEFAULT_PREFERRED_MEMORY, PreferredMemory
 from .parameters import params_to_json
+from .pybind_args import (MODULE, as_str, bind, is_bool, is_int, is_sequence_of, is_str,
+                          mismatch)
 from .response_sender import InferenceResponseSender, RequestSlot
 from .state import STATE
 from .tensor import Tensor
 from .tensor_codec import decode_input
 from .trace import NO_TRACE, InferenceTrace
 
-_REQUIRED = object()
 RELEASE_RESCHEDULE = 2  # TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
 
@@ -27,42 +29,20 @@ class InferenceRequest:
         "_params", "_slot", "_sender", "_release_flags", "__weakref__",
     )
 
-    # Argument order follows Triton's binding (keywords are what models use).
-    def __init__(self, request_id="", correlation_id=0, inputs=_REQUIRED,
-                 requested_output_names=_REQUIRED, model_name=_REQUIRED, model_version=-1,
-                 flags=0, timeout=0, preferred_memory=DEFAULT_PREFERRED_MEMORY,
-                 trace=NO_TRACE, parameters=None):
-        for arg, value in (("inputs", inputs), ("requested_output_names", requested_output_names),
-                           ("model_name", model_name)):
-            if value is _REQUIRED:
-                raise TypeError(f"InferenceRequest(): missing required argument '{arg}'")
-        for arg, value in (("request_id", request_id), ("correlation_id", correlation_id),
-                           ("inputs", inputs), ("requested_output_names", requested_output_names),
-                           ("model_name", model_name), ("model_version", model_version),
-                           ("flags", flags), ("timeout", timeout),
-                           ("preferred_memory", preferred_memory), ("trace", trace)):
-            if value is None:
-                raise TypeError(f"InferenceRequest(): argument '{arg}' must not be None")
-        if isinstance(model_name, bytes):
-            model_name = model_name.decode("utf-8")  # often read from a BYTES tensor
-        _expect(request_id, str, "request_id")
-        _expect(model_name, str, "model_name")
-        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, (list, tuple)):
-            raise TypeError("InferenceRequest(): inputs must be a list of Tensor")
-        if isinstance(requested_output_names, (str, bytes)) or not all(
-                isinstance(n, str) for n in requested_output_names):
-            raise TypeError("InferenceRequest(): requested_output_names must be a list of str")
-        for arg, value in (("model_version", model_version), ("flags", flags),
-                           ("timeout", timeout)):
-            _expect(value, int, arg)
-        _expect(preferred_memory, PreferredMemory, "preferred_memory")
-        _expect(trace, InferenceTrace, "trace")
+    def __init__(self, *args, **kwargs):
+        a = bind(_NAMES, _DEFAULTS, args, kwargs)
+        if a is None or not all(_CHECKS[k](v) for k, v in a.items()):
+            raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
+        request_id, correlation_id, inputs, requested_output_names, model_name, \
+            model_version, flags, timeout, preferred_memory, trace, parameters = \
+            (a[k] for k in _NAMES)
+        model_name = as_str(model_name)  # often read from a BYTES tensor
+        request_id = as_str(request_id)
         for t in inputs:
             if t is None:
                 raise TritonModelException(
                     f"Input tensor for request with id '{request_id}' and model name "
                     f"'{model_name}' should not be empty.")
-            _expect(t, Tensor, "inputs")
         params = params_to_json(parameters)
         if not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
@@ -125,9 +105,10 @@ class InferenceRequest:
     def flags(self):
         return self._flags
 
-    def set_flags(self, flags):
-        _expect(flags, int, "flags")
-        self._flags = flags
+    def set_flags(self, *args):
+        if len(args) != 1 or not is_int(args[0], 32, signed=False):
+            raise mismatch("set_flags", _FLAGS_SIGNATURE, (self,) + args)
+        self._flags = operator.index(args[0])
 
     def timeout(self):
         return self._timeout
@@ -151,14 +132,16 @@ class InferenceRequest:
             sender = self._sender = InferenceResponseSender(self._slot)
         return sender
 
-    def set_release_flags(self, flags):
-        _expect(flags, int, "flags")
-        self._release_flags = flags
+    def set_release_flags(self, *args):
+        if len(args) != 1 or not is_int(args[0], 32, signed=False):
+            raise mismatch("set_release_flags", _FLAGS_SIGNATURE, (self,) + args)
+        self._release_flags = operator.index(args[0])
 
-    def exec(self, decoupled=False):
-        return bls_exec(self, decoupled)
+    def exec(self, *args, **kwargs):
+        return bls_exec(self, _decoupled("exec", self, args, kwargs))
 
-    def async_exec(self, decoupled=False):
+    def async_exec(self, *args, **kwargs):
+        decoupled = _decoupled("async_exec", self, args, kwargs)
         loop = asyncio.get_running_loop()  # RuntimeError without one, as in Triton
         future = loop.create_future()
         try:
@@ -167,10 +150,42 @@ class InferenceRequest:
             future.set_exception(e)
         return future
 
-    def __repr__(self):
-        return f"InferenceRequest(id={self._request_id!r}, model={self._model_name!r})"
+
+_FLAGS_SIGNATURE = f"(self: {MODULE}.InferenceRequest, arg0: int) -> None"
 
 
-def _expect(value, kind, arg):
-    if not isinstance(value, kind):
-        raise TypeError(f"InferenceRequest(): argument '{arg}' has type {type(value)}")
+def _decoupled(name, request, args, kwargs):
+    a = bind(("decoupled",), {"decoupled": False}, args, kwargs)
+    if a is None or not is_bool(a["decoupled"]):
+        raise mismatch(name, f"(self: {MODULE}.InferenceRequest, decoupled: bool = False) -> "
+                             "object", (request,) + args, kwargs)
+    return bool(a["decoupled"])
+
+
+def _signature():
+    return (f"{MODULE}.InferenceRequest(request_id: str = '', correlation_id: object = 0, "
+            "inputs: List[triton::backend::python::PbTensor], requested_output_names: List[str], "
+            "model_name: str, model_version: int = -1, flags: int = 0, timeout: int = 0, "
+            f"preferred_memory: {MODULE}.PreferredMemory = {DEFAULT_PREFERRED_MEMORY!r}, "
+            f"trace: {MODULE}.InferenceTrace = {NO_TRACE!r}, parameters: object = None)")
+
+
+# Triton's binding: names in order (keywords are what models use) and defaults.
+_NAMES = ("request_id", "correlation_id", "inputs", "requested_output_names", "model_name",
+          "model_version", "flags", "timeout", "preferred_memory", "trace", "parameters")
+_DEFAULTS = {"request_id": "", "correlation_id": 0, "model_version": -1, "flags": 0,
+             "timeout": 0, "preferred_memory": DEFAULT_PREFERRED_MEMORY, "trace": NO_TRACE,
+             "parameters": None}
+_CHECKS = {
+    "request_id": is_str,
+    "correlation_id": lambda v: v is not None,
+    "inputs": lambda v: is_sequence_of(v, Tensor, none_ok=True),
+    "requested_output_names": lambda v: is_sequence_of(v, (str, bytes)),
+    "model_name": is_str,
+    "model_version": lambda v: is_int(v, 64),
+    "flags": lambda v: is_int(v, 32, signed=False),
+    "timeout": lambda v: is_int(v, 64, signed=False),
+    "preferred_memory": lambda v: isinstance(v, PreferredMemory),
+    "trace": lambda v: isinstance(v, InferenceTrace),
+    "parameters": lambda v: True,
+}

@@ -2,7 +2,12 @@
 
 from .errors import TritonError, TritonModelException
 from .parameters import params_to_json
+from .pybind_args import MODULE, is_sequence_of, mismatch
 from .tensor import Tensor
+
+# Triton 2.51's binding, plus the `parameters` argument later versions added.
+_SIGNATURE = (f"{MODULE}.InferenceResponse(output_tensors: List[{MODULE}.Tensor] = [], "
+              f"error: {MODULE}.TritonError = None, parameters: object = None)")
 
 
 class InferenceResponse:
@@ -11,18 +16,15 @@ class InferenceResponse:
     # Triton's default is an empty list, and an explicit None is a TypeError there, so the
     # default is a sentinel (an immutable empty tuple) rather than None.
     def __init__(self, output_tensors=(), error=None, parameters=None):
-        if output_tensors is None or isinstance(output_tensors, (str, bytes, dict)):
-            raise TypeError("InferenceResponse(): output_tensors must be a list of Tensor")
+        # A None item passes pybind's caster (a null pointer) and is refused by Triton itself.
+        if not is_sequence_of(output_tensors, Tensor, none_ok=True) or \
+                (error is not None and not isinstance(error, TritonError)):
+            args = (output_tensors,) if error is None else (output_tensors, error)
+            kwargs = {"parameters": parameters} if parameters is not None else None
+            raise mismatch("__init__", _SIGNATURE, args, kwargs, constructor=True)
         outputs = list(output_tensors)
-        for t in outputs:
-            if t is None:
-                raise TritonModelException(
-                    "Output tensor for inference response should not be empty.")
-            if not isinstance(t, Tensor):
-                raise TypeError(
-                    f"InferenceResponse(): output_tensors must hold Tensor objects, got {type(t)}")
-        if error is not None and not isinstance(error, TritonError):
-            raise TypeError(f"InferenceResponse(): error must be a TritonError, got {type(error)}")
+        if any(t is None for t in outputs):
+            raise TritonModelException("Output tensor for inference response should not be empty.")
         self._outputs = outputs
         self._error = error
         self._params = params_to_json(parameters)
@@ -38,7 +40,3 @@ class InferenceResponse:
 
     def parameters(self):
         return self._params or "{}"
-
-    def __repr__(self):
-        names = [t.name() for t in self._outputs]
-        return f"InferenceResponse(outputs={names}, error={self._error!r})"

@@ -7,6 +7,7 @@ ring and needs no answer from Node (docs/ipc.md explains why a round trip would 
 import threading
 
 from .errors import TritonModelException
+from .pybind_args import MODULE, bind, is_int, mismatch
 from .response import InferenceResponse
 from .state import STATE
 from .tensor_codec import encode_response, free_blocks
@@ -52,27 +53,33 @@ class RequestSlot:
 
     def check_and_count(self, has_response, flags):
         """Apply Triton's sender rules for one send; call with SENDER_LOCK held."""
-        if self.closed:
-            raise TritonModelException(_CLOSED)
+        # Triton checks the non-decoupled rules before the closed state: a second response
+        # after a FINAL one raises "more than one response", a second FINAL "closed".
         if not STATE.decoupled:
             if has_response and self.sent > 0:
                 raise TritonModelException(_MORE_THAN_ONE)
             if not has_response and flags == FINAL and self.sent == 0:
                 raise TritonModelException(_FINAL_FIRST)
+        if self.closed:
+            raise TritonModelException(_CLOSED)
         if flags == FINAL:
             self.closed = True
         self.sent += 1
 
     def __del__(self):
-        # Beyond Triton: a decoupled request dropped by the model without FINAL would hang its
-        # client forever; close it with an error instead. (Non-decoupled requests are settled by
-        # exec_done, so Node needs no notice for them.)
-        if self.closed or not STATE.decoupled or STATE.finalizing or STATE.channel is None:
+        # Beyond Triton (which leaves the client waiting): the model dropped the request and its
+        # sender without FINAL, so nothing can answer it any more. Non-decoupled requests stay
+        # open after execute returns (a thread may still answer), so this is where they end too.
+        if self.closed or STATE.finalizing or STATE.channel is None:
             return
+        if not STATE.decoupled and self.sent > 0:
+            # Its one response is already with Node: deliver it rather than an error.
+            resp = None
+        else:
+            resp = {"outs": [], "err": [1, f"Python model '{STATE.name}' released the request "
+                                           "without sending a response with the FINAL flag."]}
         try:
-            STATE.channel.send({"t": "send", "rid": self.rid, "flags": FINAL, "resp": {
-                "outs": [], "err": [1, f"Python model '{STATE.name}' released the request "
-                                       "without sending a response with the FINAL flag."]}})
+            STATE.channel.send({"t": "send", "rid": self.rid, "flags": FINAL, "resp": resp})
         except Exception:
             pass
 
@@ -89,11 +96,12 @@ class InferenceResponseSender:
     def __init__(self, slot):
         self._slot = slot
 
-    def send(self, response=None, flags=0):
-        if response is not None and not isinstance(response, InferenceResponse):
-            raise TypeError(f"send(): response must be an InferenceResponse, got {type(response)}")
-        if type(flags) is not int:
-            raise TypeError(f"send(): flags must be int, got {type(flags)}")
+    def send(self, *args, **kwargs):
+        a = bind(("response", "flags"), {"response": None, "flags": 0}, args, kwargs)
+        if a is None or not is_int(a["flags"], 32, signed=False) or not (
+                a["response"] is None or isinstance(a["response"], InferenceResponse)):
+            raise mismatch("send", _SEND_SIGNATURE, (self,) + args, kwargs)
+        response, flags = a["response"], int(a["flags"])
         if flags != FINAL and flags != 0:
             raise TritonModelException("Unable to send response. Unsupported flag provided.")
         if flags == 0 and response is None:
@@ -117,6 +125,10 @@ class InferenceResponseSender:
 
     def is_cancelled(self):
         return self._slot.is_cancelled()
+
+
+_SEND_SIGNATURE = (f"(self: {MODULE}.InferenceResponseSender, response: "
+                   f"{MODULE}.InferenceResponse = None, flags: int = 0) -> None")
 
 
 def _check_config_outputs(response, requested):

@@ -43,28 +43,27 @@ def _check(requests, returned):
                 raise StubError(str(e)) from None
 
 
-def _close_unanswered(requests, returned):
-    """Non-decoupled requests that got neither a returned response nor anything through their
-    sender are failed by Node when exec_done arrives ("did not send a response"); close them
-    here too, so a model thread that sends later gets Triton's closed-sender error instead of
-    reaching a request Node has already answered (and whose cancel word it has freed)."""
+def _close_rescheduled(requests):
+    """Node does not re-queue rescheduled requests yet and fails them on exec_done; close their
+    slots so a later send raises instead of reaching an answered request. Every other request
+    without a returned response stays open: its sender may still answer after execute returned
+    (from another thread), and a request dropped without FINAL is closed by RequestSlot.__del__.
+    (Decoupled requests are answered through their senders only, rescheduled or not.)"""
     if STATE.decoupled:
         return
     with SENDER_LOCK:
-        for i, request in enumerate(requests):
-            slot = request._slot
-            if (returned is None or returned[i] is None) and slot.sent == 0 and \
-                    request._release_flags != RELEASE_RESCHEDULE:
-                slot.closed = True
+        for request in requests:
+            if request._release_flags == RELEASE_RESCHEDULE:
+                request._slot.closed = True
 
 
 def build_resps(channel, requests, returned):
     """Validate the return value and write the responses' outputs into shared memory."""
     if returned is None:
-        _close_unanswered(requests, None)
+        _close_rescheduled(requests)
         return [None] * len(requests)
     _check(requests, returned)
-    _close_unanswered(requests, returned)
+    _close_rescheduled(requests)
     blocks = []
     try:
         return [None if response is None else

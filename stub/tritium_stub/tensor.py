@@ -3,13 +3,12 @@
 import numpy as np
 
 from . import dtypes
-from .dlpack import CapsuleHolder, export_bf16, import_array, is_capsule
+from .dlpack import NOT_DLPACK, CapsuleHolder, export_bf16, import_array, is_capsule
 from .errors import TritonModelException
+from .pybind_args import MODULE, as_str, is_str, mismatch
 
 _BF16_TEXT = ("Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
               "from_dlpack() instead.")
-_NOT_DLPACK = ("Provided tensor is not supported. Tensor must be a DLPack capsule or have "
-               "__dlpack__ and __dlpack_device__ attributes")
 _NOT_CONTIGUOUS = ("DLPack tensor is not contiguous. Only contiguous DLPack tensors that are "
                    "stored in C-Order are supported.")
 _DLPACK_CPU, _DLPACK_CUDA_HOST = 1, 3
@@ -20,14 +19,12 @@ class Tensor:
     # user's (contiguous) array for tensors built in model.py, raw uint16 words for BF16.
     __slots__ = ("_name", "_dtype", "_array", "__weakref__")
 
-    def __init__(self, name, array):
-        if name is None or array is None:
-            raise TypeError("Tensor(): incompatible constructor arguments; name and array "
-                            "must not be None")
-        if not isinstance(name, str):
-            raise TypeError(f"Tensor(): name must be str, got {type(name)}")
-        if not isinstance(array, np.ndarray):
-            array = np.asarray(array)  # pybind's array caster accepts any sequence
+    def __init__(self, *args, **kwargs):
+        if len(args) != 2 or kwargs or not is_str(args[0]) or \
+                not isinstance(args[1], np.ndarray):
+            raise mismatch("__init__", f"{MODULE}.Tensor(arg0: str, arg1: numpy.ndarray)",
+                           args, kwargs, constructor=True)
+        name, array = as_str(args[0]), args[1]
         dtype = dtypes.from_numpy(array.dtype)
         if dtype is None:
             raise TritonModelException("NumPy dtype is not supported.")
@@ -83,15 +80,15 @@ class Tensor:
         return (_DLPACK_CPU, 0)
 
     @staticmethod
-    def from_dlpack(name, tensor):
-        if name is None or tensor is None:
-            raise TypeError("from_dlpack(): incompatible function arguments")
-        if not isinstance(name, str):
-            raise TypeError(f"from_dlpack(): name must be str, got {type(name)}")
+    def from_dlpack(*args, **kwargs):
+        if len(args) != 2 or kwargs or not is_str(args[0]):
+            raise mismatch("from_dlpack", f"(self: str, arg0: object) -> {MODULE}.Tensor",
+                           args, kwargs)
+        name, tensor = as_str(args[0]), args[1]
         if is_capsule(tensor):
             tensor = CapsuleHolder(tensor)
         elif not (hasattr(tensor, "__dlpack__") and hasattr(tensor, "__dlpack_device__")):
-            raise TritonModelException(_NOT_DLPACK)
+            raise TritonModelException(NOT_DLPACK)
         device = tensor.__dlpack_device__()[0]
         if device not in (_DLPACK_CPU, _DLPACK_CUDA_HOST):
             raise TritonModelException(
@@ -102,6 +99,3 @@ class Tensor:
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         return Tensor._wrap(name, dtype, array)
-
-    def __repr__(self):
-        return f"Tensor({self._name!r}, {self._dtype}, shape={list(self._array.shape)})"

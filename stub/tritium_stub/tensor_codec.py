@@ -97,7 +97,7 @@ def encode_response(channel, response, requested, blocks):
     """The `{outs, err?, params?}` map of one response, outputs pruned to `requested`."""
     error = response._error
     if error is not None:
-        out = {"outs": [], "err": [error._code, error._message]}
+        out = {"outs": [], "err": [int(error._code), error._message]}
     else:
         out = {"outs": [write_tensor(channel, t, blocks)
                         for t in response._outputs if t._name in requested]}

@@ -4,8 +4,10 @@
  * tritium implements, inference with every datatype (JSON and binary), the execute()
  * return-value and exception texts of Triton's Python backend, and start-up failures.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { TEST_MODELS, makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 
@@ -245,10 +247,18 @@ describe('execute() outcomes and errors', () => {
     expect(type.body.error).toContain("Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'str'>'.");
   });
 
+  it("from_dlpack of a non-DLPack object raises Triton's TritonModelException in the model", async () => {
+    const r = await infer('misbehave', mode('not_dlpack'));
+    expect(r.status).toBe(500);
+    expect(r.body.error).toMatch(
+      /^Failed to process the request\(s\) for model 'misbehave_0', message: TritonModelException: Provided tensor is not supported\. Tensor must be a DLPack capsule {9}or have `__dlpack__` and `__dlpack_device__` attributes\n\nAt:\n {2}\S+model\.py\(\d+\): execute\n$/,
+    );
+  });
+
   it('answers a request that got no response instead of hanging', async () => {
     const r = await infer('misbehave', mode('none'));
     expect(r.status).toBe(500);
-    expect(r.body.error).toContain('did not send a response');
+    expect(r.body.error).toBe("Python model 'misbehave_0' released the request without sending a response with the FINAL flag.");
   });
 
   it('delivers responses sent through the response sender', async () => {
@@ -328,6 +338,21 @@ describe('start-up failures', () => {
     expect(code).not.toBe(0);
     expect(s.log()).toContain("NameError: name 'lorem_ipsum' is not defined");
     expect(shmFilesOf(s.proc.pid)).toEqual([]);
+  }, 60_000);
+
+  it("a missing model.py logs Triton's preinitialize text as well as the load failure", async () => {
+    const repo = makeRepo([{ from: path.join(TEST_MODELS, 'init_fails'), name: 'no_model_file' }, 'add_sub']);
+    const file = path.join(repo, 'no_model_file', '1', 'model.py');
+    fs.rmSync(file);
+    const s = await startTritium({ repos: [repo], args: ['--exit-on-error=false'] });
+    try {
+      expect(s.log()).toContain(`Failed to preinitialize Python stub: Python model file not found in '${file}'`);
+      expect(s.log()).toMatch(/E\d{4} [\d:.]+ \d+ [^\]]*\] failed to load 'no_model_file'/);
+      const idx = await (await fetch(`http://127.0.0.1:${s.httpPort}/v2/repository/index`, { method: 'POST' })).json();
+      expect(idx.find((m: { name: string }) => m.name === 'no_model_file').state).toBe('UNAVAILABLE');
+    } finally {
+      await s.stop();
+    }
   }, 60_000);
 
   it('keeps serving the other models with --exit-on-error=false', async () => {

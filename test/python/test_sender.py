@@ -53,6 +53,18 @@ def test_non_decoupled_rules(make_sender, channel):
     assert [(m["rid"], m["flags"]) for m in channel.of_type("send")] == [(9, 0), (9, 1)]
 
 
+def test_non_decoupled_response_after_final_says_more_than_one(make_sender, channel):
+    # Triton 2.51 checks the one-response rule before the closed state (compared on it).
+    _, sender = make_sender()
+    sender.send(pb_utils.InferenceResponse(), flags=FINAL)
+    with pytest.raises(TME, match="^Unable to send response. Non-decoupled model cannot send more "
+                                  "than one response.$"):
+        sender.send(pb_utils.InferenceResponse())
+    with pytest.raises(TME, match="^Unable to send response. Response sender has been closed.$"):
+        sender.send(flags=FINAL)
+    assert [m["flags"] for m in channel.of_type("send")] == [1]
+
+
 def test_decoupled_sends_many_then_closes(make_sender, channel):
     _, sender = make_sender(decoupled=True)
     for _ in range(3):

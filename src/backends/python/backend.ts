@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
 import { ErrorCode, TritonError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
 import { expandInstances } from '../../core/config/instances.js';
 import { modelConfigFromJson, modelConfigToJson } from '../../core/config/json.js';
@@ -31,16 +32,18 @@ export class PythonBackend implements Backend {
 
   constructor(private readonly o: PythonBackendOptions) {}
 
-  private modelFile(versionDir: string, config: ModelConfig): string {
+  private modelFile(versionDir: string, config: ModelConfig, logger: Logger): string {
     const file = resolveInside(versionDir, config.defaultModelFilename || 'model.py', 'default_model_filename');
     if (!fs.existsSync(file)) {
+      // Triton's stub logs this line (at INFO) before the load fails; harnesses grep for it.
+      logger.info(`Failed to preinitialize Python stub: Python model file not found in '${file}'`, config.name);
       throw new TritonError(ErrorCode.INTERNAL, `unable to find '${file}' for model '${config.name}'`);
     }
     return file;
   }
 
   async autoComplete(ctx: AutoCompleteContext, config: ModelConfig): Promise<ModelConfig> {
-    const modelFile = this.modelFile(ctx.versionDir, config);
+    const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
     // Triton starts a throw-away stub for every Python model, even one that defines no
     // auto_complete_config. A model file that never mentions it cannot change the config, so
     // tritium skips that process: one interpreter start (and numpy import) less per model.
@@ -68,7 +71,7 @@ export class PythonBackend implements Backend {
   async load(ctx: ModelVersionContext, hooks: InstanceHooks): Promise<LoadedModel> {
     const { config } = ctx;
     const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
-    const modelFile = this.modelFile(ctx.versionDir, config);
+    const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
     const decoupled = config.modelTransactionPolicy?.decoupled === true;
     const instances = expandInstances(config).map(
       (spec) =>

@@ -276,7 +276,10 @@ export class StubInstance implements BackendInstance {
     });
   }
 
-  private onExecDone(channel: StubChannel, m: { id: number; err?: string; resps?: Array<RespWire | null> }): void {
+  private onExecDone(
+    channel: StubChannel,
+    m: { id: number; err?: string; resps?: Array<RespWire | null>; resched?: number[] },
+  ): void {
     const batch = this.inFlight[0];
     if (!batch || batch.id !== m.id) return;
     this.inFlight.shift();
@@ -295,29 +298,43 @@ export class StubInstance implements BackendInstance {
     // Requests stay in `live` until then, so a stub death in between still fails them
     // instead of reading the dead region.
     batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
-    setImmediate(() => this.settle(channel, batch.rids, m.resps, batchError));
+    const rescheduled = new Set(m.resched ?? []);
+    setImmediate(() => this.settle(channel, batch.rids, m.resps, batchError, rescheduled));
   }
 
-  /** Answers the requests of a finished batch from its `exec_done`. */
-  private settle(channel: StubChannel, rids: number[], resps: Array<RespWire | null> | undefined, batchError: TritonError | undefined): void {
+  /**
+   * Answers the requests of a finished batch from its `exec_done`. A request without a
+   * returned response stays open: its response sender may still answer after execute
+   * returned, from another thread (as in Triton). It ends with a sender FINAL, the stub's
+   * notice that the model dropped it (`send` with FINAL, see RequestSlot.__del__), or the
+   * instance stopping (onExit) — never by waiting here.
+   */
+  private settle(
+    channel: StubChannel,
+    rids: number[],
+    resps: Array<RespWire | null> | undefined,
+    batchError: TritonError | undefined,
+    rescheduled: Set<number>,
+  ): void {
     if (channel !== this.channel) return;
     rids.forEach((rid, i) => {
       const live = this.live.get(rid);
       if (!live) return;
       if (batchError) {
-        this.finish(channel, rid, undefined, batchError);
+        // A non-decoupled response already sent through the sender stays the answer (Triton
+        // hands it to the client before the batch fails); the model saw the error raised.
+        if (!this.o.decoupled && live.held !== undefined) this.finish(channel, rid, live.held);
+        else this.finish(channel, rid, undefined, batchError);
         return;
       }
       const resp = resps?.[i] ?? null;
       if (resp) {
         this.finish(channel, rid, resp);
-      } else if (!this.o.decoupled && !live.pr.done && live.held === undefined) {
-        // Neither a returned response nor a FINAL through the sender: answer instead of hanging.
+      } else if (!this.o.decoupled && rescheduled.has(i)) {
+        // Rescheduling is not implemented on the Node side: answer instead of hanging.
         this.finish(channel, rid, undefined, Errors.noResponse(this.name));
       } else if (!this.o.decoupled && live.pr.done) {
         this.release(channel, rid);
-      } else if (!this.o.decoupled) {
-        // A sender response is waiting for its FINAL flag; keep the inputs until then.
       }
     });
   }
@@ -543,6 +560,9 @@ export class StubInstance implements BackendInstance {
       return;
     }
     if (prior === 'ready' && channel) {
+      // Requests still open here wait for a sender FINAL the model never sent (the server
+      // drained what it could); they fail when the stub exits, saying why.
+      this.killCause = 'The instance was stopped before the model sent the FINAL response.';
       channel.send({ t: 'fin' });
     } else {
       child.kill('SIGKILL');

@@ -8,6 +8,8 @@ class TritonPythonModel:
         ok = pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([7], dtype=np.int32))])
         if mode == "raise":
             raise ValueError("intentional failure")
+        if mode == "not_dlpack":
+            pb_utils.Tensor.from_dlpack("OUT", None)  # raises TritonModelException
         if mode == "tuple":
             return tuple(ok for _ in requests)
         if mode == "wrong_count":
