@@ -43,6 +43,9 @@ time and resident memory. Medians over rounds; ratio columns are tritium / Trito
   --rounds N            rounds, each running tritium then Triton (default 2)
   --quick               short windows for development (warm-up 300 ms, windows 500 ms)
   --warmup-ms MS        length of the single warm-up window before each measured run (default 1000)
+  --server-warmup-ms MS after each server starts, one window of this length per model and
+                        protocol at concurrency 4 before any cell (default 3000): both servers
+                        are measured warm (tritium's JavaScript is compiled by then)
   --measure-ms MS       perf_analyzer --measurement-interval: each measured run is exactly 3
                         windows of MS ms (default 2000)
   --stability PCT       a run whose 3 windows differ from their mean by more than PCT % in
@@ -60,7 +63,7 @@ Needs: npm run build (dist/), a real perf_analyzer (npm install puts one in .ven
 (/proc), and for Triton network access on the first run (pip install nvidia-pytriton numpy).
 perf_analyzer's CSVs and logs go to bench/.out/vs-triton/.`;
 
-const KNOWN_FLAGS = ['rounds', 'quick', 'warmup-ms', 'measure-ms', 'stability', 'only', 'servers', 'tritium-args', 'json', 'help'];
+const KNOWN_FLAGS = ['rounds', 'quick', 'warmup-ms', 'server-warmup-ms', 'measure-ms', 'stability', 'only', 'servers', 'tritium-args', 'json', 'help'];
 const BOOLEAN_FLAGS = ['quick', 'help'];
 
 // ---------------------------------------------------------------- options and cells
@@ -92,6 +95,7 @@ function parseOptions() {
     quick,
     rounds: Math.round(positive('rounds', arg('rounds', '2'))),
     warmupMs: Math.round(positive('warmup-ms', arg('warmup-ms', quick ? '300' : '1000'))),
+    serverWarmupMs: Math.round(positive('server-warmup-ms', arg('server-warmup-ms', quick ? '1000' : '3000'))),
     measureMs: Math.round(positive('measure-ms', arg('measure-ms', quick ? '500' : '2000'))),
     stability: positive('stability', arg('stability', '10')),
     only: arg('only', '').split(',').map((s) => s.trim()).filter(Boolean),
@@ -265,6 +269,28 @@ async function measure(ctx, cell, server, dir) {
   };
 }
 
+/**
+ * Right after a server starts: one window per model and protocol of the selected cells, so no
+ * cell measures a cold server (tritium's JavaScript is compiled on first use, and its first few
+ * thousand requests cost more CPU than the rest). Both servers get the same.
+ */
+async function warmUpServer(ctx, cells, server, kind, round) {
+  const seen = new Set();
+  for (const cell of cells) {
+    const key = `${cell.model}/${cell.protocol}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const dir = path.join(OUT, `round${round}`, kind, `server-warmup-${key.replace('/', '-')}`);
+    fs.mkdirSync(dir, { recursive: true });
+    const csv = path.join(dir, 'warmup.csv');
+    try {
+      await perfAnalyzer(ctx.pa, paArgs({ ...cell, concurrency: 4 }, server, csv, ctx.opts.serverWarmupMs, ctx.opts.stability, 1));
+    } catch (err) {
+      if (!UNSTABLE.test(String(err?.message))) throw err;
+    }
+  }
+}
+
 async function runCell(ctx, cell, server, kind, round) {
   const dir = path.join(OUT, `round${round}`, kind, cell.name.replaceAll('/', '-'));
   fs.mkdirSync(dir, { recursive: true });
@@ -298,6 +324,7 @@ async function benchServer(ctx, kind, round, cells) {
   }
   try {
     if (kind === 'triton') ctx.tritonVersion ??= await serverVersion(server);
+    await warmUpServer(ctx, cells, server, kind, round);
     for (const cell of cells) {
       let r;
       try {
@@ -450,7 +477,7 @@ function header(ctx) {
     `node ${process.version}; tritium stubs: ${toolVersion(PYTHON, ['--version'])} (${path.relative(ROOT, PYTHON)}); Triton stubs: Python ${ctx.triton?.python ?? '—'} (bench/.venv-triton)`,
     `tritium: commit ${ctx.commit}${o.tritiumArgs.length ? `, extra args ${o.tritiumArgs.join(' ')}` : ''}`,
     `Triton: ${ctx.tritonVersion ? `${ctx.tritonVersion} (GET /v2)` : o.servers.includes('triton') ? 'version unknown' : 'not run'}${ctx.triton ? `, ${path.relative(ROOT, ctx.triton.bin)}` : ''}`,
-    `client: ${path.relative(ROOT, ctx.pa)}, sync, batch 1; per cell 1 warm-up window of ${o.warmupMs} ms, then 3 windows of --measurement-interval ${o.measureMs}; † when a window is off their mean by > ${o.stability} %`,
+    `client: ${path.relative(ROOT, ctx.pa)}, sync, batch 1; after each start one ${o.serverWarmupMs} ms window per model and protocol at concurrency 4; per cell 1 warm-up window of ${o.warmupMs} ms, then 3 windows of --measurement-interval ${o.measureMs}; † when a window is off their mean by > ${o.stability} %`,
     `rounds: ${o.rounds}, servers one at a time in the order ${o.servers.map((s) => LABEL[s]).join(', ')}; figures are medians over rounds${o.only.length ? `; only cells matching ${o.only.join(', ')}` : ''}`,
     `elapsed: ${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s`,
     '```',
