@@ -1,14 +1,16 @@
 /**
  * @module frontends/grpc/service
  * Routes for the transport built from the protoc-gen-es descriptors: one per RPC at
- * `/<package>.<Service>/<Rpc>`, requests decoded with protobuf-es `fromBinary`, answers
- * encoded with `toBinary`.
+ * `/<package>.<Service>/<Rpc>`, requests decoded with protobuf-es `fromBinary` (inference
+ * requests of the common shape by hand, request-wire.ts), answers encoded with `toBinary`.
  *
  * A handler may answer with a message or with bytes it already serialised (the infer paths do,
  * so that an output buffer can be released as soon as it has been copied into the message).
  */
 import type { DescMethod, DescService, Message } from '@bufbuild/protobuf';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { ModelInferRequestSchema } from '../../generated/grpc_service_pb.js';
+import { readSimpleInferRequest } from './request-wire.js';
 import type { GrpcContext } from './context.js';
 import { toStatusError } from './status.js';
 import type { DuplexCall, UnaryCall } from './transport/call.js';
@@ -33,7 +35,10 @@ export function addServiceRoutes(routes: Map<string, Route>, service: DescServic
     if (handler === undefined) continue;
     const path = `/${service.typeName}/${m.name}`;
     // Unknown fields would only be kept to be re-serialised, which a server never does.
-    const decode = (b: Buffer): unknown => fromBinary(m.input, b, { readUnknownFields: false });
+    const reflective = (b: Buffer): unknown => fromBinary(m.input, b, { readUnknownFields: false });
+    // Inference requests in their common shape are read by hand (request-wire.ts).
+    const decode =
+      m.input.typeName === ModelInferRequestSchema.typeName ? (b: Buffer): unknown => readSimpleInferRequest(b) ?? reflective(b) : reflective;
     if (m.methodKind === 'unary') {
       routes.set(path, { kind: 'unary', decode, run: unaryRunner(handler as UnaryHandler<unknown>, m, ctx) });
     } else if (m.methodKind === 'bidi_streaming') {

@@ -1,0 +1,84 @@
+/**
+ * The hand-written reader of ModelInferRequest (src/frontends/grpc/request-wire.ts) against
+ * protobuf-es' reflective `fromBinary`: on every message it accepts it must produce the same
+ * fields, and it must hand everything beyond the common shape back to `fromBinary`.
+ */
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { readSimpleInferRequest } from '../../src/frontends/grpc/request-wire.js';
+import { ModelInferRequestSchema, type ModelInferRequest } from '../../src/generated/grpc_service_pb.js';
+
+/** The fields the inference path reads, as plain data. */
+function fields(m: ModelInferRequest) {
+  return {
+    modelName: m.modelName,
+    modelVersion: m.modelVersion,
+    id: m.id,
+    parameters: Object.keys(m.parameters),
+    inputs: m.inputs.map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape, parameters: Object.keys(i.parameters), contents: i.contents !== undefined })),
+    outputs: m.outputs.map((o) => ({ name: o.name, parameters: Object.keys(o.parameters) })),
+    raw: m.rawInputContents.map((r) => Buffer.from(r).toString('hex')),
+  };
+}
+
+const text = fc.string({ unit: 'grapheme', maxLength: 12 });
+const int64 = fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n });
+const simple = fc.record({
+  modelName: text,
+  modelVersion: fc.oneof(fc.constant(''), fc.nat({ max: 99 }).map(String)),
+  id: text,
+  inputs: fc.array(fc.record({ name: text, datatype: fc.constantFrom('FP32', 'INT64', 'BYTES', 'BOOL'), shape: fc.array(int64, { maxLength: 4 }) }), { maxLength: 4 }),
+  outputs: fc.array(fc.record({ name: text }), { maxLength: 3 }),
+  rawInputContents: fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 4 }),
+});
+
+describe('hand-written ModelInferRequest reader', () => {
+  it('reads every message of the common shape exactly as fromBinary does', () => {
+    fc.assert(
+      fc.property(simple, (init) => {
+        const bytes = Buffer.from(toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, init)));
+        const fast = readSimpleInferRequest(bytes);
+        expect(fast).toBeDefined();
+        expect(fields(fast!)).toEqual(fields(fromBinary(ModelInferRequestSchema, bytes)));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('gives raw_input_contents as views of the message, not copies', () => {
+    const bytes = Buffer.from(toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, { modelName: 'm', rawInputContents: [new Uint8Array([1, 2, 3])] })));
+    const raw = readSimpleInferRequest(bytes)!.rawInputContents[0]!;
+    expect(raw.buffer).toBe(bytes.buffer);
+  });
+
+  it('leaves parameters, typed contents and unpacked shapes to fromBinary or reads them the same', () => {
+    const withParams = create(ModelInferRequestSchema, { modelName: 'm', parameters: { priority: { parameterChoice: { case: 'int64Param', value: 1n } } } });
+    expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withParams)))).toBeUndefined();
+    const withContents = create(ModelInferRequestSchema, { modelName: 'm', inputs: [{ name: 'x', datatype: 'FP32', shape: [1n], contents: { fp32Contents: [1] } }] });
+    expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withContents)))).toBeUndefined();
+    const withOutputParams = create(ModelInferRequestSchema, { outputs: [{ name: 'y', parameters: { classification: { parameterChoice: { case: 'int64Param', value: 2n } } } }] });
+    expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withOutputParams)))).toBeUndefined();
+    // shape as separate (unpacked) int64 fields: 0x18 = field 3, varint.
+    const input = Buffer.from([0x0a, 0x01, 0x78, 0x18, 0x02, 0x18, 0x7f]);
+    const unpacked = Buffer.concat([Buffer.from([0x2a, input.length]), input]);
+    expect(fields(readSimpleInferRequest(unpacked)!)).toEqual(fields(fromBinary(ModelInferRequestSchema, unpacked)));
+  });
+
+  it('never accepts bytes that fromBinary rejects, and agrees with it on the rest', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (raw) => {
+        const bytes = Buffer.from(raw);
+        const fast = readSimpleInferRequest(bytes);
+        if (fast === undefined) return;
+        expect(fields(fast)).toEqual(fields(fromBinary(ModelInferRequestSchema, bytes)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('hands a string that is not UTF-8 to fromBinary', () => {
+    const bad = Buffer.from([0x0a, 0x02, 0xc3, 0x28]);
+    expect(readSimpleInferRequest(bad)).toBeUndefined();
+  });
+});
