@@ -5,6 +5,7 @@
  * instance lists of requests.
  */
 import type { ModelConfig } from '../generated/model_config_pb.js';
+import type { TritonError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ModelSource } from './repository/scan.js';
 import type { ExecutionInstance } from './scheduling/types.js';
@@ -28,6 +29,12 @@ export interface BackendInstance extends ExecutionInstance {
   readonly reason?: string;
   /** Supervision stopped restarting it: it will never serve again. */
   readonly gaveUp?: boolean;
+  /**
+   * The model's own readiness check (Python `is_ready()`), bounded in time; resolves with why
+   * the instance is not ready, or undefined. Absent, or resolving at once, for a model without
+   * one. Called by readiness endpoints only, never on the inference path.
+   */
+  checkReady?(): Promise<TritonError | undefined>;
 }
 
 export interface LoadedModel {

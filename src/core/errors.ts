@@ -165,4 +165,9 @@ export const Errors = {
       `Python model '${instance}' released the response sender of a request without sending the FINAL flag.`,
       'BACKEND',
     ),
+  // A model's own readiness check, `is_ready()` (python-backend spec 3.6). Triton's texts.
+  userNotReady: (instance: string) =>
+    new TritonError(ErrorCode.UNAVAILABLE, `Model '${instance}' is not ready (user-defined check failed).`, 'BACKEND'),
+  userReadyFailed: (text: string) => new TritonError(ErrorCode.INTERNAL, text, 'BACKEND'),
+  userReadyTimeout: () => new TritonError(ErrorCode.UNAVAILABLE, 'Timed out waiting for user-defined is_ready() response', 'BACKEND'),
 } as const;

@@ -58,6 +58,20 @@ export class InferenceServer implements ServerCore {
     return this.o.strictReadiness ? this.models.allReady() : true;
   }
 
+  /**
+   * Readiness for the endpoints (HTTP /v2/health/ready, gRPC ServerReady): isReady() plus, with
+   * strict readiness, every model's own check (`is_ready()`), evaluated once for this call.
+   */
+  async checkReady(): Promise<boolean> {
+    if (this.state !== 'ready') return false;
+    return this.o.strictReadiness ? this.models.allReadyChecked() : true;
+  }
+
+  /** Readiness of one model version for the endpoints; throws Triton's lookup errors. */
+  async checkModelReady(name: string, version: string): Promise<boolean> {
+    return this.models.checkVersionReady(this.models.resolve(name, version));
+  }
+
   serverMetadata(): ServerMetadata {
     return { name: this.o.serverId, version: TRITIUM_VERSION, extensions: EXTENSIONS };
   }

@@ -22,8 +22,18 @@ export interface ServerMetadata {
 export interface ServerCore {
   /** Process initialised and not exiting. */
   isLive(): boolean;
-  /** Ready per `--strict-readiness`. */
+  /** Ready per `--strict-readiness`, from state alone (no model is asked). */
   isReady(): boolean;
+  /**
+   * Ready per `--strict-readiness`, asking every READY model's own readiness check
+   * (`is_ready()`) once: what the readiness endpoints answer.
+   */
+  checkReady(): Promise<boolean>;
+  /**
+   * Readiness of one model version (runtime check included) for the endpoints; throws the
+   * lookup errors of resolveModel.
+   */
+  checkModelReady(name: string, version: string): Promise<boolean>;
   /** True once shutdown started: health endpoints answer 503 / UNAVAILABLE. */
   isExiting(): boolean;
   serverMetadata(): ServerMetadata;

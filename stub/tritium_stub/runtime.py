@@ -7,7 +7,7 @@ import os
 import c_python_backend_utils
 import triton_python_backend_utils as pb_utils
 
-from . import async_loop, logging_bridge, parent_watch
+from . import async_loop, logging_bridge, parent_watch, readiness
 from .errors import format_exception
 from .ipc import Channel
 from .loader import StubError, import_model
@@ -24,7 +24,7 @@ def _error_text(exc):
 
 
 class Runtime:
-    def __init__(self, model_file, name, mode, log_verbose, channel=None):
+    def __init__(self, model_file, name, mode, log_verbose, channel=None, ready_fd=None):
         STATE.model_file = model_file
         STATE.version_dir = os.path.dirname(model_file)
         STATE.name = name
@@ -32,6 +32,8 @@ class Runtime:
         if channel is not None:
             STATE.channel = channel
         self.mode = mode
+        # Node's readiness pipe (readiness.py); used only when the model defines is_ready.
+        self.ready_fd = ready_fd
         self.model = None
         self.execute = None
 
@@ -127,7 +129,13 @@ class Runtime:
             channel.send({"t": "init_err", "msg": _error_text(e)})
             return False
         STATE.initialized = True
-        channel.send({"t": "init_ok"})
+        # Whether the model has its own readiness check is known once, after initialize (as in
+        # Triton); only then does a thread wait for readiness requests.
+        done = {"t": "init_ok"}
+        if self.ready_fd is not None and readiness.has_ready_fn(self.model):
+            readiness.start(self.ready_fd, self.model, channel)
+            done["ready_fn"] = True
+        channel.send(done)
         return True
 
     def _exec(self, msg):
@@ -222,7 +230,8 @@ def install_shim():
 
 def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbose):
     install_shim()
-    runtime = Runtime(model_file, name, mode, log_verbose)
+    runtime = Runtime(model_file, name, mode, log_verbose,
+                      ready_fd=readiness.ready_fd_setting(os.environ))
     parent_watch.start(parent_pid)
     spin_us, spin_mode = wait_settings(os.environ)
     channel = STATE.channel = Channel(region, growth_byte_size, spin_us=spin_us, spin_mode=spin_mode,

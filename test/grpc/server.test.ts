@@ -90,6 +90,12 @@ class FakeCore implements ServerCore {
   isReady(): boolean {
     return !this.exiting;
   }
+  async checkReady(): Promise<boolean> {
+    return this.isReady();
+  }
+  async checkModelReady(name: string, version: string): Promise<boolean> {
+    return this.resolveModel(name, version).isReady();
+  }
   isExiting(): boolean {
     return this.exiting;
   }

@@ -102,6 +102,8 @@ export function createProtocolCore(): ProtocolCore {
     aborted: 0,
     isLive: () => core.live,
     isReady: () => core.ready,
+    checkReady: async () => core.ready,
+    checkModelReady: async (name: string, version: string) => core.resolveModel(name, version).isReady(),
     isExiting: () => core.exiting,
     serverMetadata: (): ServerMetadata => ({
       name: 'triton',

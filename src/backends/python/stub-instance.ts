@@ -22,7 +22,8 @@ import type { Tensor } from '../../core/tensor.js';
 import { readParameters } from '../../core/request/parameters.js';
 import { readOutput, writeInput, type Block, type TensorDescriptor } from './codec.js';
 import { StubChannel, type IpcWaitOptions } from './ipc/channel.js';
-import { describeExit, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
+import { ReadinessProbe, type ReadyDone } from './readiness-probe.js';
+import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
 
 export interface StubInstanceOptions {
   modelName: string;
@@ -104,6 +105,8 @@ export class StubInstance implements BackendInstance {
   private exited: Promise<ExitInfo> | undefined;
   /** Why the instance is not ready (shown by readiness checks and the index). */
   reason = '';
+  /** Only when the model defines `is_ready()` (the stub says so in `init_ok`). */
+  private readiness: ReadinessProbe | undefined;
 
   constructor(private readonly o: StubInstanceOptions) {
     this.name = o.instanceName;
@@ -113,6 +116,16 @@ export class StubInstance implements BackendInstance {
 
   isReady(): boolean {
     return this.state === 'ready';
+  }
+
+  /**
+   * The model's `is_ready()`, for readiness endpoints only: resolves with why it says the
+   * instance is not ready (False, an exception, a non-bool, no answer within 5 s), else
+   * undefined. A model without `is_ready()` costs nothing here.
+   */
+  checkReady(): Promise<TritonError | undefined> {
+    if (this.state !== 'ready' || !this.readiness) return Promise.resolve(undefined);
+    return this.readiness.check();
   }
 
   /** First start: rejects with the load error (initialize exception, spawn failure). */
@@ -147,6 +160,8 @@ export class StubInstance implements BackendInstance {
       ipcWait: this.o.ipcWait,
     });
     this.child = child;
+    const pipe = readinessPipe(child);
+    this.readiness = undefined;
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => resolve({ code, signal }));
       child.once('error', () => resolve({ code: -1, signal: null }));
@@ -165,6 +180,7 @@ export class StubInstance implements BackendInstance {
     if (reply.t === 'init_err') {
       throw new TritonError(ErrorCode.INTERNAL, String(reply.msg));
     }
+    if (reply.ready_fn === true && pipe) this.readiness = new ReadinessProbe(pipe, this.name);
     this.state = 'warming';
   }
 
@@ -208,6 +224,9 @@ export class StubInstance implements BackendInstance {
         break;
       case 'log':
         this.onLog(m);
+        break;
+      case 'ready_done':
+        this.readiness?.answered(m as ReadyDone);
         break;
       default:
         break;
@@ -463,6 +482,8 @@ export class StubInstance implements BackendInstance {
       : (this.killCause ?? describeExit(info));
     this.killCause = undefined;
     const err = Errors.stubUnhealthy(this.name, cause);
+    this.readiness?.abandon(err);
+    this.readiness = undefined;
     // Everything in flight fails now, not at a client timeout.
     for (const rid of [...this.live.keys()]) this.finish(channel, rid, undefined, err);
     for (const b of this.inFlight.splice(0)) {

@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
+import type { Writable } from 'node:stream';
 import type { Logger } from '../../core/logger.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
 import { STUB_MAIN } from './stub-paths.js';
@@ -32,6 +33,11 @@ export interface StubSpawnOptions {
 
 /** Where the stub finds the wake eventfd (docs/ipc.md, "Waking Node"). */
 const STUB_WAKE_FD = 3;
+/**
+ * Where an instance stub finds the readiness pipe (docs/ipc.md, "Readiness requests"): Node's
+ * end is `child.stdio[4]` (see readinessPipe).
+ */
+const STUB_READY_FD = 4;
 
 export interface ExitInfo {
   code: number | null;
@@ -94,10 +100,15 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
     env.TRITIUM_STUB_SPIN_MODE = o.ipcWait.spinMode;
   }
   env.TRITIUM_STUB_WAKE_FD = String(STUB_WAKE_FD);
+  // An instance may serve `is_ready()`: its requests come through a pipe of their own, which a
+  // stub thread blocks on while the main thread may be busy in execute.
+  const instance = o.mode === 'instance';
+  if (instance) env.TRITIUM_STUB_READY_FD = String(STUB_READY_FD);
+  else delete env.TRITIUM_STUB_READY_FD;
   const child = spawn(
     o.python,
     [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)],
-    { env, stdio: ['ignore', 'pipe', 'pipe', o.wakeFd] },
+    { env, stdio: instance ? ['ignore', 'pipe', 'pipe', o.wakeFd, 'pipe'] : ['ignore', 'pipe', 'pipe', o.wakeFd] },
   );
   liveStubs.add(child);
   const forget = () => liveStubs.delete(child);
@@ -124,4 +135,13 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
   forward(child.stdout, false);
   forward(child.stderr, true);
   return child;
+}
+
+/** Node's end of an instance stub's readiness pipe (undefined for the auto-complete stub). */
+export function readinessPipe(child: ChildProcess): Writable | undefined {
+  const end = child.stdio[STUB_READY_FD] as Writable | null | undefined;
+  if (!end) return undefined;
+  // A stub that died leaves the write failing with EPIPE: its exit is handled elsewhere.
+  end.on('error', () => {});
+  return end;
 }

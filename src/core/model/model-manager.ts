@@ -229,6 +229,32 @@ export class ModelManager {
     return true;
   }
 
+  /**
+   * Runtime readiness of one READY version, for the readiness endpoints: every instance alive
+   * and, where the model defines one, its own check (`is_ready()`) passing. Each check runs
+   * once for this call (concurrent calls share an evaluation already in flight); a failure is
+   * logged with Triton's text, the endpoints only say "not ready".
+   */
+  async checkVersionReady(mv: ModelVersion): Promise<boolean> {
+    if (!mv.isReady()) return false;
+    const instances = mv.loaded.instances;
+    const results = await Promise.all(instances.map((i) => (i.checkReady ? i.checkReady() : undefined)));
+    let ready = true;
+    results.forEach((err, k) => {
+      if (!err) return;
+      ready = false;
+      this.o.logger.error(`[${mv.name}/${instances[k]!.name}] ${err.message}`, mv.name);
+    });
+    return ready;
+  }
+
+  /** allReady() with every READY version's runtime check (checkVersionReady), in parallel. */
+  async allReadyChecked(): Promise<boolean> {
+    if (!this.allReady()) return false;
+    const checks = this.readyVersions().map((mv) => this.checkVersionReady(mv));
+    return (await Promise.all(checks)).every(Boolean);
+  }
+
   index(readyOnly: boolean): RepositoryIndexEntry[] {
     const out: RepositoryIndexEntry[] = [];
     for (const e of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {

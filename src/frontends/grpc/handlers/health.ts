@@ -5,6 +5,7 @@
  * Not live / not ready is an OK status with `false`; only an exiting server answers
  * UNAVAILABLE `Server exiting` (as Triton's frontend does). ModelReady for an unknown model is
  * the lookup error; a known version that is not (or no longer) ready is `ready: false`.
+ * Readiness asks each model's own check (`is_ready()`) once per call (ServerCore.checkReady).
  */
 import { create } from '@bufbuild/protobuf';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
@@ -26,15 +27,15 @@ export function serverLive(ctx: GrpcContext) {
   return create(ServerLiveResponseSchema, { live: ctx.core.isLive() });
 }
 
-export function serverReady(ctx: GrpcContext) {
+export async function serverReady(ctx: GrpcContext) {
   checkExiting(ctx);
-  return create(ServerReadyResponseSchema, { ready: ctx.core.isReady() });
+  return create(ServerReadyResponseSchema, { ready: await ctx.core.checkReady() });
 }
 
-export function modelReady(ctx: GrpcContext, req: ModelReadyRequest) {
+export async function modelReady(ctx: GrpcContext, req: ModelReadyRequest) {
   let ready: boolean;
   try {
-    ready = ctx.core.resolveModel(req.name, req.version).isReady();
+    ready = await ctx.core.checkModelReady(req.name, req.version);
   } catch (err) {
     // "version N is not at ready state": the model is known, it is just not ready.
     if (err instanceof TritonError && err.code === ErrorCode.UNAVAILABLE) ready = false;
@@ -44,8 +45,8 @@ export function modelReady(ctx: GrpcContext, req: ModelReadyRequest) {
 }
 
 /** The service name in the request is ignored: the answer is the server's readiness. */
-export function healthCheck(ctx: GrpcContext) {
-  const serving = !ctx.core.isExiting() && ctx.core.isReady();
+export async function healthCheck(ctx: GrpcContext) {
+  const serving = !ctx.core.isExiting() && (await ctx.core.checkReady());
   return create(HealthCheckResponseSchema, {
     status: serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
   });

@@ -1,7 +1,8 @@
 /**
  * @module frontends/http/handlers/health
  * `GET /v2/health/live|ready`: 200 or 400 with no body (probes read only the status), and a
- * 503 JSON error once the server is exiting.
+ * 503 JSON error once the server is exiting. `ready` asks each model's own readiness check
+ * (`is_ready()`) once per request (ServerCore.checkReady).
  */
 import type { HttpResponse } from '../wire/exchange.js';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
@@ -14,6 +15,13 @@ export function handleHealth(ctx: HttpContext, res: HttpResponse, probe: 'live' 
     sendError(res, new TritonError(ErrorCode.UNAVAILABLE, 'Server exiting'));
     return;
   }
-  const ok = probe === 'live' ? core.isLive() : core.isReady();
-  sendEmpty(res, ok ? 200 : 400);
+  if (probe === 'live') {
+    sendEmpty(res, core.isLive() ? 200 : 400);
+    return;
+  }
+  // Asks the models' own readiness checks (is_ready()), once for this request.
+  void core.checkReady().then(
+    (ok) => sendEmpty(res, ok ? 200 : 400),
+    (err: unknown) => sendError(res, err),
+  );
 }

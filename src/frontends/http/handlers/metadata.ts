@@ -34,14 +34,19 @@ export function handleModelMetadata(ctx: HttpContext, res: HttpResponse, model: 
 const NOT_READY = errorJson('Model version not ready');
 
 export function handleModelReady(ctx: HttpContext, res: HttpResponse, model: string, version: string): void {
+  let check: Promise<boolean>;
   try {
-    const handle = ctx.core.resolveModel(model, checkVersion(version));
-    // Found but failing its runtime check (e.g. a dead stub): 400, not a lookup error.
-    if (handle.isReady()) sendEmpty(res, 200);
-    else sendJson(res, 400, NOT_READY);
+    check = ctx.core.checkModelReady(model, checkVersion(version));
   } catch (err) {
     sendError(res, err);
+    return;
   }
+  // Found but failing its runtime check (a dead stub, is_ready() not True): 400, not a lookup
+  // error; why is in the server log.
+  void check.then(
+    (ready) => (ready ? sendEmpty(res, 200) : sendJson(res, 400, NOT_READY)),
+    (err: unknown) => sendError(res, err),
+  );
 }
 
 export function handleModelConfig(ctx: HttpContext, res: HttpResponse, model: string, version: string): void {
