@@ -21,9 +21,20 @@ _WORD = 4  # one little-endian u32 sequence number per request
 
 
 def ready_fd_setting(env):
-    """The descriptor Node's readiness pipe was inherited as; None without one."""
+    """The descriptor Node's readiness pipe was inherited as, made private to this process;
+    None without one."""
     raw = env.get(READY_FD_ENV)
-    return int(raw) if raw else None
+    if not raw:
+        return None
+    fd = int(raw)
+    try:
+        # Not for processes the model starts: an inherited copy would keep the pipe open after
+        # this stub is gone. Blocking: the thread sleeps in read(2) until a request comes.
+        os.set_inheritable(fd, False)
+        os.set_blocking(fd, True)
+    except OSError:
+        return None  # not open: this stub serves no readiness requests
+    return fd
 
 
 def has_ready_fn(model):
@@ -53,9 +64,6 @@ def answer(seq, ready, error):
 
 def serve(fd, model, channel):
     """Answers requests read from `fd` until Node closes its end or the channel closes."""
-    # Not for the model's own subprocesses: an inherited copy would keep the pipe open.
-    os.set_inheritable(fd, False)
-    os.set_blocking(fd, True)
     pending = b""
     while True:
         try:
