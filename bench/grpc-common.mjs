@@ -1,5 +1,5 @@
 /**
- * Helpers of the issue-4 benchmarks (grpc-perf.mjs, stream-latency.mjs): argument parsing and
+ * Helpers of the gRPC and streaming benchmarks (grpc-perf.mjs, stream-latency.mjs): argument parsing and
  * the machine line. The built CLI is started by bench/lib/server.mjs.
  */
 import os from 'node:os';

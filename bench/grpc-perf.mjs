@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * add_sub (python_models/add_sub, the classic Python-backend example: FP32 [4] + [4]) over gRPC
- * and over HTTP, measured with the real perf_analyzer at concurrency 1, 4 and 16 (issue 4).
+ * and over HTTP, measured with the real perf_analyzer at concurrency 1, 4 and 16.
  * One server serves both protocols; each cell is one perf_analyzer run (its stable window).
  * Prints the setup, then a table of throughput, p50/p99 latency and perf_analyzer's server-side
  * average request latency per protocol and concurrency.

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Streaming latency of a decoupled Python model (issue 4): time to first response and the gap
+ * Streaming latency of a decoupled Python model: time to first response and the gap
  * between consecutive responses while python_models/square_int32 streams N responses (IN = N,
  * default 100) for one request. Measured on the client side of
  *

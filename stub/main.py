@@ -49,7 +49,7 @@ def main():
     signal.signal(signal.SIGINT, _ignore_signal)
     signal.signal(signal.SIGTERM, _ignore_signal)
 
-    # Triton's order (python-backend.md §1.12): the version dir lets `import helper` find
+    # Triton's order (docs/protocol-notes.md, "How model.py is imported"): the version dir lets `import helper` find
     # sibling files, the model dir makes `<version>` a package for `from . import helper2`,
     # and the shim dir comes last so model files win over ours.
     version_dir = os.path.dirname(model_file)

@@ -29,7 +29,7 @@ export interface ModelHandle {
   readonly decoupled: boolean;
   readonly inputs: readonly TensorSpec[];
   readonly outputs: readonly TensorSpec[];
-  /** Model metadata for this version (protocol spec §1.2). */
+  /** Model metadata for this version (docs/protocol-notes.md, "Model metadata"). */
   metadata(): ModelMetadata;
   /** `/v2/models/<m>/config` body: the normalised config as Triton renders it. */
   configJson(): Record<string, unknown>;

@@ -1,5 +1,5 @@
 // inference.GRPCInferenceService: Triton's gRPC protocol (KServe v2 plus
-// Triton's extensions), written from shared/spec/triton-protocol.md §2.1-2.2.
+// Triton's extensions), see docs/protocol-notes.md, "gRPC service".
 // Field numbers are the wire contract with unchanged tritonclient and
 // perf_analyzer builds; message nesting mirrors upstream so fully-qualified
 // names (seen by gRPC reflection and error texts) also line up.

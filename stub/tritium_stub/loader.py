@@ -1,4 +1,4 @@
-"""Import model.py the way Triton does (python-backend.md §1.12)."""
+"""Import model.py the way Triton does (docs/protocol-notes.md, "How model.py is imported")."""
 
 import importlib
 import os

@@ -1,4 +1,4 @@
-"""What `execute` returned -> the `resps` of exec_done (python-backend.md §3.4).
+"""What `execute` returned -> the `resps` of exec_done (docs/protocol-notes.md, "What execute returns").
 
 Batch-level problems raise StubError with Triton's exact text; the caller wraps it in
 "Failed to process the request(s) ..." exactly as Triton's stub does for every batch error.

@@ -17,7 +17,7 @@ import { validateModelConfig } from '../../src/core/config/validate.js';
 
 const kitchenSink = readFileSync(new URL('./fixtures/kitchen-sink.pbtxt', import.meta.url), 'utf8');
 
-// triton-protocol.md §3.3, "Illustrative /config body", verbatim.
+// The /config body Triton renders for such a model, verbatim (docs/protocol-notes.md, "Model configuration normalisation").
 const SPEC_EXAMPLE = `
 {"name":"m","platform":"","backend":"python","runtime":"","version_policy":{"latest":{"num_versions":1}},
  "max_batch_size":8,

@@ -1,6 +1,6 @@
 /**
- * End-to-end dynamic batching (issue #3, protocol spec §3.6, python-backend spec §4): the real
- * CLI, real stubs, and a Python model (test/models/b3_batcher) that reports len(requests), the
+ * End-to-end dynamic batching (docs/protocol-notes.md, "Dynamic batcher"): the real
+ * CLI, real stubs, and a Python model (test/models/batch_probe) that reports len(requests), the
  * rows of its batch and which execute() call served each request. Composition and ordering are
  * asserted, never durations (except lower bounds a correct server cannot undercut).
  *
@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, pythonAsync, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
-import { inferJson, markPath, metricValue, scrape, waitFor, waitForMark, writeVariant, type InferResult } from './b3-helpers.js';
+import { inferJson, markPath, metricValue, scrape, waitFor, waitForMark, writeVariant, type InferResult } from './infer-helpers.js';
 
 let server: Tritium;
 const holds: string[] = [];
@@ -32,12 +32,12 @@ instance_group [ { kind: KIND_CPU, count: ${instances} } ]
 `;
 
 beforeAll(async () => {
-  const repo = makeRepo(['b3_batcher']);
-  writeVariant(repo, 'b3_batcher', 'b3_prio', variant(4, 'priority_levels: 2 default_priority_level: 2'));
+  const repo = makeRepo(['batch_probe']);
+  writeVariant(repo, 'batch_probe', 'var_prio', variant(4, 'priority_levels: 2 default_priority_level: 2'));
   writeVariant(
     repo,
-    'b3_batcher',
-    'b3_qfull',
+    'batch_probe',
+    'var_qfull',
     variant(
       4,
       `priority_levels: 2 default_priority_level: 2
@@ -47,18 +47,18 @@ beforeAll(async () => {
   );
   writeVariant(
     repo,
-    'b3_batcher',
-    'b3_timeout',
+    'batch_probe',
+    'var_timeout',
     variant(4, 'default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 1000000 allow_timeout_override: true }'),
   );
   writeVariant(
     repo,
-    'b3_batcher',
-    'b3_delay',
+    'batch_probe',
+    'var_delay',
     variant(1, 'default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 30000000 allow_timeout_override: true }'),
   );
-  writeVariant(repo, 'b3_batcher', 'b3_order', variant(4, 'preserve_ordering: true', 2));
-  writeVariant(repo, 'b3_batcher', 'b3_noorder', variant(4, '', 2));
+  writeVariant(repo, 'batch_probe', 'var_order', variant(4, 'preserve_ordering: true', 2));
+  writeVariant(repo, 'batch_probe', 'var_noorder', variant(4, '', 2));
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
@@ -119,9 +119,9 @@ describe('batch composition (max_batch_size 10, max_queue_delay 200 ms)', () => 
   }
 
   it('serves 20 concurrent single-row clients in two batches of 10', async () => {
-    const before = await batchStats('b3_batcher');
-    const blocker = await hold('b3_batcher');
-    const sent = await queued('b3_batcher', 20, () => Array.from({ length: 20 }, (_, i) => infer('b3_batcher', { value: i })));
+    const before = await batchStats('batch_probe');
+    const blocker = await hold('batch_probe');
+    const sent = await queued('batch_probe', 20, () => Array.from({ length: 20 }, (_, i) => infer('batch_probe', { value: i })));
     blocker.release();
     const b = await blocker.done;
     const results = await Promise.all(sent);
@@ -138,13 +138,13 @@ describe('batch composition (max_batch_size 10, max_queue_delay 200 ms)', () => 
       const pos = results.filter((r) => first(r, 'EXEC_ID') === id).map((r) => first(r, 'POSITION'));
       expect(pos.sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
-    expect(statsDelta(before, await batchStats('b3_batcher'))).toEqual({ 1: 1, 10: 2 });
+    expect(statsDelta(before, await batchStats('batch_probe'))).toEqual({ 1: 1, 10: 2 });
   });
 
   it('serves 102 concurrent requests as ten batches of 10 and a final batch of 2', async () => {
-    const before = await batchStats('b3_batcher');
-    const blocker = await hold('b3_batcher');
-    const sent = await queued('b3_batcher', 102, () => Array.from({ length: 102 }, () => infer('b3_batcher')));
+    const before = await batchStats('batch_probe');
+    const blocker = await hold('batch_probe');
+    const sent = await queued('batch_probe', 102, () => Array.from({ length: 102 }, () => infer('batch_probe')));
     blocker.release();
     await blocker.done;
     const results = await Promise.all(sent);
@@ -155,25 +155,25 @@ describe('batch composition (max_batch_size 10, max_queue_delay 200 ms)', () => 
     expect(tail.length).toBe(2);
     // FIFO: the two left over are the last execution.
     expect(first(tail[0]!, 'EXEC_ID')).toBe(Math.max(...results.map((r) => first(r, 'EXEC_ID'))));
-    expect(statsDelta(before, await batchStats('b3_batcher'))).toEqual({ 1: 1, 10: 10, 2: 1 });
+    expect(statsDelta(before, await batchStats('batch_probe'))).toEqual({ 1: 1, 10: 10, 2: 1 });
   });
 
   it('releases a partial batch when max_queue_delay expires', async () => {
     // Nothing else is sent to this model meanwhile: a lone request waits the whole delay
     // for company, then leaves as a batch of 1.
-    const r = await infer('b3_batcher');
+    const r = await infer('batch_probe');
     expect(r.status, r.error).toBe(200);
     expect(r.out.BATCH_LEN).toEqual([1]);
     expect(r.ms).toBeGreaterThanOrEqual(195);
-    const q = (await (await fetch(`${server.http}/v2/models/b3_batcher/stats`)).json()).model_stats[0].inference_stats.queue;
+    const q = (await (await fetch(`${server.http}/v2/models/batch_probe/stats`)).json()).model_stats[0].inference_stats.queue;
     expect(q.ns / q.count).toBeGreaterThan(0);
   });
 
   it('counts requests with 1–6 rows by their rows and never exceeds 10 rows per batch', async () => {
     const sizes = Array.from({ length: 40 }, (_, i) => 1 + (i % 6));
-    const before = await batchStats('b3_batcher');
-    const blocker = await hold('b3_batcher');
-    const sent = await queued('b3_batcher', 40, () => sizes.map((rows, i) => infer('b3_batcher', { rows, value: i })));
+    const before = await batchStats('batch_probe');
+    const blocker = await hold('batch_probe');
+    const sent = await queued('batch_probe', 40, () => sizes.map((rows, i) => infer('batch_probe', { rows, value: i })));
     blocker.release();
     await blocker.done;
     const results = await Promise.all(sent);
@@ -202,7 +202,7 @@ describe('batch composition (max_batch_size 10, max_queue_delay 200 ms)', () => 
     }
     // Grouped: fewer executions than requests (a request of <= 4 rows always has company).
     expect(byExec.size).toBeLessThan(sizes.length);
-    const delta = statsDelta(before, await batchStats('b3_batcher'));
+    const delta = statsDelta(before, await batchStats('batch_probe'));
     delta[1] = (delta[1] ?? 0) - 1; // the held request
     if (delta[1] === 0) delete delta[1];
     expect(Object.values(delta).reduce((a, b) => a + b, 0)).toBe(byExec.size);
@@ -211,10 +211,10 @@ describe('batch composition (max_batch_size 10, max_queue_delay 200 ms)', () => 
   });
 
   it('never batches requests whose variable dimension differs', async () => {
-    const blocker = await hold('b3_batcher');
+    const blocker = await hold('batch_probe');
     // Queue order: ten requests [1,2], then ten [1,3].
-    const w2 = await queued('b3_batcher', 10, () => Array.from({ length: 10 }, () => infer('b3_batcher', { width: 2 })));
-    const w3 = await queued('b3_batcher', 10, () => Array.from({ length: 10 }, () => infer('b3_batcher', { width: 3 })));
+    const w2 = await queued('batch_probe', 10, () => Array.from({ length: 10 }, () => infer('batch_probe', { width: 2 })));
+    const w3 = await queued('batch_probe', 10, () => Array.from({ length: 10 }, () => infer('batch_probe', { width: 3 })));
     blocker.release();
     const b = await blocker.done;
     const r2 = await Promise.all(w2);
@@ -234,23 +234,23 @@ describe('batch composition (max_batch_size 10, max_queue_delay 200 ms)', () => 
   });
 
   it('rejects a request larger than max_batch_size at validation', async () => {
-    const r = await infer('b3_batcher', { rows: 11 });
+    const r = await infer('batch_probe', { rows: 11 });
     expect(r.status).toBe(400);
-    expect(r.error).toBe("inference request batch-size must be <= 10 for 'b3_batcher'");
+    expect(r.error).toBe("inference request batch-size must be <= 10 for 'batch_probe'");
   });
 });
 
 describe('priorities and queue policies', () => {
   it('serves priority 1 before the default level 2, FIFO within a level', async () => {
-    const blocker = await hold('b3_prio');
-    const low = [0, 1, 2, 3].map((i) => infer('b3_prio', { value: i, params: { priority: 2 } }));
-    await waitFor('4 queued', async () => (await pending('b3_prio')) === 4);
+    const blocker = await hold('var_prio');
+    const low = [0, 1, 2, 3].map((i) => infer('var_prio', { value: i, params: { priority: 2 } }));
+    await waitFor('4 queued', async () => (await pending('var_prio')) === 4);
     // priority 0 and out-of-range priorities mean the default level; a timeout is ignored
     // because the level's default timeout is 0.
-    const dflt = [4, 5].map((i) => infer('b3_prio', { value: i, params: i === 4 ? { priority: 0 } : { priority: 9, timeout: 1000 } }));
-    await waitFor('6 queued', async () => (await pending('b3_prio')) === 6);
-    const high = [6, 7, 8, 9].map((i) => infer('b3_prio', { value: i, params: { priority: 1 } }));
-    await waitFor('10 queued', async () => (await pending('b3_prio')) === 10);
+    const dflt = [4, 5].map((i) => infer('var_prio', { value: i, params: i === 4 ? { priority: 0 } : { priority: 9, timeout: 1000 } }));
+    await waitFor('6 queued', async () => (await pending('var_prio')) === 6);
+    const high = [6, 7, 8, 9].map((i) => infer('var_prio', { value: i, params: { priority: 1 } }));
+    await waitFor('10 queued', async () => (await pending('var_prio')) === 10);
     blocker.release();
     const b = await blocker.done;
     expect(b.status, b.error).toBe(200);
@@ -272,10 +272,10 @@ describe('priorities and queue policies', () => {
   });
 
   it('answers a full priority queue at once with 503 "Exceeds maximum queue size"', async () => {
-    const blocker = await hold('b3_qfull');
-    const queued = [infer('b3_qfull'), infer('b3_qfull')];
-    await waitFor('2 queued', async () => (await pending('b3_qfull')) === 2);
-    const full = await infer('b3_qfull');
+    const blocker = await hold('var_qfull');
+    const queued = [infer('var_qfull'), infer('var_qfull')];
+    await waitFor('2 queued', async () => (await pending('var_qfull')) === 2);
+    const full = await infer('var_qfull');
     expect(full.status).toBe(503);
     expect(full.error).toBe('Exceeds maximum queue size');
     // gRPC: UNAVAILABLE with the same text, as tritonclient.grpc reports it.
@@ -286,32 +286,32 @@ c = g.InferenceServerClient("127.0.0.1:${server.grpcPort}")
 i = g.InferInput("IN", [1, 1], "FP32")
 i.set_data_from_numpy(np.zeros((1, 1), dtype=np.float32))
 try:
-    c.infer("b3_qfull", [i])
+    c.infer("var_qfull", [i])
     print("no error")
 except g.InferenceServerException as e:
     print(e.status(), "|", e.message())
 `);
     expect(grpc.trim()).toBe('StatusCode.UNAVAILABLE | Exceeds maximum queue size');
     // Level 1 has its own policy (max_queue_size 1).
-    queued.push(infer('b3_qfull', { params: { priority: 1 } }));
-    await waitFor('3 queued', async () => (await pending('b3_qfull')) === 3);
-    const fullHigh = await infer('b3_qfull', { params: { priority: 1 } });
+    queued.push(infer('var_qfull', { params: { priority: 1 } }));
+    await waitFor('3 queued', async () => (await pending('var_qfull')) === 3);
+    const fullHigh = await infer('var_qfull', { params: { priority: 1 } });
     expect(fullHigh.status).toBe(503);
     expect(fullHigh.error).toBe('Exceeds maximum queue size');
     blocker.release();
     for (const r of [await blocker.done, ...(await Promise.all(queued))]) expect(r.status, r.error).toBe(200);
     const m = await scrape(server.metricsPort!);
-    expect(metricValue(m.samples, 'nv_inference_request_failure', { model: 'b3_qfull', reason: 'REJECTED', version: '1' })).toBe(3);
-    expect(metricValue(m.samples, 'nv_inference_request_success', { model: 'b3_qfull', version: '1' })).toBe(4);
+    expect(metricValue(m.samples, 'nv_inference_request_failure', { model: 'var_qfull', reason: 'REJECTED', version: '1' })).toBe(3);
+    expect(metricValue(m.samples, 'nv_inference_request_success', { model: 'var_qfull', version: '1' })).toBe(4);
   });
 
   it('rejects queued requests whose timeout expires with 503 "Request timeout expired"', async () => {
-    const blocker = await hold('b3_timeout');
+    const blocker = await hold('var_timeout');
     const t0 = performance.now();
     // default_timeout 1 s; a smaller per-request timeout overrides it, a larger one does not.
-    const dflt = infer('b3_timeout');
-    const short = infer('b3_timeout', { params: { timeout: 100_000 } });
-    const long = infer('b3_timeout', { params: { timeout: 60_000_000 } });
+    const dflt = infer('var_timeout');
+    const short = infer('var_timeout', { params: { timeout: 100_000 } });
+    const long = infer('var_timeout', { params: { timeout: 60_000_000 } });
     const [d, s, l] = await Promise.all([dflt, short, long]);
     for (const r of [d, s, l]) {
       expect(r.status).toBe(503);
@@ -324,20 +324,20 @@ except g.InferenceServerException as e:
     expect(s.doneAt).toBeLessThan(d.doneAt);
     blocker.release();
     expect((await blocker.done).status).toBe(200);
-    const stats = (await (await fetch(`${server.http}/v2/models/b3_timeout/stats`)).json()).model_stats[0];
+    const stats = (await (await fetch(`${server.http}/v2/models/var_timeout/stats`)).json()).model_stats[0];
     expect(stats.inference_stats.fail.count).toBe(3);
     expect(stats.inference_stats.success.count).toBe(1);
   });
 
   it('moves expired requests behind the others with timeout_action DELAY and still serves them', async () => {
-    const blocker = await hold('b3_delay');
-    const expired = infer('b3_delay', { value: 1, params: { timeout: 100_000 } });
-    await waitFor('1 queued', async () => (await pending('b3_delay')) === 1);
+    const blocker = await hold('var_delay');
+    const expired = infer('var_delay', { value: 1, params: { timeout: 100_000 } });
+    await waitFor('1 queued', async () => (await pending('var_delay')) === 1);
     // It was queued before now, so its 100 ms deadline has passed 300 ms from now.
     const queuedBy = Date.now();
     await waitFor('the first deadline to pass', () => Date.now() - queuedBy > 300);
-    const fresh = infer('b3_delay', { value: 2 });
-    await waitFor('2 queued', async () => (await pending('b3_delay')) === 2);
+    const fresh = infer('var_delay', { value: 2 });
+    await waitFor('2 queued', async () => (await pending('var_delay')) === 2);
     blocker.release();
     const b = await blocker.done;
     const [e, f] = await Promise.all([expired, fresh]);
@@ -351,15 +351,15 @@ except g.InferenceServerException as e:
 
 describe('preserve_ordering', () => {
   it('holds a later response until earlier requests on another instance finished', async () => {
-    const a = await hold('b3_order');
+    const a = await hold('var_order');
     let bDone = false;
-    const b = infer('b3_order', { value: 2 }).then((r) => {
+    const b = infer('var_order', { value: 2 }).then((r) => {
       bDone = true;
       return r;
     });
     // B runs on the second instance at once; its response must wait for A.
     await waitFor('B to execute', async () => {
-      const s = (await (await fetch(`${server.http}/v2/models/b3_order/stats`)).json()).model_stats[0];
+      const s = (await (await fetch(`${server.http}/v2/models/var_order/stats`)).json()).model_stats[0];
       return s.execution_count === 1;
     });
     await new Promise((r) => setTimeout(r, 200));
@@ -375,8 +375,8 @@ describe('preserve_ordering', () => {
   });
 
   it('without preserve_ordering a later response overtakes a slow one', async () => {
-    const a = await hold('b3_noorder');
-    const rb = await infer('b3_noorder', { value: 2 });
+    const a = await hold('var_noorder');
+    const rb = await infer('var_noorder', { value: 2 });
     expect(rb.status).toBe(200);
     a.release();
     expect((await a.done).status).toBe(200);

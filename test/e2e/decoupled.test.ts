@@ -1,22 +1,22 @@
 /**
- * End-to-end decoupled models (issue 4, parts 2, 3 and 5) with the real CLI, real Python stubs
+ * End-to-end decoupled models with the real CLI, real Python stubs
  * and `tritonclient.grpc` streaming: the repeat and square examples deliver every response in
  * order with the final flag; error responses keep the stream open; every response-sender rule
- * and error text of python-backend spec §2.6/§3.4; `async def execute` scheduled (decoupled) or
+ * and error text of docs/protocol-notes.md, "What execute returns"; `async def execute` scheduled (decoupled) or
  * awaited (non-decoupled); `stop_stream(cancel_requests=True)` observed by the model; and
  * HTTP `/infer` answering 501 for decoupled models.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pythonAsync, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { repoWithTwins, tempDir, waitForJson } from './d4-helpers.js';
+import { repoWithTwins, tempDir, waitForJson } from './twin-helpers.js';
 
 let server: Tritium;
 let markers: string;
 
 beforeAll(async () => {
-  const repo = repoWithTwins(['repeat_int32', 'square_int32', 'add_sub'], ['d4_rules', 'd4_async', 'd4_cancel']);
-  markers = tempDir('tritium-d4-dec-');
+  const repo = repoWithTwins(['repeat_int32', 'square_int32', 'add_sub'], ['sender_rules', 'async_execute', 'cancel_loop']);
+  markers = tempDir('tritium-dec-');
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
@@ -149,22 +149,22 @@ res["left"] = q.qsize()
   });
 });
 
-describe('response sender rules (python-backend spec §2.6, §3.4)', () => {
+describe('response sender rules (docs/protocol-notes.md, "What execute returns")', () => {
   it('decoupled: flag and response checks, closed sender, error responses that keep the stream open', async () => {
     const r = await run(String.raw`
-send("d4_rules", mode("violations"), request_id="v", enable_empty_final_response=True)
+send("sender_rules", mode("violations"), request_id="v", enable_empty_final_response=True)
 res["violations"] = take(2)
-send("d4_rules", mode("report"), request_id="rep")
+send("sender_rules", mode("report"), request_id="rep")
 res["report"] = take(1)
-send("d4_rules", mode("errors"), request_id="e", enable_empty_final_response=True)
+send("sender_rules", mode("errors"), request_id="e", enable_empty_final_response=True)
 res["errors"] = take(4)
-send("d4_rules", mode("error_final"), request_id="ef")
+send("sender_rules", mode("error_final"), request_id="ef")
 res["error_final"] = take(1)
-send("d4_rules", mode("zero"), request_id="z", enable_empty_final_response=True)
+send("sender_rules", mode("zero"), request_id="z", enable_empty_final_response=True)
 res["zero"] = take(1)
-send("d4_rules", mode("one_final"), request_id="o", enable_empty_final_response=True)
+send("sender_rules", mode("one_final"), request_id="o", enable_empty_final_response=True)
 res["one_final"] = take(1)
-send("d4_rules", mode("params"), request_id="p")
+send("sender_rules", mode("params"), request_id="p")
 res["params"] = take(1)
 c.stop_stream()
 `);
@@ -201,19 +201,19 @@ c.stop_stream()
 
   it('decoupled: execute must return None; a raise fails the batch; a dropped sender is closed', async () => {
     const r = await run(String.raw`
-send("d4_rules", mode("return_list"), request_id="rl")
+send("sender_rules", mode("return_list"), request_id="rl")
 res["return_list"] = take(1)
 time.sleep(0.6)
-send("d4_rules", mode("report"), request_id="rep")
+send("sender_rules", mode("report"), request_id="rep")
 res["report"] = take(1)
-send("d4_rules", mode("raise"), request_id="raise")
+send("sender_rules", mode("raise"), request_id="raise")
 res["raise"] = take(1)
-send("d4_rules", mode("drop"), request_id="drop")
+send("sender_rules", mode("drop"), request_id="drop")
 res["drop"] = take(1)
-send("d4_rules", mode("one_final"), request_id="ok")
+send("sender_rules", mode("one_final"), request_id="ok")
 res["ok"] = take(1)
 c.stop_stream()
-res["ready"] = c.is_model_ready("d4_rules")
+res["ready"] = c.is_model_ready("sender_rules")
 `);
     // Triton's stub reports it as a batch error: the usual prefix, then the rule.
     expect(r.return_list[0].error).toMatch(
@@ -229,7 +229,7 @@ res["ready"] = c.is_model_ready("d4_rules")
   it('non-decoupled: one response at most, no FINAL before a response', async () => {
     const r = await run(String.raw`
 def infer(m):
-    return [x.decode() for x in c.infer("d4_rules_sync", inputs(mode(m))).as_numpy("OUT").reshape(-1)]
+    return [x.decode() for x in c.infer("sender_rules_sync", inputs(mode(m))).as_numpy("OUT").reshape(-1)]
 res["two"] = infer("two")
 res["report"] = infer("report")
 res["final_first"] = infer("final_first")
@@ -243,12 +243,12 @@ res["final_first"] = infer("final_first")
 describe('async def execute', () => {
   it('decoupled coroutines are scheduled, not awaited; non-decoupled ones are awaited', async () => {
     const r = await run(String.raw`
-send("d4_async", mode("wait"), request_id="w")
+send("async_execute", mode("wait"), request_id="w")
 time.sleep(0.2)
-send("d4_async", mode("release"), request_id="r")
+send("async_execute", mode("release"), request_id="r")
 res["items"] = take(2, timeout=20)
 c.stop_stream()
-res["sync"] = c.infer("d4_async_sync", inputs(mode("x"))).as_numpy("OUT")[0].decode()
+res["sync"] = c.infer("async_execute_sync", inputs(mode("x"))).as_numpy("OUT")[0].decode()
 `);
     // "wait" blocks its coroutine until "release" runs: only possible if execute() returned.
     expect(r.items.map((x: any) => [x.id, x.outputs.OUT[0]]).sort()).toEqual([
@@ -263,7 +263,7 @@ describe('cancellation and HTTP', () => {
   it('stop_stream(cancel_requests=True) cancels the requests in flight; the model sees is_cancelled()', async () => {
     const r = await run(String.raw`
 for tag in ("s1", "s2"):
-    send("d4_cancel", {"N": ${i32(100000)}}, request_id=tag,
+    send("cancel_loop", {"N": ${i32(100000)}}, request_id=tag,
          parameters={"interval_ms": 20, "marker_dir": ${JSON.stringify(markers)}, "tag": tag})
 got = take(6)
 c.stop_stream(cancel_requests=True)
@@ -275,12 +275,12 @@ res["got"] = len(got)
       expect({ tag, ...seen }).toMatchObject({ tag, request: true, sender: true });
       expect((seen as { sent: number }).sent).toBeGreaterThan(0);
     }
-    expect(server.log()).toContain("d4_cancel: 's1' cancelled after");
+    expect(server.log()).toContain("cancel_loop: 's1' cancelled after");
   });
 
   it('an HTTP /infer client that disconnects cancels its request (beyond Triton)', async () => {
     const abort = new AbortController();
-    const pending = fetch(`${server.http}/v2/models/d4_cancel_sync/infer`, {
+    const pending = fetch(`${server.http}/v2/models/cancel_loop_sync/infer`, {
       method: 'POST',
       body: JSON.stringify({
         inputs: [{ name: 'N', datatype: 'INT32', shape: [1], data: [20000] }],

@@ -1,5 +1,5 @@
 /**
- * Issue 6, hostile input, end to end: fast-check generates malformed requests — malformed JSON,
+ * Hostile input, end to end: fast-check generates malformed requests — malformed JSON,
  * wrong types, data/shape mismatches, binary sizes and header lengths that lie, truncated or
  * malformed BYTES length prefixes, unknown models/versions/inputs/outputs, names with path
  * separators, invalid UTF-8, deep nesting, bad encodings and methods — and sends at least

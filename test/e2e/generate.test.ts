@@ -1,5 +1,5 @@
 /**
- * End-to-end HTTP `generate` and `generate_stream` (issue 4, part 2) with the real CLI and real
+ * End-to-end HTTP `generate` and `generate_stream` with the real CLI and real
  * Python stubs, for non-decoupled and decoupled models: Triton's request mapping (inputs by
  * key, shapes fitted to the metadata, other keys as parameters), the flat response objects, one
  * server-sent event per model response, in-band errors, Triton's error texts, and (beyond
@@ -8,14 +8,14 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { repoWithTwins, tempDir, waitForJson } from './d4-helpers.js';
+import { repoWithTwins, tempDir, waitForJson } from './twin-helpers.js';
 
 let server: Tritium;
 let markers: string;
 
 beforeAll(async () => {
-  const repo = repoWithTwins(['add_sub', 'repeat_int32', 'd4_text', 'd4_rules', 'd4_cancel']);
-  markers = tempDir('tritium-d4-gen-');
+  const repo = repoWithTwins(['add_sub', 'repeat_int32', 'text_stream', 'sender_rules', 'cancel_loop']);
+  markers = tempDir('tritium-gen-');
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
@@ -59,10 +59,10 @@ describe('generate', () => {
   });
 
   it('a decoupled model with exactly one response; more than one is refused as Triton does', async () => {
-    let r = await post('d4_text', 'generate', { text_input: 'hello' });
+    let r = await post('text_stream', 'generate', { text_input: 'hello' });
     expect([r.status, r.type]).toEqual([200, 'application/json']);
-    expect(JSON.parse(r.text)).toEqual({ model_name: 'd4_text', model_version: '1', text_output: 'hello' });
-    r = await post('d4_text', 'generate', { text_input: 'hello big world' });
+    expect(JSON.parse(r.text)).toEqual({ model_name: 'text_stream', model_version: '1', text_output: 'hello' });
+    r = await post('text_stream', 'generate', { text_input: 'hello big world' });
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text)).toEqual({
       error:
@@ -71,9 +71,9 @@ describe('generate', () => {
   });
 
   it('response parameters become top-level keys; an error response is a JSON error', async () => {
-    let r = await post('d4_rules', 'generate', { MODE: 'params' });
-    expect(r.text).toBe('{"OUT":"p","model_name":"d4_rules","model_version":"1","p_bool":true,"p_int":7,"p_str":"s"}');
-    r = await post('d4_rules', 'generate', { MODE: 'error_final' });
+    let r = await post('sender_rules', 'generate', { MODE: 'params' });
+    expect(r.text).toBe('{"OUT":"p","model_name":"sender_rules","model_version":"1","p_bool":true,"p_int":7,"p_str":"s"}');
+    r = await post('sender_rules', 'generate', { MODE: 'error_final' });
     expect([r.status, JSON.parse(r.text)]).toEqual([503, { error: 'final error' }]);
   });
 
@@ -106,9 +106,9 @@ describe('generate_stream', () => {
   });
 
   it('a decoupled model: one event per response, in order, none for the flags-only FINAL', async () => {
-    let r = await post('d4_text', 'generate_stream', { text_input: 'the quick brown fox', parameters: { delay_ms: 5 } });
+    let r = await post('text_stream', 'generate_stream', { text_input: 'the quick brown fox', parameters: { delay_ms: 5 } });
     expect([r.status, r.type]).toEqual([200, SSE]);
-    expect(events(r.text)).toEqual(['the', 'quick', 'brown', 'fox'].map((w) => ({ model_name: 'd4_text', model_version: '1', text_output: w })));
+    expect(events(r.text)).toEqual(['the', 'quick', 'brown', 'fox'].map((w) => ({ model_name: 'text_stream', model_version: '1', text_output: w })));
     // repeat_int32: IN/DELAY 1-D, WAIT a scalar fitted to its [1] shape.
     r = await post('repeat_int32', 'generate_stream', { IN: [5, 6, 7], DELAY: [0, 10, 0], WAIT: 0, id: 'rep' });
     expect(events(r.text)).toEqual([5, 6, 7].map((v, i) => ({ IDX: i, OUT: v, id: 'rep', model_name: 'repeat_int32', model_version: '1' })));
@@ -117,20 +117,20 @@ describe('generate_stream', () => {
   });
 
   it('errors: in-band after the first event; the first response fixes the status', async () => {
-    let r = await post('d4_rules', 'generate_stream', { MODE: 'errors' });
+    let r = await post('sender_rules', 'generate_stream', { MODE: 'errors' });
     expect([r.status, r.type]).toEqual([200, SSE]);
     expect(events(r.text)).toEqual([
-      { OUT: 'first', model_name: 'd4_rules', model_version: '1' },
+      { OUT: 'first', model_name: 'sender_rules', model_version: '1' },
       { error: 'mid-stream error' },
-      { OUT: 'second', model_name: 'd4_rules', model_version: '1' },
+      { OUT: 'second', model_name: 'sender_rules', model_version: '1' },
     ]);
-    r = await post('d4_rules', 'generate_stream', { MODE: 'error_final' });
+    r = await post('sender_rules', 'generate_stream', { MODE: 'error_final' });
     expect([r.status, r.type, events(r.text)]).toEqual([503, SSE, [{ error: 'final error' }]]);
   });
 
   it('a client that disconnects cancels the request (beyond Triton)', async () => {
     const abort = new AbortController();
-    const res = await fetch(`${server.http}/v2/models/d4_cancel/generate_stream`, {
+    const res = await fetch(`${server.http}/v2/models/cancel_loop/generate_stream`, {
       method: 'POST',
       body: JSON.stringify({ N: 100000, marker_dir: markers, parameters: { tag: 'sse', interval_ms: 20 } }),
       signal: abort.signal,
@@ -146,7 +146,7 @@ describe('generate_stream', () => {
     abort.abort();
     await reader.cancel().catch(() => undefined);
     expect(events(text.slice(0, text.lastIndexOf('\n\n') + 2)).slice(0, 3)).toEqual(
-      [0, 1, 2].map((i) => ({ OUT: i, model_name: 'd4_cancel', model_version: '1' })),
+      [0, 1, 2].map((i) => ({ OUT: i, model_name: 'cancel_loop', model_version: '1' })),
     );
     const seen = await waitForJson(path.join(markers, 'sse'));
     expect(seen).toMatchObject({ request: true, sender: true });

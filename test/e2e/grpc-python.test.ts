@@ -1,6 +1,6 @@
 /**
  * End-to-end conformance of the gRPC frontend with the real CLI, real Python stubs and the real
- * `tritonclient.grpc` from PyPI (issue 4, part 1): health, metadata, config, statistics,
+ * `tritonclient.grpc` from PyPI: health, metadata, config, statistics,
  * `infer` / `async_infer` with raw tensors of every datatype and BYTES, typed `contents`, a
  * message above gRPC's 4 MiB default, Triton's status codes, and client cancellation and
  * deadlines observed by the model through `request.is_cancelled()`.
@@ -9,15 +9,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pythonAsync, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { repoWithTwins, tempDir, waitForJson } from './d4-helpers.js';
+import { repoWithTwins, tempDir, waitForJson } from './twin-helpers.js';
 
 let server: Tritium;
 let url: string;
 let markers: string;
 
 beforeAll(async () => {
-  const repo = repoWithTwins(['add_sub', 'identity_all', 'misbehave', 'error_model', 'square_int32'], ['d4_cancel']);
-  markers = tempDir('tritium-d4-grpc-');
+  const repo = repoWithTwins(['add_sub', 'identity_all', 'misbehave', 'error_model', 'square_int32'], ['cancel_loop']);
+  markers = tempDir('tritium-grpc-');
   server = await startTritium({ repos: [repo] });
   url = `127.0.0.1:${server.grpcPort}`;
 }, 120_000);
@@ -219,14 +219,14 @@ res["big"] = err(lambda: c.infer("identity_all", [tensor("IN_UINT8", np.zeros(2 
     const r = await run(String.raw`
 n = np.array([20000], dtype=np.int32)
 q = queue.Queue()
-ctx = c.async_infer("d4_cancel_sync", [tensor("N", n)], callback=lambda result, error: q.put((result, error)),
+ctx = c.async_infer("cancel_loop_sync", [tensor("N", n)], callback=lambda result, error: q.put((result, error)),
                     parameters={"marker_dir": ${JSON.stringify(markers)}, "tag": "async-cancel"})
 time.sleep(0.5)
 ctx.cancel()
 result, error = q.get(timeout=30)
 res["cancel"] = {"result": result is not None, "status": None if error is None else error.status()}
 t0 = time.monotonic()
-res["deadline"] = err(lambda: c.infer("d4_cancel_sync", [tensor("N", n)], client_timeout=0.5,
+res["deadline"] = err(lambda: c.infer("cancel_loop_sync", [tensor("N", n)], client_timeout=0.5,
                                       parameters={"marker_dir": ${JSON.stringify(markers)}, "tag": "deadline"}))
 res["deadline_s"] = time.monotonic() - t0
 `);
@@ -239,7 +239,7 @@ res["deadline_s"] = time.monotonic() - t0
     }
     // The instance is free again: a short request completes.
     const after = await run(String.raw`
-r = c.infer("d4_cancel_sync", [tensor("N", np.array([20], dtype=np.int32))])
+r = c.infer("cancel_loop_sync", [tensor("N", np.array([20], dtype=np.int32))])
 res["out"] = int(r.as_numpy("OUT")[0])
 `);
     expect(after.out).toBeGreaterThan(0);

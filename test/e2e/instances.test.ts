@@ -1,5 +1,5 @@
 /**
- * End-to-end instance groups (issue #3, protocol spec §3.5, python-backend spec §3.2 / §4): one
+ * End-to-end instance groups (docs/protocol-notes.md, "Instances and dispatch"): one
  * stub process per instance, the initialize() args each stub gets (names, kinds, device ids),
  * instances executing in parallel and starting in parallel, KIND_AUTO / KIND_GPU resolution
  * with GPUs detected (none, forced through TRITIUM_GPUS="") or faked (TRITIUM_GPUS="0,1"), and
@@ -11,7 +11,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { inferJson, writeVariant } from './b3-helpers.js';
+import { inferJson, writeVariant } from './infer-helpers.js';
 
 const IO = `backend: "python"
 max_batch_size: 0
@@ -58,16 +58,16 @@ describe('on a host without GPUs', () => {
   let repo: string;
 
   beforeAll(async () => {
-    repo = makeRepo(['b3_instances']);
+    repo = makeRepo(['instance_probe']);
     writeVariant(
       repo,
-      'b3_instances',
-      'b3_inst_named',
+      'instance_probe',
+      'var_inst_named',
       `${IO}instance_group [ { name: "pool" count: 2 kind: KIND_MODEL }, { count: 1 kind: KIND_AUTO } ]\n`,
     );
-    writeVariant(repo, 'b3_instances', 'b3_inst_default', IO);
-    writeVariant(repo, 'b3_instances', 'b3_gpu_any', `${IO}instance_group [ { count: 1 kind: KIND_GPU } ]\n`);
-    writeVariant(repo, 'b3_instances', 'b3_gpu_listed', `${IO}instance_group [ { count: 1 kind: KIND_GPU gpus: [ 1 ] } ]\n`);
+    writeVariant(repo, 'instance_probe', 'var_inst_default', IO);
+    writeVariant(repo, 'instance_probe', 'var_gpu_any', `${IO}instance_group [ { count: 1 kind: KIND_GPU } ]\n`);
+    writeVariant(repo, 'instance_probe', 'var_gpu_listed', `${IO}instance_group [ { count: 1 kind: KIND_GPU gpus: [ 1 ] } ]\n`);
     server = await startTritium({ repos: [repo], args: ['--exit-on-error=false'], env: { TRITIUM_GPUS: '' } });
   }, 120_000);
 
@@ -75,7 +75,7 @@ describe('on a host without GPUs', () => {
 
   it('runs three KIND_CPU stubs in parallel: three 1 s requests take about one', async () => {
     const t0 = performance.now();
-    const served = await fanOut(server, 'b3_instances', 3, 1);
+    const served = await fanOut(server, 'instance_probe', 3, 1);
     const wall = performance.now() - t0;
     expect(new Set(served.map((s) => s.pid)).size).toBe(3);
     expect(overlapped(served)).toBe(true);
@@ -84,9 +84,9 @@ describe('on a host without GPUs', () => {
   });
 
   it('gives each stub its name, kind, device id and the model paths', async () => {
-    const served = await fanOut(server, 'b3_instances', 3, 0.5);
+    const served = await fanOut(server, 'instance_probe', 3, 0.5);
     const byName = new Map(served.map((s) => [s.args.model_instance_name, s.args]));
-    expect([...byName.keys()].sort()).toEqual(['b3_instances_0_0', 'b3_instances_0_1', 'b3_instances_0_2']);
+    expect([...byName.keys()].sort()).toEqual(['instance_probe_0_0', 'instance_probe_0_1', 'instance_probe_0_2']);
     for (const args of byName.values()) {
       expect(Object.keys(args).sort()).toEqual([
         'model_config',
@@ -99,41 +99,41 @@ describe('on a host without GPUs', () => {
       ]);
       expect(args.model_instance_kind).toBe('CPU');
       expect(args.model_instance_device_id).toBe('0');
-      expect(args.model_name).toBe('b3_instances');
+      expect(args.model_name).toBe('instance_probe');
       expect(args.model_version).toBe('1');
-      expect(args.model_repository).toBe(path.join(repo, 'b3_instances'));
+      expect(args.model_repository).toBe(path.join(repo, 'instance_probe'));
       const cfg = JSON.parse(args.model_config!);
       expect(cfg.instance_group).toEqual([
-        expect.objectContaining({ name: 'b3_instances_0', kind: 'KIND_CPU', count: 3, gpus: [] }),
+        expect.objectContaining({ name: 'instance_probe_0', kind: 'KIND_CPU', count: 3, gpus: [] }),
       ]);
     }
   });
 
   it('started the three stubs in parallel (their initialize() calls overlapped)', async () => {
-    const served = await fanOut(server, 'b3_instances', 3, 0.5);
+    const served = await fanOut(server, 'instance_probe', 3, 0.5);
     expect(new Set(served.map((s) => s.pid)).size).toBe(3);
     // initialize() sleeps 1 s (INIT_SLEEP_S) in each stub.
     expect(overlapped(served.map((s) => ({ start: s.initStart, end: s.initEnd })))).toBe(true);
   });
 
   it('names group instances <group>_<i>, passes KIND_MODEL as MODEL and resolves KIND_AUTO to CPU', async () => {
-    const served = await fanOut(server, 'b3_inst_named', 3, 0.5);
+    const served = await fanOut(server, 'var_inst_named', 3, 0.5);
     const got = served.map((s) => [s.args.model_instance_name, s.args.model_instance_kind, s.args.model_instance_device_id]);
     expect(got.sort()).toEqual([
-      ['b3_inst_named_1_0', 'CPU', '0'],
       ['pool_0', 'MODEL', '0'],
       ['pool_1', 'MODEL', '0'],
+      ['var_inst_named_1_0', 'CPU', '0'],
     ]);
-    const cfg = await (await fetch(`${server.http}/v2/models/b3_inst_named/config`)).json();
+    const cfg = await (await fetch(`${server.http}/v2/models/var_inst_named/config`)).json();
     expect(cfg.instance_group.map((g: { name: string; kind: string; count: number }) => [g.name, g.kind, g.count])).toEqual([
       ['pool', 'KIND_MODEL', 2],
-      ['b3_inst_named_1', 'KIND_CPU', 1],
+      ['var_inst_named_1', 'KIND_CPU', 1],
     ]);
   });
 
   it('creates one CPU instance named <model>_0 when the config has no instance_group', async () => {
-    const s = await serve(server, 'b3_inst_default', 0);
-    expect(s.args.model_instance_name).toBe('b3_inst_default_0');
+    const s = await serve(server, 'var_inst_default', 0);
+    expect(s.args.model_instance_name).toBe('var_inst_default_0');
     expect(s.args.model_instance_kind).toBe('CPU');
     expect(s.args.model_instance_device_id).toBe('0');
   });
@@ -145,16 +145,16 @@ describe('on a host without GPUs', () => {
   }
 
   it('fails to load a KIND_GPU model with a message saying the host has no GPU', async () => {
-    const e = await indexEntry('b3_gpu_any');
+    const e = await indexEntry('var_gpu_any');
     expect(e?.state).toBe('UNAVAILABLE');
     expect(e?.reason).toMatch(/KIND_GPU/);
     expect(e?.reason).toMatch(/no GPU/);
-    expect((await fetch(`${server.http}/v2/models/b3_gpu_any/ready`)).status).not.toBe(200);
-    expect((await fetch(`${server.http}/v2/models/b3_instances/ready`)).status).toBe(200);
+    expect((await fetch(`${server.http}/v2/models/var_gpu_any/ready`)).status).not.toBe(200);
+    expect((await fetch(`${server.http}/v2/models/instance_probe/ready`)).status).toBe(200);
   });
 
   it('fails to load a KIND_GPU model that lists a GPU the host does not have', async () => {
-    const e = await indexEntry('b3_gpu_listed');
+    const e = await indexEntry('var_gpu_listed');
     expect(e?.state).toBe('UNAVAILABLE');
     expect(e?.reason).toMatch(/KIND_GPU/);
     expect(e?.reason).toMatch(/no GPU/);
@@ -166,38 +166,38 @@ describe('with GPUs (faked: TRITIUM_GPUS=0,1)', () => {
 
   beforeAll(async () => {
     const repo = makeRepo([]);
-    writeVariant(repo, 'b3_instances', 'b3_gpu', `${IO}instance_group [ { count: 1 kind: KIND_GPU } ]\n`);
-    writeVariant(repo, 'b3_instances', 'b3_auto_gpu', `${IO}instance_group [ { count: 2 kind: KIND_AUTO gpus: [ 1 ] } ]\n`);
-    writeVariant(repo, 'b3_instances', 'b3_default_gpu', IO);
+    writeVariant(repo, 'instance_probe', 'var_gpu', `${IO}instance_group [ { count: 1 kind: KIND_GPU } ]\n`);
+    writeVariant(repo, 'instance_probe', 'var_auto_gpu', `${IO}instance_group [ { count: 2 kind: KIND_AUTO gpus: [ 1 ] } ]\n`);
+    writeVariant(repo, 'instance_probe', 'var_default_gpu', IO);
     server = await startTritium({ repos: [repo], env: { TRITIUM_GPUS: '0,1' } });
   }, 120_000);
 
   afterAll(() => stopAndExpectNoShm(server));
 
   it('creates count instances per GPU, same name, device id = GPU ordinal', async () => {
-    const served = await fanOut(server, 'b3_gpu', 2, 0.5);
+    const served = await fanOut(server, 'var_gpu', 2, 0.5);
     const got = served.map((s) => [s.args.model_instance_name, s.args.model_instance_kind, s.args.model_instance_device_id]);
     expect(got.sort()).toEqual([
-      ['b3_gpu_0_0', 'GPU', '0'],
-      ['b3_gpu_0_0', 'GPU', '1'],
+      ['var_gpu_0_0', 'GPU', '0'],
+      ['var_gpu_0_0', 'GPU', '1'],
     ]);
   });
 
   it('resolves KIND_AUTO with listed GPUs to GPU on those GPUs', async () => {
-    const served = await fanOut(server, 'b3_auto_gpu', 2, 0.5);
+    const served = await fanOut(server, 'var_auto_gpu', 2, 0.5);
     const got = served.map((s) => [s.args.model_instance_name, s.args.model_instance_kind, s.args.model_instance_device_id]);
     expect(got.sort()).toEqual([
-      ['b3_auto_gpu_0_0', 'GPU', '1'],
-      ['b3_auto_gpu_0_1', 'GPU', '1'],
+      ['var_auto_gpu_0_0', 'GPU', '1'],
+      ['var_auto_gpu_0_1', 'GPU', '1'],
     ]);
   });
 
   it('defaults a config without instance_group to one GPU instance per GPU', async () => {
-    const served = await fanOut(server, 'b3_default_gpu', 2, 0.5);
+    const served = await fanOut(server, 'var_default_gpu', 2, 0.5);
     const got = served.map((s) => [s.args.model_instance_name, s.args.model_instance_kind, s.args.model_instance_device_id]);
     expect(got.sort()).toEqual([
-      ['b3_default_gpu_0', 'GPU', '0'],
-      ['b3_default_gpu_0', 'GPU', '1'],
+      ['var_default_gpu_0', 'GPU', '0'],
+      ['var_default_gpu_0', 'GPU', '1'],
     ]);
   });
 });
@@ -205,11 +205,11 @@ describe('with GPUs (faked: TRITIUM_GPUS=0,1)', () => {
 describe('start-up with --exit-on-error (the default)', () => {
   it('exits non-zero when a KIND_GPU model cannot load on a host without GPUs', async () => {
     const repo = makeRepo([]);
-    writeVariant(repo, 'b3_instances', 'b3_gpu_any', `${IO}instance_group [ { count: 1 kind: KIND_GPU } ]\n`);
+    writeVariant(repo, 'instance_probe', 'var_gpu_any', `${IO}instance_group [ { count: 1 kind: KIND_GPU } ]\n`);
     const server = await startTritium({ repos: [repo], env: { TRITIUM_GPUS: '' }, expectFailure: true });
     const exit = await server.exited;
     expect(exit.code).not.toBe(0);
-    expect(server.log()).toMatch(/b3_gpu_any.*KIND_GPU.*no GPU/);
+    expect(server.log()).toMatch(/var_gpu_any.*KIND_GPU.*no GPU/);
     expect(server.log()).not.toMatch(/Started HTTPService/);
     expect(shmFilesOf(server.proc.pid)).toEqual([]);
   });

@@ -1,19 +1,19 @@
 /**
- * Issue 6, logs from model.py, end to end: pb_utils.Logger at every level (VERBOSE only with
+ * Logs from model.py, end to end: pb_utils.Logger at every level (VERBOSE only with
  * --log-verbose), print() to stdout and stderr, and Python `logging` reach the server log with
  * Triton's severity letter and a label naming the model and the instance.
  *
- * Model: test/models/h6_logger (one tagged line per channel in initialize and execute).
+ * Model: test/models/log_channels (one tagged line per channel in initialize and execute).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
-const LABEL = 'h6_logger/h6_logger_0_0';
+const LABEL = 'log_channels/log_channels_0_0';
 let quiet: Tritium;
 let verbose: Tritium;
 
 async function infer(t: Tritium): Promise<void> {
-  const res = await fetch(`${t.http}/v2/models/h6_logger/infer`, {
+  const res = await fetch(`${t.http}/v2/models/log_channels/infer`, {
     method: 'POST',
     body: JSON.stringify({ inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [5] }] }),
   });
@@ -37,7 +37,7 @@ const lineRe = (letter: string, source: string, message: string) =>
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 beforeAll(async () => {
-  const repo = makeRepo(['h6_logger']);
+  const repo = makeRepo(['log_channels']);
   [quiet, verbose] = await Promise.all([startTritium({ repos: [repo] }), startTritium({ repos: [repo], args: ['--log-verbose=1'] })]);
   await Promise.all([infer(quiet), infer(verbose)]);
 }, 120_000);
@@ -48,46 +48,46 @@ afterAll(async () => {
 
 describe('pb_utils.Logger', () => {
   it.each([
-    ['I', 'h6-logger-info'],
-    ['W', 'h6-logger-warn'],
-    ['E', 'h6-logger-error'],
-    ['I', 'h6-logger-log-info'],
-    ['I', 'h6-logger-execute'],
+    ['I', 'tag-logger-info'],
+    ['W', 'tag-logger-warn'],
+    ['E', 'tag-logger-error'],
+    ['I', 'tag-logger-log-info'],
+    ['I', 'tag-logger-execute'],
   ])('%s %s: Triton severity, the caller file:line, labelled with model and instance', async (letter, tag) => {
     const line = await lineWith(quiet, tag);
     expect(line).toMatch(lineRe(letter, 'model\\.py:\\d+', esc(`[${LABEL}] ${tag}`)));
   });
 
   it('VERBOSE records appear only with --log-verbose', async () => {
-    expect(await lineWith(verbose, 'h6-logger-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] h6-logger-verbose`)));
-    expect(await lineWith(verbose, 'h6-logger-log-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] h6-logger-log-verbose`)));
-    expect(quiet.log()).not.toContain('h6-logger-verbose');
-    expect(quiet.log()).not.toContain('h6-logger-log-verbose');
+    expect(await lineWith(verbose, 'tag-logger-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] tag-logger-verbose`)));
+    expect(await lineWith(verbose, 'tag-logger-log-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] tag-logger-log-verbose`)));
+    expect(quiet.log()).not.toContain('tag-logger-verbose');
+    expect(quiet.log()).not.toContain('tag-logger-log-verbose');
   });
 });
 
 describe('print() and Python logging', () => {
   it('print() to stdout arrives at once, as INFO labelled with model and instance', async () => {
-    expect(await lineWith(quiet, 'h6-print-initialize')).toMatch(lineRe('I', esc(LABEL), 'h6-print-initialize'));
-    expect(await lineWith(quiet, 'h6-print-execute')).toMatch(lineRe('I', esc(LABEL), 'h6-print-execute'));
+    expect(await lineWith(quiet, 'tag-print-initialize')).toMatch(lineRe('I', esc(LABEL), 'tag-print-initialize'));
+    expect(await lineWith(quiet, 'tag-print-execute')).toMatch(lineRe('I', esc(LABEL), 'tag-print-execute'));
   });
 
   it('stderr output arrives as ERROR labelled with model and instance', async () => {
-    expect(await lineWith(quiet, 'h6-stderr-initialize')).toMatch(lineRe('E', esc(LABEL), 'h6-stderr-initialize'));
+    expect(await lineWith(quiet, 'tag-stderr-initialize')).toMatch(lineRe('E', esc(LABEL), 'tag-stderr-initialize'));
   });
 
   it('logging records reach the log with their level and logger name, configured or not', async () => {
     // Nothing configured: the stub's handler, with the caller's file and line.
-    expect(await lineWith(quiet, 'h6-logging-named-error')).toMatch(lineRe('E', 'model\\.py:\\d+', esc(`[${LABEL}] h6lib: h6-logging-named-error`)));
+    expect(await lineWith(quiet, 'tag-logging-named-error')).toMatch(lineRe('E', 'model\\.py:\\d+', esc(`[${LABEL}] taglib: tag-logging-named-error`)));
     // After logging.basicConfig() (which logging.warning() calls): stderr in Python's format,
     // still at the record's level.
-    expect(await lineWith(quiet, 'h6-logging-warning')).toMatch(lineRe('W', esc(LABEL), 'WARNING:root:h6-logging-warning'));
+    expect(await lineWith(quiet, 'tag-logging-warning')).toMatch(lineRe('W', esc(LABEL), 'WARNING:root:tag-logging-warning'));
     // Records below the logger's level stay out, as in plain Python.
-    expect(quiet.log()).not.toContain('h6-logging-filtered-info');
+    expect(quiet.log()).not.toContain('tag-logging-filtered-info');
   });
 
   it('each line appears once', () => {
-    for (const tag of ['h6-logger-info', 'h6-print-initialize', 'h6-logging-warning', 'h6-stderr-initialize']) {
+    for (const tag of ['tag-logger-info', 'tag-print-initialize', 'tag-logging-warning', 'tag-stderr-initialize']) {
       expect(quiet.log().split('\n').filter((l) => l.includes(tag))).toHaveLength(1);
     }
   });
@@ -95,13 +95,13 @@ describe('print() and Python logging', () => {
 
 describe('verbose level changed at run time', () => {
   it('reaches the running stubs through POST /v2/logging', async () => {
-    expect(quiet.log()).not.toContain('h6-logger-execute-verbose');
+    expect(quiet.log()).not.toContain('tag-logger-execute-verbose');
     const res = await fetch(`${quiet.http}/v2/logging`, { method: 'POST', body: JSON.stringify({ log_verbose_level: 1 }) });
     expect(res.status).toBe(200);
     expect((await res.json()).log_verbose_level).toBe(1);
     await infer(quiet);
-    expect(await lineWith(quiet, 'h6-logger-execute-verbose')).toMatch(
-      lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] h6-logger-execute-verbose`)),
+    expect(await lineWith(quiet, 'tag-logger-execute-verbose')).toMatch(
+      lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] tag-logger-execute-verbose`)),
     );
   });
 });

@@ -1,5 +1,5 @@
 /**
- * End-to-end statistics extension and Prometheus metrics (issue #3, protocol spec §1.5, §6):
+ * End-to-end statistics extension and Prometheus metrics (docs/protocol-notes.md, "Statistics", "Metrics"):
  * a known mix of requests (single and multi-row, one forced batch, model errors, a request
  * refused by validation) against a batching Python model, then `/v2/models/.../stats` checked
  * for Triton's exact JSON shape and accounting, and `/metrics` scraped, parsed and matched to
@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { inferJson, markPath, metricValue, scrape, waitFor, waitForMark, writeVariant } from './b3-helpers.js';
+import { inferJson, markPath, metricValue, scrape, waitFor, waitForMark, writeVariant } from './infer-helpers.js';
 
 const CONFIG = `backend: "python"
 max_batch_size: 8
@@ -38,10 +38,10 @@ const EXPECT = {
 
 beforeAll(async () => {
   const repo = makeRepo([]);
-  writeVariant(repo, 'b3_batcher', 'b3_stats', CONFIG);
-  writeVariant(repo, 'b3_batcher', 'b3_idle', CONFIG);
+  writeVariant(repo, 'batch_probe', 'var_stats', CONFIG);
+  writeVariant(repo, 'batch_probe', 'var_idle', CONFIG);
   server = await startTritium({ repos: [repo] });
-  const infer = (o: Parameters<typeof inferJson>[2]) => inferJson(server.http, 'b3_stats', o);
+  const infer = (o: Parameters<typeof inferJson>[2]) => inferJson(server.http, 'var_stats', o);
   const ok = async (o: Parameters<typeof inferJson>[2]) => {
     const r = await infer(o);
     expect(r.status, r.error).toBe(200);
@@ -56,7 +56,7 @@ beforeAll(async () => {
   const queued = [1, 2, 3].map((rows) => ok({ rows }));
   await waitFor('3 queued', async () => {
     const m = await scrape(server.metricsPort!);
-    return metricValue(m.samples, 'nv_inference_pending_request_count', { model: 'b3_stats', version: '1' }) === 3;
+    return metricValue(m.samples, 'nv_inference_pending_request_count', { model: 'var_stats', version: '1' }) === 3;
   });
   fs.writeFileSync(release, '');
   await blocker;
@@ -91,11 +91,11 @@ async function stats(path: string) {
 describe('statistics extension', () => {
   it('answers the three forms of the endpoint with the same entry', async () => {
     const all = await stats('/v2/models/stats');
-    const one = await stats('/v2/models/b3_stats/stats');
-    const ver = await stats('/v2/models/b3_stats/versions/1/stats');
+    const one = await stats('/v2/models/var_stats/stats');
+    const ver = await stats('/v2/models/var_stats/versions/1/stats');
     for (const r of [all, one, ver]) expect(r.status).toBe(200);
-    expect(all.body.model_stats.map((m: { name: string }) => m.name).sort()).toEqual(['b3_idle', 'b3_stats']);
-    const fromAll = all.body.model_stats.find((m: { name: string }) => m.name === 'b3_stats');
+    expect(all.body.model_stats.map((m: { name: string }) => m.name).sort()).toEqual(['var_idle', 'var_stats']);
+    const fromAll = all.body.model_stats.find((m: { name: string }) => m.name === 'var_stats');
     expect(one.body.model_stats).toHaveLength(1);
     expect(ver.body.model_stats).toHaveLength(1);
     // last_inference is identical: nothing ran in between.
@@ -104,13 +104,13 @@ describe('statistics extension', () => {
   });
 
   it('has exactly the JSON shape perf_analyzer parses, with integers only', async () => {
-    const { raw, body } = await stats('/v2/models/b3_stats/stats');
+    const { raw, body } = await stats('/v2/models/var_stats/stats');
     expect(Object.keys(body)).toEqual(['model_stats']);
     const m = body.model_stats[0];
     expect(Object.keys(m).sort()).toEqual(
       ['batch_stats', 'execution_count', 'inference_count', 'inference_stats', 'last_inference', 'memory_usage', 'name', 'response_stats', 'version'].sort(),
     );
-    expect(m.name).toBe('b3_stats');
+    expect(m.name).toBe('var_stats');
     expect(m.version).toBe('1');
     for (const k of ['last_inference', 'inference_count', 'execution_count']) expect(Number.isInteger(m[k]), k).toBe(true);
     expect(Object.keys(m.inference_stats).sort()).toEqual(
@@ -133,7 +133,7 @@ describe('statistics extension', () => {
   });
 
   it("counts requests, inferences, executions and batches as Triton does", async () => {
-    const m = (await stats('/v2/models/b3_stats/stats')).body.model_stats[0];
+    const m = (await stats('/v2/models/var_stats/stats')).body.model_stats[0];
     const s = m.inference_stats;
     expect(s.success.count).toBe(EXPECT.success);
     expect(s.fail.count).toBe(EXPECT.fail);
@@ -157,7 +157,7 @@ describe('statistics extension', () => {
   });
 
   it('reports a loaded model that served nothing with zeros', async () => {
-    const m = (await stats('/v2/models/b3_idle/stats')).body.model_stats[0];
+    const m = (await stats('/v2/models/var_idle/stats')).body.model_stats[0];
     expect(m.inference_count).toBe(0);
     expect(m.execution_count).toBe(0);
     expect(m.last_inference).toBe(0);
@@ -169,7 +169,7 @@ describe('statistics extension', () => {
     const unknown = await stats('/v2/models/nope/stats');
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toBe("requested model 'nope' is not available");
-    expect((await stats('/v2/models/b3_stats/versions/7/stats')).status).toBe(400);
+    expect((await stats('/v2/models/var_stats/versions/7/stats')).status).toBe(400);
   });
 });
 
@@ -201,8 +201,8 @@ describe('Prometheus metrics', () => {
       expect(m.type.get(name), name).toBe(type);
       expect(m.help.get(name), name).toBeTruthy();
     }
-    expect(m.raw).toContain(`nv_inference_request_failure{model="b3_stats",reason="BACKEND",version="1"} ${EXPECT.fail}\n`);
-    expect(m.raw).toContain(`nv_inference_request_success{model="b3_stats",version="1"} ${EXPECT.success}\n`);
+    expect(m.raw).toContain(`nv_inference_request_failure{model="var_stats",reason="BACKEND",version="1"} ${EXPECT.fail}\n`);
+    expect(m.raw).toContain(`nv_inference_request_success{model="var_stats",version="1"} ${EXPECT.success}\n`);
     // Server-wide CPU series carry no labels.
     const cpu = metricValue(m.samples, 'nv_cpu_utilization', {})!;
     expect(cpu).toBeGreaterThanOrEqual(0);
@@ -217,9 +217,9 @@ describe('Prometheus metrics', () => {
   });
 
   it('counts what statistics count', async () => {
-    const st = (await stats('/v2/models/b3_stats/stats')).body.model_stats[0];
+    const st = (await stats('/v2/models/var_stats/stats')).body.model_stats[0];
     const m = await scrape(server.metricsPort!);
-    const v = (name: string, extra: Record<string, string> = {}) => metricValue(m.samples, name, { model: 'b3_stats', version: '1', ...extra });
+    const v = (name: string, extra: Record<string, string> = {}) => metricValue(m.samples, name, { model: 'var_stats', version: '1', ...extra });
     expect(v('nv_inference_request_success')).toBe(EXPECT.success);
     expect(v('nv_inference_request_failure', { reason: 'BACKEND' })).toBe(EXPECT.fail);
     expect(v('nv_inference_request_failure', { reason: 'REJECTED' })).toBe(0);
@@ -244,13 +244,13 @@ describe('Prometheus metrics', () => {
     }
     expect(v('nv_model_load_duration_secs')).toBeGreaterThan(0);
     // The idle model's series exist from load, zero-valued.
-    expect(metricValue(m.samples, 'nv_inference_request_success', { model: 'b3_idle', version: '1' })).toBe(0);
-    expect(metricValue(m.samples, 'nv_inference_request_failure', { model: 'b3_idle', reason: 'REJECTED', version: '1' })).toBe(0);
+    expect(metricValue(m.samples, 'nv_inference_request_success', { model: 'var_idle', version: '1' })).toBe(0);
+    expect(metricValue(m.samples, 'nv_inference_request_failure', { model: 'var_idle', reason: 'REJECTED', version: '1' })).toBe(0);
   });
 
   it('reports shared-memory bytes per stub instance', async () => {
     const m = await scrape(server.metricsPort!);
-    for (const model of ['b3_stats', 'b3_idle']) {
+    for (const model of ['var_stats', 'var_idle']) {
       const bytes = metricValue(m.samples, 'tritium_shm_bytes', { instance: `${model}_0_0`, model });
       expect(bytes, model).toBeGreaterThan(0);
     }
@@ -258,17 +258,17 @@ describe('Prometheus metrics', () => {
 
   it('counts a stub restart after the stub is killed', async () => {
     const m0 = await scrape(server.metricsPort!);
-    expect(metricValue(m0.samples, 'tritium_stub_restarts_total', { instance: 'b3_idle_0_0', model: 'b3_idle' }) ?? 0).toBe(0);
-    const stub = stubPid(server.proc.pid!, 'b3_idle');
+    expect(metricValue(m0.samples, 'tritium_stub_restarts_total', { instance: 'var_idle_0_0', model: 'var_idle' }) ?? 0).toBe(0);
+    const stub = stubPid(server.proc.pid!, 'var_idle');
     process.kill(stub, 'SIGKILL');
     await waitFor('the restart', async () => {
       const m = await scrape(server.metricsPort!);
-      return metricValue(m.samples, 'tritium_stub_restarts_total', { instance: 'b3_idle_0_0', model: 'b3_idle' }) === 1;
+      return metricValue(m.samples, 'tritium_stub_restarts_total', { instance: 'var_idle_0_0', model: 'var_idle' }) === 1;
     });
-    await waitFor('ready again', async () => (await fetch(`${server.http}/v2/models/b3_idle/ready`)).status === 200);
-    const r = await inferJson(server.http, 'b3_idle', {});
+    await waitFor('ready again', async () => (await fetch(`${server.http}/v2/models/var_idle/ready`)).status === 200);
+    const r = await inferJson(server.http, 'var_idle', {});
     expect(r.status, r.error).toBe(200);
-    expect(stubPid(server.proc.pid!, 'b3_idle')).not.toBe(stub);
+    expect(stubPid(server.proc.pid!, 'var_idle')).not.toBe(stub);
   });
 });
 

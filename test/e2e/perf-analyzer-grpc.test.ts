@@ -1,5 +1,5 @@
 /**
- * End-to-end: the real perf_analyzer 2.50 (.venv/bin/perf_analyzer) over gRPC (issue 4):
+ * End-to-end: the real perf_analyzer 2.50 (.venv/bin/perf_analyzer) over gRPC:
  * `-i grpc` on a non-decoupled Python model (ModelInfer, with the server-side breakdown from the
  * statistics extension) and `-i grpc --streaming` on the decoupled square example
  * (ModelStreamInfer, several responses per request), both without errors.
@@ -9,14 +9,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perfAnalyzer } from '../helpers/perf-analyzer.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { tempDir } from './d4-helpers.js';
+import { tempDir } from './twin-helpers.js';
 
 let server: Tritium;
 let tmp: string;
 
 beforeAll(async () => {
   server = await startTritium({ repos: [makeRepo(['add_sub', 'square_int32'])] });
-  tmp = tempDir('tritium-d4-pa-');
+  tmp = tempDir('tritium-pa-');
 }, 120_000);
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 /**
  * End-to-end: the real perf_analyzer (2.50, from the tritonclient wheel, .venv/bin/perf_analyzer)
- * against tritium over HTTP on a dynamically batching Python model (issue #3, protocol spec §7):
+ * against tritium over HTTP on a dynamically batching Python model (docs/protocol-notes.md, "perf_analyzer"):
  * concurrency 1 to 16 without errors, the server-side breakdown it derives from the statistics
  * extension printed for every level, and its CSV with the server columns.
  */
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perfAnalyzer } from '../helpers/perf-analyzer.js';
 import { makeRepo, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { writeVariant } from './b3-helpers.js';
+import { writeVariant } from './infer-helpers.js';
 
 let server: Tritium;
 let tmp: string;
@@ -19,11 +19,11 @@ beforeAll(async () => {
   const repo = makeRepo([]);
   // The benchmark's cost model, made cheap: 0.5 ms + 0.05 ms per row, max_batch_size 16.
   const config = fs
-    .readFileSync(path.join(ROOT, 'test', 'models', 'b3_cost', 'config.pbtxt'), 'utf8')
+    .readFileSync(path.join(ROOT, 'test', 'models', 'batch_cost', 'config.pbtxt'), 'utf8')
     .replace(/"FIXED_MS" value: \{ string_value: "[^"]*"/, '"FIXED_MS" value: { string_value: "0.5"')
     .replace(/"PER_ROW_MS" value: \{ string_value: "[^"]*"/, '"PER_ROW_MS" value: { string_value: "0.05"');
-  writeVariant(repo, 'b3_cost', 'b3_pa', config);
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'b3-pa-'));
+  writeVariant(repo, 'batch_cost', 'var_pa', config);
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-pa-'));
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
@@ -41,7 +41,7 @@ describe('perf_analyzer over HTTP', () => {
       const csv = path.join(tmp, `pa-c${c}.csv`);
       const { code, out } = await perfAnalyzer([
         '-m',
-        'b3_pa',
+        'var_pa',
         '-u',
         `127.0.0.1:${server.httpPort}`,
         '-i',
@@ -80,7 +80,7 @@ describe('perf_analyzer over HTTP', () => {
   it('profiles with a client batch size of 4', async () => {
     const { code, out } = await perfAnalyzer([
       '-m',
-      'b3_pa',
+      'var_pa',
       '-u',
       `127.0.0.1:${server.httpPort}`,
       '-b',

@@ -1,5 +1,5 @@
 /**
- * Issue 6, shutdown and shared-memory hygiene, end to end with the real CLI and real stubs:
+ * Shutdown and shared-memory hygiene, end to end with the real CLI and real stubs:
  * SIGTERM under load answers every in-flight request and calls finalize; the exit timeout
  * bounds both the wait and a finalize that never returns; a second signal exits at once; a
  * signal during start-up; and the files of a SIGKILLed server are removed by the next start
@@ -8,7 +8,7 @@
  * Last, a /dev/shm too small for a request (a private tmpfs in a mount namespace, when the test
  * may create one): only that request fails, with the size needed, the free space and the flag.
  *
- * Model: test/models/h6_slow (2 instances; execute sleeps MS ms and answers VALUE + 1).
+ * Model: test/models/slow_execute (2 instances; execute sleeps MS ms and answers VALUE + 1).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,9 +24,9 @@ let repo: string | undefined;
 const started: Tritium[] = [];
 
 async function start(o: Partial<StartOptions> = {}): Promise<Tritium> {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-h6-'));
-  repo ??= makeRepo(['h6_slow']);
-  const t = await startTritium({ repos: [repo], ...o, env: { H6_DIR: dir, ...o.env } });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-tag-'));
+  repo ??= makeRepo(['slow_execute']);
+  const t = await startTritium({ repos: [repo], ...o, env: { MODEL_STATE_DIR: dir, ...o.env } });
   started.push(t);
   return t;
 }
@@ -89,7 +89,7 @@ function infer(t: Tritium, ms: number, value: number): Promise<Outcome> {
       { name: 'VALUE', shape: [1], datatype: 'INT32', data: [value] },
     ],
   });
-  return fetch(`${t.http}/v2/models/h6_slow/infer`, { method: 'POST', body, signal: AbortSignal.timeout(30_000) }).then(
+  return fetch(`${t.http}/v2/models/slow_execute/infer`, { method: 'POST', body, signal: AbortSignal.timeout(30_000) }).then(
     async (res) => {
       const text = await res.text();
       return { value, status: res.status, body: text ? JSON.parse(text) : undefined };
@@ -104,7 +104,7 @@ async function waitPending(t: Tritium, n: number, timeoutMs = 20_000): Promise<v
   let last = '';
   while (Date.now() < deadline) {
     const text = await (await fetch(`http://127.0.0.1:${t.metricsPort}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith('nv_inference_pending_request_count{') && l.includes('model="h6_slow"'));
+    const line = text.split('\n').find((l) => l.startsWith('nv_inference_pending_request_count{') && l.includes('model="slow_execute"'));
     last = line ?? '';
     if (line && Number(line.split(' ').pop()) === n) return;
     await sleep(20);
@@ -150,7 +150,7 @@ describe('SIGTERM / SIGINT', () => {
     }
     expect(exit).toEqual({ code: 0, signal: null });
     expect(t.log()).toContain('received SIGTERM; shutting down');
-    expect(fs.readdirSync(dir).filter((f) => f.startsWith('finalized_')).sort()).toEqual(['finalized_h6_slow_0_0', 'finalized_h6_slow_0_1']);
+    expect(fs.readdirSync(dir).filter((f) => f.startsWith('finalized_')).sort()).toEqual(['finalized_slow_execute_0_0', 'finalized_slow_execute_0_1']);
     expect(await waitGone(stubs)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
@@ -175,7 +175,7 @@ describe('SIGTERM / SIGINT', () => {
     expect(queued).toHaveLength(2);
     for (const r of executing) {
       expect(r.body.error).toMatch(
-        /^Stub process 'h6_slow_0_[01]' is not healthy\. The server is shutting down and the stub did not stop within the exit timeout \(\d+ ms\); it was killed\.$/,
+        /^Stub process 'slow_execute_0_[01]' is not healthy\. The server is shutting down and the stub did not stop within the exit timeout \(\d+ ms\); it was killed\.$/,
       );
     }
     for (const r of queued) expect(r.body.error).toBe('Server is stopping, scheduler for model has stopped accepting new inference requests');
@@ -187,7 +187,7 @@ describe('SIGTERM / SIGINT', () => {
   });
 
   it('SIGINT with a finalize that never returns: bounded by the exit timeout, then killed; exit 0, /dev/shm clean', async () => {
-    const t = await start({ args: ['--exit-timeout-secs=2'], env: { H6_FINALIZE_HANG: '1' } });
+    const t = await start({ args: ['--exit-timeout-secs=2'], env: { FINALIZE_HANG: '1' } });
     const pid = t.proc.pid!;
     const stubs = childPids(pid);
     const ok = await infer(t, 0, 41);
@@ -197,7 +197,7 @@ describe('SIGTERM / SIGINT', () => {
     const exit = await t.exited;
     expect(exit).toEqual({ code: 0, signal: null });
     expect(Date.now() - signalledAt).toBeLessThan(8000);
-    expect(t.log()).toMatch(/finalize of 'h6_slow_0_[01]' did not end within \d+ ms; killing the stub/);
+    expect(t.log()).toMatch(/finalize of 'slow_execute_0_[01]' did not end within \d+ ms; killing the stub/);
     expect(await waitGone(stubs)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
@@ -224,11 +224,11 @@ describe('SIGTERM / SIGINT', () => {
   });
 
   it('a signal during start-up (initialize still running) stops the stubs and leaves /dev/shm clean', async () => {
-    const t = await start({ expectFailure: true, env: { H6_INIT_SLEEP: '20' } });
+    const t = await start({ expectFailure: true, env: { INIT_SLEEP_S: '20' } });
     const pid = t.proc.pid!;
     const deadline = Date.now() + 30_000;
     // After the auto-complete stub is gone, 'loading:' starts the two instance stubs.
-    while (Date.now() < deadline && (!t.log().includes('loading: h6_slow:1') || childPids(pid).length < 2)) await sleep(50);
+    while (Date.now() < deadline && (!t.log().includes('loading: slow_execute:1') || childPids(pid).length < 2)) await sleep(50);
     await sleep(500); // both are inside initialize now (it sleeps 20 s)
     const stubs = childPids(pid);
     expect(stubs).toHaveLength(2);
@@ -257,7 +257,7 @@ describe('a SIGKILLed server', () => {
     expect(shmFilesOf(pid)).toEqual(files);
 
     // A file whose owner is alive (this test process) must survive the cleanup.
-    const liveFile = path.join('/dev/shm', `tritium_${process.pid}_0badcafe_h6.n0`);
+    const liveFile = path.join('/dev/shm', `tritium_${process.pid}_0badcafe_live.n0`);
     fs.writeFileSync(liveFile, '');
     try {
       const second = await start();

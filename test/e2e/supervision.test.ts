@@ -1,12 +1,12 @@
 /**
- * Issue 6, supervision, end to end: the real CLI, real stubs. A stub killed with SIGKILL,
+ * Supervision, end to end: the real CLI, real stubs. A stub killed with SIGKILL,
  * one that calls os._exit from model.py, and one frozen in native code holding the GIL, each
  * while executing a batch of 8 requests: the batch fails at once with Triton's text plus the
  * cause, the instance turns not-ready (and with it model and server readiness) and comes back
  * after a restart, the model's other instance answers throughout, restarts are logged and
  * counted. Last, a model whose initialize fails on every restart ends UNAVAILABLE with a reason.
  *
- * Models: test/models/h6_crash (2 instances, batches of 8), test/models/h6_crashloop.
+ * Models: test/models/crash_modes (2 instances, batches of 8), test/models/crash_loop.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -45,13 +45,13 @@ function crashRequest(mode: number, value: number) {
   };
 }
 
-const inferCrash = (mode: number, value: number) => post(`${server.http}/v2/models/h6_crash/infer`, crashRequest(mode, value));
+const inferCrash = (mode: number, value: number) => post(`${server.http}/v2/models/crash_modes/infer`, crashRequest(mode, value));
 
 const output = (a: Answer, name: string) => a.body.outputs.find((o: { name: string }) => o.name === name).data[0];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits for `$H6_DIR/<prefix><instance>` written by the model; returns the instance and content. */
+/** Waits for `$MODEL_STATE_DIR/<prefix><instance>` written by the model; returns the instance and content. */
 async function waitForMarker(prefix: string, timeoutMs = 20_000): Promise<{ instance: string; text: string }> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -154,11 +154,11 @@ function expectReadinessCycle(seen: Array<{ model: boolean; server: boolean }>) 
 }
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-h6-'));
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-tag-'));
   server = await startTritium({
-    repos: [makeRepo(['h6_crash', 'h6_crashloop'])],
+    repos: [makeRepo(['crash_modes', 'crash_loop'])],
     args: [`--backend-config=python,stub-timeout-seconds=${STUB_TIMEOUT_S}`],
-    env: { H6_DIR: dir },
+    env: { MODEL_STATE_DIR: dir },
   });
 }, 120_000);
 
@@ -174,7 +174,7 @@ afterAll(async () => {
 describe('a stub that dies during a batch', () => {
   it('SIGKILL: the batch fails within 1 s with the cause, the other instance answers, the stub restarts', async () => {
     clearMarkers();
-    const monitor = readinessMonitor('h6_crash');
+    const monitor = readinessMonitor('crash_modes');
     await sleep(200);
     const batch = sendBatch(Array(8).fill(BLOCK));
     const busy = await waitForMarker('busy_');
@@ -187,7 +187,7 @@ describe('a stub that dies during a batch', () => {
     const failed = await Promise.all(batch);
     expectBatchFailed(failed, busy.instance, 'The stub was killed by SIGKILL (possibly the out-of-memory killer).', killedAt);
 
-    await waitReady('h6_crash');
+    await waitReady('crash_modes');
     await sleep(300);
     const answers = await fast.stop();
     const seen = await monitor.stop();
@@ -220,7 +220,7 @@ describe('a stub that dies during a batch', () => {
 
   it('os._exit from model.py: the batch fails within 1 s with the exit code, the stub restarts', async () => {
     clearMarkers();
-    const monitor = readinessMonitor('h6_crash');
+    const monitor = readinessMonitor('crash_modes');
     await sleep(200);
     const batch = sendBatch([FAST, FAST, FAST, EXIT_ON_GO, FAST, FAST, FAST, FAST]);
     const busy = await waitForMarker('busy_');
@@ -233,7 +233,7 @@ describe('a stub that dies during a batch', () => {
     const exitedAt = performance.now() - (Date.now() - exitedAtMs);
     expectBatchFailed(failed, busy.instance, 'The stub exited with code 7.', exitedAt);
 
-    await waitReady('h6_crash');
+    await waitReady('crash_modes');
     await sleep(300);
     const answers = await fast.stop();
     expectReadinessCycle(await monitor.stop());
@@ -257,7 +257,7 @@ describe('a stub that dies during a batch', () => {
     // Detected after stub-timeout-seconds, not after the 60 s the model would have slept.
     expect(failed[0]!.at - startedAt).toBeLessThan(20_000);
     expect(server.log()).toContain(`Stub process '${busy.instance}' sent no heartbeat`);
-    await waitReady('h6_crash');
+    await waitReady('crash_modes');
     const after = await Promise.all(sendBatch(Array(8).fill(FAST)));
     for (const a of after) expect(a.status).toBe(200);
     expect(await restartsOf(busy.instance)).toBe(3);
@@ -266,13 +266,13 @@ describe('a stub that dies during a batch', () => {
 
 describe('a stub that keeps crashing at start-up', () => {
   it('stops being restarted after 5 failed starts; the model turns UNAVAILABLE with the reason', async () => {
-    const url = `${server.http}/v2/models/h6_crashloop/infer`;
+    const url = `${server.http}/v2/models/crash_loop/infer`;
     const ok = await post(url, { inputs: [{ name: 'MODE', shape: [1], datatype: 'INT32', data: [0] }] });
     expect(ok.status).toBe(200);
 
     const died = await post(url, { inputs: [{ name: 'MODE', shape: [1], datatype: 'INT32', data: [2] }] });
     expect(died.status).toBe(500);
-    expect(died.body.error).toBe("Stub process 'h6_crashloop_0_0' is not healthy. The stub exited with code 3.");
+    expect(died.body.error).toBe("Stub process 'crash_loop_0_0' is not healthy. The stub exited with code 3.");
 
     // A request sent while restarts are being tried waits, and is answered when supervision
     // gives up instead of waiting forever.
@@ -283,31 +283,31 @@ describe('a stub that keeps crashing at start-up', () => {
     let entry: { name: string; version?: string; state?: string; reason?: string } | undefined;
     while (Date.now() < deadline) {
       const index = await (await fetch(`${server.http}/v2/repository/index`, { method: 'POST', body: '{}' })).json();
-      entry = index.find((e: { name: string }) => e.name === 'h6_crashloop');
+      entry = index.find((e: { name: string }) => e.name === 'crash_loop');
       if (entry?.state === 'UNAVAILABLE') break;
       await sleep(200);
     }
-    expect(entry).toMatchObject({ name: 'h6_crashloop', version: '1', state: 'UNAVAILABLE' });
-    expect(entry!.reason).toContain("Stub process 'h6_crashloop_0_0' is not healthy. The stub exited with code 3.");
+    expect(entry).toMatchObject({ name: 'crash_loop', version: '1', state: 'UNAVAILABLE' });
+    expect(entry!.reason).toContain("Stub process 'crash_loop_0_0' is not healthy. The stub exited with code 3.");
     expect(entry!.reason).toContain('Restarting it failed 5 times in a row, so it will not be restarted again');
-    expect(entry!.reason).toContain('h6_crashloop cannot start twice');
+    expect(entry!.reason).toContain('crash_loop cannot start twice');
 
     const answered = await waiting;
     expect(answered.status).toBeGreaterThanOrEqual(400);
     expect(typeof answered.body.error).toBe('string');
 
-    // No READY version left: the lookup error of the protocol spec (§1.2), as for a failed load.
-    const ready = await fetch(`${server.http}/v2/models/h6_crashloop/ready`);
+    // No READY version left: the lookup error (docs/protocol-notes.md, "Error codes and status mapping"), as for a failed load.
+    const ready = await fetch(`${server.http}/v2/models/crash_loop/ready`);
     expect(ready.status).toBe(404);
-    expect((await ready.json()).error).toBe("Request for unknown model: 'h6_crashloop' has no available versions");
+    expect((await ready.json()).error).toBe("Request for unknown model: 'crash_loop' has no available versions");
     expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(400);
     const later = await post(url, { inputs: [{ name: 'MODE', shape: [1], datatype: 'INT32', data: [0] }] });
     expect(later.status).toBe(404);
-    expect(later.body.error).toBe("Request for unknown model: 'h6_crashloop' has no available versions");
+    expect(later.body.error).toBe("Request for unknown model: 'crash_loop' has no available versions");
 
     const log = server.log();
-    expect(log.match(/Restart of 'h6_crashloop_0_0' failed \(\d in a row\)/g)).toHaveLength(5);
-    expect(log).toContain("model 'h6_crashloop' version 1 is unavailable");
+    expect(log.match(/Restart of 'crash_loop_0_0' failed \(\d in a row\)/g)).toHaveLength(5);
+    expect(log).toContain("model 'crash_loop' version 1 is unavailable");
     // Its neighbour is untouched.
     const fine = await Promise.all(sendBatch(Array(8).fill(FAST)));
     for (const a of fine) expect(a.status).toBe(200);

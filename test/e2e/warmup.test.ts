@@ -1,16 +1,16 @@
 /**
- * End-to-end model warmup (issue #3, protocol spec §4): every instance runs every sample before
+ * End-to-end model warmup (docs/protocol-notes.md, "Model warmup"): every instance runs every sample before
  * the model is ready — zero_data, random_data and input_data_file (raw numeric bytes, and a BYTES
  * file of length-prefixed elements) — as one execute() of batch_size batch-1 requests, `count`
  * times; batch_size 0 skips a sample. A failing sample fails the load and the reason names the
- * sample and the cause. The probe model (test/models/b3_warmup) logs what each execute() got.
+ * sample and the cause. The probe model (test/models/warmup_probe) logs what each execute() got.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { waitFor, writeVariant } from './b3-helpers.js';
+import { waitFor, writeVariant } from './infer-helpers.js';
 
 interface Logged {
   n: number;
@@ -57,10 +57,10 @@ const le = (kind: 'f' | 'i', values: number[]) => {
 const hex = (s: string) => Buffer.from(s, 'utf8').toString('hex');
 
 beforeAll(async () => {
-  repo = makeRepo(['b3_warmup']);
-  writeVariant(repo, 'b3_warmup', 'b3_warmup_raise', IO + sample('bad_sample', 'zero_data: true', 'input_data_file: "i_bad.bin"'));
-  writeVariant(repo, 'b3_warmup', 'b3_warmup_short', IO + sample('short_sample', 'input_data_file: "f_short.bin"', 'zero_data: true'));
-  writeVariant(repo, 'b3_warmup', 'b3_warmup_missing', IO + sample('missing_sample', 'input_data_file: "nope.bin"', 'zero_data: true'));
+  repo = makeRepo(['warmup_probe']);
+  writeVariant(repo, 'warmup_probe', 'warmup_probe_raise', IO + sample('bad_sample', 'zero_data: true', 'input_data_file: "i_bad.bin"'));
+  writeVariant(repo, 'warmup_probe', 'warmup_probe_short', IO + sample('short_sample', 'input_data_file: "f_short.bin"', 'zero_data: true'));
+  writeVariant(repo, 'warmup_probe', 'warmup_probe_missing', IO + sample('missing_sample', 'input_data_file: "nope.bin"', 'zero_data: true'));
   server = await startTritium({ repos: [repo], args: ['--exit-on-error=false'] });
 }, 120_000);
 
@@ -68,9 +68,9 @@ afterAll(() => stopAndExpectNoShm(server));
 
 describe('warmup samples', () => {
   it('warms every instance with each sample before the model is ready', async () => {
-    expect((await fetch(`${server.http}/v2/models/b3_warmup/ready`)).status).toBe(200);
-    for (const instance of ['b3_warmup_0_0', 'b3_warmup_0_1']) {
-      const log = readLog('b3_warmup', instance);
+    expect((await fetch(`${server.http}/v2/models/warmup_probe/ready`)).status).toBe(200);
+    for (const instance of ['warmup_probe_0_0', 'warmup_probe_0_1']) {
+      const log = readLog('warmup_probe', instance);
       // zeros (batch 2) once, random (batch 1) three times, skipped (batch 0) never, files (batch 3).
       expect(log.map((e) => e.n), instance).toEqual([2, 1, 1, 1, 3]);
       for (const e of log) {
@@ -84,7 +84,7 @@ describe('warmup samples', () => {
   });
 
   it('feeds zero_data as zeros and empty strings', () => {
-    const [zeros] = readLog('b3_warmup', 'b3_warmup_0_0');
+    const [zeros] = readLog('warmup_probe', 'warmup_probe_0_0');
     for (const r of zeros!.requests) {
       expect(r.inputs.F!.hex).toBe('00'.repeat(16));
       expect(r.inputs.I!.hex).toBe('00'.repeat(12));
@@ -93,7 +93,7 @@ describe('warmup samples', () => {
   });
 
   it('feeds random_data as random bytes (empty strings for BYTES)', () => {
-    const random = readLog('b3_warmup', 'b3_warmup_0_0').slice(1, 4);
+    const random = readLog('warmup_probe', 'warmup_probe_0_0').slice(1, 4);
     for (const e of random) {
       const r = e.requests[0]!;
       expect(r.inputs.F!.hex).toMatch(/^[0-9a-f]{32}$/);
@@ -105,8 +105,8 @@ describe('warmup samples', () => {
   });
 
   it('feeds input_data_file bytes from warmup/, BYTES files as length-prefixed elements', () => {
-    for (const instance of ['b3_warmup_0_0', 'b3_warmup_0_1']) {
-      const files = readLog('b3_warmup', instance)[4]!;
+    for (const instance of ['warmup_probe_0_0', 'warmup_probe_0_1']) {
+      const files = readLog('warmup_probe', instance)[4]!;
       expect(files.requests.length).toBe(3);
       for (const r of files.requests) {
         // f.bin holds 4 floats and 4 extra bytes that are ignored.
@@ -118,8 +118,8 @@ describe('warmup samples', () => {
   });
 
   it('does not run warmup again for inference', async () => {
-    const before = readLog('b3_warmup', 'b3_warmup_0_0').length + readLog('b3_warmup', 'b3_warmup_0_1').length;
-    const res = await fetch(`${server.http}/v2/models/b3_warmup/infer`, {
+    const before = readLog('warmup_probe', 'warmup_probe_0_0').length + readLog('warmup_probe', 'warmup_probe_0_1').length;
+    const res = await fetch(`${server.http}/v2/models/warmup_probe/infer`, {
       method: 'POST',
       body: JSON.stringify({
         inputs: [
@@ -130,29 +130,29 @@ describe('warmup samples', () => {
       }),
     });
     expect(res.status).toBe(200);
-    const after = readLog('b3_warmup', 'b3_warmup_0_0').length + readLog('b3_warmup', 'b3_warmup_0_1').length;
+    const after = readLog('warmup_probe', 'warmup_probe_0_0').length + readLog('warmup_probe', 'warmup_probe_0_1').length;
     expect(after).toBe(before + 1);
   });
 });
 
 describe('warmup after a stub restart', () => {
   it('warms a restarted stub again before it takes traffic', async () => {
-    const instance = 'b3_warmup_0_0';
-    const before = readLog('b3_warmup', instance).length;
+    const instance = 'warmup_probe_0_0';
+    const before = readLog('warmup_probe', instance).length;
     // The stub's initialize args carry its instance name; find its process among the server's children.
-    const stubs = execFileSync('pgrep', ['-f', '-P', String(server.proc.pid), 'b3_warmup/1/model.py'], { encoding: 'utf8' })
+    const stubs = execFileSync('pgrep', ['-f', '-P', String(server.proc.pid), 'warmup_probe/1/model.py'], { encoding: 'utf8' })
       .split('\n')
       .filter(Boolean)
       .map(Number);
     const target = stubs.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`\0${instance}\0`));
     expect(target, `stub of ${instance} among ${stubs.join(',')}`).toBeDefined();
     process.kill(target!, 'SIGKILL');
-    await waitFor('the instance to be warmed again', () => readLog('b3_warmup', instance).length >= before + 5, 30_000, 50);
-    const again = readLog('b3_warmup', instance).slice(before);
+    await waitFor('the instance to be warmed again', () => readLog('warmup_probe', instance).length >= before + 5, 30_000, 50);
+    const again = readLog('warmup_probe', instance).slice(before);
     // The same samples as at load: zeros (2), random ×3 (1 each), files (3).
     expect(again.slice(0, 5).map((e) => e.n)).toEqual([2, 1, 1, 1, 3]);
     expect(again[0]!.requests[0]!.id).toMatch(/^warmup_/);
-    await waitFor('the model to be ready again', async () => (await fetch(`${server.http}/v2/models/b3_warmup/ready`)).status === 200, 30_000, 50);
+    await waitFor('the model to be ready again', async () => (await fetch(`${server.http}/v2/models/warmup_probe/ready`)).status === 200, 30_000, 50);
   });
 });
 
@@ -167,29 +167,29 @@ describe('failing warmup', () => {
   }
 
   it('fails the load naming the sample and the model error', async () => {
-    const reason = await reasonOf('b3_warmup_raise');
+    const reason = await reasonOf('warmup_probe_raise');
     expect(reason).toMatch(/^failed to run warmup sample 'bad_sample': /);
     expect(reason).toMatch(/input I starts with 99/);
     // The failing sample did reach the model.
-    expect(readLog('b3_warmup_raise', 'b3_warmup_raise_0_0').map((e) => e.n)).toEqual([2]);
+    expect(readLog('warmup_probe_raise', 'warmup_probe_raise_0_0').map((e) => e.n)).toEqual([2]);
   });
 
   it('fails the load when a data file is shorter than the sample needs', async () => {
-    const reason = await reasonOf('b3_warmup_short');
+    const reason = await reasonOf('warmup_probe_short');
     expect(reason).toMatch(/short_sample/);
     expect(reason).toMatch(/warmup setting expects 16 bytes, but the data provided from f_short.bin only has 8 bytes/);
-    expect(readLog('b3_warmup_short', 'b3_warmup_short_0_0')).toEqual([]);
+    expect(readLog('warmup_probe_short', 'warmup_probe_short_0_0')).toEqual([]);
   });
 
   it('fails the load when a data file is missing', async () => {
-    const reason = await reasonOf('b3_warmup_missing');
+    const reason = await reasonOf('warmup_probe_missing');
     expect(reason).toMatch(/missing_sample/);
     expect(reason).toMatch(/nope\.bin/);
   });
 
   it('exits at start-up with --exit-on-error and names the sample in the log', async () => {
     const r2 = makeRepo([]);
-    writeVariant(r2, 'b3_warmup', 'b3_warmup_raise', IO + sample('bad_sample', 'zero_data: true', 'input_data_file: "i_bad.bin"'));
+    writeVariant(r2, 'warmup_probe', 'warmup_probe_raise', IO + sample('bad_sample', 'zero_data: true', 'input_data_file: "i_bad.bin"'));
     const s = await startTritium({ repos: [r2], expectFailure: true });
     const exit = await s.exited;
     expect(exit.code).not.toBe(0);

@@ -1,4 +1,4 @@
-"""What execute returns or raises -> exec_done (python-backend.md §3.4), texts verbatim."""
+"""What execute returns or raises -> exec_done (docs/protocol-notes.md, "What execute returns"), texts verbatim."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""InferenceResponseSender rules, checked locally with Triton's texts (§2.6)."""
+"""InferenceResponseSender rules, checked locally with Triton's texts (docs/protocol-notes.md, "What execute returns")."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 /**
  * Filling `backend`, `platform` and `default_model_filename` from the files
- * in a version directory (triton-protocol.md §3.3 step 2, §3.2
- * "backend / platform"). Runs before normalizeModelConfig, which needs the
+ * in a version directory (docs/protocol-notes.md,
+ * "Model configuration normalisation"). Runs before normalizeModelConfig, which needs the
  * backend to pick defaults.
  */
 import type { ModelConfig } from '../../generated/model_config_pb.js';

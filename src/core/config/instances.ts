@@ -1,6 +1,6 @@
 /**
- * The model instances a normalised config asks for (python-backend.md §3.2,
- * §4; core backend_model.cc). Each one is a stub process for Python models.
+ * The model instances a normalised config asks for (docs/protocol-notes.md,
+ * "Instances and dispatch"; core backend_model.cc). Each one is a stub process for Python models.
  *
  * Naming follows Triton exactly: instance `<group name>_<c>` for c in
  * [0, count). A KIND_GPU group creates `count` instances on *each* listed GPU,

@@ -1,7 +1,7 @@
 /**
  * ModelConfig ↔ JSON as Triton renders it for `GET /v2/models/<m>/config`,
  * the HTTP `load` config parameter and the Python backend's
- * `args["model_config"]` (triton-protocol.md §3.3 "JSON rendering"):
+ * `args["model_config"]` (docs/protocol-notes.md, "Model configuration normalisation"):
  * protobuf JSON with proto field names, every implicit-presence field printed
  * even when default, enums by name, unset message fields left out, maps as
  * objects, keys in declaration order — and a chosen set of 64-bit integer
@@ -14,7 +14,7 @@ import { ConfigError } from './config-error.js';
 
 /**
  * The 64-bit fields Triton's ModelConfigToJson rewrites as JSON numbers
- * (§3.3). Every other int64/uint64 field keeps protobuf's string form, as in
+ * (protocol-notes, "Model configuration normalisation"). Every other int64/uint64 field keeps protobuf's string form, as in
  * Triton. test/config/json.test.ts fails when the schema gains a 64-bit field
  * that is in neither this set nor INT64_FIELDS_KEPT_AS_STRINGS.
  */

@@ -1,5 +1,5 @@
 /**
- * Triton's server-side defaults (triton-protocol.md §3.3 steps 1 and 4-8):
+ * Triton's server-side defaults (docs/protocol-notes.md, "Model configuration normalisation"):
  * what turns a config.pbtxt (plus auto-complete) into the config that
  * `/config` shows and `initialize(args)` receives. Backend inference from
  * files (step 2) is inferBackend; call it first, since the instance count

@@ -2,7 +2,7 @@
  * Schema-driven reader for the protobuf text format, walking the generated
  * descriptors. It accepts and refuses what Triton's C++ TextFormat parser
  * (TextFormat::ParseFromString, which Triton calls) accepts and refuses —
- * triton-protocol.md §3.2 and the cases in test/config/parse.test.ts, each
+ * docs/protocol-notes.md, "Model configuration text format", and the cases in test/config/parse.test.ts, each
  * checked against tritonserver 2.51 — and reports errors as
  * `file:line:column: message`, with the C++ wording where the rule is the
  * C++ parser's (duplicate fields, oneofs, unknown names).

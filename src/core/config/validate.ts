@@ -1,6 +1,6 @@
 /**
- * Load-time checks on a normalised ModelConfig (triton-protocol.md §3.3
- * "Validation highlights", python-backend.md §4, warmup rules of §4).
+ * Load-time checks on a normalised ModelConfig (docs/protocol-notes.md,
+ * "Model configuration normalisation", "Python backend parameters", "Model warmup").
  * Every problem is a ConfigError naming the file and the field path
  * (`input[0].dims`), and the line when a SourceMap from the parser is given.
  */
@@ -166,7 +166,7 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
     }
   });
 
-  // Python backend parameter (python-backend.md §4); the text is Triton's, quote included.
+  // Python backend parameter (docs/protocol-notes.md, "Python backend parameters"); the text is Triton's, quote included.
   const force = cfg.parameters['FORCE_CPU_ONLY_INPUT_TENSORS'];
   if (cfg.backend === 'python' && force !== undefined) {
     const v = force.stringValue;
@@ -175,7 +175,7 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
     }
   }
 
-  // warmup (§4)
+  // warmup (docs/protocol-notes.md, "Model warmup")
   if (isEnsemble && cfg.modelWarmup.length > 0) {
     report('model_warmup', `model_warmup can not be specified for ensemble '${model}'`);
   }

@@ -1,7 +1,7 @@
 /**
  * @module core/request/validate
- * Checks an inference request against the model config the way Triton's core does (protocol
- * spec §3.4): input names and count, datatypes, shapes with and without a batch dimension,
+ * Checks an inference request against the model config the way Triton's core does (docs/protocol-notes.md,
+ * "Request validation"): input names and count, datatypes, shapes with and without a batch dimension,
  * byte sizes, BYTES element counts, requested outputs. Returns what the scheduler needs.
  */
 import { Errors, TritonError } from '../errors.js';

@@ -1,7 +1,7 @@
 /**
  * @module core/scheduling/default-scheduler
- * The scheduler of a model without `dynamic_batching` / `sequence_batching` (protocol spec
- * §3.5): every request is its own execution, queued FIFO without size limit or timeouts and
+ * The scheduler of a model without `dynamic_batching` / `sequence_batching` (docs/protocol-notes.md,
+ * "Instances and dispatch"): every request is its own execution, queued FIFO without size limit or timeouts and
  * handed to the next idle ready instance. Each instance runs one batch at a time; one that
  * accepts a pipeline (`pipelineDepth`, a Python stub) gets its next request while it runs.
  *

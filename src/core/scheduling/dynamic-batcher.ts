@@ -1,6 +1,6 @@
 /**
  * @module core/scheduling/dynamic-batcher
- * The dynamic batcher (protocol spec §3.6): one priority queue per model version, batches
+ * The dynamic batcher (docs/protocol-notes.md, "Dynamic batcher"): one priority queue per model version, batches
  * formed from its head whenever an instance is idle, Triton's queue policies (max_queue_size,
  * timeouts with REJECT / DELAY), preferred batch sizes, max_queue_delay and preserve_ordering.
  *
@@ -362,7 +362,7 @@ export class DynamicBatcher implements Scheduler {
   }
 
   /**
-   * One pass of batch formation (spec §3.6 steps 3–4) from the head of the queue. Returns the
+   * One pass of batch formation (protocol-notes, "Dynamic batcher") from the head of the queue. Returns the
    * number of requests to send (their rows in `formRows`), 0 when nothing is left to send, or
    * -1 to wait until `formWaitUntil` (or an arrival that could change the decision).
    */

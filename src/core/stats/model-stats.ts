@@ -1,6 +1,6 @@
 /**
  * @module core/stats/model-stats
- * Statistics of one model version with Triton's accounting (protocol spec §1.5):
+ * Statistics of one model version with Triton's accounting (docs/protocol-notes.md, "Statistics"):
  *
  *   per request  (final response released)   success, queue, compute_* (count +1 each;
  *                                             compute ns = the batch's phase durations),

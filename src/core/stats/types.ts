@@ -1,6 +1,6 @@
 /**
  * @module core/stats/types
- * Statistics in the JSON shape of Triton's statistics extension (protocol spec §1.5). Counts
+ * Statistics in the JSON shape of Triton's statistics extension (docs/protocol-notes.md, "Statistics"). Counts
  * and nanoseconds are bigints: cumulative nanoseconds pass 2^53 on long-running servers and
  * perf_analyzer parses them as unsigned 64-bit integers.
  */

@@ -1,6 +1,6 @@
 /**
  * @module frontends/metrics/metrics
- * Triton's per-model Prometheus families (protocol spec §6) plus tritium's own, on a private
+ * Triton's per-model Prometheus families (docs/protocol-notes.md, "Metrics") plus tritium's own, on a private
  * prom-client `Registry`.
  *
  * Hot-path design: prom-client hashes the label set on every `inc()`, which would cost a few

@@ -1,6 +1,6 @@
 /**
  * @module frontends/metrics/server
- * The metrics endpoint (protocol spec §6): GET `/metrics` or `/metrics/` answers the Prometheus
+ * The metrics endpoint (docs/protocol-notes.md, "Metrics"): GET `/metrics` or `/metrics/` answers the Prometheus
  * text; any other GET path answers 200 with an empty body (as Triton does); other methods 405.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';

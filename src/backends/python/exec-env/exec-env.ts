@@ -1,7 +1,7 @@
 /**
  * @module backends/python/exec-env/exec-env
  * `EXECUTION_ENV_PATH`: which environment a model's stubs run in, under Triton's rules
- * (python-backend.md §1.13; docs/design.md, "Python environment"):
+ * (docs/protocol-notes.md, "Execution environments"; docs/design.md, "Python environment"):
  * - `$$TRITON_MODEL_DIRECTORY` is replaced by the model directory and the result normalised,
  *   so `$$TRITON_MODEL_DIRECTORY/../shared/env.tar.gz` may name a place beside the model;
  * - an absolute path may name any directory or archive on the host;
@@ -75,7 +75,7 @@ export async function resolveExecEnv(envPath: string, modelDir: string, cacheDir
   return {
     dir,
     python,
-    // What Triton's launcher sets; bin/activate itself is not run (python-backend.md §1.13).
+    // What Triton's launcher sets; bin/activate itself is not run (docs/protocol-notes.md, "Execution environments").
     env: {
       ...process.env,
       VIRTUAL_ENV: dir,

@@ -1,4 +1,4 @@
-"""Issue 6 crash loop: the first initialize succeeds and records it in $H6_DIR/crashloop_started;
+"""Crash loop: the first initialize succeeds and records it in $MODEL_STATE_DIR/crashloop_started;
 every later one raises. MODE 2 makes execute call os._exit(3)."""
 
 import os
@@ -6,14 +6,14 @@ import os
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-H6_DIR = os.environ.get("H6_DIR", "/tmp")
+MODEL_STATE_DIR = os.environ.get("MODEL_STATE_DIR", "/tmp")
 
 
 class TritonPythonModel:
     def initialize(self, args):
-        marker = os.path.join(H6_DIR, "crashloop_started")
+        marker = os.path.join(MODEL_STATE_DIR, "crashloop_started")
         if os.path.exists(marker):
-            raise RuntimeError("h6_crashloop cannot start twice: the database handle is gone")
+            raise RuntimeError("crash_loop cannot start twice: the database handle is gone")
         with open(marker, "w") as f:
             f.write(str(os.getpid()))
 

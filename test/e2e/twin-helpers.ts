@@ -1,5 +1,5 @@
 /**
- * Shared by the issue-4 end-to-end suites (gRPC, decoupled, generate, perf_analyzer): repository
+ * Shared by the end-to-end suites (gRPC, decoupled, generate, perf_analyzer): repository
  * assembly with non-decoupled twins of decoupled test models, and a wait for side-channel files.
  */
 import fs from 'node:fs';
@@ -23,7 +23,7 @@ export function repoWithTwins(models: string[], twins: string[] = []): string {
   return repo;
 }
 
-/** Polls for a file and returns its JSON (the d4_cancel model's marker), or undefined. */
+/** Polls for a file and returns its JSON (the cancel_loop model's marker), or undefined. */
 export async function waitForJson(file: string, timeoutMs = 15_000): Promise<Record<string, unknown> | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

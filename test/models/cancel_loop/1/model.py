@@ -20,7 +20,7 @@ CANCELLED = pb_utils.TritonError("request cancelled by the client", pb_utils.Tri
 def _record(request, sender, sent):
     params = json.loads(request.parameters())
     seen = {"request": request.is_cancelled(), "sender": sender.is_cancelled(), "sent": sent}
-    pb_utils.Logger.log_info(f"d4_cancel: '{params.get('tag', '')}' cancelled after {sent}")
+    pb_utils.Logger.log_info(f"cancel_loop: '{params.get('tag', '')}' cancelled after {sent}")
     if "marker_dir" in params:
         path = os.path.join(params["marker_dir"], params.get("tag", "cancelled"))
         with open(path + ".tmp", "w") as f:

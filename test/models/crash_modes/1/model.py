@@ -1,11 +1,11 @@
-"""Issue 6 supervision model. MODE per request (the batch takes the highest):
+"""Supervision model. MODE per request (the batch takes the highest):
 
 0 FAST   OUT = 2 * VALUE, with the PID and INSTANCE that served it
-1 BLOCK  write $H6_DIR/busy_<instance> (pid), then wait until $H6_DIR/release exists (30 s max)
-2 EXIT   write $H6_DIR/exit_<instance> (epoch ms), then os._exit(7)
-3 HANG   write $H6_DIR/busy_<instance>, then sleep 60 s inside C code holding the GIL, so the
+1 BLOCK  write $MODEL_STATE_DIR/busy_<instance> (pid), then wait until $MODEL_STATE_DIR/release exists (30 s max)
+2 EXIT   write $MODEL_STATE_DIR/exit_<instance> (epoch ms), then os._exit(7)
+3 HANG   write $MODEL_STATE_DIR/busy_<instance>, then sleep 60 s inside C code holding the GIL, so the
          stub's heartbeat thread cannot run (a native extension stuck in a deadlock)
-4 EXIT_ON_GO  write $H6_DIR/busy_<instance>, wait until $H6_DIR/go_exit exists, then do EXIT
+4 EXIT_ON_GO  write $MODEL_STATE_DIR/busy_<instance>, wait until $MODEL_STATE_DIR/go_exit exists, then do EXIT
 """
 
 import ctypes
@@ -15,14 +15,14 @@ import time
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-H6_DIR = os.environ.get("H6_DIR", "/tmp")
+MODEL_STATE_DIR = os.environ.get("MODEL_STATE_DIR", "/tmp")
 
 
 def _write(name, text):
-    tmp = os.path.join(H6_DIR, f".{name}.{os.getpid()}")
+    tmp = os.path.join(MODEL_STATE_DIR, f".{name}.{os.getpid()}")
     with open(tmp, "w") as f:
         f.write(text)
-    os.replace(tmp, os.path.join(H6_DIR, name))
+    os.replace(tmp, os.path.join(MODEL_STATE_DIR, name))
 
 
 class TritonPythonModel:
@@ -36,7 +36,7 @@ class TritonPythonModel:
             _write(f"busy_{self.instance}", str(os.getpid()))
             wait_for = "release" if mode == 1 else "go_exit"
             deadline = time.monotonic() + 30
-            while not os.path.exists(os.path.join(H6_DIR, wait_for)) and time.monotonic() < deadline:
+            while not os.path.exists(os.path.join(MODEL_STATE_DIR, wait_for)) and time.monotonic() < deadline:
                 time.sleep(0.01)
         if mode in (2, 4):
             _write(f"exit_{self.instance}", str(int(time.time() * 1000)))

@@ -1,6 +1,6 @@
-"""Issue 6 shutdown model: execute sleeps MS ms and answers OUT = VALUE + 1; finalize writes
-$H6_DIR/finalized_<instance> (or hangs forever when H6_FINALIZE_HANG=1). initialize sleeps
-H6_INIT_SLEEP seconds (0 by default)."""
+"""Shutdown model: execute sleeps MS ms and answers OUT = VALUE + 1; finalize writes
+$MODEL_STATE_DIR/finalized_<instance> (or hangs forever when FINALIZE_HANG=1). initialize sleeps
+INIT_SLEEP_S seconds (0 by default)."""
 
 import os
 import time
@@ -8,13 +8,13 @@ import time
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-H6_DIR = os.environ.get("H6_DIR", "/tmp")
+MODEL_STATE_DIR = os.environ.get("MODEL_STATE_DIR", "/tmp")
 
 
 class TritonPythonModel:
     def initialize(self, args):
         self.instance = args["model_instance_name"]
-        time.sleep(float(os.environ.get("H6_INIT_SLEEP", "0")))
+        time.sleep(float(os.environ.get("INIT_SLEEP_S", "0")))
 
     def execute(self, requests):
         out = []
@@ -26,8 +26,8 @@ class TritonPythonModel:
         return out
 
     def finalize(self):
-        if os.environ.get("H6_FINALIZE_HANG") == "1":
+        if os.environ.get("FINALIZE_HANG") == "1":
             while True:
                 time.sleep(1)
-        with open(os.path.join(H6_DIR, f"finalized_{self.instance}"), "w") as f:
+        with open(os.path.join(MODEL_STATE_DIR, f"finalized_{self.instance}"), "w") as f:
             f.write(str(os.getpid()))

@@ -1,6 +1,6 @@
 /**
- * Helpers shared by the end-to-end suites of issue #3 (batching, instances, warmup, metrics and
- * statistics, perf_analyzer): JSON inference over HTTP, model variants written into a temporary
+ * Helpers shared by the end-to-end suites of batching, instances, warmup, metrics and
+ * statistics and perf_analyzer: JSON inference over HTTP, model variants written into a temporary
  * repository, a Prometheus text parser and polling.
  */
 import fs from 'node:fs';
@@ -128,7 +128,7 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
 
 /** A fresh path for a marker file the model creates when its execute() starts. */
 export function markPath(tag: string): string {
-  return path.join(os.tmpdir(), `b3-mark-${process.pid}-${tag}-${Math.random().toString(36).slice(2)}`);
+  return path.join(os.tmpdir(), `mark-${process.pid}-${tag}-${Math.random().toString(36).slice(2)}`);
 }
 
 /** Waits until the model created the marker (its execute() started). */
