@@ -225,14 +225,11 @@ time.sleep(0.5)
 ctx.cancel()
 result, error = q.get(timeout=30)
 res["cancel"] = {"result": result is not None, "status": None if error is None else error.status()}
-t0 = time.monotonic()
 res["deadline"] = err(lambda: c.infer("cancel_loop_sync", [tensor("N", n)], client_timeout=0.5,
                                       parameters={"marker_dir": ${JSON.stringify(markers)}, "tag": "deadline"}))
-res["deadline_s"] = time.monotonic() - t0
 `);
     expect(r.cancel).toEqual({ result: false, status: 'StatusCode.CANCELLED' });
     expect(r.deadline.status).toBe('StatusCode.DEADLINE_EXCEEDED');
-    expect(r.deadline_s).toBeLessThan(10);
     for (const tag of ['async-cancel', 'deadline']) {
       const seen = await waitForJson(path.join(markers, tag));
       expect({ tag, ...seen }).toMatchObject({ tag, request: true, sender: true });

@@ -73,14 +73,11 @@ describe('on a host without GPUs', () => {
 
   afterAll(() => stopAndExpectNoShm(server));
 
-  it('runs three KIND_CPU stubs in parallel: three 1 s requests take about one', async () => {
-    const t0 = performance.now();
+  it('runs three KIND_CPU stubs in parallel: the executions of three 1 s requests overlap', async () => {
     const served = await fanOut(server, 'instance_probe', 3, 1);
-    const wall = performance.now() - t0;
     expect(new Set(served.map((s) => s.pid)).size).toBe(3);
+    // The model's own clock: every execute started before any of them ended.
     expect(overlapped(served)).toBe(true);
-    // Serialised they would take >= 3 s; generous for a loaded 2-core machine.
-    expect(wall).toBeLessThan(2500);
   });
 
   it('gives each stub its name, kind, device id and the model paths', async () => {

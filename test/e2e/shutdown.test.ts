@@ -19,6 +19,19 @@ import { ensureBuilt, makeRepo, PYTHON, ROOT, shmFilesOf, startTritium, type Sta
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** `p`, or a failure naming `what` when it has not settled after `ms` (a bound on a wait, not a speed check). */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`gave up waiting ${ms} ms for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 let dir: string;
 let repo: string | undefined;
 const started: Tritium[] = [];
@@ -161,11 +174,9 @@ describe('SIGTERM / SIGINT', () => {
     const stubs = childPids(pid);
     const inflight = Array.from({ length: 6 }, (_, i) => infer(t, 8000, i));
     await waitPending(t, 2); // 2 executing, 2 in the stubs' rings, 2 queued
-    const signalledAt = Date.now();
     t.proc.kill('SIGTERM');
     const results = await Promise.all(inflight);
-    const exit = await t.exited;
-    const took = Date.now() - signalledAt;
+    const exit = await within(t.exited, 30_000, 'the server to exit after the exit timeout');
 
     // Handed to a stub (executing or waiting in its ring): failed with the stub it was handed
     // to. Still in the scheduler's queue: refused by the stopping scheduler.
@@ -180,7 +191,6 @@ describe('SIGTERM / SIGINT', () => {
     }
     for (const r of queued) expect(r.body.error).toBe('Server is stopping, scheduler for model has stopped accepting new inference requests');
     expect(exit).toEqual({ code: 1, signal: null });
-    expect(took).toBeLessThan(7000); // 2 s of waiting + at least 1 s for finalize, far below the 8 s executes
     expect(t.log()).toContain('Exit timeout expired.');
     expect(await waitGone(stubs)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
@@ -192,11 +202,10 @@ describe('SIGTERM / SIGINT', () => {
     const stubs = childPids(pid);
     const ok = await infer(t, 0, 41);
     expect(ok.status).toBe(200);
-    const signalledAt = Date.now();
     t.proc.kill('SIGINT');
-    const exit = await t.exited;
+    // finalize never returns: the server exits only because the exit timeout ends it.
+    const exit = await within(t.exited, 30_000, 'the server to exit with a hanging finalize');
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(Date.now() - signalledAt).toBeLessThan(8000);
     expect(t.log()).toMatch(/finalize of 'slow_execute_0_[01]' did not end within \d+ ms; killing the stub/);
     expect(await waitGone(stubs)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
@@ -210,10 +219,9 @@ describe('SIGTERM / SIGINT', () => {
     await waitPending(t, 2);
     t.proc.kill('SIGTERM');
     await sleep(300);
-    const secondAt = Date.now();
     t.proc.kill('SIGTERM');
-    const exit = await t.exited;
-    expect(Date.now() - secondAt).toBeLessThan(2000);
+    // Well before the 20 s executes could end (a server that waited for them would answer 200).
+    const exit = await within(t.exited, 15_000, 'the server to exit after the second signal');
     expect(exit).toEqual({ code: 1, signal: null });
     expect(t.log()).toContain('received SIGTERM again; exiting now');
     // The clients learn at once (the connection closes); nothing waits for the 20 s executes.
