@@ -9,6 +9,11 @@ const twoGpus: NormalizeContext = { modelName: 'm', gpuCount: 2, gpus: [0, 1] };
 const pb = (text: string): ModelConfig => parseModelConfigText(text, 'config.pbtxt');
 const norm = (text: string, ctx: NormalizeContext = cpuHost): ModelConfig =>
   normalizeModelConfig(pb(`backend: "python"\n${text}`), ctx);
+/** The dynamic_batching message of a config that has one. */
+const dynamic = (cfg: ModelConfig) => {
+  if (cfg.schedulingChoice.case !== 'dynamicBatching') throw new Error(`no dynamic_batching: ${cfg.schedulingChoice.case}`);
+  return cfg.schedulingChoice.value;
+};
 
 describe('normalizeModelConfig', () => {
   it('fills the name from the directory and keeps an explicit one', () => {
@@ -21,7 +26,7 @@ describe('normalizeModelConfig', () => {
     normalizeModelConfig(cfg, cpuHost);
     expect(cfg.name).toBe('');
     expect(cfg.instanceGroup).toHaveLength(0);
-    expect(cfg.schedulingChoice.value?.preferredBatchSize).toEqual([]);
+    expect(dynamic(cfg).preferredBatchSize).toEqual([]);
   });
 
   it('defaults the version policy to latest { num_versions: 1 } only when unset', () => {
@@ -34,9 +39,9 @@ describe('normalizeModelConfig', () => {
   });
 
   it('defaults preferred_batch_size to [max_batch_size] for dynamic batching', () => {
-    expect(norm('max_batch_size: 8 dynamic_batching {}').schedulingChoice.value?.preferredBatchSize).toEqual([8]);
-    expect(norm('max_batch_size: 8 dynamic_batching { preferred_batch_size: [2, 4] }').schedulingChoice.value?.preferredBatchSize).toEqual([2, 4]);
-    expect(norm('max_batch_size: 0 dynamic_batching {}').schedulingChoice.value?.preferredBatchSize).toEqual([]);
+    expect(dynamic(norm('max_batch_size: 8 dynamic_batching {}')).preferredBatchSize).toEqual([8]);
+    expect(dynamic(norm('max_batch_size: 8 dynamic_batching { preferred_batch_size: [2, 4] }')).preferredBatchSize).toEqual([2, 4]);
+    expect(dynamic(norm('max_batch_size: 0 dynamic_batching {}')).preferredBatchSize).toEqual([]);
   });
 
   it('defaults the sequence idle time and the oldest strategy preferred sizes', () => {
