@@ -17,7 +17,7 @@ export const MODELS = path.join(ROOT, 'python_models');
 export const TEST_MODELS = path.join(ROOT, 'test', 'models');
 
 let built = false;
-/** Builds dist/ once per test process if it is missing or older than the sources. */
+/** Builds dist/ once per test process if it is missing (test/helpers/dist-fresh.ts refuses a stale one). */
 export function ensureBuilt(): void {
   if (built) return;
   const main = path.join(ROOT, 'dist', 'cli', 'main.js');
