@@ -1,6 +1,8 @@
-// The project's test command (`npm test`): type-check and build, run the vitest suites (real
-// server, real stubs, real clients) and the pytest suite of the stub, then print one line
-// `tests: N passed, N failed` that CI reads.
+// The project's test command (`npm test`): lint, format and import-cycle checks, type-check and
+// build, run the vitest suites (real server, real stubs, real clients) and the pytest suite of
+// the stub, then print one line `tests: N passed, N failed` that CI reads. Each static check
+// counts as one test. With arguments (`npm test -- <vitest filters>`) only the build and the
+// chosen vitest suites run.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,9 +22,37 @@ const shmDir = '/dev/shm';
 const listShm = () => (fs.existsSync(shmDir) ? fs.readdirSync(shmDir).filter((f) => f.startsWith('tritium_')) : []);
 const shmBefore = new Set(listShm());
 
+const python = process.env.TRITIUM_PYTHON ?? path.join(root, '.venv', 'bin', 'python');
+const ruff = path.join(root, '.venv', 'bin', 'ruff');
+
+/** Runs one static check; it counts as one passed or failed test. */
+function check(name, cmd, args) {
+  if (run(cmd, args) === 0) {
+    passed++;
+    console.log(`test: ${name}: ok`);
+  } else {
+    failed++;
+    console.error(`test: ${name} failed`);
+  }
+}
+
+if (extra.length === 0) {
+  // Biome: lint and format check of the TypeScript and JavaScript (biome.jsonc).
+  check('biome (lint + format)', 'npx', ['biome', 'ci', '.']);
+  // ruff: lint and format check of stub/ and test/python (ruff.toml).
+  check('ruff check', ruff, ['check', '.']);
+  check('ruff format', ruff, ['format', '--check', '.']);
+  check('import cycles', process.execPath, [path.join(root, 'scripts', 'check-cycles.mjs')]);
+}
+
 if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0) {
   console.error('test: TypeScript build failed');
   failed++;
+}
+
+if (extra.length === 0) {
+  // The tests and benchmarks are type-checked too (tsconfig.test.json), not only transpiled.
+  check('type check of test/ and bench/', 'npx', ['tsc', '-p', 'tsconfig.test.json']);
 }
 
 const vitestJson = path.join(out, 'vitest.json');
@@ -42,7 +72,6 @@ if (fs.existsSync(vitestJson)) {
 }
 
 if (extra.length === 0) {
-  const python = process.env.TRITIUM_PYTHON ?? path.join(root, '.venv', 'bin', 'python');
   const junit = path.join(out, 'pytest.xml');
   fs.rmSync(junit, { force: true });
   run(python, ['-m', 'pytest', '-q', 'test/python', `--junitxml=${junit}`]);

@@ -7,8 +7,7 @@ copies INJECTED onto `triton_python_backend_utils` so `pb_utils.Tensor` etc. res
 from tritium_stub.bls import ResponseIterator
 from tritium_stub.errors import TritonError, TritonModelException
 from tritium_stub.logger import Logger
-from tritium_stub.memory import (TRITONSERVER_MEMORY_CPU, TRITONSERVER_MEMORY_GPU, MemoryType,
-                                 PreferredMemory)
+from tritium_stub.memory import TRITONSERVER_MEMORY_CPU, TRITONSERVER_MEMORY_GPU, MemoryType, PreferredMemory
 from tritium_stub.metrics import Metric, MetricFamily, MetricKind
 from tritium_stub.model_control import get_model_dir, is_model_ready, load_model, unload_model
 from tritium_stub.request import InferenceRequest

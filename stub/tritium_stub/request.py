@@ -11,8 +11,7 @@ from .bls import bls_exec
 from .errors import TritonModelException
 from .memory import DEFAULT_PREFERRED_MEMORY, PreferredMemory
 from .parameters import params_to_json
-from .pybind_args import (MODULE, as_str, bind, is_bool, is_int, is_sequence_of, is_str,
-                          mismatch)
+from .pybind_args import MODULE, as_str, bind, is_bool, is_int, is_sequence_of, is_str, mismatch
 from .response_sender import InferenceResponseSender, RequestSlot
 from .state import STATE
 from .tensor import Tensor

@@ -7,7 +7,7 @@ Batch-level problems raise StubError with Triton's exact text; the caller wraps 
 from .errors import TritonModelException
 from .loader import StubError
 from .response import InferenceResponse
-from .response_sender import SENDER_LOCK, FINAL
+from .response_sender import FINAL, SENDER_LOCK
 from .state import STATE
 from .tensor_codec import encode_response, free_blocks
 

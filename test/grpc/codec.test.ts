@@ -20,7 +20,7 @@ import {
 import { toInferParameter } from '../../src/frontends/grpc/params.js';
 import { contentsFieldOf } from '../../src/frontends/grpc/typed-contents.js';
 import {
-  InferTensorContentsSchema,
+  type InferTensorContentsSchema,
   ModelInferRequestSchema,
   ModelInferResponseSchema,
   ModelStreamInferResponseSchema,

@@ -84,7 +84,11 @@ async function exchange(
   const chunks: Buffer[] = [];
   let closed = false;
   socket.on('data', (c) => chunks.push(c));
-  const ended = new Promise<void>((resolve) => socket.on('close', () => ((closed = true), resolve())));
+  const ended = new Promise<void>((resolve) => socket.on('close', () => {
+      closed = true;
+      resolve();
+    }),
+  );
   socket.on('error', () => {});
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   for (const p of parts) {

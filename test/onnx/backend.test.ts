@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelInstanceGroup_Kind } from '../../src/generated/model_config_pb.js';
 import type { ModelManager } from '../../src/core/model/model-manager.js';
-import { OnnxInstance } from '../../src/backends/onnx/instance.js';
+import type { OnnxInstance } from '../../src/backends/onnx/instance.js';
 import type { OnnxBackend } from '../../src/backends/onnx/backend.js';
 import {
   bool,

@@ -2,10 +2,8 @@
 
 import json
 import os
-import shutil
 
 import numpy as np
-import pytest
 
 from tritium_stub.runtime import Runtime
 from tritium_stub.state import STATE

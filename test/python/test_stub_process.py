@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import numpy as np

@@ -17,7 +17,7 @@ import { cloneModelConfig, dataTypeName, protocolToDataType } from '../../core/c
 import { emptyDynamicBatching } from '../../core/config/normalize.js';
 import type { Logger } from '../../core/logger.js';
 import {
-  DataType,
+  type DataType,
   ModelInputSchema,
   ModelOutputSchema,
   ModelTensorReshapeSchema,

@@ -211,7 +211,7 @@ export class StubInstance implements BackendInstance {
 
   private onMessage(channel: StubChannel, m: any): void {
     if (channel !== this.channel) return;
-    if (this.waiter && this.waiter.types.includes(m.t)) {
+    if (this.waiter?.types.includes(m.t)) {
       this.waiter.resolve(m);
       return;
     }

@@ -242,8 +242,8 @@ class Parser {
       if (close === undefined) this.fail(open, `expected '{' to open an entry of map '${field.name}', got ${describeToken(open)}`, path);
       // Nested positions are recorded under a provisional path until the key is known.
       const provisional = `${path}[#${map.size}@${open.line}:${open.column}]`;
-      let key: unknown = undefined;
-      let value: unknown = undefined;
+      let key: unknown ;
+      let value: unknown ;
       for (;;) {
         const t = this.lex.next();
         if (this.isPunct(t, close)) break;

@@ -3,7 +3,7 @@
  * Reads what the runtime needs from the generated `ModelConfig` once, at load time, into plain
  * numbers and strings (the protobuf types carry int64 as bigint and enums as numbers).
  */
-import { DataType, ModelQueuePolicy_TimeoutAction, type ModelConfig, type ModelQueuePolicy } from '../../generated/model_config_pb.js';
+import { type DataType, ModelQueuePolicy_TimeoutAction, type ModelConfig, type ModelQueuePolicy } from '../../generated/model_config_pb.js';
 import { isDatatype, type Datatype } from '../datatype.js';
 import { dataTypeToProtocol } from '../config/schema.js';
 import type { TensorSpec } from '../model-handle.js';

@@ -15,8 +15,8 @@ export function selectVersions(config: ModelConfig, onDisk: readonly number[]): 
       const wanted = new Set(policy.value.versions.map(Number));
       return sorted.filter((v) => wanted.has(v));
     }
-    case 'latest':
     default: {
+      // 'latest', and a config without a policy
       const n = policy?.case === 'latest' ? Math.max(1, policy.value.numVersions) : 1;
       return sorted.slice(-n);
     }

@@ -8,10 +8,8 @@ import type { TritonError } from '../errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../inference.js';
 import type { Nanos, PendingRequest } from '../scheduling/types.js';
 
-export interface CompletionListener {
-  /** The request's final response went out (`error` set when it failed). */
-  (request: PendingRequestImpl, endNs: Nanos, error: TritonError | undefined): void;
-}
+/** Called when the request's final response went out (`error` set when it failed). */
+export type CompletionListener = (request: PendingRequestImpl, endNs: Nanos, error: TritonError | undefined) => void;
 
 export class PendingRequestImpl implements PendingRequest {
   readonly arrivalNs: Nanos = process.hrtime.bigint();

@@ -191,7 +191,7 @@ export class DynamicBatcher implements Scheduler {
     let timeoutUs = pol.timeoutUs;
     if (pol.allowOverride && req.timeoutUs > 0 && req.timeoutUs < timeoutUs) timeoutUs = req.timeoutUs;
     const deadlineMs = timeoutUs > 0 ? now + timeoutUs / 1000 : Infinity;
-    const rows = req.batchSize > 1 ? req.batchSize : 1;
+    const rows = Math.max(req.batchSize, 1);
 
     if (level.live === 0) {
       pol.lastDeadline = -Infinity;

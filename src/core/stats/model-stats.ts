@@ -84,7 +84,7 @@ export class ModelStats {
   recordSuccess(req: PendingRequest, endNs: bigint): void {
     const requestNs = span(req.arrivalNs, endNs);
     const queueNs = req.queueEndNs === undefined ? 0n : span(req.arrivalNs, req.queueEndNs);
-    const inferences = req.batchSize > 1 ? req.batchSize : 1;
+    const inferences = Math.max(req.batchSize, 1);
     this.successCount += 1n;
     this.successNs += requestNs;
     this.queueNs += queueNs;

@@ -90,7 +90,6 @@ export class StubChannel {
   private readonly segments = new Map<string, Segment>();
   private readonly inputs: Segment[] = [];
   private readonly growthByteSize: number;
-  private readonly header: SharedArrayBuffer;
   private readonly hdr64: BigUint64Array;
   private readonly hdr32: Int32Array;
   private readonly ringA: RingProducer;
@@ -120,7 +119,6 @@ export class StubChannel {
     const n0Size = roundUp(Math.max(opts.defaultByteSize, MIN_SEGMENT_BYTES, arenaOff + SEGMENT_ROUND), 4096);
 
     const n0 = this.createSegment('n0', n0Size, n0Size);
-    this.header = n0.sab;
     this.hdr64 = new BigUint64Array(n0.sab, 0, HEADER_SIZE / 8);
     this.hdr32 = new Int32Array(n0.sab, 0, HEADER_SIZE / 4);
     const dv = new DataView(n0.sab, 0, HEADER_SIZE);

@@ -66,7 +66,7 @@ export function handleGenerate(
         sendError(res, err);
         return;
       }
-      run(ctx, res, handle, request, streaming);
+      run(ctx, res, request, streaming);
     },
     (err) => {
       if (!req.complete) res.shouldKeepAlive = false;
@@ -75,7 +75,7 @@ export function handleGenerate(
   );
 }
 
-function run(ctx: HttpContext, res: HttpResponse, handle: ModelHandle, request: InferRequest, streaming: boolean): void {
+function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streaming: boolean): void {
   const abort = new CancelToken();
   request.signal = abort;
   let finished = false;

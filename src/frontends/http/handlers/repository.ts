@@ -24,7 +24,7 @@ export async function handleRepositoryIndex(ctx: HttpContext, req: HttpRequest, 
   }
 }
 
-export function handleRepositoryControl(ctx: HttpContext, res: HttpResponse, repository: string): void {
+export function handleRepositoryControl(_ctx: HttpContext, res: HttpResponse, repository: string): void {
   if (repository !== '') {
     sendError(res, new TritonError(ErrorCode.UNSUPPORTED, "'repository_name' specification is not supported"));
     return;
