@@ -2,7 +2,7 @@
  * End-to-end decoupled models with the real CLI, real Python stubs
  * and `tritonclient.grpc` streaming: the repeat and square examples deliver every response in
  * order with the final flag; error responses keep the stream open; every response-sender rule
- * and error text of docs/protocol-notes.md, "What execute returns"; `async def execute` scheduled (decoupled) or
+ * and error text of docs/protocol-notes.md, "Response sender" and "What execute returns"; `async def execute` scheduled (decoupled) or
  * awaited (non-decoupled); `stop_stream(cancel_requests=True)` observed by the model; and
  * HTTP `/infer` answering 501 for decoupled models.
  */
@@ -149,7 +149,7 @@ res["left"] = q.qsize()
   });
 });
 
-describe('response sender rules (docs/protocol-notes.md, "What execute returns")', () => {
+describe('response sender rules (docs/protocol-notes.md, "Response sender")', () => {
   it('decoupled: flag and response checks, closed sender, error responses that keep the stream open', async () => {
     const r = await run(String.raw`
 send("sender_rules", mode("violations"), request_id="v", enable_empty_final_response=True)

@@ -1,6 +1,6 @@
 /**
  * A non-decoupled Python model answering through its response sender after `execute` returned
- * (python-backend spec 2.4: the sender is usable after execute returns and from other threads),
+ * (docs/protocol-notes.md, "Response sender": the sender is usable after execute returns and from other threads),
  * end to end with the real CLI, a real stub and tritonclient over HTTP and gRPC. A request the
  * model never finishes does not hang: it fails when its sender is dropped or the instance stops.
  * A second response is refused in the model while the first reaches the client (as Triton 2.51

@@ -1,4 +1,4 @@
-"""InferenceResponseSender rules, checked locally with Triton's texts (docs/protocol-notes.md, "What execute returns")."""
+"""InferenceResponseSender rules, checked locally with Triton's texts (docs/protocol-notes.md, "Response sender")."""
 
 import numpy as np
 import pytest
