@@ -1,5 +1,5 @@
 /**
- * ReadinessProbe, Node's side of `is_ready()` (python-backend spec 3.6), writing to a real
+ * ReadinessProbe, Node's side of `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"), writing to a real
  * socket (a loopback connection stands in for the stub's end of its pipe): one request while a
  * call is in flight, checks that arrive meanwhile share its answer, a check that outwaits its
  * bound is not ready and a later check joins the same call, and a dead stub ends every waiting

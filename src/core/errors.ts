@@ -165,7 +165,7 @@ export const Errors = {
       `Python model '${instance}' released the response sender of a request without sending the FINAL flag.`,
       'BACKEND',
     ),
-  // A model's own readiness check, `is_ready()` (python-backend spec 3.6). Triton's texts.
+  // A model's own readiness check, `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"). Triton's texts.
   userNotReady: (instance: string) =>
     new TritonError(ErrorCode.UNAVAILABLE, `Model '${instance}' is not ready (user-defined check failed).`, 'BACKEND'),
   userReadyFailed: (text: string) => new TritonError(ErrorCode.INTERNAL, text, 'BACKEND'),

@@ -1,4 +1,4 @@
-"""A model's own readiness check, `is_ready()` (python-backend spec 3.6), served off the main
+"""A model's own readiness check, `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"), served off the main
 thread.
 
 The main thread is the only reader of ring A and may be inside a long `execute`, so readiness

@@ -1,5 +1,5 @@
 /**
- * A Python model's own readiness check, `is_ready()` (python-backend spec 3.6), end to end with
+ * A Python model's own readiness check, `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"), end to end with
  * the real CLI, real stubs and tritonclient over HTTP and gRPC. A model whose is_ready returns
  * False, raises, returns a non-bool or answers after Triton's 5 s bound is not ready on the model
  * and server readiness endpoints, with Triton's text in the log; each request to an endpoint

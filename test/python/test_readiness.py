@@ -1,4 +1,4 @@
-"""A model's own readiness check, `is_ready()` (python-backend spec 3.6): requests arrive on the
+"""A model's own readiness check, `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"): requests arrive on the
 readiness pipe and a stub thread answers `ready_done` on ring B, also while execute runs."""
 
 import os
@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from tritium_stub import readiness
 from tritium_stub.runtime import Runtime
 from tritium_stub.state import STATE
 

@@ -1,6 +1,6 @@
 /**
  * @module backends/python/readiness-probe
- * Node's side of a model's own readiness check, `is_ready()` (python-backend spec 3.6), for one
+ * Node's side of a model's own readiness check, `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"), for one
  * instance. One call is in flight in the stub at a time: a check that arrives meanwhile waits
  * for that call's answer and shares it. Each check waits at most READY_TIMEOUT_MS (Triton's
  * bound) and is then not ready; the call in the stub may still run, and a later check joins it
