@@ -95,9 +95,15 @@ async function runPerfAnalyzerOnce(bin, { server, protocol = 'http', model, conc
   ];
   const out = await perfAnalyzer(bin, args);
   const get = readPerfCsv(csv);
-  const breakdown = /Avg request latency: (\d+) usec \(overhead (\d+) usec \+ queue (\d+) usec \+ compute input (\d+) usec \+ compute infer (\d+) usec \+ compute output (\d+) usec\)/.exec(out);
+  const breakdown =
+    /Avg request latency: (\d+) usec \(overhead (\d+) usec \+ queue (\d+) usec \+ compute input (\d+) usec \+ compute infer (\d+) usec \+ compute output (\d+) usec\)/.exec(
+      out,
+    );
   return {
-    command: `perf_analyzer ${args.map((a) => (a === csv ? path.relative(ROOT, csv) : a)).join(' ').replace(/127\.0\.0\.1:\d+/, '127.0.0.1:<port>')}`,
+    command: `perf_analyzer ${args
+      .map((a) => (a === csv ? path.relative(ROOT, csv) : a))
+      .join(' ')
+      .replace(/127\.0\.0\.1:\d+/, '127.0.0.1:<port>')}`,
     throughput: get('Inferences/Second'),
     p50us: get('p50 latency'),
     p95us: get('p95 latency'),
@@ -169,7 +175,9 @@ async function main() {
     console.log(
       `${r.name.padEnd(18)} ${r.throughput.toFixed(0).padStart(9)} ${r.ratio.toFixed(3).padStart(8)} ${r.p50us.toFixed(0).padStart(8)} ${r.p95us
         .toFixed(0)
-        .padStart(8)} ${r.avgBatch.toFixed(2).padStart(11)}   ${s ? `${s.queueUs} / ${s.inputUs} / ${s.inferUs} / ${s.outputUs}` : 'n/a'}   ${r.load}${r.note ? `  (${r.note})` : ''}`,
+        .padStart(
+          8,
+        )} ${r.avgBatch.toFixed(2).padStart(11)}   ${s ? `${s.queueUs} / ${s.inputUs} / ${s.inferUs} / ${s.outputUs}` : 'n/a'}   ${r.load}${r.note ? `  (${r.note})` : ''}`,
     );
   }
   console.log('\ncommands:');
@@ -183,4 +191,3 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     process.exit(1);
   });
 }
-

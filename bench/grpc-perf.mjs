@@ -39,7 +39,12 @@ async function main() {
   console.log(`  machine: ${machine()}`);
   console.log(`  model: python_models/${model} (1 instance, no batching), Python ${PYTHON}`);
   console.log(`  client: perf_analyzer (${path.relative(ROOT, pa)}), sync, batch 1, ${durationMs} ms windows, -s ${stability} -r ${trials}`);
-  console.log(`  load average before the run: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `  load average before the run: ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   const server = await startTritium({ repos: repo });
   const rows = [];
   try {
@@ -47,7 +52,24 @@ async function main() {
       for (const c of concurrencies) {
         const url = `127.0.0.1:${protocol === 'grpc' ? server.grpcPort : server.httpPort}`;
         const csv = path.join(out, `${protocol}-c${c}.csv`);
-        const args = ['-m', model, '-u', url, '-i', protocol, '--concurrency-range', String(c), '-p', String(durationMs), '-s', stability, '-r', trials, '-f', csv];
+        const args = [
+          '-m',
+          model,
+          '-u',
+          url,
+          '-i',
+          protocol,
+          '--concurrency-range',
+          String(c),
+          '-p',
+          String(durationMs),
+          '-s',
+          stability,
+          '-r',
+          trials,
+          '-f',
+          csv,
+        ];
         let text;
         try {
           text = await perfAnalyzer(pa, args);

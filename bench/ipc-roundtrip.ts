@@ -30,7 +30,12 @@ const SPIN_MODE = (modeAt >= 0 ? process.argv[modeAt + 1] : 'adaptive') as 'adap
 if (!['adaptive', 'always', 'never'].includes(SPIN_MODE)) throw new Error(`--spin-mode: ${SPIN_MODE}`);
 const YIELD_STUB = arg('yield-stub', 0);
 
-interface Stats { median: number; p90: number; p99: number; mean: number }
+interface Stats {
+  median: number;
+  p90: number;
+  p99: number;
+  mean: number;
+}
 
 function stats(samplesNs: Float64Array): Stats {
   const s = Float64Array.from(samplesNs).sort();
@@ -100,7 +105,9 @@ async function benchPipe(): Promise<Stats> {
 const fmt = (s: Stats) => `median ${s.median.toFixed(1)} µs   p90 ${s.p90.toFixed(1)} µs   p99 ${s.p99.toFixed(1)} µs   mean ${s.mean.toFixed(1)} µs`;
 
 console.log(`setup: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, ${python}`);
-console.log(`       ${N} timed round trips after ${WARMUP} warm-up; stub spin-mode ${SPIN_MODE}, ${SPIN_STUB} µs (Node waits on its event loop, woken through the eventfd)${YIELD_STUB ? ' (yield)' : ''}`);
+console.log(
+  `       ${N} timed round trips after ${WARMUP} warm-up; stub spin-mode ${SPIN_MODE}, ${SPIN_STUB} µs (Node waits on its event loop, woken through the eventfd)${YIELD_STUB ? ' (yield)' : ''}`,
+);
 const shm = await benchShm();
 console.log(`shm  : ${fmt(shm)}`);
 if (!process.argv.includes('--no-pipe')) {

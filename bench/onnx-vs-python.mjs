@@ -101,7 +101,22 @@ async function runPerfAnalyzer(bin, port, model, concurrency) {
   const csv = path.join(OUT, `${model}-c${concurrency}.csv`);
   await perfAnalyzer(
     bin,
-    ['-m', model, '-u', `127.0.0.1:${port}`, '-i', 'http', '-b', '1', '--concurrency-range', `${concurrency}:${concurrency}`, '-p', String(durationMs), '-f', csv],
+    [
+      '-m',
+      model,
+      '-u',
+      `127.0.0.1:${port}`,
+      '-i',
+      'http',
+      '-b',
+      '1',
+      '--concurrency-range',
+      `${concurrency}:${concurrency}`,
+      '-p',
+      String(durationMs),
+      '-f',
+      csv,
+    ],
     { echoStderr: true },
   );
   const get = readPerfCsv(csv);
@@ -116,7 +131,14 @@ async function runBuiltin(port, model, concurrency) {
   const once = () =>
     new Promise((resolve, reject) => {
       const req = http.request(
-        { host: '127.0.0.1', port, path: `/v2/models/${model}/infer`, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          host: '127.0.0.1',
+          port,
+          path: `/v2/models/${model}/infer`,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           const chunks = [];
           res.on('data', (c) => chunks.push(c));
@@ -153,7 +175,9 @@ async function main() {
   const ortPy = spawnSync(PYTHON, ['-c', 'import onnxruntime; print(onnxruntime.__version__)'], { encoding: 'utf8' }).stdout.trim();
   const ortNode = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', 'onnxruntime-node', 'package.json'), 'utf8')).version;
   console.log('setup:');
-  console.log(`  machine: ${os.cpus()[0]?.model ?? 'unknown CPU'} x${os.cpus().length}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`);
+  console.log(
+    `  machine: ${os.cpus()[0]?.model ?? 'unknown CPU'} x${os.cpus().length}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`,
+  );
   console.log(`  node ${process.version}, onnxruntime-node ${ortNode}, python onnxruntime ${ortPy}`);
   console.log('  model: MLP 16→32→8 FP32 (test/onnx/make_models.py), input [1,16] per request');
   console.log('  both: max_batch_size 16, dynamic_batching (no delay), 1 CPU instance, 1 intra-op thread');
@@ -182,7 +206,10 @@ async function main() {
   for (const c of concurrencies) {
     const n = results.find((r) => r.model === 'mlp_native' && r.concurrency === c);
     const p = results.find((r) => r.model === 'mlp_python' && r.concurrency === c);
-    if (n && p) console.log(`concurrency ${c}: native/python throughput ${(n.throughput / p.throughput).toFixed(2)}x, p50 latency ${(p.p50us / n.p50us).toFixed(2)}x lower`);
+    if (n && p)
+      console.log(
+        `concurrency ${c}: native/python throughput ${(n.throughput / p.throughput).toFixed(2)}x, p50 latency ${(p.p50us / n.p50us).toFixed(2)}x lower`,
+      );
   }
   fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify({ client, durationMs, results }, null, 2));
 }

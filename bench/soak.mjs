@@ -416,7 +416,9 @@ async function main() {
 
   const progress = setInterval(() => {
     const s = (Date.now() - t0) / 1000;
-    console.log(`  ${s.toFixed(0)} s: ${stats.requests} requests, ${stats.ok} ok, ${stats.expectedErrors} killed-stub errors, ${stats.unexpected.length} unexpected, ${stats.wrong.length} wrong`);
+    console.log(
+      `  ${s.toFixed(0)} s: ${stats.requests} requests, ${stats.ok} ok, ${stats.expectedErrors} killed-stub errors, ${stats.unexpected.length} unexpected, ${stats.wrong.length} wrong`,
+    );
   }, 30_000);
 
   const workers = Array.from({ length: concurrency }, worker);

@@ -105,7 +105,14 @@ async function sseRuns(port, n, requests) {
       await new Promise((resolve, reject) => {
         const run = { start: now(), times: [] };
         const req = http.request(
-          { host: '127.0.0.1', port, method: 'POST', path: '/v2/models/square_int32/generate_stream', agent, headers: { 'Content-Length': Buffer.byteLength(body) } },
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/v2/models/square_int32/generate_stream',
+            agent,
+            headers: { 'Content-Length': Buffer.byteLength(body) },
+          },
           (res) => {
             let pending = '';
             res.on('data', (chunk) => {
@@ -159,7 +166,9 @@ async function main() {
   } finally {
     await server.stop();
   }
-  console.log(`\n| transport | first response p50 / p90 / p99 (µs) | gap p50 / p90 / p99 (µs) | gap mean (µs) | whole request p50 / p90 / p99 (µs) | responses/s in a request (p50) |`);
+  console.log(
+    `\n| transport | first response p50 / p90 / p99 (µs) | gap p50 / p90 / p99 (µs) | gap mean (µs) | whole request p50 / p90 / p99 (µs) | responses/s in a request (p50) |`,
+  );
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const r of results) {
     console.log(`| ${r.name} | ${r.ttfr.join(' / ')} | ${r.gap.join(' / ')} | ${r.gapMean} | ${r.total.join(' / ')} | ${r.rate} |`);

@@ -73,7 +73,9 @@ async function main() {
     const row = concurrencies.map((c) => {
       const r = cell(v, c);
       const base = cell(variants[0], c);
-      return `${r.throughput.toFixed(0)} (${(r.throughput / base.throughput).toFixed(2)}x) ${(r.p95us / 1000).toFixed(1)} ${r.avgBatch.toFixed(1)}`.padStart(26);
+      return `${r.throughput.toFixed(0)} (${(r.throughput / base.throughput).toFixed(2)}x) ${(r.p95us / 1000).toFixed(1)} ${r.avgBatch.toFixed(1)}`.padStart(
+        26,
+      );
     });
     console.log(`${v.label.padEnd(34)}${row.join('')}`);
   }

@@ -88,7 +88,10 @@ function positive(name, text) {
 function parseOptions() {
   checkFlags(process.argv.slice(2));
   const quick = process.argv.includes('--quick');
-  const servers = arg('servers', SERVERS.join(',')).split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const servers = arg('servers', SERVERS.join(','))
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`--servers: unknown server ${s} (tritium, triton)`);
   return {
     help: process.argv.includes('--help'),
@@ -98,7 +101,10 @@ function parseOptions() {
     serverWarmupMs: Math.round(positive('server-warmup-ms', arg('server-warmup-ms', quick ? '1000' : '3000'))),
     measureMs: Math.round(positive('measure-ms', arg('measure-ms', quick ? '500' : '2000'))),
     stability: positive('stability', arg('stability', '10')),
-    only: arg('only', '').split(',').map((s) => s.trim()).filter(Boolean),
+    only: arg('only', '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     servers: SERVERS.filter((s) => servers.includes(s)),
     tritiumArgs: arg('tritium-args', '').split(/\s+/).filter(Boolean),
     json: arg('json', undefined),
@@ -147,9 +153,7 @@ function installExitGuards() {
 
 async function launch(kind, repo, ctx, extraTritiumArgs = []) {
   const server =
-    kind === 'tritium'
-      ? await startTritium({ repos: repo, args: [...ctx.opts.tritiumArgs, ...extraTritiumArgs] })
-      : await startTriton(ctx.triton, { repo });
+    kind === 'tritium' ? await startTritium({ repos: repo, args: [...ctx.opts.tritiumArgs, ...extraTritiumArgs] }) : await startTriton(ctx.triton, { repo });
   live.add(server);
   return server;
 }
@@ -208,15 +212,24 @@ async function snapshot(server, model, edge) {
 function paArgs(cell, server, csv, windowMs, stability, trials, extra = []) {
   const port = cell.protocol === 'grpc' ? server.grpcPort : server.httpPort;
   return [
-    '-m', cell.model,
-    '-u', `127.0.0.1:${port}`,
-    '-i', cell.protocol,
-    '--concurrency-range', `${cell.concurrency}:${cell.concurrency}`,
-    '--max-threads', String(Math.max(16, cell.concurrency)),
-    '--measurement-interval', String(windowMs),
-    '--stability-percentage', String(stability),
-    '--max-trials', String(trials),
-    '-f', csv,
+    '-m',
+    cell.model,
+    '-u',
+    `127.0.0.1:${port}`,
+    '-i',
+    cell.protocol,
+    '--concurrency-range',
+    `${cell.concurrency}:${cell.concurrency}`,
+    '--max-threads',
+    String(Math.max(16, cell.concurrency)),
+    '--measurement-interval',
+    String(windowMs),
+    '--stability-percentage',
+    String(stability),
+    '--max-trials',
+    String(trials),
+    '-f',
+    csv,
     ...extra,
   ];
 }
@@ -329,7 +342,11 @@ async function benchServer(ctx, kind, round, cells) {
       let r;
       try {
         r = await runCell(ctx, cell, server, kind, round);
-        progress(round, kind, `${cell.name}: ${fmt(r.throughput)} infer/s, p50 ${fmt(r.p50Us)} µs, p99 ${fmt(r.p99Us)} µs, CPU/request server ${fmt(r.serverCpuUs)} µs + stubs ${fmt(r.stubCpuUs)} µs, window spread ${fmt(r.spreadPct)} %${r.unstable ? ' †' : ''}${cell.batching ? `, mean batch ${r.meanBatch.toFixed(1)}` : ''}`);
+        progress(
+          round,
+          kind,
+          `${cell.name}: ${fmt(r.throughput)} infer/s, p50 ${fmt(r.p50Us)} µs, p99 ${fmt(r.p99Us)} µs, CPU/request server ${fmt(r.serverCpuUs)} µs + stubs ${fmt(r.stubCpuUs)} µs, window spread ${fmt(r.spreadPct)} %${r.unstable ? ' †' : ''}${cell.batching ? `, mean batch ${r.meanBatch.toFixed(1)}` : ''}`,
+        );
       } catch (err) {
         r = { error: firstLine(err) };
         progress(round, kind, `${cell.name}: ERROR ${err instanceof Error ? err.message : err}`);
@@ -349,9 +366,7 @@ function writeStartupRepo() {
     const name = `add_sub_${i}`;
     fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
     fs.copyFileSync(path.join(REPO, 'add_sub', '1', 'model.py'), path.join(repo, name, '1', 'model.py'));
-    const text = config
-      .replace(/^name:.*$/m, `name: "${name}"`)
-      .replace(/^instance_group.*$/m, 'instance_group [{ count: 2, kind: KIND_CPU }]');
+    const text = config.replace(/^name:.*$/m, `name: "${name}"`).replace(/^instance_group.*$/m, 'instance_group [{ count: 2, kind: KIND_CPU }]');
     if (!text.includes('count: 2')) throw new Error('add_sub/config.pbtxt has no one-line instance_group to replace');
     fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), text);
   }
@@ -366,7 +381,13 @@ async function measureStartup(ctx, kind, round) {
       if (kind === 'triton') ctx.tritonVersion ??= await serverVersion(server);
       const serverRss = rssBytes(server.proc.pid);
       const tree = treeRss(server.proc.pid);
-      r = { readyMs, serverRssMiB: serverRss / 2 ** 20, stubRssMiB: (tree.bytes - serverRss) / 2 ** 20, totalRssMiB: tree.bytes / 2 ** 20, processes: tree.processes };
+      r = {
+        readyMs,
+        serverRssMiB: serverRss / 2 ** 20,
+        stubRssMiB: (tree.bytes - serverRss) / 2 ** 20,
+        totalRssMiB: tree.bytes / 2 ** 20,
+        processes: tree.processes,
+      };
     } finally {
       await shutdown(server);
     }
@@ -392,7 +413,10 @@ function progress(round, kind, text) {
 /** The line of an error worth a table footnote; a line ending in ':' only announces the next one. */
 function firstLine(err) {
   const text = err instanceof Error ? err.message : String(err);
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l && !/^perf_analyzer exited/.test(l));
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^perf_analyzer exited/.test(l));
   if (lines.length === 0) return text.trim();
   return lines[0].endsWith(':') && lines[1] ? `${lines[0]} ${lines[1]}` : lines[0];
 }
@@ -473,7 +497,10 @@ function header(ctx) {
     '```',
     `command: node bench/vs-triton.mjs ${process.argv.slice(2).map(shellQuote).join(' ')}`.trimEnd(),
     `machine: ${cpus[0]?.model ?? 'unknown CPU'} x${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()} (${os.version()})`,
-    `load average: ${ctx.loadBefore} at start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at end`,
+    `load average: ${ctx.loadBefore} at start, ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} at end`,
     `node ${process.version}; tritium stubs: ${toolVersion(PYTHON, ['--version'])} (${path.relative(ROOT, PYTHON)}); Triton stubs: Python ${ctx.triton?.python ?? '—'} (bench/.venv-triton)`,
     `tritium: commit ${ctx.commit}${o.tritiumArgs.length ? `, extra args ${o.tritiumArgs.join(' ')}` : ''}`,
     `Triton: ${ctx.tritonVersion ? `${ctx.tritonVersion} (GET /v2)` : o.servers.includes('triton') ? 'version unknown' : 'not run'}${ctx.triton ? `, ${path.relative(ROOT, ctx.triton.bin)}` : ''}`,
@@ -486,7 +513,10 @@ function header(ctx) {
 
 function latencyTable(ctx) {
   const rows = Object.entries(ctx.results.cells).map(([name, s]) => [name, ...triple(s, 'throughput'), ...triple(s, 'p50Us'), ...triple(s, 'p99Us')]);
-  return table(['cell', 'tritium infer/s', 'Triton infer/s', 'ratio', 'tritium p50 µs', 'Triton p50 µs', 'ratio', 'tritium p99 µs', 'Triton p99 µs', 'ratio'], rows);
+  return table(
+    ['cell', 'tritium infer/s', 'Triton infer/s', 'ratio', 'tritium p50 µs', 'Triton p50 µs', 'ratio', 'tritium p99 µs', 'Triton p99 µs', 'ratio'],
+    rows,
+  );
 }
 
 function cpuTable(ctx) {
@@ -506,7 +536,10 @@ function batchingTable(ctx) {
     const t = { tritium: toIdeal(s.tritium), triton: toIdeal(s.triton) };
     rows.push([name, ...triple(t, 'throughput'), ...triple(t, 'ofIdeal', 2), ...triple(t, 'meanBatch', 1)]);
   }
-  return table(['cell', 'tritium infer/s', 'Triton infer/s', 'ratio', 'tritium / ideal', 'Triton / ideal', 'ratio', 'tritium mean batch', 'Triton mean batch', 'ratio'], rows);
+  return table(
+    ['cell', 'tritium infer/s', 'Triton infer/s', 'ratio', 'tritium / ideal', 'Triton / ideal', 'ratio', 'tritium mean batch', 'Triton mean batch', 'ratio'],
+    rows,
+  );
 }
 
 function startupTable(ctx) {
@@ -529,11 +562,19 @@ function report(ctx) {
     parts.push('', '### CPU per request (µs; server process, its stub processes, both)', '', cpuTable(ctx));
   }
   if (cells.some((c) => c.startsWith('batch_sleep'))) {
-    parts.push('', `### Dynamic batching: batch_sleep (2 ms + 0.1 ms × rows), ideal ${IDEAL_PER_SEC.toFixed(0)} infer/s at batches of ${IDEAL_BATCH}`, '', batchingTable(ctx));
+    parts.push(
+      '',
+      `### Dynamic batching: batch_sleep (2 ms + 0.1 ms × rows), ideal ${IDEAL_PER_SEC.toFixed(0)} infer/s at batches of ${IDEAL_BATCH}`,
+      '',
+      batchingTable(ctx),
+    );
   }
   if (ctx.results.startup) parts.push('', '### Start-up and memory', '', startupTable(ctx));
   const notes = errorNotes(ctx);
-  parts.push('', `† in at least one round, a window's throughput or average latency was more than ${ctx.opts.stability} % off the mean of the run's 3 windows.`);
+  parts.push(
+    '',
+    `† in at least one round, a window's throughput or average latency was more than ${ctx.opts.stability} % off the mean of the run's 3 windows.`,
+  );
   parts.push('‡ failed in at least one round (the median is over the others):');
   parts.push(...(notes.length ? notes : ['- none']));
   return parts.join('\n');
@@ -555,7 +596,10 @@ async function main() {
   const ctx = {
     opts,
     startedAt: Date.now(),
-    loadBefore: os.loadavg().map((l) => l.toFixed(2)).join(' '),
+    loadBefore: os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
     commit: gitCommit(),
     pa: requirePerfAnalyzer(),
     triton: opts.servers.includes('triton') ? ensureTriton() : undefined,

@@ -74,7 +74,10 @@ function buildPythonExtension() {
   const python = process.env.TRITIUM_PYTHON || (existsSync(venv) ? venv : 'python3');
   const probe = spawnSync(
     python,
-    ['-c', 'import json,sysconfig; print(json.dumps({k: sysconfig.get_config_var(k) for k in ("EXT_SUFFIX","INCLUDEPY","CXX")} | {"include": sysconfig.get_paths()["include"]}))'],
+    [
+      '-c',
+      'import json,sysconfig; print(json.dumps({k: sysconfig.get_config_var(k) for k in ("EXT_SUFFIX","INCLUDEPY","CXX")} | {"include": sysconfig.get_paths()["include"]}))',
+    ],
     { encoding: 'utf8' },
   );
   if (probe.error || probe.status !== 0) return warn(`cannot run ${python}: ${probe.error?.message ?? probe.stderr.trim()}`);
@@ -94,9 +97,20 @@ function buildPythonExtension() {
   const target = path.join(outDir, `_tritium_ipc${cfg.EXT_SUFFIX}`);
   const tmp = `${target}.tmp-${process.pid}`;
   const args = [
-    '-std=c++17', '-O2', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall', '-Wextra', '-Wno-unused-parameter',
-    '-Wno-missing-field-initializers', '-Wno-cast-function-type',
-    `-I${include}`, path.join(nativeDir, 'src', 'python_ipc.cc'), '-o', tmp,
+    '-std=c++17',
+    '-O2',
+    '-fPIC',
+    '-shared',
+    '-fvisibility=hidden',
+    '-Wall',
+    '-Wextra',
+    '-Wno-unused-parameter',
+    '-Wno-missing-field-initializers',
+    '-Wno-cast-function-type',
+    `-I${include}`,
+    path.join(nativeDir, 'src', 'python_ipc.cc'),
+    '-o',
+    tmp,
   ];
   console.log(`[build-native] ${cxx} ${args.join(' ')}`);
   const c = spawnSync(cxx, args, { stdio: 'inherit' });
@@ -107,7 +121,14 @@ function buildPythonExtension() {
   }
   renameSync(tmp, target); // atomic: a running stub never sees a half-written module
   // Prove the interpreter can load it; a broken module must not be picked up by stubs.
-  const check = spawnSync(python, ['-c', `import importlib.util as u; s=u.spec_from_file_location("_tritium_ipc", ${JSON.stringify(target)}); m=u.module_from_spec(s); s.loader.exec_module(m)`], { encoding: 'utf8' });
+  const check = spawnSync(
+    python,
+    [
+      '-c',
+      `import importlib.util as u; s=u.spec_from_file_location("_tritium_ipc", ${JSON.stringify(target)}); m=u.module_from_spec(s); s.loader.exec_module(m)`,
+    ],
+    { encoding: 'utf8' },
+  );
   if (check.status !== 0) return warn(`${python} cannot import ${target}: ${check.stderr.trim()}`);
   console.log(`[build-native] built ${path.relative(root, target)} for ${python}`);
 }

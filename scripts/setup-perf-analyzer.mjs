@@ -32,10 +32,33 @@ function works() {
 if (fs.existsSync(wrapper) && works()) process.exit(0);
 try {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-pa-'));
-  execFileSync(python, ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--platform', 'manylinux1_x86_64', '--python-version', '3.8', '-d', tmp, `tritonclient==${VERSION}`], { stdio: 'inherit' });
+  execFileSync(
+    python,
+    [
+      '-m',
+      'pip',
+      'download',
+      '--quiet',
+      '--no-deps',
+      '--only-binary=:all:',
+      '--platform',
+      'manylinux1_x86_64',
+      '--python-version',
+      '3.8',
+      '-d',
+      tmp,
+      `tritonclient==${VERSION}`,
+    ],
+    { stdio: 'inherit' },
+  );
   const wheel = fs.readdirSync(tmp).find((f) => f.endsWith('.whl'));
   fs.mkdirSync(optDir, { recursive: true });
-  execFileSync(python, ['-c', `import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); open(sys.argv[2],'wb').write(z.read('tritonclient-${VERSION}.data/data/bin/perf_analyzer'))`, path.join(tmp, wheel), path.join(optDir, 'perf_analyzer')]);
+  execFileSync(python, [
+    '-c',
+    `import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); open(sys.argv[2],'wb').write(z.read('tritonclient-${VERSION}.data/data/bin/perf_analyzer'))`,
+    path.join(tmp, wheel),
+    path.join(optDir, 'perf_analyzer'),
+  ]);
   fs.chmodSync(path.join(optDir, 'perf_analyzer'), 0o755);
   try {
     execFileSync('apt-get', ['download', 'libb64-0d'], { cwd: tmp, stdio: 'pipe' });
@@ -46,10 +69,18 @@ try {
   }
   const deb = fs.readdirSync(tmp).find((f) => f.startsWith('libb64') && f.endsWith('.deb'));
   execFileSync('dpkg', ['-x', path.join(tmp, deb), path.join(tmp, 'b64')]);
-  const so = execFileSync('find', [path.join(tmp, 'b64'), '-name', 'libb64.so*']).toString().trim().split('\n')[0];
+  const so = execFileSync('find', [path.join(tmp, 'b64'), '-name', 'libb64.so*'])
+    .toString()
+    .trim()
+    .split('\n')[0];
   fs.copyFileSync(so, path.join(optDir, path.basename(so)));
-  const cudart = execFileSync(python, ['-c', 'import nvidia.cuda_runtime, os; print(os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib"))']).toString().trim();
-  fs.writeFileSync(wrapper, `#!/bin/sh\nLD_LIBRARY_PATH="${optDir}:${cudart}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "${path.join(optDir, 'perf_analyzer')}" "$@"\n`);
+  const cudart = execFileSync(python, ['-c', 'import nvidia.cuda_runtime, os; print(os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib"))'])
+    .toString()
+    .trim();
+  fs.writeFileSync(
+    wrapper,
+    `#!/bin/sh\nLD_LIBRARY_PATH="${optDir}:${cudart}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "${path.join(optDir, 'perf_analyzer')}" "$@"\n`,
+  );
   fs.chmodSync(wrapper, 0o755);
   fs.rmSync(tmp, { recursive: true, force: true });
   if (!works()) throw new Error('the installed perf_analyzer does not start');

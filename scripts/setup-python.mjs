@@ -30,6 +30,8 @@ try {
   }
   run(process.execPath, [path.join(root, 'scripts', 'setup-perf-analyzer.mjs')]);
 } catch (err) {
-  console.error(`setup-python: failed (${err.message}). Install Python 3.9+ with venv, or set TRITIUM_SKIP_PYTHON_SETUP=1 and pass --backend-config=python,python-executable=<python with numpy and msgpack>.`);
+  console.error(
+    `setup-python: failed (${err.message}). Install Python 3.9+ with venv, or set TRITIUM_SKIP_PYTHON_SETUP=1 and pass --backend-config=python,python-executable=<python with numpy and msgpack>.`,
+  );
   process.exit(1);
 }

@@ -62,9 +62,7 @@ if (fs.existsSync(vitestJson)) {
   const r = JSON.parse(fs.readFileSync(vitestJson, 'utf8'));
   passed += r.numPassedTests ?? 0;
   // A suite that failed to load has no failed assertions of its own; count it once.
-  const brokenSuites = (r.testResults ?? []).filter(
-    (t) => t.status === 'failed' && !(t.assertionResults ?? []).some((a) => a.status === 'failed'),
-  ).length;
+  const brokenSuites = (r.testResults ?? []).filter((t) => t.status === 'failed' && !(t.assertionResults ?? []).some((a) => a.status === 'failed')).length;
   failed += (r.numFailedTests ?? 0) + brokenSuites;
 } else {
   console.error('test: vitest produced no report');

@@ -42,9 +42,7 @@ interface Closable {
 }
 
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
-  const log =
-    logger ??
-    createLogger({ info: options.logInfo, warning: options.logWarning, error: options.logError, verbose: options.logVerbose });
+  const log = logger ?? createLogger({ info: options.logInfo, warning: options.logWarning, error: options.logError, verbose: options.logVerbose });
   const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
 

@@ -18,13 +18,30 @@ from tritium_stub.trace import InferenceTrace
 
 # What Triton's stub attaches to triton_python_backend_utils (plus get_model_dir).
 INJECTED = (
-    "TritonError", "TritonModelException", "Tensor", "InferenceRequest", "InferenceResponse",
-    "Logger", "PreferredMemory", "TRITONSERVER_MEMORY_GPU", "TRITONSERVER_MEMORY_CPU",
-    "MetricFamily", "load_model", "unload_model", "is_model_ready", "get_model_dir",
+    "TritonError",
+    "TritonModelException",
+    "Tensor",
+    "InferenceRequest",
+    "InferenceResponse",
+    "Logger",
+    "PreferredMemory",
+    "TRITONSERVER_MEMORY_GPU",
+    "TRITONSERVER_MEMORY_CPU",
+    "MetricFamily",
+    "load_model",
+    "unload_model",
+    "is_model_ready",
+    "get_model_dir",
 )
 
-__all__ = INJECTED + ("InferenceResponseSender", "ResponseIterator", "Metric",
-                      "InferenceTrace", "MemoryType", "MetricKind")
+__all__ = INJECTED + (
+    "InferenceResponseSender",
+    "ResponseIterator",
+    "Metric",
+    "InferenceTrace",
+    "MemoryType",
+    "MetricKind",
+)
 
 
 # Report the classes as Triton's module does, e.g. in "found type '<class

@@ -61,10 +61,12 @@ def main():
         sys.stderr.write(
             f"tritium's Python stub needs {' and '.join(missing)} in the interpreter that runs it "
             f"({sys.executable}, Python {sys.version.split()[0]}). Install with: "
-            f"{sys.executable} -m pip install numpy msgpack\n")
+            f"{sys.executable} -m pip install numpy msgpack\n"
+        )
         return 3
 
     from tritium_stub.runtime import run
+
     return run(model_file, region, int(growth), int(parent_pid), name, mode, int(log_verbose))
 
 

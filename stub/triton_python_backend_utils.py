@@ -27,8 +27,22 @@ TRITON_STRING_TO_NUMPY = {
 }
 
 # TRITONSERVER_DataType codes 1..13, in order.
-_CODE_TO_NUMPY = (None, np.bool_, np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16,
-                  np.int32, np.int64, np.float16, np.float32, np.float64, np.object_)
+_CODE_TO_NUMPY = (
+    None,
+    np.bool_,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.object_,
+)
 
 _U32 = struct.Struct("<I")
 
@@ -42,8 +56,9 @@ def serialize_byte_tensor(input_tensor):
         return ()
     if input_tensor.dtype == np.object_:
         # Only exact `bytes` pass through; anything else is str()-ed, like Triton's helper.
-        items = [x if type(x) is bytes else str(x).encode("utf-8")
-                 for x in input_tensor.reshape(-1, order="C").tolist()]
+        items = [
+            x if type(x) is bytes else str(x).encode("utf-8") for x in input_tensor.reshape(-1, order="C").tolist()
+        ]
     elif input_tensor.dtype.type == np.bytes_:
         items = input_tensor.reshape(-1, order="C").tolist()
     else:
@@ -63,7 +78,7 @@ def deserialize_bytes_tensor(encoded_tensor):
     while offset < end:
         (length,) = _U32.unpack_from(encoded_tensor, offset)
         offset += 4
-        items.append(bytes(encoded_tensor[offset:offset + length]))
+        items.append(bytes(encoded_tensor[offset : offset + length]))
         offset += length
     out = np.empty(len(items), dtype=np.object_)
     out[:] = items
@@ -142,7 +157,8 @@ class ModelConfig:
         if current > max_batch_size:
             raise ValueError(
                 f"configuration specified max_batch_size {current}, but in auto-complete-config "
-                f"function for model '{self._name()}' specified max_batch_size {max_batch_size}")
+                f"function for model '{self._name()}' specified max_batch_size {max_batch_size}"
+            )
         self._model_config["max_batch_size"] = max_batch_size
 
     def set_dynamic_batching(self):
@@ -151,7 +167,8 @@ class ModelConfig:
                 raise ValueError(
                     f"Configuration specified scheduling_choice as '{scheduler}', but "
                     f"auto-complete-config function for model '{self._name()}' tries to set "
-                    "scheduling_choice as 'dynamic_batching'")
+                    "scheduling_choice as 'dynamic_batching'"
+                )
         self._model_config.setdefault("dynamic_batching", {})
 
     def _check_tensor(self, kind, tensor, allowed, allowed_text):
@@ -159,39 +176,47 @@ class ModelConfig:
             if prop not in allowed:
                 raise ValueError(
                     f"{kind} '{tensor['name']}' in auto-complete-config function for model "
-                    f"'{self._name()}' contains property other than {allowed_text}.")
+                    f"'{self._name()}' contains property other than {allowed_text}."
+                )
         if "name" not in tensor:
             raise ValueError(
-                f"{kind} in auto-complete-config function for model '{self._name()}' is "
-                "missing 'name' property.")
+                f"{kind} in auto-complete-config function for model '{self._name()}' is missing 'name' property."
+            )
         for prop in ("data_type", "dims"):
             if prop not in tensor:
                 raise ValueError(
                     f"{kind} '{tensor['name']}' in auto-complete-config function for model "
-                    f"'{self._name()}' is missing '{prop}' property.")
+                    f"'{self._name()}' is missing '{prop}' property."
+                )
 
     def _merge_tensor(self, kind, section, tensor):
         """Fill an existing same-name entry (True) after checking it does not conflict."""
         for current in self._model_config[section]:
             if current["name"] != tensor["name"]:
                 continue
-            if (current["data_type"] != "TYPE_INVALID"
-                    and current["data_type"] != tensor["data_type"]):
+            if current["data_type"] != "TYPE_INVALID" and current["data_type"] != tensor["data_type"]:
                 raise ValueError(
                     f"unable to load model '{self._name()}', configuration expects datatype "
                     f"{current['data_type']} for {kind} '{tensor['name']}', model provides "
-                    f"{tensor['data_type']}")
+                    f"{tensor['data_type']}"
+                )
             if current["dims"] and current["dims"] != tensor["dims"]:
                 raise ValueError(
                     f"model '{self._name()}', tensor '{tensor['name']}': the model expects "
                     f"dims {tensor['dims']} but the model configuration specifies dims "
-                    f"{current['dims']}")
-            if (kind == "input" and "optional" in current and "optional" in tensor
-                    and current["optional"] != tensor["optional"]):
+                    f"{current['dims']}"
+                )
+            if (
+                kind == "input"
+                and "optional" in current
+                and "optional" in tensor
+                and current["optional"] != tensor["optional"]
+            ):
                 raise ValueError(
                     f"model '{self._name()}', tensor '{tensor['name']}': the model expects "
                     f"optional {tensor['optional']} but the model configuration specifies "
-                    f"optional {current['optional']}")
+                    f"optional {current['optional']}"
+                )
             current["data_type"] = tensor["data_type"]
             current["dims"] = tensor["dims"]
             if kind == "input" and "optional" in tensor:
@@ -200,14 +225,14 @@ class ModelConfig:
         return False
 
     def add_input(self, input):
-        self._check_tensor("input", input, ("name", "data_type", "dims", "optional"),
-                           "'name', 'data_type', 'dims' and 'optional'")
+        self._check_tensor(
+            "input", input, ("name", "data_type", "dims", "optional"), "'name', 'data_type', 'dims' and 'optional'"
+        )
         if not self._merge_tensor("input", "input", input):
             self._model_config["input"].append(input)
 
     def add_output(self, output):
-        self._check_tensor("output", output, ("name", "data_type", "dims"),
-                           "'name', 'data_type' and 'dims'")
+        self._check_tensor("output", output, ("name", "data_type", "dims"), "'name', 'data_type' and 'dims'")
         if not self._merge_tensor("output", "output", output):
             self._model_config["output"].append(output)
 
@@ -216,14 +241,16 @@ class ModelConfig:
             if prop != "decoupled":
                 raise ValueError(
                     "model transaction property in auto-complete-config function for model "
-                    f"'{self._name()}' contains property other than 'decoupled'.")
+                    f"'{self._name()}' contains property other than 'decoupled'."
+                )
         policy = self._model_config.setdefault("model_transaction_policy", {})
         if "decoupled" in transaction_policy_dict:
             wanted = transaction_policy_dict["decoupled"]
             if "decoupled" in policy and policy["decoupled"] != wanted:
                 raise ValueError(
                     "trying to change decoupled property in auto-complete-config for model "
-                    f"'{self._name()}', which is already set to '{policy['decoupled']}'.")
+                    f"'{self._name()}', which is already set to '{policy['decoupled']}'."
+                )
             policy["decoupled"] = wanted
 
 

@@ -28,9 +28,7 @@ interface Peer {
 const open: Peer[] = [];
 /** TRITIUM_STUB_NATIVE for the peers: the suite runs against both stub hot paths. */
 let stubNative = '1';
-const nativeBuilt = fs
-  .readdirSync(path.join(root, 'native', 'build', 'python'), { withFileTypes: true })
-  .some((e) => e.name.startsWith('_tritium_ipc'));
+const nativeBuilt = fs.readdirSync(path.join(root, 'native', 'build', 'python'), { withFileTypes: true }).some((e) => e.name.startsWith('_tritium_ipc'));
 
 async function startPeer(opts: { ringByteSize?: number; defaultByteSize?: number; growthByteSize?: number } = {}): Promise<Peer> {
   const growth = opts.growthByteSize ?? MiB;
@@ -128,7 +126,10 @@ describe.each([
     p.ch.send({ t: 'exec', id: 7 });
     expect(await p.next((m) => m.t === 'exec_done')).toEqual({ t: 'exec_done', id: 7, resps: [], freed: 1 });
     // No exec follows: the idle timer sends a plain release.
-    p.ch.releaseOutputs([[outs[1].seg, outs[1].off], [outs[2].seg, outs[2].off]]);
+    p.ch.releaseOutputs([
+      [outs[1].seg, outs[1].off],
+      [outs[2].seg, outs[2].off],
+    ]);
     expect(await p.next((m) => m.t === 'released')).toEqual({ t: 'released', n: 2 });
     await stopPeer(p);
   });

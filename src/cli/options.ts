@@ -109,14 +109,10 @@ export function buildCommand(): Command {
       ),
     )
     .addOption(
-      new Option('--strict-model-config <bool>', 'deprecated: true disables auto-complete of model configs').argParser(
-        parseBool('--strict-model-config'),
-      ),
+      new Option('--strict-model-config <bool>', 'deprecated: true disables auto-complete of model configs').argParser(parseBool('--strict-model-config')),
     )
     .addOption(new Option('--disable-auto-complete-config', 'do not complete model configs from the model'))
-    .addOption(
-      new Option('--strict-readiness <bool>', 'ready only when every model is ready').default(true).argParser(parseBool('--strict-readiness')),
-    )
+    .addOption(new Option('--strict-readiness <bool>', 'ready only when every model is ready').default(true).argParser(parseBool('--strict-readiness')))
     .addOption(
       new Option('--exit-timeout-secs <secs>', 'time allowed for in-flight requests and finalize at shutdown')
         .default(30)
@@ -170,12 +166,23 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     if (!/^\d+$/.test(v) || n < min) throw new OptionsError(`--backend-config=python,${key}: ${why}, got '${v}'.`);
     return n;
   };
-  const known = new Set(['shm-default-byte-size', 'shm-growth-byte-size', 'stub-timeout-seconds', 'python-executable', 'shm-region-prefix-name', 'thread-pool-size', 'shm_message_queue_size', 'spin-us', 'spin-mode']);
+  const known = new Set([
+    'shm-default-byte-size',
+    'shm-growth-byte-size',
+    'stub-timeout-seconds',
+    'python-executable',
+    'shm-region-prefix-name',
+    'thread-pool-size',
+    'shm_message_queue_size',
+    'spin-us',
+    'spin-mode',
+  ]);
   for (const key of py.keys()) {
     if (!known.has(key)) throw new OptionsError(`--backend-config=python,${key}: unknown python backend setting.`);
   }
   const spinUs = pyInt('spin-us', 50, 0, 'must be a whole number of microseconds between 0 and 1000000');
-  if (spinUs > 1_000_000) throw new OptionsError(`--backend-config=python,spin-us: must be a whole number of microseconds between 0 and 1000000, got '${spinUs}'.`);
+  if (spinUs > 1_000_000)
+    throw new OptionsError(`--backend-config=python,spin-us: must be a whole number of microseconds between 0 and 1000000, got '${spinUs}'.`);
   const spinMode = py.get('spin-mode') ?? 'adaptive';
   if (spinMode !== 'adaptive' && spinMode !== 'always' && spinMode !== 'never') {
     throw new OptionsError(`--backend-config=python,spin-mode: must be adaptive, always or never, got '${spinMode}'.`);

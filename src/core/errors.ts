@@ -96,23 +96,16 @@ const invalid = (message: string) => new TritonError(ErrorCode.INVALID_ARG, mess
  */
 export const Errors = {
   unknownModel: (m: string) => new TritonError(ErrorCode.NOT_FOUND, `Request for unknown model: '${m}' is not found`),
-  noAvailableVersions: (m: string) =>
-    new TritonError(ErrorCode.NOT_FOUND, `Request for unknown model: '${m}' has no available versions`),
-  unknownVersion: (m: string, v: string) =>
-    new TritonError(ErrorCode.NOT_FOUND, `Request for unknown model: '${m}' version ${v} is not found`),
-  versionNotReady: (m: string, v: string) =>
-    new TritonError(ErrorCode.UNAVAILABLE, `Request for unknown model: '${m}' version ${v} is not at ready state`),
+  noAvailableVersions: (m: string) => new TritonError(ErrorCode.NOT_FOUND, `Request for unknown model: '${m}' has no available versions`),
+  unknownVersion: (m: string, v: string) => new TritonError(ErrorCode.NOT_FOUND, `Request for unknown model: '${m}' version ${v} is not found`),
+  versionNotReady: (m: string, v: string) => new TritonError(ErrorCode.UNAVAILABLE, `Request for unknown model: '${m}' version ${v} is not at ready state`),
   serverNotReady: () => new TritonError(ErrorCode.UNAVAILABLE, 'Server not ready'),
-  badVersionString: (v: string) =>
-    invalid(`failed to get model version from specified version string '${v}' (must be an integer)`),
-  decoupledHttp: () =>
-    new TritonError(ErrorCode.UNSUPPORTED, 'HTTP end point doesn\'t support models with decoupled transaction policy'),
-  decoupledGrpc: () =>
-    new TritonError(ErrorCode.UNSUPPORTED, 'ModelInfer RPC doesn\'t support models with decoupled transaction policy'),
+  badVersionString: (v: string) => invalid(`failed to get model version from specified version string '${v}' (must be an integer)`),
+  decoupledHttp: () => new TritonError(ErrorCode.UNSUPPORTED, "HTTP end point doesn't support models with decoupled transaction policy"),
+  decoupledGrpc: () => new TritonError(ErrorCode.UNSUPPORTED, "ModelInfer RPC doesn't support models with decoupled transaction policy"),
 
   // Request validation (core infer_request semantics).
-  inputCount: (m: string, expected: string, got: number) =>
-    invalid(`expected ${expected} inputs but got ${got} inputs for model '${m}'`),
+  inputCount: (m: string, expected: string, got: number) => invalid(`expected ${expected} inputs but got ${got} inputs for model '${m}'`),
   unexpectedInput: (m: string, name: string) => invalid(`unexpected inference input '${name}' for model '${m}'`),
   unexpectedOutput: (m: string, name: string) => invalid(`unexpected inference output '${name}' for model '${m}'`),
   duplicateInput: (m: string, name: string) => invalid(`input '${name}' is specified more than once for model '${m}'`),
@@ -125,29 +118,20 @@ export const Errors = {
           ? '. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.'
           : ''),
     ),
-  batchSizeMismatch: (m: string, name: string) =>
-    invalid(`inference request batch-size does not match other inputs for input '${name}' for model '${m}'`),
+  batchSizeMismatch: (m: string, name: string) => invalid(`inference request batch-size does not match other inputs for input '${name}' for model '${m}'`),
   batchTooLarge: (m: string, max: number) => invalid(`inference request batch-size must be <= ${max} for '${m}'`),
-  emptyBatchShape: (m: string, name: string) =>
-    invalid(`input '${name}' has no batch dimension but model '${m}' supports batching`),
+  emptyBatchShape: (m: string, name: string) => invalid(`input '${name}' has no batch dimension but model '${m}' supports batching`),
   byteSizeMismatch: (name: string, expected: number, got: number) =>
     invalid(`input byte size mismatch for input '${name}' for model, expected ${expected} bytes, got ${got} bytes`),
-  bytesElementCount: (name: string, expected: number, got: number) =>
-    invalid(`expected ${expected} string elements for inference input '${name}', got ${got}`),
-  bytesMalformed: (name: string) =>
-    invalid(`element byte size indicator exceeds the end of the buffer for inference input '${name}'`),
-  reservedParameter: (key: string) =>
-    invalid(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified, got '${key}'`),
+  bytesElementCount: (name: string, expected: number, got: number) => invalid(`expected ${expected} string elements for inference input '${name}', got ${got}`),
+  bytesMalformed: (name: string) => invalid(`element byte size indicator exceeds the end of the buffer for inference input '${name}'`),
+  reservedParameter: (key: string) => invalid(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified, got '${key}'`),
 
   // Scheduling.
   queueFull: () => new TritonError(ErrorCode.UNAVAILABLE, 'Exceeds maximum queue size', 'REJECTED'),
   timeoutExpired: () => new TritonError(ErrorCode.UNAVAILABLE, 'Request timeout expired', 'REJECTED'),
   schedulerStopped: () =>
-    new TritonError(
-      ErrorCode.UNAVAILABLE,
-      'Server is stopping, scheduler for model has stopped accepting new inference requests',
-      'REJECTED',
-    ),
+    new TritonError(ErrorCode.UNAVAILABLE, 'Server is stopping, scheduler for model has stopped accepting new inference requests', 'REJECTED'),
   cancelled: () => new TritonError(ErrorCode.CANCELLED, 'Request was cancelled', 'CANCELED'),
 
   // Python stubs.
@@ -160,14 +144,9 @@ export const Errors = {
       'BACKEND',
     ),
   senderDropped: (instance: string) =>
-    new TritonError(
-      ErrorCode.INTERNAL,
-      `Python model '${instance}' released the response sender of a request without sending the FINAL flag.`,
-      'BACKEND',
-    ),
+    new TritonError(ErrorCode.INTERNAL, `Python model '${instance}' released the response sender of a request without sending the FINAL flag.`, 'BACKEND'),
   // A model's own readiness check, `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"). Triton's texts.
-  userNotReady: (instance: string) =>
-    new TritonError(ErrorCode.UNAVAILABLE, `Model '${instance}' is not ready (user-defined check failed).`, 'BACKEND'),
+  userNotReady: (instance: string) => new TritonError(ErrorCode.UNAVAILABLE, `Model '${instance}' is not ready (user-defined check failed).`, 'BACKEND'),
   userReadyFailed: (text: string) => new TritonError(ErrorCode.INTERNAL, text, 'BACKEND'),
   userReadyTimeout: () => new TritonError(ErrorCode.UNAVAILABLE, 'Timed out waiting for user-defined is_ready() response', 'BACKEND'),
 } as const;

@@ -19,6 +19,7 @@ def _exception_handler(loop, context):
         log_exception(context.get("message", "") + "\n", exc)
     else:
         from .logger import emit
+
         emit("ERROR", context.get("message", "asyncio error"), "", 0)
 
 

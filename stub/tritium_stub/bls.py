@@ -33,6 +33,5 @@ def bls_exec(request, decoupled):
     # Triton allows BLS from initialize()'s end to finalize(): execute and the threads it starts.
     if not STATE.initialized or STATE.finalizing:
         raise TritonModelException("BLS is only supported during the 'execute' function.")
-    response = InferenceResponse(
-        error=TritonError("BLS is not supported by tritium yet", TritonError.UNSUPPORTED))
+    response = InferenceResponse(error=TritonError("BLS is not supported by tritium yet", TritonError.UNSUPPORTED))
     return ResponseIterator([response]) if decoupled else response

@@ -13,10 +13,12 @@ from . import dtypes
 from .errors import TritonModelException
 
 # Triton's text, with the run of spaces its C++ line continuation leaves in it.
-NOT_DLPACK = ("Provided tensor is not supported. Tensor must be a DLPack capsule         or "
-              "have `__dlpack__` and `__dlpack_device__` attributes")
+NOT_DLPACK = (
+    "Provided tensor is not supported. Tensor must be a DLPack capsule         or "
+    "have `__dlpack__` and `__dlpack_device__` attributes"
+)
 
-_NAME = b"dltensor"          # a capsule keeps a pointer to its name: keep it alive here
+_NAME = b"dltensor"  # a capsule keeps a pointer to its name: keep it alive here
 _USED_NAME = b"used_dltensor"
 _KDL_CPU, _KDL_BFLOAT = 1, 4
 
@@ -57,11 +59,9 @@ def _capi(name, restype, *argtypes):
     return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
 
 
-_capsule_new = _capi("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
-                     ctypes.c_void_p)
+_capsule_new = _capi("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
 _capsule_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
-_capsule_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object,
-                         ctypes.c_char_p)
+_capsule_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
 _capsule_set_name = _capi("PyCapsule_SetName", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
 # The destructor gets a capsule whose refcount is already 0: use raw pointers, never py_object.
 _raw_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
@@ -133,7 +133,8 @@ def _import_bf16(capsule, managed_ptr):
             if shape[i] != 1 and t.strides[i] != expected:
                 raise TritonModelException(
                     "DLPack tensor is not contiguous. Only contiguous DLPack tensors that "
-                    "are stored in C-Order are supported.")
+                    "are stored in C-Order are supported."
+                )
             expected *= shape[i]
     count = int(np.prod(shape, dtype=np.int64))
     if count:

@@ -23,13 +23,24 @@ class TritonModelException(Exception):
 
 # Triton's codes are a pybind enum named `__ErrorCode` (its repr shows in TypeError texts); an
 # IntEnum keeps them equal to TRITONSERVER_Error_Code numbers for comparisons and the wire.
-_ErrorCode = enum.IntEnum("__ErrorCode", [
-    ("UNKNOWN", 0), ("INTERNAL", 1), ("NOT_FOUND", 2), ("INVALID_ARG", 3), ("UNAVAILABLE", 4),
-    ("UNSUPPORTED", 5), ("ALREADY_EXISTS", 6), ("CANCELLED", 7)])
+_ErrorCode = enum.IntEnum(
+    "__ErrorCode",
+    [
+        ("UNKNOWN", 0),
+        ("INTERNAL", 1),
+        ("NOT_FOUND", 2),
+        ("INVALID_ARG", 3),
+        ("UNAVAILABLE", 4),
+        ("UNSUPPORTED", 5),
+        ("ALREADY_EXISTS", 6),
+        ("CANCELLED", 7),
+    ],
+)
 _ErrorCode.__qualname__ = "TritonError.__ErrorCode"
 
-_ERROR_SIGNATURE = (f"{MODULE}.TritonError(message: str, code: {MODULE}.TritonError.__ErrorCode "
-                    "= <__ErrorCode.INTERNAL: 1>)")
+_ERROR_SIGNATURE = (
+    f"{MODULE}.TritonError(message: str, code: {MODULE}.TritonError.__ErrorCode = <__ErrorCode.INTERNAL: 1>)"
+)
 
 
 class TritonError:

@@ -79,7 +79,8 @@ def check_pure_python_machine(machine: str | None = None, why_not_native: str | 
         f"the pure-Python IPC path is only correct on x86 and x86-64, and this machine is "
         f"{m!r}: it has no release/acquire barriers for the shared-memory rings. Use the native "
         f"extension _tritium_ipc instead{because}: build it for this interpreter with "
-        f"`npm run build:native` (TRITIUM_PYTHON={sys.executable}) and do not set {NATIVE_ENV}=0.")
+        f"`npm run build:native` (TRITIUM_PYTHON={sys.executable}) and do not set {NATIVE_ENV}=0."
+    )
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -90,8 +91,7 @@ _syscall.restype = ctypes.c_long
 # ---- native hot path ----
 NATIVE_ENV = "TRITIUM_STUB_NATIVE"
 NATIVE_DIR_ENV = "TRITIUM_STUB_NATIVE_DIR"  # where _tritium_ipc*.so lives (tests, packaging)
-_DEFAULT_NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                   "native", "build", "python")
+_DEFAULT_NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "build", "python")
 
 
 def load_native():
@@ -100,6 +100,7 @@ def load_native():
         return None, f"disabled by {NATIVE_ENV}=0"
     import importlib.machinery
     import importlib.util
+
     folder = os.path.abspath(os.environ.get(NATIVE_DIR_ENV) or _DEFAULT_NATIVE_DIR)
     # Only a file built for this very interpreter (its EXT_SUFFIX) is a candidate: a model's
     # EXECUTION_ENV_PATH interpreter of another version falls back instead of crashing.
@@ -116,8 +117,10 @@ def load_native():
         if getattr(module, "PROTOCOL_VERSION", None) != LAYOUT_VERSION:
             return None, f"{path} speaks layout {getattr(module, 'PROTOCOL_VERSION', '?')}"
         return module, None
-    return None, (f"no _tritium_ipc module for this interpreter in {folder} "
-                  f"(build it with `npm run build:native`, TRITIUM_PYTHON={sys.executable})")
+    return None, (
+        f"no _tritium_ipc module for this interpreter in {folder} "
+        f"(build it with `npm run build:native`, TRITIUM_PYTHON={sys.executable})"
+    )
 
 
 SPIN_MODES = ("adaptive", "always", "never")
@@ -188,15 +191,28 @@ def futex_wait(addr: int, expected: int, timeout: float | None) -> int:
     if timeout is not None:
         t = max(timeout, 0.0)
         ts = ctypes.byref(_Timespec(int(t), int((t - int(t)) * 1e9)))
-    r = _syscall(ctypes.c_long(SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_long(FUTEX_WAIT),
-                 ctypes.c_long(expected), ts, ctypes.c_void_p(None), ctypes.c_long(0))
+    r = _syscall(
+        ctypes.c_long(SYS_FUTEX),
+        ctypes.c_void_p(addr),
+        ctypes.c_long(FUTEX_WAIT),
+        ctypes.c_long(expected),
+        ts,
+        ctypes.c_void_p(None),
+        ctypes.c_long(0),
+    )
     return 0 if r == 0 else ctypes.get_errno()
 
 
 def futex_wake(addr: int) -> int:
-    return _syscall(ctypes.c_long(SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_long(FUTEX_WAKE),
-                    ctypes.c_long(0x7FFFFFFF), ctypes.c_void_p(None), ctypes.c_void_p(None),
-                    ctypes.c_long(0))
+    return _syscall(
+        ctypes.c_long(SYS_FUTEX),
+        ctypes.c_void_p(addr),
+        ctypes.c_long(FUTEX_WAKE),
+        ctypes.c_long(0x7FFFFFFF),
+        ctypes.c_void_p(None),
+        ctypes.c_void_p(None),
+        ctypes.c_long(0),
+    )
 
 
 _fence_lock = threading.Lock()
@@ -287,9 +303,17 @@ class _Segment:
 class Channel:
     """The stub's end of one region. recv() is for a single consumer thread; send() is thread-safe."""
 
-    def __init__(self, region: str, growth_byte_size: int, spin_us: float = 50.0,
-                 spin_yield: bool = False, spin_mode: str = "adaptive", native="auto",
-                 wake_fd: int | None = None, machine: str | None = None):
+    def __init__(
+        self,
+        region: str,
+        growth_byte_size: int,
+        spin_us: float = 50.0,
+        spin_yield: bool = False,
+        spin_mode: str = "adaptive",
+        native="auto",
+        wake_fd: int | None = None,
+        machine: str | None = None,
+    ):
         """native: "auto" (the extension when loadable), False (pure Python), or a module.
         wake_fd: Node's wake eventfd (docs/ipc.md, "Waking Node"); None: ring B's consumer
         sleeps on its futex and is woken with FUTEX_WAKE (the test emulator of Node).
@@ -339,8 +363,9 @@ class Channel:
         self._arena_cls = Arena
         if self._native is not None:
             # The extension validates the header again and owns both rings from here on.
-            self._link = self._native.Link(n0.mm, spin_us=float(spin_us), spin_mode=spin_mode,
-                                           spin_yield=bool(spin_yield), wake_fd=self._wake_fd)
+            self._link = self._native.Link(
+                n0.mm, spin_us=float(spin_us), spin_mode=spin_mode, spin_yield=bool(spin_yield), wake_fd=self._wake_fd
+            )
             self._arena_cls = self._native.Arena
             self.recv = self._recv_native
             self.send = self._send_native
@@ -360,8 +385,7 @@ class Channel:
     def describe(self) -> str:
         """One line for the verbose log: which hot path and wait policy this stub uses."""
         p = self.policy
-        path = "native (_tritium_ipc)" if self._link is not None else \
-            f"pure Python ({self.native_reason})"
+        path = "native (_tritium_ipc)" if self._link is not None else f"pure Python ({self.native_reason})"
         return f"IPC path: {path}; spin-mode={p.mode}, spin-us={p.spin_s * 1e6:g}"
 
     # ---- native hot path (the extension does ring, doorbell and wait; msgpack stays here) ----
@@ -417,7 +441,7 @@ class Channel:
         s = self._segment(seg)
         if off < 0 or nbytes < 0 or off + nbytes > s.size:
             raise ValueError(f"view {seg}[{off}, +{nbytes}) is outside the {s.size}-byte segment")
-        return s.mv[off: off + nbytes]
+        return s.mv[off : off + nbytes]
 
     def alloc(self, nbytes: int) -> tuple[str, int, memoryview]:
         """A block in the stub's output arenas; a new s<k> segment is announced with {t:"seg"}."""
@@ -425,7 +449,7 @@ class Channel:
             for s in self._outputs:
                 off = s.arena.alloc(nbytes)
                 if off >= 0:
-                    return s.name, off, s.mv[off: off + nbytes]
+                    return s.name, off, s.mv[off : off + nbytes]
             name = f"s{len(self._outputs)}"
             size = max(self.growth_byte_size, _round_up(max(nbytes, 1), SEGMENT_ROUND))
             s = self._create(name, size, nbytes)
@@ -435,7 +459,7 @@ class Channel:
             off = s.arena.alloc(nbytes)
         # Before the block is referenced by any message, so Node learns of it in ring order.
         self.send({"t": "seg", "name": name, "size": size})
-        return name, off, s.mv[off: off + nbytes]
+        return name, off, s.mv[off : off + nbytes]
 
     def _create(self, name: str, size: int, nbytes: int) -> _Segment:
         path = os.path.join(SHM_DIR, f"{self.region}.{name}")
@@ -453,7 +477,8 @@ class Channel:
                 raise MemoryError(
                     f"/dev/shm is full: cannot create {size}-byte output segment {path} for {nbytes} bytes "
                     f"({st.f_bavail * st.f_frsize} bytes free). Enlarge /dev/shm or lower "
-                    f"--backend-config=python,shm-growth-byte-size=...") from e
+                    f"--backend-config=python,shm-growth-byte-size=..."
+                ) from e
             raise
         os.close(fd)
         return _Segment(name, mm)
@@ -497,12 +522,12 @@ class Channel:
             n = word & ~FRAG_MORE
             start = data + pos + 4
             if word & FRAG_MORE or self._frags:
-                self._frags.append(bytes(mv[start: start + n]))
+                self._frags.append(bytes(mv[start : start + n]))
                 if not word & FRAG_MORE:
                     msg = msgpack.unpackb(b"".join(self._frags), raw=False, strict_map_key=False)
                     self._frags = []
             else:
-                msg = msgpack.unpackb(mv[start: start + n], raw=False, strict_map_key=False)
+                msg = msgpack.unpackb(mv[start : start + n], raw=False, strict_map_key=False)
             head += _round_up(4 + n, RECORD_ALIGN)
             if msg is not None:
                 break
@@ -601,7 +626,7 @@ class Channel:
             return False
         start = self._b_data + pos
         self._u32[start // 4] = (FRAG_MORE if more else 0) | n
-        self._segs["n0"].mv[start + 4: start + 4 + n] = payload
+        self._segs["n0"].mv[start + 4 : start + 4 + n] = payload
         self._b_tail += need
         return True
 

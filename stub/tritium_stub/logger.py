@@ -28,16 +28,14 @@ def emit(level, message, file, line):
     channel = STATE.channel
     if channel is not None:
         try:
-            channel.send({"t": "log", "level": level, "msg": message, "file": file,
-                          "line": line})
+            channel.send({"t": "log", "level": level, "msg": message, "file": file, "line": line})
             return
         except Exception:
             pass  # a closed channel during teardown: fall back to stderr
     now = time.time()
     stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now))
     micros = int((now % 1) * 1_000_000)
-    sys.stderr.write(f"{_LETTER[level]}{stamp}.{micros:06d} {os.getpid()} {file}:{line}] "
-                     f"{message}\n")
+    sys.stderr.write(f"{_LETTER[level]}{stamp}.{micros:06d} {os.getpid()} {file}:{line}] {message}\n")
     sys.stderr.flush()
 
 
@@ -56,8 +54,9 @@ class Logger:
     def log(*args, **kwargs):
         a = bind(("message", "level"), {"level": LogLevel.INFO}, args, kwargs)
         if a is None or not isinstance(a["message"], str) or not isinstance(a["level"], LogLevel):
-            raise mismatch("log", f"(message: str, level: {MODULE}.Logger.LogLevel = "
-                                  "<LogLevel.INFO: 0>) -> None", args, kwargs)
+            raise mismatch(
+                "log", f"(message: str, level: {MODULE}.Logger.LogLevel = <LogLevel.INFO: 0>) -> None", args, kwargs
+            )
         _emit_from_caller(a["level"].value, a["message"])
 
     @staticmethod

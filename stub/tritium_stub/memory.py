@@ -21,8 +21,9 @@ class PreferredMemory:
 
     def __init__(self, preferred_memory_type, preferred_device_id=0):
         if not isinstance(preferred_memory_type, MemoryType):
-            raise TypeError("PreferredMemory(): preferred_memory_type must be "
-                            "TRITONSERVER_MEMORY_GPU or TRITONSERVER_MEMORY_CPU")
+            raise TypeError(
+                "PreferredMemory(): preferred_memory_type must be TRITONSERVER_MEMORY_GPU or TRITONSERVER_MEMORY_CPU"
+            )
         if type(preferred_device_id) is not int:
             raise TypeError("PreferredMemory(): preferred_device_id must be int")
         self.preferred_memory_type = preferred_memory_type

@@ -19,9 +19,11 @@ class MetricKind(enum.Enum):
     HISTOGRAM = 2
 
 
-_DELETED = ("Invalid metric operation as the corresponding 'MetricFamily' has been deleted. "
-            "The 'MetricFamily' object should be deleted AFTER its corresponding 'Metric' "
-            "objects have been deleted.")
+_DELETED = (
+    "Invalid metric operation as the corresponding 'MetricFamily' has been deleted. "
+    "The 'MetricFamily' object should be deleted AFTER its corresponding 'Metric' "
+    "objects have been deleted."
+)
 
 _lock = threading.Lock()
 _families = {}  # name -> _FamilyState
@@ -32,8 +34,8 @@ class _FamilyState:
 
     def __init__(self, name, description, kind):
         self.name, self.description, self.kind = name, description, kind
-        self.values = {}   # labels JSON -> _Value (same labels share a value)
-        self.owners = 0    # live MetricFamily objects using this state
+        self.values = {}  # labels JSON -> _Value (same labels share a value)
+        self.owners = 0  # live MetricFamily objects using this state
 
 
 class _Value:
@@ -54,11 +56,14 @@ class MetricFamily:
 
     def __init__(self, *args, **kwargs):
         a = bind(("name", "description", "kind"), {}, args, kwargs)
-        if a is None or not is_str(a["name"]) or not is_str(a["description"]) or \
-                not isinstance(a["kind"], MetricKind):
-            raise mismatch("__init__", f"{MODULE}.MetricFamily(name: str, description: str, "
-                                       f"kind: {MODULE}.MetricKind)", args, kwargs,
-                           constructor=True)
+        if a is None or not is_str(a["name"]) or not is_str(a["description"]) or not isinstance(a["kind"], MetricKind):
+            raise mismatch(
+                "__init__",
+                f"{MODULE}.MetricFamily(name: str, description: str, kind: {MODULE}.MetricKind)",
+                args,
+                kwargs,
+                constructor=True,
+            )
         name, description, kind = as_str(a["name"]), as_str(a["description"]), a["kind"]
         with _lock:
             state = _families.get(name)
@@ -67,7 +72,8 @@ class MetricFamily:
             elif state.kind is not kind:
                 raise TritonModelException(
                     f"Error when creating MetricFamily: metric family '{name}' already exists "
-                    f"with a different kind ({state.kind.name}).")
+                    f"with a different kind ({state.kind.name})."
+                )
             state.owners += 1
         self._state = state
 
@@ -77,19 +83,18 @@ class MetricFamily:
         if not isinstance(labels, dict):
             raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-            raise TritonModelException(
-                "Error when creating Metric: labels must be a dict of str to str.")
+            raise TritonModelException("Error when creating Metric: labels must be a dict of str to str.")
         if state.kind is MetricKind.HISTOGRAM:
             if buckets is None:
                 raise TritonModelException("Failed to create metric. Missing required buckets.")
             buckets = [float(b) for b in buckets]
             if any(a >= b for a, b in zip(buckets, buckets[1:])):
-                raise TritonModelException(
-                    "Error when creating Metric: histogram buckets must be strictly increasing.")
+                raise TritonModelException("Error when creating Metric: histogram buckets must be strictly increasing.")
         elif buckets is not None:
             raise TritonModelException(
                 f"Error when creating Metric: 'buckets' is only allowed for histogram metrics, "
-                f"not for {state.kind.name.lower()}.")
+                f"not for {state.kind.name.lower()}."
+            )
         key = json.dumps(labels, sort_keys=True)
         with _lock:
             value = state.values.get(key)
@@ -126,12 +131,12 @@ class Metric:
         kind = self._live("increment metric value")
         if kind is MetricKind.HISTOGRAM:
             raise TritonModelException(
-                "Failed to increment metric value: increment is not supported for histogram "
-                "metrics.")
+                "Failed to increment metric value: increment is not supported for histogram metrics."
+            )
         if kind is MetricKind.COUNTER and value < 0:
             raise TritonModelException(
-                "Failed to increment metric value: negative increments are not allowed for "
-                "counter metrics.")
+                "Failed to increment metric value: negative increments are not allowed for counter metrics."
+            )
         with _lock:
             self._value.value += value
 
@@ -140,8 +145,8 @@ class Metric:
         kind = self._live("set metric value")
         if kind is not MetricKind.GAUGE:
             raise TritonModelException(
-                f"Failed to set metric value: set is not supported for {kind.name.lower()} "
-                "metrics.")
+                f"Failed to set metric value: set is not supported for {kind.name.lower()} metrics."
+            )
         self._value.value = float(value)
 
     def observe(self, *args):
@@ -150,7 +155,8 @@ class Metric:
         if kind is not MetricKind.HISTOGRAM:
             raise TritonModelException(
                 f"Failed to observe metric value: observe is only supported for histogram "
-                f"metrics, not for {kind.name.lower()}.")
+                f"metrics, not for {kind.name.lower()}."
+            )
         v = self._value
         with _lock:
             v.count += 1
@@ -162,8 +168,7 @@ class Metric:
     def value(self):
         kind = self._live("get metric value")
         if kind is MetricKind.HISTOGRAM:
-            raise TritonModelException(
-                "Failed to get metric value: value is not supported for histogram metrics.")
+            raise TritonModelException("Failed to get metric value: value is not supported for histogram metrics.")
         return float(self._value.value)
 
 

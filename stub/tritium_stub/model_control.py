@@ -15,23 +15,41 @@ def _bound(name, signature, names, defaults, args, kwargs, checks):
 
 
 def load_model(*args, **kwargs):
-    _bound("load_model", "(model_name: str, config: str = '', files: object = None) -> None",
-           ("model_name", "config", "files"), {"config": "", "files": None}, args, kwargs,
-           {"model_name": is_str, "config": is_str})
+    _bound(
+        "load_model",
+        "(model_name: str, config: str = '', files: object = None) -> None",
+        ("model_name", "config", "files"),
+        {"config": "", "files": None},
+        args,
+        kwargs,
+        {"model_name": is_str, "config": is_str},
+    )
     raise TritonModelException(_UNSUPPORTED.format("load_model"))
 
 
 def unload_model(*args, **kwargs):
-    _bound("unload_model", "(model_name: str, unload_dependents: bool = False) -> None",
-           ("model_name", "unload_dependents"), {"unload_dependents": False}, args, kwargs,
-           {"model_name": is_str, "unload_dependents": is_bool})
+    _bound(
+        "unload_model",
+        "(model_name: str, unload_dependents: bool = False) -> None",
+        ("model_name", "unload_dependents"),
+        {"unload_dependents": False},
+        args,
+        kwargs,
+        {"model_name": is_str, "unload_dependents": is_bool},
+    )
     raise TritonModelException(_UNSUPPORTED.format("unload_model"))
 
 
 def is_model_ready(*args, **kwargs):
-    _bound("is_model_ready", "(model_name: str, model_version: str = '') -> bool",
-           ("model_name", "model_version"), {"model_version": ""}, args, kwargs,
-           {"model_name": is_str, "model_version": is_str})
+    _bound(
+        "is_model_ready",
+        "(model_name: str, model_version: str = '') -> bool",
+        ("model_name", "model_version"),
+        {"model_version": ""},
+        args,
+        kwargs,
+        {"model_name": is_str, "model_version": is_str},
+    )
     raise TritonModelException(_UNSUPPORTED.format("is_model_ready"))
 
 

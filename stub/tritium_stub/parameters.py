@@ -14,9 +14,7 @@ def params_to_json(params):
         raise TritonModelException(f"Expect N8pybind114dictE, got {type(params)}")
     for key, value in params.items():
         if not isinstance(key, str):
-            raise TritonModelException(
-                f"Expect parameters keys to have type str, found type {type(key)}")
+            raise TritonModelException(f"Expect parameters keys to have type str, found type {type(key)}")
         if not isinstance(value, (bool, int, str)):
-            raise TritonModelException(
-                f"Expect parameters values to have type bool/int/str, found type {type(value)}")
+            raise TritonModelException(f"Expect parameters values to have type bool/int/str, found type {type(value)}")
     return json.dumps(params) if params else None

@@ -27,6 +27,7 @@ def _watch(parent_pid, period_s):
         if _parent_gone(parent_pid, original_ppid):
             try:
                 from .logger import emit
+
                 STATE.channel = None  # nobody reads the ring any more: log to stderr
                 emit("INFO", "Non-graceful termination detected.", "parent_watch.py", 0)
             except BaseException:
@@ -37,5 +38,4 @@ def _watch(parent_pid, period_s):
 
 
 def start(parent_pid, period_s=0.3):
-    threading.Thread(target=_watch, args=(parent_pid, period_s), daemon=True,
-                     name="tritium-parent-watch").start()
+    threading.Thread(target=_watch, args=(parent_pid, period_s), daemon=True, name="tritium-parent-watch").start()

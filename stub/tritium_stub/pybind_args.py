@@ -20,11 +20,12 @@ def mismatch(name, signature, args=(), kwargs=None, constructor=False):
     binding's, e.g. "(message: str) -> None"."""
     invoked = ", ".join(repr(a) for a in args)
     if kwargs:
-        invoked += ("; " if args else "") + "kwargs: " + ", ".join(
-            f"{k}={v!r}" for k, v in kwargs.items())
+        invoked += ("; " if args else "") + "kwargs: " + ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
     what = "constructor" if constructor else "function"
-    return TypeError(f"{name}(): incompatible {what} arguments. The following argument types "
-                     f"are supported:\n    1. {signature}\n\nInvoked with: {invoked}")
+    return TypeError(
+        f"{name}(): incompatible {what} arguments. The following argument types "
+        f"are supported:\n    1. {signature}\n\nInvoked with: {invoked}"
+    )
 
 
 def is_str(value):
@@ -65,8 +66,7 @@ def is_bool(value):
 def is_sequence_of(value, kind, none_ok=False):
     """pybind's std::vector caster: any sequence except str/bytes, every item of `kind`
     (None allowed where the item is a pointer, as for tensors)."""
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or \
-            not hasattr(value, "__getitem__"):
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or not hasattr(value, "__getitem__"):
         return False
     try:
         items = list(value)
@@ -78,8 +78,7 @@ def is_sequence_of(value, kind, none_ok=False):
 def bind(names, defaults, args, kwargs):
     """The arguments of a call by parameter name, with defaults filled in; None when pybind
     would find no match (too many, unknown or repeated names, a required one missing)."""
-    if len(args) > len(names) or any(k not in names for k in kwargs) or \
-            any(k in kwargs for k in names[:len(args)]):
+    if len(args) > len(names) or any(k not in names for k in kwargs) or any(k in kwargs for k in names[: len(args)]):
         return None
     bound = dict(defaults)
     bound.update(zip(names, args))

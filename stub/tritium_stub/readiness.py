@@ -80,7 +80,7 @@ def serve(fd, model, channel):
             continue
         # Node sends one request at a time; should several be waiting, one call answers the
         # newest, which is the one Node waits for.
-        seq = int.from_bytes(pending[whole - _WORD:whole], "little")
+        seq = int.from_bytes(pending[whole - _WORD : whole], "little")
         pending = pending[whole:]
         ready, error = evaluate(model)
         try:
@@ -90,7 +90,6 @@ def serve(fd, model, channel):
 
 
 def start(fd, model, channel):
-    thread = threading.Thread(target=serve, args=(fd, model, channel), daemon=True,
-                              name="tritium-readiness")
+    thread = threading.Thread(target=serve, args=(fd, model, channel), daemon=True, name="tritium-readiness")
     thread.start()
     return thread

@@ -23,25 +23,49 @@ RELEASE_RESCHEDULE = 2  # TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
 class InferenceRequest:
     __slots__ = (
-        "_request_id", "_correlation_id", "_inputs", "_input_descs", "_requested",
-        "_model_name", "_model_version", "_flags", "_timeout", "_preferred_memory", "_trace",
-        "_params", "_slot", "_sender", "_release_flags", "__weakref__",
+        "_request_id",
+        "_correlation_id",
+        "_inputs",
+        "_input_descs",
+        "_requested",
+        "_model_name",
+        "_model_version",
+        "_flags",
+        "_timeout",
+        "_preferred_memory",
+        "_trace",
+        "_params",
+        "_slot",
+        "_sender",
+        "_release_flags",
+        "__weakref__",
     )
 
     def __init__(self, *args, **kwargs):
         a = bind(_NAMES, _DEFAULTS, args, kwargs)
         if a is None or not all(_CHECKS[k](v) for k, v in a.items()):
             raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
-        request_id, correlation_id, inputs, requested_output_names, model_name, \
-            model_version, flags, timeout, preferred_memory, trace, parameters = \
-            (a[k] for k in _NAMES)
+        (
+            request_id,
+            correlation_id,
+            inputs,
+            requested_output_names,
+            model_name,
+            model_version,
+            flags,
+            timeout,
+            preferred_memory,
+            trace,
+            parameters,
+        ) = (a[k] for k in _NAMES)
         model_name = as_str(model_name)  # often read from a BYTES tensor
         request_id = as_str(request_id)
         for t in inputs:
             if t is None:
                 raise TritonModelException(
                     f"Input tensor for request with id '{request_id}' and model name "
-                    f"'{model_name}' should not be empty.")
+                    f"'{model_name}' should not be empty."
+                )
         params = params_to_json(parameters)
         if not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
@@ -124,8 +148,8 @@ class InferenceRequest:
     def get_response_sender(self):
         if self._slot is None:
             raise TritonModelException(
-                "Unable to send response. Response sender has no reference to the decoupled "
-                "state of the model.")
+                "Unable to send response. Response sender has no reference to the decoupled state of the model."
+            )
         sender = self._sender
         if sender is None:
             sender = self._sender = InferenceResponseSender(self._slot)
@@ -156,25 +180,46 @@ _FLAGS_SIGNATURE = f"(self: {MODULE}.InferenceRequest, arg0: int) -> None"
 def _decoupled(name, request, args, kwargs):
     a = bind(("decoupled",), {"decoupled": False}, args, kwargs)
     if a is None or not is_bool(a["decoupled"]):
-        raise mismatch(name, f"(self: {MODULE}.InferenceRequest, decoupled: bool = False) -> "
-                             "object", (request,) + args, kwargs)
+        raise mismatch(
+            name, f"(self: {MODULE}.InferenceRequest, decoupled: bool = False) -> object", (request,) + args, kwargs
+        )
     return bool(a["decoupled"])
 
 
 def _signature():
-    return (f"{MODULE}.InferenceRequest(request_id: str = '', correlation_id: object = 0, "
-            "inputs: List[triton::backend::python::PbTensor], requested_output_names: List[str], "
-            "model_name: str, model_version: int = -1, flags: int = 0, timeout: int = 0, "
-            f"preferred_memory: {MODULE}.PreferredMemory = {DEFAULT_PREFERRED_MEMORY!r}, "
-            f"trace: {MODULE}.InferenceTrace = {NO_TRACE!r}, parameters: object = None)")
+    return (
+        f"{MODULE}.InferenceRequest(request_id: str = '', correlation_id: object = 0, "
+        "inputs: List[triton::backend::python::PbTensor], requested_output_names: List[str], "
+        "model_name: str, model_version: int = -1, flags: int = 0, timeout: int = 0, "
+        f"preferred_memory: {MODULE}.PreferredMemory = {DEFAULT_PREFERRED_MEMORY!r}, "
+        f"trace: {MODULE}.InferenceTrace = {NO_TRACE!r}, parameters: object = None)"
+    )
 
 
 # Triton's binding: names in order (keywords are what models use) and defaults.
-_NAMES = ("request_id", "correlation_id", "inputs", "requested_output_names", "model_name",
-          "model_version", "flags", "timeout", "preferred_memory", "trace", "parameters")
-_DEFAULTS = {"request_id": "", "correlation_id": 0, "model_version": -1, "flags": 0,
-             "timeout": 0, "preferred_memory": DEFAULT_PREFERRED_MEMORY, "trace": NO_TRACE,
-             "parameters": None}
+_NAMES = (
+    "request_id",
+    "correlation_id",
+    "inputs",
+    "requested_output_names",
+    "model_name",
+    "model_version",
+    "flags",
+    "timeout",
+    "preferred_memory",
+    "trace",
+    "parameters",
+)
+_DEFAULTS = {
+    "request_id": "",
+    "correlation_id": 0,
+    "model_version": -1,
+    "flags": 0,
+    "timeout": 0,
+    "preferred_memory": DEFAULT_PREFERRED_MEMORY,
+    "trace": NO_TRACE,
+    "parameters": None,
+}
 _CHECKS = {
     "request_id": is_str,
     "correlation_id": lambda v: v is not None,

@@ -6,8 +6,10 @@ from .pybind_args import MODULE, is_sequence_of, mismatch
 from .tensor import Tensor
 
 # Triton 2.51's binding, plus the `parameters` argument later versions added.
-_SIGNATURE = (f"{MODULE}.InferenceResponse(output_tensors: List[{MODULE}.Tensor] = [], "
-              f"error: {MODULE}.TritonError = None, parameters: object = None)")
+_SIGNATURE = (
+    f"{MODULE}.InferenceResponse(output_tensors: List[{MODULE}.Tensor] = [], "
+    f"error: {MODULE}.TritonError = None, parameters: object = None)"
+)
 
 
 class InferenceResponse:
@@ -17,8 +19,9 @@ class InferenceResponse:
     # default is a sentinel (an immutable empty tuple) rather than None.
     def __init__(self, output_tensors=(), error=None, parameters=None):
         # A None item passes pybind's caster (a null pointer) and is refused by Triton itself.
-        if not is_sequence_of(output_tensors, Tensor, none_ok=True) or \
-                (error is not None and not isinstance(error, TritonError)):
+        if not is_sequence_of(output_tensors, Tensor, none_ok=True) or (
+            error is not None and not isinstance(error, TritonError)
+        ):
             args = (output_tensors,) if error is None else (output_tensors, error)
             kwargs = {"parameters": parameters} if parameters is not None else None
             raise mismatch("__init__", _SIGNATURE, args, kwargs, constructor=True)

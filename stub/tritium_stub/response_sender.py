@@ -19,10 +19,8 @@ FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
 SENDER_LOCK = threading.Lock()
 
 _CLOSED = "Unable to send response. Response sender has been closed."
-_MORE_THAN_ONE = ("Unable to send response. Non-decoupled model cannot send more than one "
-                  "response.")
-_FINAL_FIRST = ("Unable to send response. Non-decoupled model cannot send complete final "
-                "before sending a response.")
+_MORE_THAN_ONE = "Unable to send response. Non-decoupled model cannot send more than one response."
+_FINAL_FIRST = "Unable to send response. Non-decoupled model cannot send complete final before sending a response."
 
 
 class RequestSlot:
@@ -33,7 +31,7 @@ class RequestSlot:
     def __init__(self, rid, requested, cflag):
         self.rid = rid
         self.requested = requested  # list of requested output names (pruning)
-        self.cflag = cflag          # [segment, offset] of the cancellation word, or None
+        self.cflag = cflag  # [segment, offset] of the cancellation word, or None
         self._cview = None
         self._cancelled = False
         self.closed = False
@@ -76,8 +74,13 @@ class RequestSlot:
             # Its one response is already with Node: deliver it rather than an error.
             resp = None
         else:
-            resp = {"outs": [], "err": [1, f"Python model '{STATE.name}' released the request "
-                                           "without sending a response with the FINAL flag."]}
+            resp = {
+                "outs": [],
+                "err": [
+                    1,
+                    f"Python model '{STATE.name}' released the request without sending a response with the FINAL flag.",
+                ],
+            }
         try:
             STATE.channel.send({"t": "send", "rid": self.rid, "flags": FINAL, "resp": resp})
         except Exception:
@@ -98,16 +101,19 @@ class InferenceResponseSender:
 
     def send(self, *args, **kwargs):
         a = bind(("response", "flags"), {"response": None, "flags": 0}, args, kwargs)
-        if a is None or not is_int(a["flags"], 32, signed=False) or not (
-                a["response"] is None or isinstance(a["response"], InferenceResponse)):
+        if (
+            a is None
+            or not is_int(a["flags"], 32, signed=False)
+            or not (a["response"] is None or isinstance(a["response"], InferenceResponse))
+        ):
             raise mismatch("send", _SEND_SIGNATURE, (self,) + args, kwargs)
         response, flags = a["response"], int(a["flags"])
         if flags != FINAL and flags != 0:
             raise TritonModelException("Unable to send response. Unsupported flag provided.")
         if flags == 0 and response is None:
             raise TritonModelException(
-                "Inference Response object must be provided when the response flags is set "
-                "to zero.")
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
         slot = self._slot
         channel = STATE.channel
         blocks = []
@@ -127,8 +133,9 @@ class InferenceResponseSender:
         return self._slot.is_cancelled()
 
 
-_SEND_SIGNATURE = (f"(self: {MODULE}.InferenceResponseSender, response: "
-                   f"{MODULE}.InferenceResponse = None, flags: int = 0) -> None")
+_SEND_SIGNATURE = (
+    f"(self: {MODULE}.InferenceResponseSender, response: {MODULE}.InferenceResponse = None, flags: int = 0) -> None"
+)
 
 
 def _check_config_outputs(response, requested):
@@ -141,4 +148,5 @@ def _check_config_outputs(response, requested):
         if t._name in requested and t._name not in outputs:
             raise TritonModelException(
                 f"Unable to send response. Output '{t._name}' is not an output of model "
-                f"'{STATE.name}' in its configuration.")
+                f"'{STATE.name}' in its configuration."
+            )

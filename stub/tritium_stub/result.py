@@ -16,25 +16,31 @@ RELEASE_RESCHEDULE = 2
 
 def _check(requests, returned):
     if STATE.decoupled:
-        raise StubError(f"Python model '{STATE.name}' is using the decoupled mode and the "
-                        "execute function must return None.")
+        raise StubError(
+            f"Python model '{STATE.name}' is using the decoupled mode and the execute function must return None."
+        )
     if not isinstance(returned, list):
         raise StubError(f"Expected a list in the execute return, found type '{type(returned)}'.")
     if len(returned) != len(requests):
         raise StubError(
             "Number of InferenceResponse objects do not match the number of InferenceRequest "
             f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
-            f"size is:{len(returned)}\n")
+            f"size is:{len(returned)}\n"
+        )
     with SENDER_LOCK:
         for request, response in zip(requests, returned):
             if response is None:
                 continue
             if request._release_flags == RELEASE_RESCHEDULE:
-                raise StubError("Expected a None object in the execute function return list "
-                                f"for reschduled request, found type '{type(response)}'.")
+                raise StubError(
+                    "Expected a None object in the execute function return list "
+                    f"for reschduled request, found type '{type(response)}'."
+                )
             if not isinstance(response, InferenceResponse):
-                raise StubError("Expected an 'InferenceResponse' object in the execute "
-                                f"function return list, found type '{type(response)}'.")
+                raise StubError(
+                    "Expected an 'InferenceResponse' object in the execute "
+                    f"function return list, found type '{type(response)}'."
+                )
             # A returned response is the request's FINAL: same rules as a sender FINAL
             # (e.g. the request was already closed through its sender).
             try:
@@ -66,9 +72,10 @@ def build_resps(channel, requests, returned):
     _close_rescheduled(requests)
     blocks = []
     try:
-        return [None if response is None else
-                encode_response(channel, response, request._slot.requested, blocks)
-                for request, response in zip(requests, returned)]
+        return [
+            None if response is None else encode_response(channel, response, request._slot.requested, blocks)
+            for request, response in zip(requests, returned)
+        ]
     except BaseException:
         free_blocks(channel, blocks)
         raise

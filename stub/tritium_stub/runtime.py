@@ -66,8 +66,9 @@ class Runtime:
             if hasattr(model_class, "auto_complete_config"):
                 config = model_class.auto_complete_config(config)
             if not isinstance(config, pb_utils.ModelConfig):
-                raise StubError(f"auto_complete_config function in model '{STATE.name}' must "
-                                "return a valid pb.ModelConfig object.")
+                raise StubError(
+                    f"auto_complete_config function in model '{STATE.name}' must return a valid pb.ModelConfig object."
+                )
             return {"t": "autocomplete_ok", "config": json.dumps(config._model_config)}
         except (Exception, SystemExit) as e:
             return {"t": "autocomplete_err", "msg": _error_text(e)}
@@ -148,11 +149,9 @@ class Runtime:
         try:
             execute = self.execute
             if execute is None:
-                raise StubError(
-                    f"Python model {STATE.model_file} does not implement `execute` method.")
+                raise StubError(f"Python model {STATE.model_file} does not implement `execute` method.")
             returned = execute(requests)
-            if returned is not None and type(returned) is not list and \
-                    asyncio.iscoroutine(returned):
+            if returned is not None and type(returned) is not list and asyncio.iscoroutine(returned):
                 if STATE.decoupled:
                     async_loop.run_in_background(returned)
                     returned = None
@@ -163,8 +162,7 @@ class Runtime:
             if again:
                 done["resched"] = again
         except (Exception, SystemExit) as e:
-            text = (f"Failed to process the request(s) for model '{STATE.name}', message: "
-                    f"{_error_text(e)}")
+            text = f"Failed to process the request(s) for model '{STATE.name}', message: {_error_text(e)}"
             emit("ERROR", text, "runtime.py", 0)
             # Node fails every request not yet closed; later sends must fail like in Triton.
             close_all([r._slot for r in requests])
@@ -209,16 +207,14 @@ def wait_settings(env):
             if not 0 <= spin_us <= 1_000_000:
                 raise ValueError(raw)
         except ValueError:
-            emit("WARNING", f"ignoring {SPIN_US_ENV}={raw!r}: not a number of microseconds",
-                 "runtime.py", 0)
+            emit("WARNING", f"ignoring {SPIN_US_ENV}={raw!r}: not a number of microseconds", "runtime.py", 0)
             spin_us = 50.0
     mode = env.get(SPIN_MODE_ENV)
     if mode:
         if mode in ("adaptive", "always", "never"):
             spin_mode = mode
         else:
-            emit("WARNING", f"ignoring {SPIN_MODE_ENV}={mode!r}: expected adaptive, always or never",
-                 "runtime.py", 0)
+            emit("WARNING", f"ignoring {SPIN_MODE_ENV}={mode!r}: expected adaptive, always or never", "runtime.py", 0)
     return spin_us, spin_mode
 
 
@@ -230,12 +226,12 @@ def install_shim():
 
 def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbose):
     install_shim()
-    runtime = Runtime(model_file, name, mode, log_verbose,
-                      ready_fd=readiness.ready_fd_setting(os.environ))
+    runtime = Runtime(model_file, name, mode, log_verbose, ready_fd=readiness.ready_fd_setting(os.environ))
     parent_watch.start(parent_pid)
     spin_us, spin_mode = wait_settings(os.environ)
-    channel = STATE.channel = Channel(region, growth_byte_size, spin_us=spin_us, spin_mode=spin_mode,
-                                      wake_fd=wake_fd_setting(os.environ))
+    channel = STATE.channel = Channel(
+        region, growth_byte_size, spin_us=spin_us, spin_mode=spin_mode, wake_fd=wake_fd_setting(os.environ)
+    )
     emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}", "runtime.py", 0)
     channel.start_heartbeat(0.1)
     try:

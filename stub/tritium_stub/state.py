@@ -8,15 +8,15 @@ user code that Triton's API does not let us change.
 
 class _State:
     __slots__ = (
-        "channel",        # ipc.Channel once opened; None before (logs then go to stderr)
-        "name",           # instance name (model name for the auto-complete stub)
-        "model_file",     # argv path of model.py
-        "version_dir",    # directory of model.py; pb_utils.get_model_dir() returns it
-        "log_verbose",    # --log-verbose level; VERBOSE records are dropped below 1
-        "decoupled",      # model_transaction_policy.decoupled of the final config
-        "config_outputs", # frozenset of output names in the config, for sender checks
-        "initialized",    # initialize() completed: BLS and model control become legal
-        "finalizing",     # fin received: BLS is illegal again
+        "channel",  # ipc.Channel once opened; None before (logs then go to stderr)
+        "name",  # instance name (model name for the auto-complete stub)
+        "model_file",  # argv path of model.py
+        "version_dir",  # directory of model.py; pb_utils.get_model_dir() returns it
+        "log_verbose",  # --log-verbose level; VERBOSE records are dropped below 1
+        "decoupled",  # model_transaction_policy.decoupled of the final config
+        "config_outputs",  # frozenset of output names in the config, for sender checks
+        "initialized",  # initialize() completed: BLS and model control become legal
+        "finalizing",  # fin received: BLS is illegal again
     )
 
     def __init__(self):

@@ -7,10 +7,10 @@ from .dlpack import NOT_DLPACK, CapsuleHolder, export_bf16, import_array, is_cap
 from .errors import TritonModelException
 from .pybind_args import MODULE, as_str, is_str, mismatch
 
-_BF16_TEXT = ("Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
-              "from_dlpack() instead.")
-_NOT_CONTIGUOUS = ("DLPack tensor is not contiguous. Only contiguous DLPack tensors that are "
-                   "stored in C-Order are supported.")
+_BF16_TEXT = "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead."
+_NOT_CONTIGUOUS = (
+    "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported."
+)
 _DLPACK_CPU, _DLPACK_CUDA_HOST = 1, 3
 
 
@@ -20,10 +20,10 @@ class Tensor:
     __slots__ = ("_name", "_dtype", "_array", "__weakref__")
 
     def __init__(self, *args, **kwargs):
-        if len(args) != 2 or kwargs or not is_str(args[0]) or \
-                not isinstance(args[1], np.ndarray):
-            raise mismatch("__init__", f"{MODULE}.Tensor(arg0: str, arg1: numpy.ndarray)",
-                           args, kwargs, constructor=True)
+        if len(args) != 2 or kwargs or not is_str(args[0]) or not isinstance(args[1], np.ndarray):
+            raise mismatch(
+                "__init__", f"{MODULE}.Tensor(arg0: str, arg1: numpy.ndarray)", args, kwargs, constructor=True
+            )
         name, array = as_str(args[0]), args[1]
         dtype = dtypes.from_numpy(array.dtype)
         if dtype is None:
@@ -82,8 +82,7 @@ class Tensor:
     @staticmethod
     def from_dlpack(*args, **kwargs):
         if len(args) != 2 or kwargs or not is_str(args[0]):
-            raise mismatch("from_dlpack", f"(self: str, arg0: object) -> {MODULE}.Tensor",
-                           args, kwargs)
+            raise mismatch("from_dlpack", f"(self: str, arg0: object) -> {MODULE}.Tensor", args, kwargs)
         name, tensor = as_str(args[0]), args[1]
         if is_capsule(tensor):
             tensor = CapsuleHolder(tensor)
@@ -91,8 +90,7 @@ class Tensor:
             raise TritonModelException(NOT_DLPACK)
         device = tensor.__dlpack_device__()[0]
         if device not in (_DLPACK_CPU, _DLPACK_CUDA_HOST):
-            raise TritonModelException(
-                f"DLPack device type {device} is not supported: tritium runs CPU tensors only.")
+            raise TritonModelException(f"DLPack device type {device} is not supported: tritium runs CPU tensors only.")
         array, dtype = import_array(tensor)
         if not array.flags.c_contiguous:
             raise TritonModelException(_NOT_CONTIGUOUS)

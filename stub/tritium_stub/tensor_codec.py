@@ -28,7 +28,7 @@ def parse_bytes(buf, shape):
     for i in range(count):
         (n,) = _unpack_u32(buf, pos)
         pos += 4
-        items[i] = buf[pos:pos + n]
+        items[i] = buf[pos : pos + n]
         pos += n
     out = np.empty(count, dtype=np.object_)
     out[:] = items
@@ -79,7 +79,7 @@ def write_tensor(channel, tensor, blocks):
             n = len(b)
             _pack_u32(view, pos, n)
             pos += 4
-            view[pos:pos + n] = b
+            view[pos : pos + n] = b
             pos += n
     else:
         nbytes = array.nbytes
@@ -99,8 +99,7 @@ def encode_response(channel, response, requested, blocks):
     if error is not None:
         out = {"outs": [], "err": [int(error._code), error._message]}
     else:
-        out = {"outs": [write_tensor(channel, t, blocks)
-                        for t in response._outputs if t._name in requested]}
+        out = {"outs": [write_tensor(channel, t, blocks) for t in response._outputs if t._name in requested]}
     if response._params is not None:
         out["params"] = response._params
     return out

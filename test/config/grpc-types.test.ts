@@ -1,11 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import {
-  GRPCInferenceService,
-  ModelConfigResponseSchema,
-  ModelInferRequestSchema,
-} from '../../src/generated/grpc_service_pb.js';
+import { GRPCInferenceService, ModelConfigResponseSchema, ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
 import { HealthCheckResponse_ServingStatus, Health } from '../../src/generated/health_pb.js';
 import { parseModelConfigText } from '../../src/core/config/parse.js';
 
@@ -30,10 +26,26 @@ describe('generated gRPC types', () => {
 
   it('describes every RPC of the inference service and the health service', () => {
     expect(Object.keys(GRPCInferenceService.method)).toEqual([
-      'serverLive', 'serverReady', 'modelReady', 'serverMetadata', 'modelMetadata', 'modelInfer', 'modelStreamInfer',
-      'modelConfig', 'modelStatistics', 'repositoryIndex', 'repositoryModelLoad', 'repositoryModelUnload',
-      'systemSharedMemoryStatus', 'systemSharedMemoryRegister', 'systemSharedMemoryUnregister',
-      'cudaSharedMemoryStatus', 'cudaSharedMemoryRegister', 'cudaSharedMemoryUnregister', 'traceSetting', 'logSettings',
+      'serverLive',
+      'serverReady',
+      'modelReady',
+      'serverMetadata',
+      'modelMetadata',
+      'modelInfer',
+      'modelStreamInfer',
+      'modelConfig',
+      'modelStatistics',
+      'repositoryIndex',
+      'repositoryModelLoad',
+      'repositoryModelUnload',
+      'systemSharedMemoryStatus',
+      'systemSharedMemoryRegister',
+      'systemSharedMemoryUnregister',
+      'cudaSharedMemoryStatus',
+      'cudaSharedMemoryRegister',
+      'cudaSharedMemoryUnregister',
+      'traceSetting',
+      'logSettings',
     ]);
     expect(GRPCInferenceService.typeName).toBe('inference.GRPCInferenceService');
     expect(GRPCInferenceService.method.modelStreamInfer.methodKind).toBe('bidi_streaming');

@@ -41,9 +41,7 @@ describe('expandInstances', () => {
   });
 
   it('KIND_MODEL reports kind MODEL and device 0; several groups keep config order', () => {
-    expect(
-      expand('instance_group [ { kind: KIND_MODEL }, { name: "cpu" kind: KIND_CPU count: 1 }, { kind: KIND_AUTO } ]', [0]),
-    ).toEqual([
+    expect(expand('instance_group [ { kind: KIND_MODEL }, { name: "cpu" kind: KIND_CPU count: 1 }, { kind: KIND_AUTO } ]', [0])).toEqual([
       ['m_0_0', 'MODEL', 0],
       ['cpu_0', 'CPU', 0],
       ['m_2_0', 'GPU', 0],
@@ -51,10 +49,11 @@ describe('expandInstances', () => {
   });
 
   it('returns group name, index and passive flag', () => {
-    const cfg = normalizeModelConfig(
-      parseModelConfigText('backend: "python" instance_group { name: "p" count: 2 kind: KIND_CPU passive: true }', 'c'),
-      { modelName: 'm', gpuCount: 0, gpus: [] },
-    );
+    const cfg = normalizeModelConfig(parseModelConfigText('backend: "python" instance_group { name: "p" count: 2 kind: KIND_CPU passive: true }', 'c'), {
+      modelName: 'm',
+      gpuCount: 0,
+      gpus: [],
+    });
     expect(expandInstances(cfg)).toEqual([
       { name: 'p_0', kind: 'CPU', deviceId: 0, groupName: 'p', index: 0, passive: true },
       { name: 'p_1', kind: 'CPU', deviceId: 0, groupName: 'p', index: 1, passive: true },

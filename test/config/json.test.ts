@@ -3,13 +3,7 @@ import { equals, type DescMessage } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/core/config/config-error.js';
 import { inferBackend } from '../../src/core/config/infer-backend.js';
-import {
-  INT64_FIELDS_AS_NUMBERS,
-  INT64_FIELDS_KEPT_AS_STRINGS,
-  fieldFullName,
-  modelConfigFromJson,
-  modelConfigToJson,
-} from '../../src/core/config/json.js';
+import { INT64_FIELDS_AS_NUMBERS, INT64_FIELDS_KEPT_AS_STRINGS, fieldFullName, modelConfigFromJson, modelConfigToJson } from '../../src/core/config/json.js';
 import { normalizeModelConfig } from '../../src/core/config/normalize.js';
 import { parseModelConfigText } from '../../src/core/config/parse.js';
 import { DataType, ModelConfigSchema, ModelInstanceGroup_Kind, createModelConfig } from '../../src/core/config/schema.js';
@@ -68,9 +62,21 @@ describe('modelConfigToJson', () => {
 
   it('prints every implicit field of an empty config, and omits unset messages', () => {
     expect(modelConfigToJson(createModelConfig())).toEqual({
-      name: '', platform: '', backend: '', runtime: '', max_batch_size: 0,
-      input: [], output: [], batch_input: [], batch_output: [], instance_group: [],
-      default_model_filename: '', cc_model_filenames: {}, metric_tags: {}, parameters: {}, model_warmup: [],
+      name: '',
+      platform: '',
+      backend: '',
+      runtime: '',
+      max_batch_size: 0,
+      input: [],
+      output: [],
+      batch_input: [],
+      batch_output: [],
+      instance_group: [],
+      default_model_filename: '',
+      cc_model_filenames: {},
+      metric_tags: {},
+      parameters: {},
+      model_warmup: [],
     });
   });
 
@@ -78,28 +84,47 @@ describe('modelConfigToJson', () => {
     const cfg = parseModelConfigText(kitchenSink, 'config.pbtxt');
     const json = modelConfigToJson(cfg) as Record<string, any>;
     expect(Object.keys(json)).toEqual([
-      'name', 'platform', 'backend', 'runtime', 'version_policy', 'max_batch_size', 'input', 'output',
-      'batch_input', 'batch_output', 'optimization', 'sequence_batching', 'instance_group',
-      'default_model_filename', 'cc_model_filenames', 'metric_tags', 'parameters', 'model_warmup',
-      'model_operations', 'model_transaction_policy', 'model_repository_agents', 'response_cache', 'model_metrics',
+      'name',
+      'platform',
+      'backend',
+      'runtime',
+      'version_policy',
+      'max_batch_size',
+      'input',
+      'output',
+      'batch_input',
+      'batch_output',
+      'optimization',
+      'sequence_batching',
+      'instance_group',
+      'default_model_filename',
+      'cc_model_filenames',
+      'metric_tags',
+      'parameters',
+      'model_warmup',
+      'model_operations',
+      'model_transaction_policy',
+      'model_repository_agents',
+      'response_cache',
+      'model_metrics',
     ]);
     expect(json.version_policy).toEqual({ specific: { versions: [1, 3] } });
     expect(json.input[0]).toEqual({
-      name: 'IN', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: [3, -1, 4],
-      reshape: { shape: [3, -1, 2, 2] }, is_shape_tensor: false, allow_ragged_batch: true, optional: true,
+      name: 'IN',
+      data_type: 'TYPE_FP32',
+      format: 'FORMAT_NCHW',
+      dims: [3, -1, 4],
+      reshape: { shape: [3, -1, 2, 2] },
+      is_shape_tensor: false,
+      allow_ragged_batch: true,
+      optional: true,
       is_non_linear_format_io: false,
     });
     // reshape is declared before label_filename although numbered after it.
-    expect(Object.keys(json.output[0])).toEqual([
-      'name', 'data_type', 'dims', 'reshape', 'label_filename', 'is_shape_tensor', 'is_non_linear_format_io',
-    ]);
+    expect(Object.keys(json.output[0])).toEqual(['name', 'data_type', 'dims', 'reshape', 'label_filename', 'is_shape_tensor', 'is_non_linear_format_io']);
     expect(json.output[0].reshape).toEqual({ shape: [] });
-    expect(json.batch_input).toEqual([
-      { kind: 'BATCH_ACCUMULATED_ELEMENT_COUNT', target_name: ['ACC'], data_type: 'TYPE_INT32', source_input: ['IN'] },
-    ]);
-    expect(json.batch_output).toEqual([
-      { target_name: ['OUT'], kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', source_input: ['IN'] },
-    ]);
+    expect(json.batch_input).toEqual([{ kind: 'BATCH_ACCUMULATED_ELEMENT_COUNT', target_name: ['ACC'], data_type: 'TYPE_INT32', source_input: ['IN'] }]);
+    expect(json.batch_output).toEqual([{ target_name: ['OUT'], kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', source_input: ['IN'] }]);
     expect(json.optimization).toEqual({
       graph: { level: -1 },
       priority: 'PRIORITY_MAX',
@@ -129,26 +154,46 @@ describe('modelConfigToJson', () => {
       oldest: { max_candidate_sequences: 4, preferred_batch_size: [2, 4], max_queue_delay_microseconds: 100, preserve_ordering: true },
       max_sequence_idle_microseconds: 5000000,
       control_input: [
-        { name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', int32_false_true: [], fp32_false_true: [0, 1], bool_false_true: [], data_type: 'TYPE_INVALID' }] },
-        { name: 'CORRID', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', int32_false_true: [], fp32_false_true: [], bool_false_true: [], data_type: 'TYPE_UINT64' }] },
-        { name: 'READY', control: [{ kind: 'CONTROL_SEQUENCE_READY', int32_false_true: [0, 1], fp32_false_true: [], bool_false_true: [false, true], data_type: 'TYPE_INVALID' }] },
+        {
+          name: 'START',
+          control: [{ kind: 'CONTROL_SEQUENCE_START', int32_false_true: [], fp32_false_true: [0, 1], bool_false_true: [], data_type: 'TYPE_INVALID' }],
+        },
+        {
+          name: 'CORRID',
+          control: [{ kind: 'CONTROL_SEQUENCE_CORRID', int32_false_true: [], fp32_false_true: [], bool_false_true: [], data_type: 'TYPE_UINT64' }],
+        },
+        {
+          name: 'READY',
+          control: [
+            { kind: 'CONTROL_SEQUENCE_READY', int32_false_true: [0, 1], fp32_false_true: [], bool_false_true: [false, true], data_type: 'TYPE_INVALID' },
+          ],
+        },
       ],
       state: [
         {
-          input_name: 'STATE_IN', output_name: 'STATE_OUT', data_type: 'TYPE_INT32', dims: [-1],
+          input_name: 'STATE_IN',
+          output_name: 'STATE_OUT',
+          data_type: 'TYPE_INT32',
+          dims: [-1],
           // Oneof member printed because it is the one set; dims kept as strings (not fixed by Triton).
           initial_state: [{ data_type: 'TYPE_INT32', dims: ['1'], zero_data: true, name: 'init' }],
-          use_same_buffer_for_input_output: true, use_growable_memory: true,
+          use_same_buffer_for_input_output: true,
+          use_growable_memory: true,
         },
       ],
       iterative_sequence: true,
     });
     expect(json.instance_group).toEqual([
       {
-        name: 'grp', kind: 'KIND_GPU', count: 2,
+        name: 'grp',
+        kind: 'KIND_GPU',
+        count: 2,
         rate_limiter: { resources: [{ name: 'R1', global: true, count: 2 }], priority: 1 },
-        gpus: [0, 1], secondary_devices: [{ kind: 'KIND_NVDLA', device_id: '7' }], profile: ['0'],
-        passive: true, host_policy: 'numa0',
+        gpus: [0, 1],
+        secondary_devices: [{ kind: 'KIND_NVDLA', device_id: '7' }],
+        profile: ['0'],
+        passive: true,
+        host_policy: 'numa0',
       },
     ]);
     expect(json.cc_model_filenames).toEqual({ '7.5': 'model_75.py' });
@@ -166,9 +211,7 @@ describe('modelConfigToJson', () => {
     expect(json.model_repository_agents).toEqual({ agents: [{ name: 'checksum', parameters: { 'MD5:1/model.py': 'abc' } }] });
     expect(json.response_cache).toEqual({ enable: false });
     expect(json.model_metrics).toEqual({
-      metric_control: [
-        { metric_identifier: { family: 'nv_inference_first_response_histogram_ms' }, histogram_options: { buckets: [-5, 0, 2.5, 1000] } },
-      ],
+      metric_control: [{ metric_identifier: { family: 'nv_inference_first_response_histogram_ms' }, histogram_options: { buckets: [-5, 0, 2.5, 1000] } }],
     });
   });
 

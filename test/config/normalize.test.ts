@@ -7,8 +7,7 @@ import { ModelInstanceGroup_Kind, type ModelConfig } from '../../src/core/config
 const cpuHost: NormalizeContext = { modelName: 'm', gpuCount: 0, gpus: [] };
 const twoGpus: NormalizeContext = { modelName: 'm', gpuCount: 2, gpus: [0, 1] };
 const pb = (text: string): ModelConfig => parseModelConfigText(text, 'config.pbtxt');
-const norm = (text: string, ctx: NormalizeContext = cpuHost): ModelConfig =>
-  normalizeModelConfig(pb(`backend: "python"\n${text}`), ctx);
+const norm = (text: string, ctx: NormalizeContext = cpuHost): ModelConfig => normalizeModelConfig(pb(`backend: "python"\n${text}`), ctx);
 /** The dynamic_batching message of a config that has one. */
 const dynamic = (cfg: ModelConfig) => {
   if (cfg.schedulingChoice.case !== 'dynamicBatching') throw new Error(`no dynamic_batching: ${cfg.schedulingChoice.case}`);

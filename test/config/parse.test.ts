@@ -121,8 +121,14 @@ describe('parseModelConfigText: syntax', () => {
 
   it('reads booleans in every spelling Triton accepts', () => {
     const spellings: Array<[string, boolean]> = [
-      ['true', true], ['True', true], ['t', true], ['1', true],
-      ['false', false], ['False', false], ['f', false], ['0', false],
+      ['true', true],
+      ['True', true],
+      ['t', true],
+      ['1', true],
+      ['false', false],
+      ['False', false],
+      ['f', false],
+      ['0', false],
     ];
     for (const [text, value] of spellings) {
       expect(parse(`model_transaction_policy { decoupled: ${text} }`).modelTransactionPolicy?.decoupled).toBe(value);
@@ -188,17 +194,7 @@ describe('parseModelConfigText: syntax', () => {
 
 describe('parseModelConfigText: errors name file, line, column and field', () => {
   it('reports an unknown field', () => {
-    const text = [
-      'name: "m"',
-      'backend: "python"',
-      'max_batch_size: 8',
-      'input [',
-      '  {',
-      '    name: "INPUT0"',
-      '  dimz: [ 16 ]',
-      '  }',
-      ']',
-    ].join('\n');
+    const text = ['name: "m"', 'backend: "python"', 'max_batch_size: 8', 'input [', '  {', '    name: "INPUT0"', '  dimz: [ 16 ]', '  }', ']'].join('\n');
     const e = parseError(text);
     expect(e.message).toBe('config.pbtxt:7:3: Message type "inference.ModelInput" has no field named "dimz".');
     expect(e.code).toBe('TRITIUM_CONFIG');
@@ -208,7 +204,13 @@ describe('parseModelConfigText: errors name file, line, column and field', () =>
   });
 
   it.each([
-    ['dynamic_batching {}\nsequence_batching {}', 2, 1, 'sequence_batching', 'Field "sequence_batching" is specified along with field "dynamic_batching", another member of oneof "scheduling_choice".'],
+    [
+      'dynamic_batching {}\nsequence_batching {}',
+      2,
+      1,
+      'sequence_batching',
+      'Field "sequence_batching" is specified along with field "dynamic_batching", another member of oneof "scheduling_choice".',
+    ],
     ['dynamic_batching {}\ndynamic_batching {}', 2, 1, 'dynamic_batching', 'Non-repeated field "dynamic_batching" is specified multiple times.'],
     ['input { data_type: TYPE_FLOAT32 }', 1, 20, 'input[0].data_type', 'Unknown enumeration value of "TYPE_FLOAT32" for field "data_type".'],
     ['max_batch_size 8', 1, 16, 'max_batch_size', "expected ':' after field 'max_batch_size'"],
@@ -249,14 +251,29 @@ describe('parseModelConfigText: what tritonserver refuses and accepts', () => {
     ['max_batch_size: 4\nmax_batch_size: 4', 2, 'max_batch_size', 'Non-repeated field "max_batch_size" is specified multiple times.'],
     ['max_batch_size: 4\nmax_batch_size: 0', 2, 'max_batch_size', 'Non-repeated field "max_batch_size" is specified multiple times.'],
     ['backend: "python"\nbackend: "python"', 2, 'backend', 'Non-repeated field "backend" is specified multiple times.'],
-    ['optimization { priority: PRIORITY_MAX }\noptimization { input_pinned_memory { enable: false } }', 2, 'optimization', 'Non-repeated field "optimization" is specified multiple times.'],
+    [
+      'optimization { priority: PRIORITY_MAX }\noptimization { input_pinned_memory { enable: false } }',
+      2,
+      'optimization',
+      'Non-repeated field "optimization" is specified multiple times.',
+    ],
     ['optimization { }\noptimization { }', 2, 'optimization', 'Non-repeated field "optimization" is specified multiple times.'],
     ['input [ { name: "IN" name: "IN" } ]', 1, 'input[0].name', 'Non-repeated field "name" is specified multiple times.'],
     ['input [ { data_type: TYPE_FP32 data_type: TYPE_FP32 } ]', 1, 'input[0].data_type', 'Non-repeated field "data_type" is specified multiple times.'],
     ['metric_tags { key: "a" value: "b" key: "c" }', 1, 'metric_tags', 'Non-repeated field "key" is specified multiple times.'],
     ['parameters { key: "" key: "" value { string_value: "1" } }', 1, 'parameters', 'Non-repeated field "key" is specified multiple times.'],
-    ['parameters { key: "A" value { string_value: "1" } value { string_value: "2" } }', 1, 'parameters', 'Non-repeated field "value" is specified multiple times.'],
-    ['model_warmup { inputs { key: "IN" value { zero_data: false random_data: true } } }', 1, 'model_warmup[0].inputs[IN].random_data', 'Field "random_data" is specified along with field "zero_data", another member of oneof "input_data_type".'],
+    [
+      'parameters { key: "A" value { string_value: "1" } value { string_value: "2" } }',
+      1,
+      'parameters',
+      'Non-repeated field "value" is specified multiple times.',
+    ],
+    [
+      'model_warmup { inputs { key: "IN" value { zero_data: false random_data: true } } }',
+      1,
+      'model_warmup[0].inputs[IN].random_data',
+      'Field "random_data" is specified along with field "zero_data", another member of oneof "input_data_type".',
+    ],
     ['foo_bar: 3', 1, 'foo_bar', 'Message type "inference.ModelConfig" has no field named "foo_bar".'],
     ['max_batch_size: "4"', 1, 'max_batch_size', "expected an integer for field 'max_batch_size'"],
     ['max_batch_size: 4.0', 1, 'max_batch_size', "expected an integer for field 'max_batch_size'"],
@@ -273,17 +290,26 @@ describe('parseModelConfigText: what tritonserver refuses and accepts', () => {
 
   it.each([
     // Enums by number, known or not (proto3 enums are open; validation judges the value later).
-    ['input [ { data_type: 11 } ] instance_group { kind: 2 count: 1 }', (c: ModelConfig) => c.input[0]!.dataType === DataType.TYPE_FP32 && c.instanceGroup[0]!.kind === ModelInstanceGroup_Kind.CPU],
+    [
+      'input [ { data_type: 11 } ] instance_group { kind: 2 count: 1 }',
+      (c: ModelConfig) => c.input[0]!.dataType === DataType.TYPE_FP32 && c.instanceGroup[0]!.kind === ModelInstanceGroup_Kind.CPU,
+    ],
     ['instance_group { kind: 77 }', (c: ModelConfig) => (c.instanceGroup[0]!.kind as number) === 77],
     ['optimization { priority: -1 }', (c: ModelConfig) => (c.optimization!.priority as number) === -1],
-    ['dynamic_batching { preferred_batch_size: [ 2, 4 ] }', (c: ModelConfig) => c.schedulingChoice.case === 'dynamicBatching' && c.schedulingChoice.value.preferredBatchSize.join() === '2,4'],
+    [
+      'dynamic_batching { preferred_batch_size: [ 2, 4 ] }',
+      (c: ModelConfig) => c.schedulingChoice.case === 'dynamicBatching' && c.schedulingChoice.value.preferredBatchSize.join() === '2,4',
+    ],
     ['# header\nbackend: "python" # trailing\nmax_batch_size: 4 # x\n# end', (c: ModelConfig) => c.maxBatchSize === 4],
     ['backend: "python"; max_batch_size: 4,', (c: ModelConfig) => c.maxBatchSize === 4],
     ['model_transaction_policy { decoupled: f }', (c: ModelConfig) => c.modelTransactionPolicy!.decoupled === false],
     ['instance_group [ ]', (c: ModelConfig) => c.instanceGroup.length === 0],
     ['max_batch_size: 0\nmax_batch_size: 0', (c: ModelConfig) => c.maxBatchSize === 0],
     ['optimization { priority: PRIORITY_DEFAULT priority: PRIORITY_DEFAULT }', (c: ModelConfig) => c.optimization!.priority === 0],
-    ['parameters { key: "A" value { string_value: "1" } }\nparameters { key: "A" value { string_value: "2" } }', (c: ModelConfig) => c.parameters['A']!.stringValue === '2'],
+    [
+      'parameters { key: "A" value { string_value: "1" } }\nparameters { key: "A" value { string_value: "2" } }',
+      (c: ModelConfig) => c.parameters['A']!.stringValue === '2',
+    ],
   ])('accepts %j', (text, check) => {
     expect(check(parse(text))).toBe(true);
   });

@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DataType,
-  dataTypeByteSize,
-  dataTypeName,
-  dataTypeToProtocol,
-  protocolToDataType,
-} from '../../src/core/config/schema.js';
+import { DataType, dataTypeByteSize, dataTypeName, dataTypeToProtocol, protocolToDataType } from '../../src/core/config/schema.js';
 
 describe('datatype helpers', () => {
   it('maps every config enum to its protocol name and back', () => {

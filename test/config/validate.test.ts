@@ -31,10 +31,7 @@ describe('validateModelConfig', () => {
   it('accepts a valid config', () => {
     expect(problems(`max_batch_size: 8 dynamic_batching { } ${IO}`)).toEqual([]);
     expect(() =>
-      validateModelConfig(
-        normalizeModelConfig(inferBackend(['model.py'], parseModelConfigText(IO, FILE)), { modelName: 'm', gpuCount: 0, gpus: [] }),
-        FILE,
-      ),
+      validateModelConfig(normalizeModelConfig(inferBackend(['model.py'], parseModelConfigText(IO, FILE)), { modelName: 'm', gpuCount: 0, gpus: [] }), FILE),
     ).not.toThrow();
   });
 
@@ -58,9 +55,7 @@ describe('validateModelConfig', () => {
     const { config, positions } = parseModelConfigTextWithPositions(text, FILE);
     const cfg = normalizeModelConfig(config, { modelName: 'm', gpuCount: 0, gpus: [] });
     const [p] = findConfigProblems(cfg, FILE, { positions });
-    expect(p!.message).toBe(
-      `${FILE}:4:3: dynamic_batching.preferred_batch_size: preferred batch size 4 must be <= max_batch_size 2`,
-    );
+    expect(p!.message).toBe(`${FILE}:4:3: dynamic_batching.preferred_batch_size: preferred batch size 4 must be <= max_batch_size 2`);
     expect(p!.line).toBe(4);
     expect(p!.field).toBe('dynamic_batching.preferred_batch_size');
   });
@@ -74,37 +69,205 @@ describe('validateModelConfig', () => {
 
   it.each([
     ['backend or platform required', `${IO}`, { files: ['weights.bin'] }, 'backend', "must specify 'backend' or 'platform'"],
-    ['backend/platform mismatch', `backend: "onnxruntime" platform: "tensorrt_plan" ${IO}`, {}, 'platform', "platform 'tensorrt_plan' does not match backend 'onnxruntime'"],
+    [
+      'backend/platform mismatch',
+      `backend: "onnxruntime" platform: "tensorrt_plan" ${IO}`,
+      {},
+      'platform',
+      "platform 'tensorrt_plan' does not match backend 'onnxruntime'",
+    ],
     ['negative max_batch_size', `max_batch_size: -2 ${IO}`, {}, 'max_batch_size', 'must be >= 0'],
-    ['input without name', `input { data_type: TYPE_FP32 dims: 1 } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].name', "must specify 'name'"],
-    ['input without data_type', `input { name: "I" dims: 1 } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].data_type', "model input 'I' must specify 'data_type'"],
-    ['output without dims', `input { name: "I" data_type: TYPE_FP32 dims: 1 } output { name: "O" data_type: TYPE_FP32 }`, {}, 'output[0].dims', "model output 'O' must specify 'dims'"],
-    ['zero dim', `input { name: "I" data_type: TYPE_FP32 dims: [4, 0] } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].dims', 'dimension must be integer >= 1, or -1'],
-    ['dim -2', `input { name: "I" data_type: TYPE_FP32 dims: [-2] } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].dims', 'dimension must be integer >= 1, or -1'],
-    ['duplicate input', `input [ { name: "I" data_type: TYPE_FP32 dims: 1 }, { name: "I" data_type: TYPE_FP32 dims: 1 } ] output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[1].name', 'is specified more than once'],
-    ['reshape size', `input { name: "I" data_type: TYPE_FP32 dims: [4] reshape { shape: [3] } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].reshape.shape', 'has different size for dims and reshape'],
-    ['reshape variable runs', `input { name: "I" data_type: TYPE_FP32 dims: [2, -1] reshape { shape: [-1, 2] } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].reshape.shape', 'has different size for dims and reshape'],
-    ['reshape variable count', `input { name: "I" data_type: TYPE_FP32 dims: [-1, 2, -1] reshape { shape: [-1, 2] } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].reshape.shape', 'different number of variable-size dimensions'],
-    ['empty reshape, non-batching', `input { name: "I" data_type: TYPE_FP32 dims: [1] reshape { } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`, {}, 'input[0].reshape', 'cannot have empty reshape for non-batching model'],
-    ['preferred size 0', `max_batch_size: 4 dynamic_batching { preferred_batch_size: [0] } ${IO}`, {}, 'dynamic_batching.preferred_batch_size', 'must be positive'],
-    ['preferred size > max', `max_batch_size: 4 dynamic_batching { preferred_batch_size: [2, 8] } ${IO}`, {}, 'dynamic_batching.preferred_batch_size', 'preferred batch size 8 must be <= max_batch_size 4'],
-    ['oldest preferred > max', `max_batch_size: 4 sequence_batching { oldest { preferred_batch_size: [5] } } ${IO}`, {}, 'sequence_batching.oldest.preferred_batch_size', 'must be <= max_batch_size 4'],
-    ['default priority out of range', `max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 3 } ${IO}`, {}, 'dynamic_batching.default_priority_level', 'must be in range [1, 2]'],
-    ['priority policy key out of range', `max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 3 value {} } } ${IO}`, {}, 'dynamic_batching.priority_queue_policy[3]', 'level 3 must be in range [1, 2]'],
-    ['preserve_ordering with priorities', `max_batch_size: 4 dynamic_batching { preserve_ordering: true priority_levels: 2 default_priority_level: 1 } ${IO}`, {}, 'dynamic_batching.preserve_ordering', 'more than one priority level'],
-    ['preserve_ordering with DELAY', `max_batch_size: 4 dynamic_batching { preserve_ordering: true default_queue_policy { timeout_action: DELAY } } ${IO}`, {}, 'dynamic_batching.default_queue_policy.timeout_action', 'timeout_action DELAY'],
+    [
+      'input without name',
+      `input { data_type: TYPE_FP32 dims: 1 } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].name',
+      "must specify 'name'",
+    ],
+    [
+      'input without data_type',
+      `input { name: "I" dims: 1 } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].data_type',
+      "model input 'I' must specify 'data_type'",
+    ],
+    [
+      'output without dims',
+      `input { name: "I" data_type: TYPE_FP32 dims: 1 } output { name: "O" data_type: TYPE_FP32 }`,
+      {},
+      'output[0].dims',
+      "model output 'O' must specify 'dims'",
+    ],
+    [
+      'zero dim',
+      `input { name: "I" data_type: TYPE_FP32 dims: [4, 0] } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].dims',
+      'dimension must be integer >= 1, or -1',
+    ],
+    [
+      'dim -2',
+      `input { name: "I" data_type: TYPE_FP32 dims: [-2] } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].dims',
+      'dimension must be integer >= 1, or -1',
+    ],
+    [
+      'duplicate input',
+      `input [ { name: "I" data_type: TYPE_FP32 dims: 1 }, { name: "I" data_type: TYPE_FP32 dims: 1 } ] output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[1].name',
+      'is specified more than once',
+    ],
+    [
+      'reshape size',
+      `input { name: "I" data_type: TYPE_FP32 dims: [4] reshape { shape: [3] } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].reshape.shape',
+      'has different size for dims and reshape',
+    ],
+    [
+      'reshape variable runs',
+      `input { name: "I" data_type: TYPE_FP32 dims: [2, -1] reshape { shape: [-1, 2] } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].reshape.shape',
+      'has different size for dims and reshape',
+    ],
+    [
+      'reshape variable count',
+      `input { name: "I" data_type: TYPE_FP32 dims: [-1, 2, -1] reshape { shape: [-1, 2] } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].reshape.shape',
+      'different number of variable-size dimensions',
+    ],
+    [
+      'empty reshape, non-batching',
+      `input { name: "I" data_type: TYPE_FP32 dims: [1] reshape { } } output { name: "O" data_type: TYPE_FP32 dims: 1 }`,
+      {},
+      'input[0].reshape',
+      'cannot have empty reshape for non-batching model',
+    ],
+    [
+      'preferred size 0',
+      `max_batch_size: 4 dynamic_batching { preferred_batch_size: [0] } ${IO}`,
+      {},
+      'dynamic_batching.preferred_batch_size',
+      'must be positive',
+    ],
+    [
+      'preferred size > max',
+      `max_batch_size: 4 dynamic_batching { preferred_batch_size: [2, 8] } ${IO}`,
+      {},
+      'dynamic_batching.preferred_batch_size',
+      'preferred batch size 8 must be <= max_batch_size 4',
+    ],
+    [
+      'oldest preferred > max',
+      `max_batch_size: 4 sequence_batching { oldest { preferred_batch_size: [5] } } ${IO}`,
+      {},
+      'sequence_batching.oldest.preferred_batch_size',
+      'must be <= max_batch_size 4',
+    ],
+    [
+      'default priority out of range',
+      `max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 3 } ${IO}`,
+      {},
+      'dynamic_batching.default_priority_level',
+      'must be in range [1, 2]',
+    ],
+    [
+      'priority policy key out of range',
+      `max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 3 value {} } } ${IO}`,
+      {},
+      'dynamic_batching.priority_queue_policy[3]',
+      'level 3 must be in range [1, 2]',
+    ],
+    [
+      'preserve_ordering with priorities',
+      `max_batch_size: 4 dynamic_batching { preserve_ordering: true priority_levels: 2 default_priority_level: 1 } ${IO}`,
+      {},
+      'dynamic_batching.preserve_ordering',
+      'more than one priority level',
+    ],
+    [
+      'preserve_ordering with DELAY',
+      `max_batch_size: 4 dynamic_batching { preserve_ordering: true default_queue_policy { timeout_action: DELAY } } ${IO}`,
+      {},
+      'dynamic_batching.default_queue_policy.timeout_action',
+      'timeout_action DELAY',
+    ],
     ['cache + sequence', `sequence_batching {} response_cache { enable: true } ${IO}`, {}, 'response_cache.enable', 'with sequence batching'],
     ['cache + decoupled', `model_transaction_policy { decoupled: true } response_cache { enable: true } ${IO}`, {}, 'response_cache.enable', 'decoupled'],
-    ['KIND_GPU without GPUs', `instance_group { kind: KIND_GPU } ${IO}`, {}, 'instance_group[0].kind', "instance group 'm_0' of model 'm' has kind KIND_GPU but this host has no GPU"],
-    ['unknown GPU id', `instance_group { kind: KIND_GPU gpus: [ 0, 5 ] } ${IO}`, { gpus: [0, 1] }, 'instance_group[0].gpus', 'specifies GPU 5, but the usable GPUs are: 0, 1'],
-    ['KIND_CPU with gpus', `instance_group { kind: KIND_CPU gpus: [ 0 ] } ${IO}`, { gpus: [0] }, 'instance_group[0].gpus', 'has kind KIND_CPU but specifies one or more GPUs'],
-    ['KIND_AUTO with a missing GPU', `instance_group { gpus: [ 4 ] } ${IO}`, { gpus: [0] }, 'instance_group[0].gpus', 'has kind KIND_CPU but specifies one or more GPUs'],
-    ['FORCE_CPU_ONLY_INPUT_TENSORS', `parameters { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value { string_value: "maybe" } } ${IO}`, {}, 'parameters[FORCE_CPU_ONLY_INPUT_TENSORS].string_value', "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: maybe'"],
-    ['warmup variable dims', `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [-1] zero_data: true } } }`, {}, 'model_warmup[0].inputs[IN].dims', 'warmup setting expects all variable-size dimensions are specified'],
-    ['warmup without data source', `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [4] } } }`, {}, 'model_warmup[0].inputs[IN]', "must specify one of 'zero_data', 'random_data' or 'input_data_file'"],
-    ['warmup without data type', `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { dims: [4] random_data: true } } }`, {}, 'model_warmup[0].inputs[IN].data_type', "must specify 'data_type'"],
-    ['warmup file escaping warmup/', `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [4] input_data_file: "../../etc/passwd" } } }`, {}, 'model_warmup[0].inputs[IN].input_data_file', "inside the model's warmup directory"],
-    ['ensemble with instance group', `platform: "ensemble" instance_group { kind: KIND_CPU } ensemble_scheduling { step { model_name: "a" } } ${IO}`, {}, 'instance_group', 'should not be specified for ensemble'],
+    [
+      'KIND_GPU without GPUs',
+      `instance_group { kind: KIND_GPU } ${IO}`,
+      {},
+      'instance_group[0].kind',
+      "instance group 'm_0' of model 'm' has kind KIND_GPU but this host has no GPU",
+    ],
+    [
+      'unknown GPU id',
+      `instance_group { kind: KIND_GPU gpus: [ 0, 5 ] } ${IO}`,
+      { gpus: [0, 1] },
+      'instance_group[0].gpus',
+      'specifies GPU 5, but the usable GPUs are: 0, 1',
+    ],
+    [
+      'KIND_CPU with gpus',
+      `instance_group { kind: KIND_CPU gpus: [ 0 ] } ${IO}`,
+      { gpus: [0] },
+      'instance_group[0].gpus',
+      'has kind KIND_CPU but specifies one or more GPUs',
+    ],
+    [
+      'KIND_AUTO with a missing GPU',
+      `instance_group { gpus: [ 4 ] } ${IO}`,
+      { gpus: [0] },
+      'instance_group[0].gpus',
+      'has kind KIND_CPU but specifies one or more GPUs',
+    ],
+    [
+      'FORCE_CPU_ONLY_INPUT_TENSORS',
+      `parameters { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value { string_value: "maybe" } } ${IO}`,
+      {},
+      'parameters[FORCE_CPU_ONLY_INPUT_TENSORS].string_value',
+      "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: maybe'",
+    ],
+    [
+      'warmup variable dims',
+      `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [-1] zero_data: true } } }`,
+      {},
+      'model_warmup[0].inputs[IN].dims',
+      'warmup setting expects all variable-size dimensions are specified',
+    ],
+    [
+      'warmup without data source',
+      `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [4] } } }`,
+      {},
+      'model_warmup[0].inputs[IN]',
+      "must specify one of 'zero_data', 'random_data' or 'input_data_file'",
+    ],
+    [
+      'warmup without data type',
+      `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { dims: [4] random_data: true } } }`,
+      {},
+      'model_warmup[0].inputs[IN].data_type',
+      "must specify 'data_type'",
+    ],
+    [
+      'warmup file escaping warmup/',
+      `${IO} model_warmup { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [4] input_data_file: "../../etc/passwd" } } }`,
+      {},
+      'model_warmup[0].inputs[IN].input_data_file',
+      "inside the model's warmup directory",
+    ],
+    [
+      'ensemble with instance group',
+      `platform: "ensemble" instance_group { kind: KIND_CPU } ensemble_scheduling { step { model_name: "a" } } ${IO}`,
+      {},
+      'instance_group',
+      'should not be specified for ensemble',
+    ],
     ['ensemble scheduling on a non-ensemble', `ensemble_scheduling { } ${IO}`, {}, 'ensemble_scheduling', 'whose platform is not ensemble'],
   ])('%s', (_label, text, opts, field, fragment) => {
     const p = only(text, opts);

@@ -78,10 +78,7 @@ async function batchStats(model: string): Promise<Map<number, number>> {
   expect(res.status).toBe(200);
   const body = await res.json();
   return new Map(
-    (body.model_stats[0].batch_stats as Array<{ batch_size: number; compute_infer: { count: number } }>).map((b) => [
-      b.batch_size,
-      b.compute_infer.count,
-    ]),
+    (body.model_stats[0].batch_stats as Array<{ batch_size: number; compute_infer: { count: number } }>).map((b) => [b.batch_size, b.compute_infer.count]),
   );
 }
 function statsDelta(before: Map<number, number>, after: Map<number, number>): Record<number, number> {

@@ -9,8 +9,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, PYTHON, ROOT, startTritium } from '../helpers/server.js';
 
-const cli = (...args: string[]) =>
-  spawnSync(process.execPath, [path.join(ROOT, 'bin', 'tritium.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
+const cli = (...args: string[]) => spawnSync(process.execPath, [path.join(ROOT, 'bin', 'tritium.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
 
 beforeAll(() => ensureBuilt());
 

@@ -28,7 +28,8 @@ afterAll(() => stopAndExpectNoShm(server));
  * `send(model, {name: array}, **kw)` and `take(n)` (next n items).
  */
 async function run(body: string, headers: Record<string, string> = {}): Promise<any> {
-  const code = String.raw`
+  const code =
+    String.raw`
 import json, queue, sys, time
 import numpy as np
 import tritonclient.grpc as g
@@ -61,7 +62,9 @@ def take(n, timeout=30):
 def mode(m):
     return {"MODE": np.array([m.encode()], dtype=np.object_)}
 res = {}
-` + body + '\nc.stop_stream()\nc.close()\nprint(json.dumps(res))\n';
+` +
+    body +
+    '\nc.stop_stream()\nc.close()\nprint(json.dumps(res))\n';
   const out = await pythonAsync(code);
   return JSON.parse(out.trim().split('\n').pop()!);
 }
@@ -94,8 +97,17 @@ res["plain"] = [q.get_nowait() for _ in range(q.qsize())]
       { id: 'r1', final: true, outputs: {}, params: {} },
     ]);
     const byId = (id: string) => r.two.filter((x: any) => x.id === id);
-    expect(byId('a').map((x: any) => [x.outputs.OUT?.[0], x.final])).toEqual([[1, false], [2, false], [3, false], [undefined, true]]);
-    expect(byId('b').map((x: any) => [x.outputs.OUT?.[0], x.final])).toEqual([[9, false], [8, false], [undefined, true]]);
+    expect(byId('a').map((x: any) => [x.outputs.OUT?.[0], x.final])).toEqual([
+      [1, false],
+      [2, false],
+      [3, false],
+      [undefined, true],
+    ]);
+    expect(byId('b').map((x: any) => [x.outputs.OUT?.[0], x.final])).toEqual([
+      [9, false],
+      [8, false],
+      [undefined, true],
+    ]);
     expect(r.plain.map((x: any) => [x.outputs.OUT[0], x.outputs.IDX[0], x.final])).toEqual([
       [3, 0, false],
       [3, 1, false],
@@ -122,7 +134,10 @@ c.stop_stream()
     ]);
     expect(r.zero).toEqual([{ id: 'zero', final: true, outputs: {}, params: {} }]);
     expect(r.neg).toEqual([{ error: 'IN must be non-negative, got -2', status: null }]);
-    expect(r.after.map((x: any) => [x.outputs.OUT?.[0], x.final])).toEqual([[1, false], [undefined, true]]);
+    expect(r.after.map((x: any) => [x.outputs.OUT?.[0], x.final])).toEqual([
+      [1, false],
+      [undefined, true],
+    ]);
   });
 
   it('triton_grpc_error: true ends the stream at the first error, with its status', async () => {

@@ -112,7 +112,14 @@ function describeCase(c: Case): string {
 const statuses = new Map<number, number>();
 
 async function sendAll(cases: Case[]): Promise<void> {
-  const answers = await Promise.all(cases.map((c) => send(c).then((a) => ({ c, a }), (e: Error) => ({ c, e }))));
+  const answers = await Promise.all(
+    cases.map((c) =>
+      send(c).then(
+        (a) => ({ c, a }),
+        (e: Error) => ({ c, e }),
+      ),
+    ),
+  );
   for (const r of answers) {
     if ('e' in r) throw new Error(`transport error ${r.e.message} for ${describeCase(r.c)}`);
     statuses.set(r.a.status, (statuses.get(r.a.status) ?? 0) + 1);
@@ -175,7 +182,11 @@ const notObject = anyValue.filter((v) => !isObj(v));
 const notArray = anyValue.filter((v) => !Array.isArray(v));
 const notBool = anyValue.filter((v) => typeof v !== 'boolean');
 const notUint = anyValue.filter((v) => !isUint(v));
-const notParamValue = fc.oneof(fc.constant(null), fc.array(fc.integer(), { maxLength: 2 }), fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }));
+const notParamValue = fc.oneof(
+  fc.constant(null),
+  fc.array(fc.integer(), { maxLength: 2 }),
+  fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
+);
 
 /** Names a model does not have, including path tricks. */
 const badName = fc.oneof(
@@ -190,7 +201,10 @@ const DATATYPES = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16
 const badDatatype = fc.oneof(fc.constantFrom(...DATATYPES, 'fp32', 'FP32 ', 'FLOAT', 'TYPE_FP32'), notString);
 const badShape = fc.oneof(
   notArray,
-  fc.array(fc.oneof(fc.integer({ min: -5, max: -1 }), fc.double({ min: 0.1, max: 9.9, noNaN: true }), fc.string({ maxLength: 2 })), { minLength: 1, maxLength: 3 }),
+  fc.array(fc.oneof(fc.integer({ min: -5, max: -1 }), fc.double({ min: 0.1, max: 9.9, noNaN: true }), fc.string({ maxLength: 2 })), {
+    minLength: 1,
+    maxLength: 3,
+  }),
   fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 4 }).filter((s) => !(s.length === 1 && s[0] === 4)),
   fc.constant([1e300]),
   fc.constant([2 ** 53]),
@@ -220,36 +234,60 @@ const withInput = (r: AddSubRequest, i: number, f: (input: AddSubInput) => void)
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   notString.map((v): Mutation => ['id type', (r) => void (r.id = v)]),
   notObject.map((v): Mutation => ['parameters type', (r) => void (r.parameters = v)]),
-  fc.tuple(fc.constantFrom('sequence_start', 'sequence_end', 'binary_data_output'), notBool).map(([k, v]): Mutation => [`parameter ${k}`, (r) => void (r.parameters = { [k]: v })]),
+  fc
+    .tuple(fc.constantFrom('sequence_start', 'sequence_end', 'binary_data_output'), notBool)
+    .map(([k, v]): Mutation => [`parameter ${k}`, (r) => void (r.parameters = { [k]: v })]),
   fc.tuple(fc.constantFrom('priority', 'timeout'), notUint).map(([k, v]): Mutation => [`parameter ${k}`, (r) => void (r.parameters = { [k]: v })]),
   anyValue.filter((v) => typeof v !== 'string' && !isUint(v)).map((v): Mutation => ['parameter sequence_id', (r) => void (r.parameters = { sequence_id: v })]),
   fc.tuple(fc.string({ maxLength: 6 }), anyValue).map(([k, v]): Mutation => ['reserved parameter', (r) => void (r.parameters = { [`triton_${k}`]: v })]),
-  fc.tuple(fc.string({ minLength: 1, maxLength: 6 }).filter((k) => !k.startsWith('triton_')), notParamValue).map(([k, v]): Mutation => ['custom parameter type', (r) => void (r.parameters = { [`x${k}`]: v })]),
+  fc
+    .tuple(
+      fc.string({ minLength: 1, maxLength: 6 }).filter((k) => !k.startsWith('triton_')),
+      notParamValue,
+    )
+    .map(([k, v]): Mutation => ['custom parameter type', (r) => void (r.parameters = { [`x${k}`]: v })]),
   notArray.map((v): Mutation => ['inputs type', (r) => void (r.inputs = v)]),
-  fc.tuple(fc.nat(1), notObject).map(([i, v]): Mutation => ['input type', (r) => { const a = inputList(r); if (a && i < a.length) a[i] = v; }]),
+  fc.tuple(fc.nat(1), notObject).map(
+    ([i, v]): Mutation => [
+      'input type',
+      (r) => {
+        const a = inputList(r);
+        if (a && i < a.length) a[i] = v;
+      },
+    ],
+  ),
   fc.tuple(fc.nat(1), fc.oneof(notString, badName)).map(([i, v]): Mutation => ['input name', (r) => withInput(r, i, (x) => (x.name = v))]),
   fc.tuple(fc.nat(1), badDatatype).map(([i, v]): Mutation => ['input datatype', (r) => withInput(r, i, (x) => (x.datatype = v))]),
   fc.tuple(fc.nat(1), badShape).map(([i, v]): Mutation => ['input shape', (r) => withInput(r, i, (x) => (x.shape = v))]),
   fc.tuple(fc.nat(1), badData).map(([i, v]): Mutation => ['input data', (r) => withInput(r, i, (x) => (x.data = v))]),
-  fc.tuple(fc.nat(1), notObject.filter((v) => v !== undefined)).map(([i, v]): Mutation => ['input parameters type', (r) => withInput(r, i, (x) => (x.parameters = v))]),
+  fc
+    .tuple(
+      fc.nat(1),
+      notObject.filter((v) => v !== undefined),
+    )
+    .map(([i, v]): Mutation => ['input parameters type', (r) => withInput(r, i, (x) => (x.parameters = v))]),
   fc.nat(1).map((i): Mutation => ['missing input', (r) => void inputList(r)?.splice(i, 1)]),
   fc.nat(1).map((i): Mutation => ['duplicate input', (r) => withInput(r, i, (x) => void inputList(r)!.push({ ...x }))]),
   fc.nat(1).map((i): Mutation => ['data and binary_data_size', (r) => withInput(r, i, (x) => (x.parameters = { binary_data_size: 16 }))]),
   fc.nat(1).map((i): Mutation => ['no data', (r) => withInput(r, i, (x) => delete x.data)]),
-  fc.tuple(fc.nat(1), fc.string({ maxLength: 8 })).map(([i, region]): Mutation => [
-    'unknown shm region',
-    (r) =>
-      withInput(r, i, (x) => {
-        delete x.data;
-        x.parameters = { shared_memory_region: region, shared_memory_byte_size: 16 };
-      }),
-  ]),
+  fc.tuple(fc.nat(1), fc.string({ maxLength: 8 })).map(
+    ([i, region]): Mutation => [
+      'unknown shm region',
+      (r) =>
+        withInput(r, i, (x) => {
+          delete x.data;
+          x.parameters = { shared_memory_region: region, shared_memory_byte_size: 16 };
+        }),
+    ],
+  ),
   notArray.map((v): Mutation => ['outputs type', (r) => void (r.outputs = v)]),
   notObject.map((v): Mutation => ['output type', (r) => void (r.outputs = [v])]),
   fc.oneof(notString, badOutputName).map((v): Mutation => ['output name', (r) => void (r.outputs = [{ name: v }])]),
   notBool.map((v): Mutation => ['output binary_data', (r) => void (r.outputs = [{ name: 'OUTPUT0', parameters: { binary_data: v } }])]),
   notUint.map((v): Mutation => ['output classification', (r) => void (r.outputs = [{ name: 'OUTPUT0', parameters: { classification: v } }])]),
-  fc.string({ maxLength: 6 }).map((s): Mutation => ['output shm region', (r) => void (r.outputs = [{ name: 'OUTPUT0', parameters: { shared_memory_region: s } }])]),
+  fc
+    .string({ maxLength: 6 })
+    .map((s): Mutation => ['output shm region', (r) => void (r.outputs = [{ name: 'OUTPUT0', parameters: { shared_memory_region: s } }])]),
 );
 
 const wrongTypes = fc.tuple(validAddSub, mutation).map(([r, [label, mutate]]) => {
@@ -277,7 +315,17 @@ const deepNesting = fc.tuple(fc.integer({ min: 101, max: 5000 }), fc.boolean(), 
 });
 
 /** Invalid UTF-8 inside a string of an otherwise valid request. */
-const BAD_UTF8 = [[0xff], [0x80], [0xc0, 0xaf], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf0, 0x9f, 0x98], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xf4, 0x90, 0x80, 0x80]];
+const BAD_UTF8 = [
+  [0xff],
+  [0x80],
+  [0xc0, 0xaf],
+  [0xc3, 0x28],
+  [0xed, 0xa0, 0x80],
+  [0xe2, 0x82],
+  [0xf0, 0x9f, 0x98],
+  [0xf8, 0x88, 0x80, 0x80, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+];
 const invalidUtf8 = fc.tuple(validAddSub, fc.constantFrom(...BAD_UTF8), fc.constantFrom('id', 'name', 'output')).map(([r, bad, where]) => {
   const marker = '\u0001MARK\u0001';
   if (where === 'id') r.id = `a${marker}b`;
@@ -307,20 +355,28 @@ const binaryLies = fc
   });
 
 /** Inference-Header-Content-Length that lies about the JSON length or is not a number. */
-const headerLies = fc.tuple(validAddSub, fc.oneof(fc.integer({ min: -40, max: 40 }).filter((d) => d !== 0), fc.constantFrom('abc', '-1', '1e3', '12x', '0x10', '', ' '))).map(([r, lie]) => {
-  const header = json({
-    inputs: [
-      { name: 'INPUT0', shape: [4], datatype: 'FP32', parameters: { binary_data_size: 16 } },
-      { name: 'INPUT1', shape: [4], datatype: 'FP32', parameters: { binary_data_size: 16 } },
-    ],
-    id: typeof r.id === 'string' ? r.id : '',
+const headerLies = fc
+  .tuple(
+    validAddSub,
+    fc.oneof(
+      fc.integer({ min: -40, max: 40 }).filter((d) => d !== 0),
+      fc.constantFrom('abc', '-1', '1e3', '12x', '0x10', '', ' '),
+    ),
+  )
+  .map(([r, lie]) => {
+    const header = json({
+      inputs: [
+        { name: 'INPUT0', shape: [4], datatype: 'FP32', parameters: { binary_data_size: 16 } },
+        { name: 'INPUT1', shape: [4], datatype: 'FP32', parameters: { binary_data_size: 16 } },
+      ],
+      id: typeof r.id === 'string' ? r.id : '',
+    });
+    const body = Buffer.concat([header, Buffer.alloc(32, 0x20)]);
+    let value = typeof lie === 'number' ? String(Math.max(0, header.length + lie)) : lie;
+    if (value === String(header.length)) value = String(header.length + 1);
+    // 0 would be the raw-binary layout, refused since add_sub has 2 inputs.
+    return post(`header length '${value}' for ${header.length}`, INFER, body, { 'Inference-Header-Content-Length': value });
   });
-  const body = Buffer.concat([header, Buffer.alloc(32, 0x20)]);
-  let value = typeof lie === 'number' ? String(Math.max(0, header.length + lie)) : lie;
-  if (value === String(header.length)) value = String(header.length + 1);
-  // 0 would be the raw-binary layout, refused since add_sub has 2 inputs.
-  return post(`header length '${value}' for ${header.length}`, INFER, body, { 'Inference-Header-Content-Length': value });
-});
 
 /** BYTES tensors whose 4-byte length prefixes are truncated, malformed, or count wrong. */
 const le32 = (n: number) => {
@@ -331,82 +387,108 @@ const le32 = (n: number) => {
 const bytesElements = (items: string[]) => Buffer.concat(items.flatMap((s) => [le32(Buffer.byteLength(s)), Buffer.from(s)]));
 const badBytesBlob = fc.oneof(
   // a prefix longer than what follows
-  fc.tuple(fc.string({ maxLength: 10 }), fc.integer({ min: 1, max: 1_000_000 })).map(([s, extra]) => ['truncated element', 1, Buffer.concat([le32(Buffer.byteLength(s) + extra), Buffer.from(s)])] as const),
+  fc
+    .tuple(fc.string({ maxLength: 10 }), fc.integer({ min: 1, max: 1_000_000 }))
+    .map(([s, extra]) => ['truncated element', 1, Buffer.concat([le32(Buffer.byteLength(s) + extra), Buffer.from(s)])] as const),
   // a dangling partial prefix after valid elements
-  fc.tuple(fc.array(fc.string({ maxLength: 5 }), { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 3 })).map(([items, k]) => ['partial prefix', items.length, Buffer.concat([bytesElements(items), Buffer.alloc(k, 7)])] as const),
+  fc
+    .tuple(fc.array(fc.string({ maxLength: 5 }), { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 3 }))
+    .map(([items, k]) => ['partial prefix', items.length, Buffer.concat([bytesElements(items), Buffer.alloc(k, 7)])] as const),
   // well-formed elements, but not as many as the shape says
-  fc.tuple(fc.array(fc.string({ maxLength: 5 }), { maxLength: 4 }), fc.integer({ min: 1, max: 3 })).map(([items, d]) => ['element count', items.length + d, bytesElements(items)] as const),
+  fc
+    .tuple(fc.array(fc.string({ maxLength: 5 }), { maxLength: 4 }), fc.integer({ min: 1, max: 3 }))
+    .map(([items, d]) => ['element count', items.length + d, bytesElements(items)] as const),
   fc.constant(['huge prefix', 1, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x41])] as const),
 );
 const bytesPrefixes = badBytesBlob.map(([what, n, blob]) => {
   const header = json({ inputs: [{ name: 'INPUT0', shape: [1, n], datatype: 'BYTES', parameters: { binary_data_size: blob.length } }] });
   return post(`BYTES ${what}`, STRINGS, Buffer.concat([header, blob]), { 'Inference-Header-Content-Length': String(header.length) });
 });
-const bytesJsonTypes = fc.array(fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({})), { minLength: 1, maxLength: 3 }).map((items) =>
-  post('BYTES JSON non-strings', STRINGS, json({ inputs: [{ name: 'INPUT0', shape: [1, items.length], datatype: 'BYTES', data: items }] })),
-);
+const bytesJsonTypes = fc
+  .array(fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({})), { minLength: 1, maxLength: 3 })
+  .map((items) => post('BYTES JSON non-strings', STRINGS, json({ inputs: [{ name: 'INPUT0', shape: [1, items.length], datatype: 'BYTES', data: items }] })));
 
 /** Valid bodies sent to models and versions that do not exist, or to names with separators. */
 const enc = encodeURIComponent;
-const badTarget = fc.tuple(
-  validAddSub,
-  fc.oneof(
-    fc.string({ minLength: 1, maxLength: 16 }).filter((s) => s !== 'add_sub' && s !== 'string_identity').map((s) => `/v2/models/${enc(s)}/infer`),
-    fc.integer({ min: 2, max: 1_000_000 }).map((v) => `/v2/models/add_sub/versions/${v}/infer`),
-    fc.constantFrom(
-      '/v2/models/add_sub/versions/99999999999999999999999/infer',
-      '/v2/models/add_sub/versions/-1/infer',
-      '/v2/models/add_sub/versions/1a/infer',
-      '/v2/models/add_sub/versions//infer',
-      '/v2/models/..%2Fadd_sub/infer',
-      '/v2/models/add_sub%2F..%2Fstring_identity/infer',
-      '/v2/models/%2Fetc%2Fpasswd/infer',
-      '/v2/models/..%5Cadd_sub/infer',
-      '/v2/models/%2e%2e/infer',
-      '/v2/models/add_sub%00/infer',
-      '/v2/models/%ff%fe/infer',
-      '/v2/models/%E0%A4%A/infer',
-      '/v2/models/add_sub/../string_identity/infer',
-      '/v2/models/add_sub/infer/',
-      '/v2/models//infer',
-      '/v2//models/add_sub/infer',
-      '/v2/models/add_sub/infer%2F',
+const badTarget = fc
+  .tuple(
+    validAddSub,
+    fc.oneof(
+      fc
+        .string({ minLength: 1, maxLength: 16 })
+        .filter((s) => s !== 'add_sub' && s !== 'string_identity')
+        .map((s) => `/v2/models/${enc(s)}/infer`),
+      fc.integer({ min: 2, max: 1_000_000 }).map((v) => `/v2/models/add_sub/versions/${v}/infer`),
+      fc.constantFrom(
+        '/v2/models/add_sub/versions/99999999999999999999999/infer',
+        '/v2/models/add_sub/versions/-1/infer',
+        '/v2/models/add_sub/versions/1a/infer',
+        '/v2/models/add_sub/versions//infer',
+        '/v2/models/..%2Fadd_sub/infer',
+        '/v2/models/add_sub%2F..%2Fstring_identity/infer',
+        '/v2/models/%2Fetc%2Fpasswd/infer',
+        '/v2/models/..%5Cadd_sub/infer',
+        '/v2/models/%2e%2e/infer',
+        '/v2/models/add_sub%00/infer',
+        '/v2/models/%ff%fe/infer',
+        '/v2/models/%E0%A4%A/infer',
+        '/v2/models/add_sub/../string_identity/infer',
+        '/v2/models/add_sub/infer/',
+        '/v2/models//infer',
+        '/v2//models/add_sub/infer',
+        '/v2/models/add_sub/infer%2F',
+      ),
     ),
-  ),
-).map(([r, path]) => post(`target ${path}`, path, json(r)));
+  )
+  .map(([r, path]) => post(`target ${path}`, path, json(r)));
 
 /** Refused encodings and bodies that fail to inflate. */
-const badEncoding = fc.tuple(validAddSub, fc.oneof(fc.constantFrom('br', 'compress', 'x-gzip', 'gzip, br', 'zstd'), fc.constantFrom('gzip', 'deflate'))).map(([r, encoding]) => {
-  const text = json(r);
-  // gzip/deflate: the body is not compressed (inflate fails), or inflates to truncated JSON.
-  const body =
-    encoding === 'gzip' || encoding === 'deflate'
-      ? text.length % 2 === 0
-        ? text
-        : zlib.gzipSync(text.subarray(0, text.length - 1))
-      : text;
-  return post(`Content-Encoding ${encoding}`, INFER, body, { 'Content-Encoding': encoding });
-});
+const badEncoding = fc
+  .tuple(validAddSub, fc.oneof(fc.constantFrom('br', 'compress', 'x-gzip', 'gzip, br', 'zstd'), fc.constantFrom('gzip', 'deflate')))
+  .map(([r, encoding]) => {
+    const text = json(r);
+    // gzip/deflate: the body is not compressed (inflate fails), or inflates to truncated JSON.
+    const body = encoding === 'gzip' || encoding === 'deflate' ? (text.length % 2 === 0 ? text : zlib.gzipSync(text.subarray(0, text.length - 1))) : text;
+    return post(`Content-Encoding ${encoding}`, INFER, body, { 'Content-Encoding': encoding });
+  });
 
 /** Methods an endpoint does not take. */
-const badMethod = fc.tuple(fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'), fc.constantFrom(INFER, '/v2/repository/index', '/v2/models/add_sub/generate')).map(([method, path]) => ({
-  kind: `method ${method}`,
-  method,
-  path,
-  headers: {},
-  body: Buffer.alloc(0),
-}));
+const badMethod = fc
+  .tuple(fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'), fc.constantFrom(INFER, '/v2/repository/index', '/v2/models/add_sub/generate'))
+  .map(([method, path]) => ({
+    kind: `method ${method}`,
+    method,
+    path,
+    headers: {},
+    body: Buffer.alloc(0),
+  }));
 
 /** Other JSON endpoints, given bodies that are not JSON at all. */
-const otherEndpoints = fc.tuple(
-  fc.constantFrom('/v2/repository/index', '/v2/logging', '/v2/trace/setting', '/v2/models/add_sub/trace/setting', '/v2/repository/models/add_sub/load', '/v2/systemsharedmemory/region/r/register', '/v2/cudasharedmemory/region/r/register', '/v2/models/add_sub/generate'),
-  fc.oneof(
-    fc.tuple(fc.constantFrom('{"log_verbose_level": 1, "log_info": true}', '{"trace_level": ["TIMESTAMPS"], "trace_rate": "1"}', '{"INPUT0": [1, 2, 3, 4]}'), fc.double({ min: 0, max: 0.99, noNaN: true })).map(([t, f]) => Buffer.from(t.slice(0, Math.max(1, Math.floor(t.length * f))))),
-    fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.concat([Buffer.from([1]), Buffer.from(b)])),
-    fc.constantFrom(...BAD_UTF8).map((b) => Buffer.concat([Buffer.from('{"log_file": "'), Buffer.from(b), Buffer.from('"}')])),
-    fc.integer({ min: 101, max: 2000 }).map((d) => Buffer.from('['.repeat(d) + ']'.repeat(d))),
-  ),
-).map(([path, body]) => post(`endpoint ${path}`, path, body));
+const otherEndpoints = fc
+  .tuple(
+    fc.constantFrom(
+      '/v2/repository/index',
+      '/v2/logging',
+      '/v2/trace/setting',
+      '/v2/models/add_sub/trace/setting',
+      '/v2/repository/models/add_sub/load',
+      '/v2/systemsharedmemory/region/r/register',
+      '/v2/cudasharedmemory/region/r/register',
+      '/v2/models/add_sub/generate',
+    ),
+    fc.oneof(
+      fc
+        .tuple(
+          fc.constantFrom('{"log_verbose_level": 1, "log_info": true}', '{"trace_level": ["TIMESTAMPS"], "trace_rate": "1"}', '{"INPUT0": [1, 2, 3, 4]}'),
+          fc.double({ min: 0, max: 0.99, noNaN: true }),
+        )
+        .map(([t, f]) => Buffer.from(t.slice(0, Math.max(1, Math.floor(t.length * f))))),
+      fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.concat([Buffer.from([1]), Buffer.from(b)])),
+      fc.constantFrom(...BAD_UTF8).map((b) => Buffer.concat([Buffer.from('{"log_file": "'), Buffer.from(b), Buffer.from('"}')])),
+      fc.integer({ min: 101, max: 2000 }).map((d) => Buffer.from('['.repeat(d) + ']'.repeat(d))),
+    ),
+  )
+  .map(([path, body]) => post(`endpoint ${path}`, path, body));
 
 const hostile: fc.Arbitrary<Case> = fc.oneof(
   { arbitrary: wrongTypes, weight: 8 },
@@ -481,12 +563,18 @@ function shmBytes(pid: number): number {
 }
 
 async function validRequestSucceeds(): Promise<void> {
-  const a = await send(post('valid', INFER, json({
-    inputs: [
-      { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
-      { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [4, 3, 2, 1] },
-    ],
-  })));
+  const a = await send(
+    post(
+      'valid',
+      INFER,
+      json({
+        inputs: [
+          { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
+          { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [4, 3, 2, 1] },
+        ],
+      }),
+    ),
+  );
   expect(a.status).toBe(200);
   const out = JSON.parse(a.body.toString('utf8')).outputs;
   expect(out.find((o: { name: string }) => o.name === 'OUTPUT0').data).toEqual([5, 5, 5, 5]);

@@ -65,8 +65,7 @@ describe('generate', () => {
     r = await post('text_stream', 'generate', { text_input: 'hello big world' });
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text)).toEqual({
-      error:
-        'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses',
+      error: 'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses',
     });
   });
 

@@ -26,7 +26,8 @@ afterAll(() => stopAndExpectNoShm(server));
 
 /** Runs a tritonclient.grpc script (prelude: client `c`, `err()`, numpy); returns its JSON. */
 async function run(body: string): Promise<any> {
-  const code = String.raw`
+  const code =
+    String.raw`
 import json, queue, sys, time
 import numpy as np
 import grpc
@@ -47,7 +48,9 @@ def tensor(name, data, dt=None):
     t.set_data_from_numpy(data)
     return t
 res = {}
-` + body + '\nprint(json.dumps(res))\n';
+` +
+    body +
+    '\nprint(json.dumps(res))\n';
   const out = await pythonAsync(code);
   return JSON.parse(out.trim().split('\n').pop()!);
 }
@@ -199,7 +202,7 @@ res["still_ready"] = c.is_model_ready("misbehave")
     expect(r.still_ready).toBe(true);
   });
 
-  it('--grpc-max-message-size bounds requests (RESOURCE_EXHAUSTED), beyond gRPC\'s 4 MiB default', async () => {
+  it("--grpc-max-message-size bounds requests (RESOURCE_EXHAUSTED), beyond gRPC's 4 MiB default", async () => {
     const small = await startTritium({ repos: [repoWithTwins(['identity_all'])], args: ['--grpc-max-message-size=1048576'] });
     try {
       const r = await run(String.raw`

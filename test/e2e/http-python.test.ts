@@ -105,7 +105,15 @@ describe('inference', () => {
       id: 'req-1',
       inputs: [
         { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
-        { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [[0.5, 0.5], [1, 1]] },
+        {
+          name: 'INPUT1',
+          shape: [4],
+          datatype: 'FP32',
+          data: [
+            [0.5, 0.5],
+            [1, 1],
+          ],
+        },
       ],
     });
     expect(r.status).toBe(200);
@@ -178,10 +186,8 @@ describe('inference', () => {
     }
   });
 
-  it('refuses BF16 as numpy inside the model with Triton\'s text', async () => {
-    const header = Buffer.from(
-      JSON.stringify({ inputs: [{ name: 'IN_BF16', shape: [1], datatype: 'BF16', parameters: { binary_data_size: 2 } }] }),
-    );
+  it("refuses BF16 as numpy inside the model with Triton's text", async () => {
+    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'IN_BF16', shape: [1], datatype: 'BF16', parameters: { binary_data_size: 2 } }] }));
     const res = await fetch(`${server.http}/v2/models/identity_all/infer`, {
       method: 'POST',
       headers: { 'Inference-Header-Content-Length': String(header.length) },
@@ -224,7 +230,7 @@ describe('inference', () => {
 });
 
 describe('execute() outcomes and errors', () => {
-  it('turns an exception into Triton\'s error and stays ready', async () => {
+  it("turns an exception into Triton's error and stays ready", async () => {
     const r = await infer('misbehave', mode('raise'));
     expect(r.status).toBe(500);
     expect(r.body.error).toMatch(/^Failed to process the request\(s\) for model 'misbehave_0(_0)?', message: ValueError: intentional failure/);
@@ -278,13 +284,13 @@ describe('request validation', () => {
   const cases: Array<[string, unknown, number, string | RegExp]> = [
     ['unknown model', { inputs: [] }, 404, "Request for unknown model: 'nope' is not found"],
     ['malformed JSON', '{"inputs": [', 400, /.+/],
-    ['wrong input count', { inputs: [{ name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] }] }, 400, "expected 2 inputs but got 1 inputs for model 'add_sub'"],
     [
-      'unknown input',
-      { inputs: [{ name: 'X', shape: [1], datatype: 'FP32', data: [1] }] },
+      'wrong input count',
+      { inputs: [{ name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] }] },
       400,
-      "unexpected inference input 'X' for model 'add_sub'",
+      "expected 2 inputs but got 1 inputs for model 'add_sub'",
     ],
+    ['unknown input', { inputs: [{ name: 'X', shape: [1], datatype: 'FP32', data: [1] }] }, 400, "unexpected inference input 'X' for model 'add_sub'"],
     [
       'wrong datatype',
       {

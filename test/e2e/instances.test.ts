@@ -47,11 +47,9 @@ async function serve(server: Tritium, model: string, seconds: number): Promise<S
 }
 
 /** `n` concurrent requests of `seconds` each: with n idle instances each serves one. */
-const fanOut = (server: Tritium, model: string, n: number, seconds: number) =>
-  Promise.all(Array.from({ length: n }, () => serve(server, model, seconds)));
+const fanOut = (server: Tritium, model: string, n: number, seconds: number) => Promise.all(Array.from({ length: n }, () => serve(server, model, seconds)));
 
-const overlapped = (xs: Array<{ start: number; end: number }>) =>
-  Math.max(...xs.map((x) => x.start)) < Math.min(...xs.map((x) => x.end));
+const overlapped = (xs: Array<{ start: number; end: number }>) => Math.max(...xs.map((x) => x.start)) < Math.min(...xs.map((x) => x.end));
 
 describe('on a host without GPUs', () => {
   let server: Tritium;
@@ -100,9 +98,7 @@ describe('on a host without GPUs', () => {
       expect(args.model_version).toBe('1');
       expect(args.model_repository).toBe(path.join(repo, 'instance_probe'));
       const cfg = JSON.parse(args.model_config!);
-      expect(cfg.instance_group).toEqual([
-        expect.objectContaining({ name: 'instance_probe_0', kind: 'KIND_CPU', count: 3, gpus: [] }),
-      ]);
+      expect(cfg.instance_group).toEqual([expect.objectContaining({ name: 'instance_probe_0', kind: 'KIND_CPU', count: 3, gpus: [] })]);
     }
   });
 

@@ -24,7 +24,10 @@ async function infer(t: Tritium): Promise<void> {
 /** The server log line carrying `tag`, waiting briefly for lines still in the pipe. */
 async function lineWith(t: Tritium, tag: string): Promise<string | undefined> {
   for (let i = 0; i < 40; i++) {
-    const line = t.log().split('\n').find((l) => l.includes(tag));
+    const line = t
+      .log()
+      .split('\n')
+      .find((l) => l.includes(tag));
     if (line) return line;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -32,8 +35,7 @@ async function lineWith(t: Tritium, tag: string): Promise<string | undefined> {
 }
 
 // `I0520 20:03:25.829575 <pid> <source>] <message>`
-const lineRe = (letter: string, source: string, message: string) =>
-  new RegExp(`^${letter}\\d{4} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\d+ ${source}\\] ${message}$`);
+const lineRe = (letter: string, source: string, message: string) => new RegExp(`^${letter}\\d{4} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\d+ ${source}\\] ${message}$`);
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 beforeAll(async () => {
@@ -88,7 +90,12 @@ describe('print() and Python logging', () => {
 
   it('each line appears once', () => {
     for (const tag of ['tag-logger-info', 'tag-print-initialize', 'tag-logging-warning', 'tag-stderr-initialize']) {
-      expect(quiet.log().split('\n').filter((l) => l.includes(tag))).toHaveLength(1);
+      expect(
+        quiet
+          .log()
+          .split('\n')
+          .filter((l) => l.includes(tag)),
+      ).toHaveLength(1);
     }
   });
 });
@@ -100,8 +107,6 @@ describe('verbose level changed at run time', () => {
     expect(res.status).toBe(200);
     expect((await res.json()).log_verbose_level).toBe(1);
     await infer(quiet);
-    expect(await lineWith(quiet, 'tag-logger-execute-verbose')).toMatch(
-      lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] tag-logger-execute-verbose`)),
-    );
+    expect(await lineWith(quiet, 'tag-logger-execute-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] tag-logger-execute-verbose`)));
   });
 });

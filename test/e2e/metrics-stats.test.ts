@@ -132,7 +132,7 @@ describe('statistics extension', () => {
     expect(raw).not.toMatch(/"(count|ns|batch_size|inference_count|execution_count|last_inference)":("|\d+\.)/);
   });
 
-  it("counts requests, inferences, executions and batches as Triton does", async () => {
+  it('counts requests, inferences, executions and batches as Triton does', async () => {
     const m = (await stats('/v2/models/var_stats/stats')).body.model_stats[0];
     const s = m.inference_stats;
     expect(s.success.count).toBe(EXPECT.success);

@@ -40,8 +40,7 @@ async function envOf(s: Tritium, model: string): Promise<{ prefix: string; execu
   return JSON.parse((await res.json()).outputs[0].data[0]);
 }
 
-const start = () =>
-  startTritium({ repos: [repo], env: { TRITIUM_ENV_CACHE: cache }, args: ['--exit-on-error=false', '--strict-readiness=false'] });
+const start = () => startTritium({ repos: [repo], env: { TRITIUM_ENV_CACHE: cache }, args: ['--exit-on-error=false', '--strict-readiness=false'] });
 
 beforeAll(() => {
   work = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-packed-env-')));

@@ -27,7 +27,8 @@ const MORE_THAN_ONE = 'Unable to send response. Non-decoupled model cannot send 
  * n senders.
  */
 async function run(body: string): Promise<any> {
-  const code = String.raw`
+  const code =
+    String.raw`
 import json, os, queue, signal, threading, time
 import numpy as np
 import tritonclient.grpc as tg
@@ -61,7 +62,9 @@ def wait_kept(n):
         time.sleep(0.05)
     raise TimeoutError(f"the model never held {n} senders")
 res = {}
-` + body + '\nprint(json.dumps(res))\n';
+` +
+    body +
+    '\nprint(json.dumps(res))\n';
   const out = await pythonAsync(code);
   return JSON.parse(out.trim().split('\n').pop()!);
 }
@@ -111,9 +114,7 @@ res["caught"] = infer(http, "report")
     expect(r.final_then_two).toEqual([{ out: ['first'] }, { out: ['first'] }]);
     expect(r.caught).toEqual({ out: [MORE_THAN_ONE, MORE_THAN_ONE, MORE_THAN_ONE, MORE_THAN_ONE] });
     // The exception left execute: logged as a batch failure, as Triton's stub does.
-    expect(server.log()).toContain(
-      `Failed to process the request(s) for model 'sender_after_return_0', message: TritonModelException: ${MORE_THAN_ONE}`,
-    );
+    expect(server.log()).toContain(`Failed to process the request(s) for model 'sender_after_return_0', message: TritonModelException: ${MORE_THAN_ONE}`);
   });
 
   // Last: the instance is restarted afterwards.

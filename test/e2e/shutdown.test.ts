@@ -163,7 +163,12 @@ describe('SIGTERM / SIGINT', () => {
     }
     expect(exit).toEqual({ code: 0, signal: null });
     expect(t.log()).toContain('received SIGTERM; shutting down');
-    expect(fs.readdirSync(dir).filter((f) => f.startsWith('finalized_')).sort()).toEqual(['finalized_slow_execute_0_0', 'finalized_slow_execute_0_1']);
+    expect(
+      fs
+        .readdirSync(dir)
+        .filter((f) => f.startsWith('finalized_'))
+        .sort(),
+    ).toEqual(['finalized_slow_execute_0_0', 'finalized_slow_execute_0_1']);
     expect(await waitGone(stubs)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
@@ -317,10 +322,12 @@ describe.skipIf(!canUnshare)('a /dev/shm too small for a request', () => {
       }
       const privateShm = `/proc/${proc.pid}/root/dev/shm`;
       const echo = async (n: number) => {
-        const header = Buffer.from(JSON.stringify({
-          inputs: [{ name: 'IN_UINT8', shape: [n], datatype: 'UINT8', parameters: { binary_data_size: n } }],
-          outputs: [{ name: 'OUT_UINT8', parameters: { binary_data: true } }],
-        }));
+        const header = Buffer.from(
+          JSON.stringify({
+            inputs: [{ name: 'IN_UINT8', shape: [n], datatype: 'UINT8', parameters: { binary_data_size: n } }],
+            outputs: [{ name: 'OUT_UINT8', parameters: { binary_data: true } }],
+          }),
+        );
         const res = await fetch(`http://127.0.0.1:${port}/v2/models/identity_all/infer`, {
           method: 'POST',
           headers: { 'Inference-Header-Content-Length': String(header.length) },

@@ -251,7 +251,9 @@ describe('a stub that dies during a batch', () => {
     for (const a of failed) {
       expect(a.status).toBe(500);
       expect(a.body.error).toMatch(
-        new RegExp(`^Stub process '${busy.instance}' is not healthy\\. No heartbeat for \\d+ s \\(stub-timeout-seconds=${STUB_TIMEOUT_S}\\); the stub was killed\\.$`),
+        new RegExp(
+          `^Stub process '${busy.instance}' is not healthy\\. No heartbeat for \\d+ s \\(stub-timeout-seconds=${STUB_TIMEOUT_S}\\); the stub was killed\\.$`,
+        ),
       );
     }
     // The text says the heartbeat timeout found it (the model itself would sleep 60 s).

@@ -18,6 +18,8 @@ afterAll(async () => {
 });
 
 it('passes every tritonclient.http check', async () => {
-  const out = await pythonAsync(`import runpy, sys; sys.argv = ['x', '127.0.0.1:${server.httpPort}']; runpy.run_path('${path.join(ROOT, 'test/e2e/tritonclient_http_check.py')}', run_name='__main__')`);
+  const out = await pythonAsync(
+    `import runpy, sys; sys.argv = ['x', '127.0.0.1:${server.httpPort}']; runpy.run_path('${path.join(ROOT, 'test/e2e/tritonclient_http_check.py')}', run_name='__main__')`,
+  );
   expect(out).toContain('all ok');
 }, 120_000);

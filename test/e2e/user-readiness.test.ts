@@ -26,7 +26,10 @@ const TIMED_OUT = 'Timed out waiting for user-defined is_ready() response';
 /** Lines of `<repo>/<model>.is_ready_calls`: how often the model's is_ready() ran. */
 function calls(repo: string, model: string): number {
   try {
-    return fs.readFileSync(path.join(repo, `${model}.is_ready_calls`), 'utf8').split('\n').filter(Boolean).length;
+    return fs
+      .readFileSync(path.join(repo, `${model}.is_ready_calls`), 'utf8')
+      .split('\n')
+      .filter(Boolean).length;
   } catch {
     return 0;
   }
@@ -40,7 +43,8 @@ async function httpReady(server: Tritium, url: string): Promise<{ status: number
 
 /** Runs a tritonclient script with `http` and `grpc` clients; it fills `res`. */
 async function client(server: Tritium, body: string): Promise<any> {
-  const code = String.raw`
+  const code =
+    String.raw`
 import json, threading
 import numpy as np
 import tritonclient.grpc as tg
@@ -48,7 +52,9 @@ import tritonclient.http as th
 http = th.InferenceServerClient(${JSON.stringify(`127.0.0.1:${server.httpPort}`)}, network_timeout=60)
 grpc = tg.InferenceServerClient(${JSON.stringify(`127.0.0.1:${server.grpcPort}`)})
 res = {}
-` + body + '\nprint(json.dumps(res))\n';
+` +
+    body +
+    '\nprint(json.dumps(res))\n';
   const out = await pythonAsync(code);
   return JSON.parse(out.trim().split('\n').pop()!);
 }

@@ -72,7 +72,10 @@ describe('warmup samples', () => {
     for (const instance of ['warmup_probe_0_0', 'warmup_probe_0_1']) {
       const log = readLog('warmup_probe', instance);
       // zeros (batch 2) once, random (batch 1) three times, skipped (batch 0) never, files (batch 3).
-      expect(log.map((e) => e.n), instance).toEqual([2, 1, 1, 1, 3]);
+      expect(
+        log.map((e) => e.n),
+        instance,
+      ).toEqual([2, 1, 1, 1, 3]);
       for (const e of log) {
         for (const r of e.requests) {
           expect(r.inputs.F!.shape).toEqual([1, 4]);

@@ -53,12 +53,8 @@ describe('locateExecEnv: which paths Triton allows', () => {
   it('refuses a relative path without the placeholder, and a path that does not exist', () => {
     const model = tmp();
     envDir(path.join(model, 'env'));
-    expect(() => locateExecEnv('env', model)).toThrow(
-      "EXECUTION_ENV_PATH 'env' must be an absolute path or start with $$TRITON_MODEL_DIRECTORY/",
-    );
-    expect(() => locateExecEnv('$$TRITON_MODEL_DIRECTORY/nothere', model)).toThrow(
-      `Failed to get the canonical path for ${path.join(model, 'nothere')}.`,
-    );
+    expect(() => locateExecEnv('env', model)).toThrow("EXECUTION_ENV_PATH 'env' must be an absolute path or start with $$TRITON_MODEL_DIRECTORY/");
+    expect(() => locateExecEnv('$$TRITON_MODEL_DIRECTORY/nothere', model)).toThrow(`Failed to get the canonical path for ${path.join(model, 'nothere')}.`);
   });
 });
 

@@ -95,15 +95,43 @@ describe('unpackArchive', () => {
 
   it.each<[string, TarSpec[], string]>([
     ['a name that climbs out with ..', [...ENV, { type: 'file', name: '../x', data: 'evil' }], "entry '../x' climbs out of the environment with '..'"],
-    ['.. in the middle of a name', [...ENV, { type: 'file', name: 'bin/../../x', data: 'evil' }], "entry 'bin/../../x' climbs out of the environment with '..'"],
+    [
+      '.. in the middle of a name',
+      [...ENV, { type: 'file', name: 'bin/../../x', data: 'evil' }],
+      "entry 'bin/../../x' climbs out of the environment with '..'",
+    ],
     ['an absolute name', [...ENV, { type: 'file', name: '/tmp/tritium-evil-abs', data: 'evil' }], "entry '/tmp/tritium-evil-abs' has an absolute path"],
     ['a symlink to /etc', [...ENV, { type: 'symlink', name: 'etc', target: '/etc' }], "symbolic link 'etc' -> '/etc' points outside the environment"],
-    ['a relative symlink that climbs out', [...ENV, { type: 'symlink', name: 'bin/up', target: '../..' }], "symbolic link 'bin/up' -> '../..' points outside the environment"],
-    ['a symlink that climbs out through another symlink', [...ENV, { type: 'symlink', name: 'here', target: '.' }, { type: 'symlink', name: 'out', target: 'here/../victim' }], "symbolic link 'out' -> 'here/../victim' points outside the environment"],
-    ['a file written through a symlink', [...ENV, { type: 'symlink', name: 'lib/esc', target: '/tmp' }, { type: 'file', name: 'lib/esc/x', data: 'evil' }], "entry 'lib/esc/x' would be written through the symbolic link 'lib/esc'"],
-    ['a hard link to a file outside', [...ENV, { type: 'hardlink', name: 'hl', target: '/etc/passwd' }], "hard link 'hl' -> '/etc/passwd' has an absolute path"],
-    ['a hard link climbing out', [...ENV, { type: 'hardlink', name: 'hl', target: '../../../victim' }], "hard link 'hl' -> '../../../victim' climbs out of the environment with '..'"],
-    ['a hard link to a symlink', [...ENV, { type: 'hardlink', name: 'hl', target: 'bin/python' }], "hard link 'hl' -> 'bin/python' does not name a regular file"],
+    [
+      'a relative symlink that climbs out',
+      [...ENV, { type: 'symlink', name: 'bin/up', target: '../..' }],
+      "symbolic link 'bin/up' -> '../..' points outside the environment",
+    ],
+    [
+      'a symlink that climbs out through another symlink',
+      [...ENV, { type: 'symlink', name: 'here', target: '.' }, { type: 'symlink', name: 'out', target: 'here/../victim' }],
+      "symbolic link 'out' -> 'here/../victim' points outside the environment",
+    ],
+    [
+      'a file written through a symlink',
+      [...ENV, { type: 'symlink', name: 'lib/esc', target: '/tmp' }, { type: 'file', name: 'lib/esc/x', data: 'evil' }],
+      "entry 'lib/esc/x' would be written through the symbolic link 'lib/esc'",
+    ],
+    [
+      'a hard link to a file outside',
+      [...ENV, { type: 'hardlink', name: 'hl', target: '/etc/passwd' }],
+      "hard link 'hl' -> '/etc/passwd' has an absolute path",
+    ],
+    [
+      'a hard link climbing out',
+      [...ENV, { type: 'hardlink', name: 'hl', target: '../../../victim' }],
+      "hard link 'hl' -> '../../../victim' climbs out of the environment with '..'",
+    ],
+    [
+      'a hard link to a symlink',
+      [...ENV, { type: 'hardlink', name: 'hl', target: 'bin/python' }],
+      "hard link 'hl' -> 'bin/python' does not name a regular file",
+    ],
     ['a FIFO', [...ENV, { type: 'fifo', name: 'pipe' }], "entry 'pipe' is of a type that an environment cannot hold (tar type '6')"],
   ])('refuses %s', async (_what, entries, message) => {
     const { message: got, base } = await refusal(entries);

@@ -11,12 +11,7 @@ import { DATATYPES } from '../../src/core/datatype.js';
 import { ErrorCode, TritonError } from '../../src/core/errors.js';
 import type { InferResponse } from '../../src/core/inference.js';
 import { joinBytesElements } from '../../src/core/tensor.js';
-import {
-  decodeInferRequest,
-  encodeInferResponse,
-  encodeStreamError,
-  encodeStreamResponse,
-} from '../../src/frontends/grpc/infer-codec.js';
+import { decodeInferRequest, encodeInferResponse, encodeStreamError, encodeStreamResponse } from '../../src/frontends/grpc/infer-codec.js';
 import { toInferParameter } from '../../src/frontends/grpc/params.js';
 import { contentsFieldOf } from '../../src/frontends/grpc/typed-contents.js';
 import {
@@ -136,9 +131,7 @@ describe('decodeInferRequest: raw_input_contents', () => {
     expect(decodeError({ modelName: 'm', inputs: [input('A', 'FP8', [1])], rawInputContents: [new Uint8Array(1)] }).message).toBe(
       "invalid datatype 'FP8' for input 'A'",
     );
-    expect(decodeError({ modelName: 'm', inputs: [input('A', 'FP32', [-1])], rawInputContents: [new Uint8Array(0)] }).code).toBe(
-      ErrorCode.INVALID_ARG,
-    );
+    expect(decodeError({ modelName: 'm', inputs: [input('A', 'FP32', [-1])], rawInputContents: [new Uint8Array(0)] }).code).toBe(ErrorCode.INVALID_ARG);
   });
 
   it('refuses client shared memory (not supported yet)', () => {
@@ -250,8 +243,16 @@ describe('decodeInferRequest: parameters and outputs', () => {
     ['timeout', p({ case: 'uint64Param', value: 1n }), "invalid value type for 'timeout' parameter, expected int64_param."],
     ['sequence_id', p({ case: 'boolParam', value: true }), "invalid value type for 'sequence_id' parameter, expected int64_param or string_param."],
     ['sequence_start', p({ case: 'int64Param', value: 1n }), "invalid value type for 'sequence_start' parameter, expected bool_param."],
-    ['triton_enable_empty_final_response', p({ case: 'stringParam', value: 'true' }), "invalid value type for 'triton_enable_empty_final_response' parameter, expected bool_param."],
-    ['triton_other', p({ case: 'boolParam', value: true }), "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified, got 'triton_other'"],
+    [
+      'triton_enable_empty_final_response',
+      p({ case: 'stringParam', value: 'true' }),
+      "invalid value type for 'triton_enable_empty_final_response' parameter, expected bool_param.",
+    ],
+    [
+      'triton_other',
+      p({ case: 'boolParam', value: true }),
+      "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified, got 'triton_other'",
+    ],
     ['custom', p({ case: 'uint64Param', value: 1n }), "unsupported value type for parameter 'custom': uint64_param is not allowed for custom parameters"],
     ['custom', p({ case: undefined }), "parameter 'custom' has no value set"],
   ])('refuses %s = %o', (key, value, message) => {
@@ -311,11 +312,7 @@ describe('encodeInferResponse / encodeStreamResponse', () => {
       ['O2', 'BYTES', [3n]],
     ]);
     expect(msg.outputs.every((o) => o.contents === undefined)).toBe(true);
-    expect(msg.rawOutputContents.map((r) => Buffer.from(r).toString('hex'))).toEqual([
-      rawOf('FP32').toString('hex'),
-      '',
-      rawOf('BYTES').toString('hex'),
-    ]);
+    expect(msg.rawOutputContents.map((r) => Buffer.from(r).toString('hex'))).toEqual([rawOf('FP32').toString('hex'), '', rawOf('BYTES').toString('hex')]);
     expect(msg.parameters['a']!.parameterChoice).toEqual({ case: 'stringParam', value: 'x' });
     expect(msg.parameters['big']!.parameterChoice).toEqual({ case: 'uint64Param', value: 2n ** 63n });
     expect(msg.parameters['n']!.parameterChoice).toEqual({ case: 'int64Param', value: 5n });
@@ -325,7 +322,13 @@ describe('encodeInferResponse / encodeStreamResponse', () => {
 
   it('handles outputs large enough for multi-byte length prefixes', () => {
     const big = Buffer.alloc(300_000, 7);
-    const r: InferResponse = { modelName: 'm', modelVersion: '1', id: '', outputs: [{ name: 'O', datatype: 'UINT8', shape: [big.length], data: big }], final: true };
+    const r: InferResponse = {
+      modelName: 'm',
+      modelVersion: '1',
+      id: '',
+      outputs: [{ name: 'O', datatype: 'UINT8', shape: [big.length], data: big }],
+      final: true,
+    };
     const msg = fromBinary(ModelInferResponseSchema, encodeInferResponse(r, {}, false));
     expect(Buffer.compare(Buffer.from(msg.rawOutputContents[0]!), big)).toBe(0);
   });
@@ -409,7 +412,13 @@ describe('hand-written ModelInferResponse encoder', () => {
   });
 
   it('refuses an output with a negative dimension (a backend bug) as INTERNAL', () => {
-    const r: InferResponse = { modelName: 'm', modelVersion: '1', id: '', outputs: [{ name: 'o', datatype: 'FP32', shape: [-1], data: Buffer.alloc(0) }], final: true };
+    const r: InferResponse = {
+      modelName: 'm',
+      modelVersion: '1',
+      id: '',
+      outputs: [{ name: 'o', datatype: 'FP32', shape: [-1], data: Buffer.alloc(0) }],
+      final: true,
+    };
     expect(() => encodeInferResponse(r, {}, false)).toThrow(TritonError);
   });
 });

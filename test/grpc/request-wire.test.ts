@@ -16,7 +16,13 @@ function fields(m: ModelInferRequest) {
     modelVersion: m.modelVersion,
     id: m.id,
     parameters: Object.keys(m.parameters),
-    inputs: m.inputs.map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape, parameters: Object.keys(i.parameters), contents: i.contents !== undefined })),
+    inputs: m.inputs.map((i) => ({
+      name: i.name,
+      datatype: i.datatype,
+      shape: i.shape,
+      parameters: Object.keys(i.parameters),
+      contents: i.contents !== undefined,
+    })),
     outputs: m.outputs.map((o) => ({ name: o.name, parameters: Object.keys(o.parameters) })),
     raw: m.rawInputContents.map((r) => Buffer.from(r).toString('hex')),
   };
@@ -28,7 +34,9 @@ const simple = fc.record({
   modelName: text,
   modelVersion: fc.oneof(fc.constant(''), fc.nat({ max: 99 }).map(String)),
   id: text,
-  inputs: fc.array(fc.record({ name: text, datatype: fc.constantFrom('FP32', 'INT64', 'BYTES', 'BOOL'), shape: fc.array(int64, { maxLength: 4 }) }), { maxLength: 4 }),
+  inputs: fc.array(fc.record({ name: text, datatype: fc.constantFrom('FP32', 'INT64', 'BYTES', 'BOOL'), shape: fc.array(int64, { maxLength: 4 }) }), {
+    maxLength: 4,
+  }),
   outputs: fc.array(fc.record({ name: text }), { maxLength: 3 }),
   rawInputContents: fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 4 }),
 });
@@ -47,7 +55,9 @@ describe('hand-written ModelInferRequest reader', () => {
   });
 
   it('gives raw_input_contents as views of the message, not copies', () => {
-    const bytes = Buffer.from(toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, { modelName: 'm', rawInputContents: [new Uint8Array([1, 2, 3])] })));
+    const bytes = Buffer.from(
+      toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, { modelName: 'm', rawInputContents: [new Uint8Array([1, 2, 3])] })),
+    );
     const raw = readSimpleInferRequest(bytes)!.rawInputContents[0]!;
     expect(raw.buffer).toBe(bytes.buffer);
   });
@@ -55,9 +65,14 @@ describe('hand-written ModelInferRequest reader', () => {
   it('leaves parameters, typed contents and unpacked shapes to fromBinary or reads them the same', () => {
     const withParams = create(ModelInferRequestSchema, { modelName: 'm', parameters: { priority: { parameterChoice: { case: 'int64Param', value: 1n } } } });
     expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withParams)))).toBeUndefined();
-    const withContents = create(ModelInferRequestSchema, { modelName: 'm', inputs: [{ name: 'x', datatype: 'FP32', shape: [1n], contents: { fp32Contents: [1] } }] });
+    const withContents = create(ModelInferRequestSchema, {
+      modelName: 'm',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1n], contents: { fp32Contents: [1] } }],
+    });
     expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withContents)))).toBeUndefined();
-    const withOutputParams = create(ModelInferRequestSchema, { outputs: [{ name: 'y', parameters: { classification: { parameterChoice: { case: 'int64Param', value: 2n } } } }] });
+    const withOutputParams = create(ModelInferRequestSchema, {
+      outputs: [{ name: 'y', parameters: { classification: { parameterChoice: { case: 'int64Param', value: 2n } } } }],
+    });
     expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withOutputParams)))).toBeUndefined();
     // shape as separate (unpacked) int64 fields: 0x18 = field 3, varint.
     const input = Buffer.from([0x0a, 0x01, 0x78, 0x18, 0x02, 0x18, 0x7f]);

@@ -409,23 +409,28 @@ describe('gRPC frontend against tritonclient.grpc (protocol layer)', () => {
 
 describe('gRPC frontend lifecycle (grpc-js client)', () => {
   type Unary = (path: string, req: Uint8Array) => Promise<Buffer>;
-  const unary = (client: grpc.Client): Unary => (method, req) =>
-    new Promise((resolve, reject) => {
-      client.makeUnaryRequest(
-        method,
-        (b: Uint8Array) => Buffer.from(b),
-        (b: Buffer) => b,
-        req,
-        (err, res) => (err ? reject(err) : resolve(res!)),
-      );
-    });
+  const unary =
+    (client: grpc.Client): Unary =>
+    (method, req) =>
+      new Promise((resolve, reject) => {
+        client.makeUnaryRequest(
+          method,
+          (b: Uint8Array) => Buffer.from(b),
+          (b: Buffer) => b,
+          req,
+          (err, res) => (err ? reject(err) : resolve(res!)),
+        );
+      });
 
   it('ServerLive answers UNAVAILABLE while exiting, and close() refuses new RPCs', async () => {
     const core = new FakeCore();
     const server = await startGrpcServer(core, { port: 0, address: '127.0.0.1', maxMessageSize: 0 });
     const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
     const call = unary(client);
-    const live = fromBinary(ServerLiveResponseSchema, await call('/inference.GRPCInferenceService/ServerLive', toBinary(ServerLiveRequestSchema, create(ServerLiveRequestSchema))));
+    const live = fromBinary(
+      ServerLiveResponseSchema,
+      await call('/inference.GRPCInferenceService/ServerLive', toBinary(ServerLiveRequestSchema, create(ServerLiveRequestSchema))),
+    );
     expect(live.live).toBe(true);
     core.exiting = true;
     await expect(call('/inference.GRPCInferenceService/ServerLive', new Uint8Array())).rejects.toMatchObject({

@@ -67,10 +67,7 @@ describe('transport against @grpc/grpc-js', () => {
 
   const routes = new Map<string, Route>([
     ['/t.S/Echo', { kind: 'unary', decode: (b) => Buffer.from(b), run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }],
-    [
-      '/t.S/Fail',
-      { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendStatus(new StatusError(GrpcStatus.NOT_FOUND, 'no such thing: ü')) },
-    ],
+    ['/t.S/Fail', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendStatus(new StatusError(GrpcStatus.NOT_FOUND, 'no such thing: ü')) }],
     [
       '/t.S/Never',
       {
@@ -112,7 +109,15 @@ describe('transport against @grpc/grpc-js', () => {
 
   const unary = (method: string, body: Buffer, options: grpc.CallOptions = {}, c = client): Promise<Buffer> =>
     new Promise((resolve, reject) => {
-      c.makeUnaryRequest(method, (b: Buffer) => b, (b: Buffer) => b, body, new grpc.Metadata(), options, (err, res) => (err ? reject(err) : resolve(res!)));
+      c.makeUnaryRequest(
+        method,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        body,
+        new grpc.Metadata(),
+        options,
+        (err, res) => (err ? reject(err) : resolve(res!)),
+      );
     });
 
   it('answers unary calls, small and large', async () => {
@@ -144,7 +149,13 @@ describe('transport against @grpc/grpc-js', () => {
   });
 
   it('tells the handler when the client cancels', async () => {
-    const call = client.makeUnaryRequest('/t.S/Never', (b: Buffer) => b, (b: Buffer) => b, Buffer.from('cancel'), () => {});
+    const call = client.makeUnaryRequest(
+      '/t.S/Never',
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.from('cancel'),
+      () => {},
+    );
     await new Promise((r) => setTimeout(r, 100));
     call.cancel();
     for (let i = 0; i < 50 && !cancelled.includes('cancel'); i++) await new Promise((r) => setTimeout(r, 20));
@@ -160,7 +171,11 @@ describe('transport against @grpc/grpc-js', () => {
   });
 
   it('streams both ways and ends OK after the client half-closes', async () => {
-    const stream = client.makeBidiStreamRequest('/t.S/Chat', (b: Buffer) => b, (b: Buffer) => b.toString());
+    const stream = client.makeBidiStreamRequest(
+      '/t.S/Chat',
+      (b: Buffer) => b,
+      (b: Buffer) => b.toString(),
+    );
     const got: string[] = [];
     stream.on('data', (m: string) => got.push(m));
     const status = new Promise<grpc.StatusObject>((r) => stream.on('status', r));
@@ -182,7 +197,9 @@ describe('transport against raw HTTP/2', () => {
   let session: http2.ClientHttp2Session;
 
   beforeAll(async () => {
-    const routes = new Map<string, Route>([['/t.S/Echo', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }]]);
+    const routes = new Map<string, Route>([
+      ['/t.S/Echo', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }],
+    ]);
     transport = createTransport(routes, { maxMessageBytes: 1 << 16, refuseWith: () => undefined });
     await new Promise<void>((r) => transport.server.listen(0, '127.0.0.1', r));
     session = http2.connect(`http://127.0.0.1:${(transport.server.address() as AddressInfo).port}`);
@@ -193,7 +210,10 @@ describe('transport against raw HTTP/2', () => {
     await transport.close(1000);
   });
 
-  const request = (headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer }> =>
+  const request = (
+    headers: http2.OutgoingHttpHeaders,
+    body: Buffer,
+  ): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer }> =>
     new Promise((resolve, reject) => {
       const req = session.request(headers);
       let h: http2.IncomingHttpHeaders = {};

@@ -94,7 +94,15 @@ describe('JSON data → binary, every datatype', () => {
   });
 
   it('accepts nested (row-major) and flat data alike', () => {
-    const nested = encodeJsonData('x', 'INT32', [[1, 2, 3], [4, 5, 6]], 6);
+    const nested = encodeJsonData(
+      'x',
+      'INT32',
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+      6,
+    );
     const flat = encodeJsonData('x', 'INT32', [1, 2, 3, 4, 5, 6], 6);
     expect(Buffer.compare(nested, flat)).toBe(0);
     const bytes = encodeJsonData('x', 'BYTES', [['a'], ['b']], 2);
@@ -102,8 +110,11 @@ describe('JSON data → binary, every datatype', () => {
   });
 
   it('refuses FP16/BF16 as JSON both ways', () => {
-    expectError(() => encodeJsonData('in', 'FP16', [1], 1), ErrorCode.INVALID_ARG,
-      'receiving FP16 data via JSON is not supported. Please use the binary data format for input in');
+    expectError(
+      () => encodeJsonData('in', 'FP16', [1], 1),
+      ErrorCode.INVALID_ARG,
+      'receiving FP16 data via JSON is not supported. Please use the binary data format for input in',
+    );
     expectError(() => encodeJsonData('in', 'BF16', [1], 1), ErrorCode.INVALID_ARG, /receiving BF16 data via JSON/);
     expectError(() => dataToJsonText('o', 'FP16', Buffer.alloc(2), 1), ErrorCode.INVALID_ARG, /sending FP16 data via JSON/);
   });
@@ -131,8 +142,7 @@ describe('JSON data → binary, every datatype', () => {
   });
 
   it('reports an output whose bytes do not match its shape as INTERNAL', () => {
-    expectError(() => dataToJsonText('o', 'FP32', Buffer.alloc(7), 2), ErrorCode.INTERNAL,
-      "output tensor shape does not match size of output for 'o'");
+    expectError(() => dataToJsonText('o', 'FP32', Buffer.alloc(7), 2), ErrorCode.INTERNAL, "output tensor shape does not match size of output for 'o'");
     expectError(() => dataToJsonText('o', 'BYTES', Buffer.from([5, 0, 0, 0, 1]), 1), ErrorCode.INTERNAL, /does not match/);
   });
 });
@@ -168,7 +178,10 @@ describe('pure JSON body', () => {
       id: 'r1',
       parameters: { priority: 2, timeout: 100, sequence_id: 'abc', sequence_start: true, custom: 'v', n: 1.5, binary_data_output: true },
       inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 2], data: [[1, 2]] }],
-      outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }, { name: 'OUTPUT1', parameters: { classification: 2 } }],
+      outputs: [
+        { name: 'OUTPUT0', parameters: { binary_data: false } },
+        { name: 'OUTPUT1', parameters: { classification: 2 } },
+      ],
     });
     expect(request.id).toBe('r1');
     expect(request.modelName).toBe('m');
@@ -204,19 +217,27 @@ describe('pure JSON body', () => {
     expectError(() => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1] }] }), ErrorCode.INVALID_ARG, `${base} no field is set`);
     expectError(
       () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1], data: [1], parameters: { binary_data_size: 4 } }] }),
-      ErrorCode.INVALID_ARG, `${base} set 'data' 'binary_data_size'`);
+      ErrorCode.INVALID_ARG,
+      `${base} set 'data' 'binary_data_size'`,
+    );
   });
 
   it('refuses shared-memory inputs and outputs (no region can be registered yet)', () => {
     expectError(
       () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4 } }] }),
-      ErrorCode.INVALID_ARG, "Unable to find shared memory region: 'r'");
+      ErrorCode.INVALID_ARG,
+      "Unable to find shared memory region: 'r'",
+    );
     expectError(
       () => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { shared_memory_region: 'r', classification: 1 } }] }),
-      ErrorCode.INVALID_ARG, "Output can't set both 'shared_memory_region' and 'classification'");
+      ErrorCode.INVALID_ARG,
+      "Output can't set both 'shared_memory_region' and 'classification'",
+    );
     expectError(
       () => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { shared_memory_region: 'r', binary_data: true } }] }),
-      ErrorCode.INVALID_ARG, "Output can't set both 'shared_memory_region' and 'binary_data'");
+      ErrorCode.INVALID_ARG,
+      "Output can't set both 'shared_memory_region' and 'binary_data'",
+    );
   });
 
   it('refuses triton_ parameters and wrong parameter types', () => {
@@ -242,8 +263,16 @@ describe('pure JSON body', () => {
     expectError(() => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: 1, data: [1] }] }), ErrorCode.INVALID_ARG, "Unable to parse 'shape'");
     expectError(() => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1], data: 1 }] }), ErrorCode.INVALID_ARG, /Unable to parse 'data'/);
     expectError(() => parseJson({ inputs: [], outputs: {} }), ErrorCode.INVALID_ARG, "Unable to parse 'outputs'");
-    expectError(() => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { binary_data: 1 } }] }), ErrorCode.INVALID_ARG, "Unable to set 'binary_data'");
-    expectError(() => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { classification: -1 } }] }), ErrorCode.INVALID_ARG, "Unable to set 'classification'");
+    expectError(
+      () => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { binary_data: 1 } }] }),
+      ErrorCode.INVALID_ARG,
+      "Unable to set 'binary_data'",
+    );
+    expectError(
+      () => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { classification: -1 } }] }),
+      ErrorCode.INVALID_ARG,
+      "Unable to set 'classification'",
+    );
   });
 
   it('a huge declared shape with little data is a shape error, not an allocation', () => {
@@ -286,17 +315,22 @@ describe('JSON + binary body', () => {
   it('leftover bytes and short bodies are errors', () => {
     const input = { name: 'A', datatype: 'FP32', shape: [2], parameters: { binary_data_size: 8 } };
     const extra = binaryBody({ inputs: [input] }, f32(1, 2), Buffer.from([9]));
-    expectError(() => parseInferRequest(extra.body, Number(extra.header), ANY, 'm', ''), ErrorCode.INVALID_ARG,
-      "unexpected additional input data for model 'm'");
+    expectError(
+      () => parseInferRequest(extra.body, Number(extra.header), ANY, 'm', ''),
+      ErrorCode.INVALID_ARG,
+      "unexpected additional input data for model 'm'",
+    );
     const short = binaryBody({ inputs: [input] }, f32(1));
-    expectError(() => parseInferRequest(short.body, Number(short.header), ANY, 'm', ''), ErrorCode.INVALID_ARG,
-      "unexpected size for input 'A', expecting 4 additional bytes for model 'm'");
+    expectError(
+      () => parseInferRequest(short.body, Number(short.header), ANY, 'm', ''),
+      ErrorCode.INVALID_ARG,
+      "unexpected size for input 'A', expecting 4 additional bytes for model 'm'",
+    );
   });
 
   it('binary_data_size must be an unsigned integer', () => {
     const bad = binaryBody({ inputs: [{ name: 'A', datatype: 'FP32', shape: [1], parameters: { binary_data_size: -4 } }] });
-    expectError(() => parseInferRequest(bad.body, Number(bad.header), ANY, 'm', ''), ErrorCode.INVALID_ARG,
-      "Unable to parse 'binary_data_size'");
+    expectError(() => parseInferRequest(bad.body, Number(bad.header), ANY, 'm', ''), ErrorCode.INVALID_ARG, "Unable to parse 'binary_data_size'");
   });
 
   it('validates Inference-Header-Content-Length', () => {
@@ -341,7 +375,12 @@ describe('raw binary body (header 0)', () => {
 
 describe('response encoding', () => {
   const response = (outputs: InferResponse['outputs'], extra: Partial<InferResponse> = {}): InferResponse => ({
-    modelName: 'm', modelVersion: '3', id: '', outputs, final: true, ...extra,
+    modelName: 'm',
+    modelVersion: '3',
+    id: '',
+    outputs,
+    final: true,
+    ...extra,
   });
   const out0 = { name: 'O0', datatype: 'FP32' as const, shape: [2], data: f32(1, 2) };
   const out1 = { name: 'O1', datatype: 'INT64' as const, shape: [1], data: Buffer.from(new BigInt64Array([2n ** 62n]).buffer) };
@@ -350,7 +389,9 @@ describe('response encoding', () => {
   it('JSON outputs: flat data, no id when empty, parameters when set', () => {
     const enc = encodeInferResponse(response([out0, out1], { parameters: { p: 1n, q: 'x' } }), { defaultBinary: false }, false);
     expect(JSON.parse(enc.json)).toEqual({
-      model_name: 'm', model_version: '3', parameters: { p: 1, q: 'x' },
+      model_name: 'm',
+      model_version: '3',
+      parameters: { p: 1, q: 'x' },
       outputs: [
         { name: 'O0', datatype: 'FP32', shape: [2], data: [1, 2] },
         { name: 'O1', datatype: 'INT64', shape: [1], data: [2 ** 62] },
@@ -372,7 +413,10 @@ describe('response encoding', () => {
   });
 
   it('per-output binary_data overrides binary_data_output; unlisted outputs use the default', () => {
-    const requested = new Map([['O0', { binary: true, classification: 0 }], ['O1', { binary: false, classification: 0 }]]);
+    const requested = new Map([
+      ['O0', { binary: true, classification: 0 }],
+      ['O1', { binary: false, classification: 0 }],
+    ]);
     const enc = encodeInferResponse(response([out0, out1, empty]), { defaultBinary: true, requested }, false);
     const j = JSON.parse(enc.json);
     expect(j.outputs[0].parameters).toEqual({ binary_data_size: 8 });
@@ -450,7 +494,8 @@ describe('routing', () => {
 
 describe('JSON writer', () => {
   it('writes bigints as integers and skips undefined', () => {
-    expect(stringifyJson({ a: 2n ** 64n - 1n, b: [1, 'x', true, null], c: undefined, d: 1e21, e: 0.5 }))
-      .toBe('{"a":18446744073709551615,"b":[1,"x",true,null],"d":1000000000000000000000,"e":0.5}');
+    expect(stringifyJson({ a: 2n ** 64n - 1n, b: [1, 'x', true, null], c: undefined, d: 1e21, e: 0.5 })).toBe(
+      '{"a":18446744073709551615,"b":[1,"x",true,null],"d":1000000000000000000000,"e":0.5}',
+    );
   });
 });

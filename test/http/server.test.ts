@@ -201,7 +201,15 @@ describe('infer', () => {
   const jsonRequest = {
     id: 'abc',
     inputs: [
-      { name: 'INPUT0', datatype: 'FP32', shape: [2, 2], data: [[1, 2], [3, 4.5]] },
+      {
+        name: 'INPUT0',
+        datatype: 'FP32',
+        shape: [2, 2],
+        data: [
+          [1, 2],
+          [3, 4.5],
+        ],
+      },
       { name: 'INPUT1', datatype: 'BYTES', shape: [2], data: ['a', 'héllo'] },
     ],
   };
@@ -212,7 +220,9 @@ describe('infer', () => {
     expect(r.headers['content-type']).toBe('application/json');
     expect(r.headers['inference-header-content-length']).toBeUndefined();
     expect(r.json()).toEqual({
-      id: 'abc', model_name: 'identity', model_version: '1',
+      id: 'abc',
+      model_name: 'identity',
+      model_version: '1',
       outputs: [
         { name: 'OUTPUT0', datatype: 'FP32', shape: [2, 2], data: [1, 2, 3, 4.5] },
         { name: 'OUTPUT1', datatype: 'BYTES', shape: [2], data: ['a', 'héllo'] },
@@ -223,13 +233,15 @@ describe('infer', () => {
   it('binary in, binary out (tritonclient defaults)', async () => {
     const a = f32(1, 2, 3);
     const b = joinBytesElements(['x', 'yz']);
-    const json = Buffer.from(JSON.stringify({
-      parameters: { binary_data_output: true },
-      inputs: [
-        { name: 'INPUT0', datatype: 'FP32', shape: [3], parameters: { binary_data_size: a.length } },
-        { name: 'INPUT1', datatype: 'BYTES', shape: [2], parameters: { binary_data_size: b.length } },
-      ],
-    }));
+    const json = Buffer.from(
+      JSON.stringify({
+        parameters: { binary_data_output: true },
+        inputs: [
+          { name: 'INPUT0', datatype: 'FP32', shape: [3], parameters: { binary_data_size: a.length } },
+          { name: 'INPUT1', datatype: 'BYTES', shape: [2], parameters: { binary_data_size: b.length } },
+        ],
+      }),
+    );
     const released = core.released;
     const r = await call('POST', '/v2/models/identity/infer', Buffer.concat([json, a, b]), {
       'Inference-Header-Content-Length': json.length,
@@ -248,7 +260,12 @@ describe('infer', () => {
 
   it('chunked and multi-chunk request bodies', async () => {
     const a = f32(...Array.from({ length: 50_000 }, (_, i) => i));
-    const json = Buffer.from(JSON.stringify({ parameters: { binary_data_output: true }, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [50_000], parameters: { binary_data_size: a.length } }] }));
+    const json = Buffer.from(
+      JSON.stringify({
+        parameters: { binary_data_output: true },
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [50_000], parameters: { binary_data_size: a.length } }],
+      }),
+    );
     const whole = Buffer.concat([json, a]);
     for (const chunked of [true, false]) {
       const r = await new Promise<{ status: number; body: Buffer; hl: number }>((resolve, reject) => {
@@ -275,7 +292,10 @@ describe('infer', () => {
     expect(r.status).toBe(200);
     const hl = Number(r.headers['inference-header-content-length']);
     expect(JSON.parse(r.body.subarray(0, hl).toString()).outputs[0]).toEqual({
-      name: 'OUTPUT0', datatype: 'FP32', shape: [2], parameters: { binary_data_size: 8 },
+      name: 'OUTPUT0',
+      datatype: 'FP32',
+      shape: [2],
+      parameters: { binary_data_size: 8 },
     });
     expect(Buffer.compare(r.body.subarray(hl), f32(5, 6))).toBe(0);
     expect(core.seen.at(-1)!.inputs[0]!.shape).toEqual([2]);
@@ -289,7 +309,12 @@ describe('infer', () => {
     expect(JSON.parse(gunzipSync(r.body).toString()).id).toBe('abc');
 
     const a = f32(7);
-    const json = Buffer.from(JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } }], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }] }));
+    const json = Buffer.from(
+      JSON.stringify({
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], parameters: { binary_data_size: 4 } }],
+        outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+      }),
+    );
     r = await call('POST', '/v2/models/identity/infer', Buffer.concat([json, a]), {
       'Inference-Header-Content-Length': json.length,
       'Accept-Encoding': 'gzip;q=0.1, deflate;q=0.9',
@@ -337,7 +362,11 @@ describe('infer', () => {
   });
 
   it('passes request parameters through and returns response parameters', async () => {
-    const r = await call('POST', '/v2/models/identity/infer', '{"parameters":{"echo_params":true,"priority":1,"custom":"v","seq":18446744073709551615},"inputs":[]}');
+    const r = await call(
+      'POST',
+      '/v2/models/identity/infer',
+      '{"parameters":{"echo_params":true,"priority":1,"custom":"v","seq":18446744073709551615},"inputs":[]}',
+    );
     expect(r.status).toBe(200);
     expect(r.text).toContain('"parameters":{"priority":1,"custom":"v","seq":18446744073709551615}');
     expect(core.seen.at(-1)!.parameters.seq).toBe(2n ** 64n - 1n);

@@ -84,7 +84,8 @@ async function exchange(
   const chunks: Buffer[] = [];
   let closed = false;
   socket.on('data', (c) => chunks.push(c));
-  const ended = new Promise<void>((resolve) => socket.on('close', () => {
+  const ended = new Promise<void>((resolve) =>
+    socket.on('close', () => {
       closed = true;
       resolve();
     }),
@@ -178,7 +179,9 @@ describe('HTTP/1.1 connection layer', () => {
   });
 
   it('refuses a body over --http-max-input-size and closes', async () => {
-    const { responses, closed } = await exchange([`POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 << 20}\r\n\r\n{`], { waitMs: 600 });
+    const { responses, closed } = await exchange([`POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 << 20}\r\n\r\n{`], {
+      waitMs: 600,
+    });
     expect(responses.map((r) => r.status)).toEqual([400]);
     expect(responses[0]!.body.toString()).toMatch(/exceeds the maximum allowed value/);
     expect(closed).toBe(true);
@@ -210,7 +213,10 @@ describe('HTTP/1.1 connection layer', () => {
   }
 
   it('fails the request, not the server, on a malformed chunk', async () => {
-    const { responses, closed } = await exchange(['POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n'], { waitMs: 600 });
+    const { responses, closed } = await exchange(
+      ['POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n'],
+      { waitMs: 600 },
+    );
     expect(responses.map((r) => r.status)).toEqual([400]);
     expect(responses[0]!.body.toString()).toMatch(/malformed request body/);
     expect(closed).toBe(true);

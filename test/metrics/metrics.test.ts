@@ -78,9 +78,7 @@ describe('Metrics', () => {
     for (const reason of ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER']) {
       expect(value(samples, 'nv_inference_request_failure', { model: 'simple', reason, version: '1' })).toBe('0');
     }
-    expect(samples.find((s) => s.name === 'nv_inference_request_failure')!.labelText).toBe(
-      'model="simple",reason="REJECTED",version="1"',
-    );
+    expect(samples.find((s) => s.name === 'nv_inference_request_failure')!.labelText).toBe('model="simple",reason="REJECTED",version="1"');
     expect(samples.find((s) => s.name === 'nv_inference_count')!.labelText).toBe('model="simple",version="1"');
   });
 

@@ -21,8 +21,17 @@ describe('ring_core.h memory ordering', () => {
       const exe = path.join(dir, 'ring_order_check');
       const build = spawnSync(
         CXX,
-        ['-std=c++17', '-O1', '-g', '-fsanitize=thread', `-I${path.join(ROOT, 'native', 'src')}`,
-          path.join(ROOT, 'test', 'native', 'ring_order_check.cc'), '-o', exe, '-pthread'],
+        [
+          '-std=c++17',
+          '-O1',
+          '-g',
+          '-fsanitize=thread',
+          `-I${path.join(ROOT, 'native', 'src')}`,
+          path.join(ROOT, 'test', 'native', 'ring_order_check.cc'),
+          '-o',
+          exe,
+          '-pthread',
+        ],
         { encoding: 'utf8' },
       );
       expect(build.stderr).toBe('');

@@ -103,7 +103,10 @@ describe('explicit config', () => {
     const x = rowsOf(2, 16, 1);
     const r = await infer(mgr, request('mlp', [f32('INPUT0', [2, 16], x.flat())]));
     expect(r.outputs[0]!.shape).toEqual([2, 8]);
-    expectClose(readF32(r.outputs[0]!), x.flatMap((row) => mlpRef(weights, row)));
+    expectClose(
+      readF32(r.outputs[0]!),
+      x.flatMap((row) => mlpRef(weights, row)),
+    );
   });
 });
 
@@ -154,7 +157,11 @@ describe('auto-complete from the graph', () => {
   });
 
   it('maps INT64, BOOL, STRING and FP16 graph types', async () => {
-    const { mgr, failed } = await load({ int64_bool: { from: 'int64_bool' }, string_identity: { from: 'string_identity' }, fp16_identity: { from: 'fp16_identity' } });
+    const { mgr, failed } = await load({
+      int64_bool: { from: 'int64_bool' },
+      string_identity: { from: 'string_identity' },
+      fp16_identity: { from: 'fp16_identity' },
+    });
     expect(failed).toEqual([]);
     const ib = mgr.resolve('int64_bool', '').configJson() as Record<string, any>;
     expect(ib['input'].map((i: any) => i.data_type)).toEqual(['TYPE_INT64', 'TYPE_INT64', 'TYPE_BOOL']);
@@ -221,7 +228,10 @@ describe('batching', () => {
       expect(r.error).toBeUndefined();
       expect(r.id).toBe(`r${k}`);
       expect(r.outputs[0]!.shape).toEqual([xs[k]!.length, 8]);
-      expectClose(readF32(r.outputs[0]!), xs[k]!.flatMap((row) => mlpRef(weights, row)));
+      expectClose(
+        readF32(r.outputs[0]!),
+        xs[k]!.flatMap((row) => mlpRef(weights, row)),
+      );
     });
     const stats = mgr.resolve('mlp', '').statistics();
     expect(stats.execution_count).toBe(1n);
@@ -240,8 +250,16 @@ describe('batching', () => {
     expect(failed).toEqual([]);
     const inst = [...backend.instances][0]!;
     const before = inst.runCount;
-    const a = request('int64_bool', [i64('A', [1, 3], [1n, 5n, -(2n ** 40n)]), i64('B', [1, 3], [2n, 5n, 1n]), bool('MASK', [1, 3], [true, false, true])], ['SUM']);
-    const b = request('int64_bool', [i64('A', [1, 3], [9n, 0n, 3n]), i64('B', [1, 3], [1n, 1n, 3n]), bool('MASK', [1, 3], [false, false, true])], ['NOT_MASK', 'GT']);
+    const a = request(
+      'int64_bool',
+      [i64('A', [1, 3], [1n, 5n, -(2n ** 40n)]), i64('B', [1, 3], [2n, 5n, 1n]), bool('MASK', [1, 3], [true, false, true])],
+      ['SUM'],
+    );
+    const b = request(
+      'int64_bool',
+      [i64('A', [1, 3], [9n, 0n, 3n]), i64('B', [1, 3], [1n, 1n, 3n]), bool('MASK', [1, 3], [false, false, true])],
+      ['NOT_MASK', 'GT'],
+    );
     const [ra, rb] = await Promise.all([infer(mgr, a), infer(mgr, b)]);
     expect(inst.runCount - before).toBe(1);
     expect(ra.outputs.map((o) => o.name)).toEqual(['SUM']);
@@ -256,7 +274,9 @@ describe('batching', () => {
   });
 
   it('keeps requests with different variable dims in separate runs of one batch (BYTES)', async () => {
-    const { mgr, failed } = await load({ string_identity: { from: 'string_identity', config: 'max_batch_size: 4\ninstance_group [ { kind: KIND_CPU count: 1 } ]' } });
+    const { mgr, failed } = await load({
+      string_identity: { from: 'string_identity', config: 'max_batch_size: 4\ninstance_group [ { kind: KIND_CPU count: 1 } ]' },
+    });
     expect(failed).toEqual([]);
     const { joinBytesElements, splitBytesElements } = await import('../../src/core/tensor.js');
     const s1 = ['héllo', 'wörld'];
@@ -328,7 +348,10 @@ describe('instances', () => {
     expect(failed).toEqual([]);
     const x = rowsOf(3, 16, 9);
     const r = await infer(mgr, request('mlp', [f32('INPUT0', [3, 16], x.flat())]));
-    expectClose(readF32(r.outputs[0]!), x.flatMap((row) => mlpRef(weights, row)));
+    expectClose(
+      readF32(r.outputs[0]!),
+      x.flatMap((row) => mlpRef(weights, row)),
+    );
   });
 
   it('falls back to CPU for KIND_GPU without the CUDA provider, saying why once', async () => {

@@ -24,7 +24,8 @@ beforeAll(async () => {
   models = makeModels();
   weights = loadMlpWeights(models);
   repo = makeRepo(models, { mlp: { from: 'mlp' } });
-  const text = 'name: "mlp"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [16] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [8] } ]\ninstance_group [ { kind: KIND_CPU count: 1 } ]';
+  const text =
+    'name: "mlp"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [16] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [8] } ]\ninstance_group [ { kind: KIND_CPU count: 1 } ]';
   let config = inferBackend(['model.onnx'], parseModelConfigText(text, 'config.pbtxt'));
   config = normalizeModelConfig(config, { modelName: 'mlp', gpuCount: 0, gpus: [] });
   const logger = memoryLogger();

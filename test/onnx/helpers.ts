@@ -105,7 +105,16 @@ export function request(model: string, inputs: Tensor[], outputs?: string[], id 
 /** A pending request as the core would build it, with its responses collected. */
 export function pending(req: InferRequest, batchSize = req.inputs[0]?.shape[0] ?? 1) {
   const responses: InferResponse[] = [];
-  const pr = new PendingRequestImpl(req, batchSize, '', 0, 0, '1', (r) => responses.push(r), () => {});
+  const pr = new PendingRequestImpl(
+    req,
+    batchSize,
+    '',
+    0,
+    0,
+    '1',
+    (r) => responses.push(r),
+    () => {},
+  );
   return { pr, responses };
 }
 
@@ -128,7 +137,12 @@ export interface MlpWeights {
 
 /** The MLP's expected output for one row, in float64 (compare with a tolerance). */
 export function mlpRef(w: MlpWeights, x: number[]): number[] {
-  const h = w.b1.map((b, j) => Math.max(0, x.reduce((s, xi, i) => s + xi * w.w1[i]![j]!, b)));
+  const h = w.b1.map((b, j) =>
+    Math.max(
+      0,
+      x.reduce((s, xi, i) => s + xi * w.w1[i]![j]!, b),
+    ),
+  );
   return w.b2.map((b, k) => h.reduce((s, hj, j) => s + hj * w.w2[j]![k]!, b));
 }
 

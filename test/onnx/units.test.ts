@@ -88,10 +88,15 @@ describe('session settings', () => {
   });
 
   it('reads thread counts and modes from parameters', () => {
-    const p = (kv: Record<string, string>) =>
-      cfg({ parameters: Object.fromEntries(Object.entries(kv).map(([k, v]) => [k, { stringValue: v }])) });
+    const p = (kv: Record<string, string>) => cfg({ parameters: Object.fromEntries(Object.entries(kv).map(([k, v]) => [k, { stringValue: v }])) });
     const s = sessionSettings(p({ intra_op_thread_count: '3', inter_op_thread_count: '2', execution_mode: '1', enable_mem_arena: '0' }), 'cpu', 0);
-    expect(s.options).toMatchObject({ intraOpNumThreads: 3, interOpNumThreads: 2, executionMode: 'parallel', enableCpuMemArena: false, executionProviders: ['cpu'] });
+    expect(s.options).toMatchObject({
+      intraOpNumThreads: 3,
+      interOpNumThreads: 2,
+      executionMode: 'parallel',
+      enableCpuMemArena: false,
+      executionProviders: ['cpu'],
+    });
     expect(() => sessionSettings(p({ intra_op_thread_count: 'many' }), 'cpu', 0)).toThrow(/intra_op_thread_count/);
   });
 
@@ -124,7 +129,10 @@ describe('session settings', () => {
 
 describe('graph auto-complete and checks', () => {
   const batchable: SessionInfo = {
-    inputs: [{ name: 'X', isTensor: true, type: 'float32', shape: [-1, 16] }, { name: 'N', isTensor: true, type: 'int64', shape: [-1] }],
+    inputs: [
+      { name: 'X', isTensor: true, type: 'float32', shape: [-1, 16] },
+      { name: 'N', isTensor: true, type: 'int64', shape: [-1] },
+    ],
     outputs: [{ name: 'Y', isTensor: true, type: 'bool', shape: [-1, 8] }],
   };
 
@@ -160,7 +168,12 @@ describe('graph auto-complete and checks', () => {
     const scalar: SessionInfo = { inputs: [{ name: 'S', isTensor: true, type: 'float32', shape: [] }], outputs: [] };
     const c = cfg({ input: [{ name: 'S', dataType: DataType.TYPE_FP32, dims: [2n] }] });
     expect(() => checkConfigAgainstGraph(c, scalar)).toThrow(/scalar tensor 'S'/);
-    const two = cfg({ input: [{ name: 'S', dataType: DataType.TYPE_FP32, dims: [1n] }, { name: 'T', dataType: DataType.TYPE_FP32, dims: [1n] }] });
+    const two = cfg({
+      input: [
+        { name: 'S', dataType: DataType.TYPE_FP32, dims: [1n] },
+        { name: 'T', dataType: DataType.TYPE_FP32, dims: [1n] },
+      ],
+    });
     expect(() => checkConfigAgainstGraph(two, scalar)).toThrow(/configuration expects 2 inputs, model provides 1/);
   });
 
@@ -172,7 +185,7 @@ describe('graph auto-complete and checks', () => {
 
 describe('onnxBackendOptions', () => {
   const bc = (kv: Record<string, string>) => new Map([['onnxruntime', new Map(Object.entries(kv))]]);
-  it('reads Triton\'s onnxruntime,default-max-batch-size over the global one, and run-in', () => {
+  it("reads Triton's onnxruntime,default-max-batch-size over the global one, and run-in", () => {
     expect(onnxBackendOptions(new Map(), 4, [0])).toMatchObject({ defaultMaxBatchSize: 4, gpus: [0], runIn: 'worker' });
     expect(onnxBackendOptions(bc({ 'default-max-batch-size': '16', 'run-in': 'main' }), 4, [])).toMatchObject({ defaultMaxBatchSize: 16, runIn: 'main' });
   });

@@ -26,13 +26,13 @@ class FakeChannel:
         self.segments = {"n0": bytearray(1 << 20), "s0": bytearray(1 << 20)}
         self._in_pos = 64
         self._out_pos = 0
-        self.blocks = {}      # (segment, offset) -> nbytes of live output blocks
+        self.blocks = {}  # (segment, offset) -> nbytes of live output blocks
         self.inbox = []
         self.sent = []
 
     # --- the Channel API the stub uses ---
     def tensor_view(self, seg, off, nbytes):
-        return memoryview(self.segments[seg])[off:off + nbytes]
+        return memoryview(self.segments[seg])[off : off + nbytes]
 
     def segment_buffer(self, seg):
         return memoryview(self.segments[seg])
@@ -41,7 +41,7 @@ class FakeChannel:
         off = self._out_pos
         self._out_pos += max(nbytes, 1) + 63 & ~63
         self.blocks[("s0", off)] = nbytes
-        return "s0", off, memoryview(self.segments["s0"])[off:off + nbytes]
+        return "s0", off, memoryview(self.segments["s0"])[off : off + nbytes]
 
     def free(self, seg, off):
         del self.blocks[(seg, off)]
@@ -61,15 +61,17 @@ class FakeChannel:
         array = np.asarray(value)
         if array.dtype == np.object_ or array.dtype.kind == "S":
             datatype = "BYTES"
-            data = b"".join(struct.pack("<I", len(x)) + x for x in
-                            (v if isinstance(v, bytes) else str(v).encode() for v in array.reshape(-1).tolist()))
+            data = b"".join(
+                struct.pack("<I", len(x)) + x
+                for x in (v if isinstance(v, bytes) else str(v).encode() for v in array.reshape(-1).tolist())
+            )
         else:
             datatype = datatype or {"f": "FP", "i": "INT", "u": "UINT", "b": "BOOL"}[array.dtype.kind]
             if datatype in ("FP", "INT", "UINT"):
                 datatype += str(array.dtype.itemsize * 8)
             data = array.tobytes()
         off = self._in_pos
-        self.segments["n0"][off:off + len(data)] = data
+        self.segments["n0"][off : off + len(data)] = data
         self._in_pos += len(data) + 63 & ~63
         return [name, datatype, list(array.shape), "n0", off, len(data)]
 
@@ -80,11 +82,13 @@ class FakeChannel:
 
     def read_output(self, desc):
         name, datatype, shape, seg, off, nbytes = desc
-        raw = bytes(self.segments[seg][off:off + nbytes])
+        raw = bytes(self.segments[seg][off : off + nbytes])
         if datatype == "BYTES":
             from triton_python_backend_utils import deserialize_bytes_tensor
+
             return deserialize_bytes_tensor(raw).reshape(shape)
         from tritium_stub.dtypes import FIXED
+
         return np.frombuffer(raw, dtype=FIXED[datatype]).reshape(shape)
 
     def of_type(self, t):
@@ -101,10 +105,16 @@ def channel():
 
 
 def make_request(ch, rid, inputs=None, outs=("OUTPUT0",), params=None, cflag=True, **extra):
-    m = {"rid": rid, "id": extra.pop("id", ""), "corr": extra.pop("corr", 0),
-         "flags": extra.pop("flags", 0), "timeout": extra.pop("timeout", 0),
-         "params": params, "outs": list(outs),
-         "inputs": [ch.put_input(k, v) for k, v in (inputs or {}).items()]}
+    m = {
+        "rid": rid,
+        "id": extra.pop("id", ""),
+        "corr": extra.pop("corr", 0),
+        "flags": extra.pop("flags", 0),
+        "timeout": extra.pop("timeout", 0),
+        "params": params,
+        "outs": list(outs),
+        "inputs": [ch.put_input(k, v) for k, v in (inputs or {}).items()],
+    }
     if cflag:
         m["cflag"] = ch.cancel_word()
     m.update(extra)
@@ -157,18 +167,26 @@ class StubHarness:
         self._batch = 0
         self._rid = 0
 
-    def load(self, source, outputs=("OUTPUT0",), decoupled=False, name="m_0", log_verbose=0,
-             **write_kwargs):
+    def load(self, source, outputs=("OUTPUT0",), decoupled=False, name="m_0", log_verbose=0, **write_kwargs):
         from tritium_stub.runtime import Runtime
+
         path = self.write("m", source, **write_kwargs)
-        config = {"name": "m", "max_batch_size": 0,
-                  "output": [{"name": o, "data_type": "TYPE_FP32", "dims": [-1]} for o in outputs]}
+        config = {
+            "name": "m",
+            "max_batch_size": 0,
+            "output": [{"name": o, "data_type": "TYPE_FP32", "dims": [-1]} for o in outputs],
+        }
         if decoupled:
             config["model_transaction_policy"] = {"decoupled": True}
-        self.args = {"model_config": json.dumps(config), "model_instance_kind": "CPU",
-                     "model_instance_name": name, "model_instance_device_id": "0",
-                     "model_repository": os.path.dirname(os.path.dirname(path)),
-                     "model_version": "1", "model_name": "m"}
+        self.args = {
+            "model_config": json.dumps(config),
+            "model_instance_kind": "CPU",
+            "model_instance_name": name,
+            "model_instance_device_id": "0",
+            "model_repository": os.path.dirname(os.path.dirname(path)),
+            "model_version": "1",
+            "model_name": "m",
+        }
         self.rt = Runtime(path, name, "instance", log_verbose, self.ch)
         self.rt._init(self.args)
         return self.ch.sent[-1]

@@ -31,8 +31,9 @@ class NodeEmulator:
         self.arena_pos = HEADER + 2 * ring_capacity
         self.mm[0:8] = ipc.MAGIC
         struct.pack_into("<II", self.mm, 8, ipc.LAYOUT_VERSION, HEADER)
-        struct.pack_into("<QQQQQ", self.mm, 16, ring_capacity, self.a_data, self.b_data,
-                         self.arena_pos, size - self.arena_pos)
+        struct.pack_into(
+            "<QQQQQ", self.mm, 16, ring_capacity, self.a_data, self.b_data, self.arena_pos, size - self.arena_pos
+        )
         self._anchor = ctypes.c_char.from_buffer(self.mm)
         self._addr = ctypes.addressof(self._anchor)
         self.a_tail = 0
@@ -53,7 +54,7 @@ class NodeEmulator:
             self.a_tail += self.cap - pos
             pos = 0
         struct.pack_into("<I", self.mm, self.a_data + pos, len(data))
-        self.mm[self.a_data + pos + 4:self.a_data + pos + 4 + len(data)] = data
+        self.mm[self.a_data + pos + 4 : self.a_data + pos + 4 + len(data)] = data
         self.a_tail += need
         self._u64(ipc.RING_A[1], self.a_tail)
         db = ipc.RING_A[2]
@@ -74,7 +75,7 @@ class NodeEmulator:
                     continue
                 assert not word & ipc.FRAG_MORE, "fragmented records are not needed in tests"
                 start = self.b_data + pos + 4
-                msg = msgpack.unpackb(self.mm[start:start + word], raw=False)
+                msg = msgpack.unpackb(self.mm[start : start + word], raw=False)
                 self.b_head += (4 + word + 7) & ~7
                 self._u64(ipc.RING_B[0], self.b_head)
                 return msg
@@ -95,7 +96,7 @@ class NodeEmulator:
 
     def put_input(self, name, datatype, shape, data):
         off = (self.arena_pos + 63) & ~63
-        self.mm[off:off + len(data)] = data
+        self.mm[off : off + len(data)] = data
         self.arena_pos = off + len(data)
         return [name, datatype, shape, "n0", off, len(data)]
 
@@ -106,7 +107,7 @@ class NodeEmulator:
             fd = os.open(f"/dev/shm/{self.region}.{seg}", os.O_RDWR)
             mm = self.outputs[seg] = mmap.mmap(fd, os.fstat(fd).st_size)
             os.close(fd)
-        return bytes(mm[off:off + nbytes])
+        return bytes(mm[off : off + nbytes])
 
     def close(self):
         del self._anchor

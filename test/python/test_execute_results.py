@@ -37,8 +37,10 @@ class TritonPythonModel:
 
 def test_responses_are_pruned_to_requested_outputs(stub):
     assert stub.load(ECHO, outputs=("OUTPUT0", "OUTPUT1")) == {"t": "init_ok"}
-    done = stub.exec(stub.request({"IN": np.arange(3, dtype=np.float32)}, outs=["OUTPUT0"]),
-                     stub.request({"IN": np.ones(2, dtype=np.float32)}, outs=["OUTPUT0", "OUTPUT1"]))
+    done = stub.exec(
+        stub.request({"IN": np.arange(3, dtype=np.float32)}, outs=["OUTPUT0"]),
+        stub.request({"IN": np.ones(2, dtype=np.float32)}, outs=["OUTPUT0", "OUTPUT1"]),
+    )
     assert "err" not in done
     first, second = done["resps"]
     assert [d[0] for d in first["outs"]] == ["OUTPUT0"]
@@ -57,12 +59,18 @@ def test_release_frees_output_blocks(stub):
 
 
 def test_error_response_none_slot_and_parameters(stub):
-    stub.load(returning(
-        "[pb_utils.InferenceResponse(error=pb_utils.TritonError('bad', pb_utils.TritonError.INVALID_ARG)),"
-        " None, pb_utils.InferenceResponse(parameters={'p': 1, 'q': 'x', 'b': True})]"))
+    stub.load(
+        returning(
+            "[pb_utils.InferenceResponse(error=pb_utils.TritonError('bad', pb_utils.TritonError.INVALID_ARG)),"
+            " None, pb_utils.InferenceResponse(parameters={'p': 1, 'q': 'x', 'b': True})]"
+        )
+    )
     done = stub.exec(stub.request(), stub.request(), stub.request())
-    assert done["resps"] == [{"outs": [], "err": [3, "bad"]}, None,
-                             {"outs": [], "params": '{"p": 1, "q": "x", "b": true}'}]
+    assert done["resps"] == [
+        {"outs": [], "err": [3, "bad"]},
+        None,
+        {"outs": [], "params": '{"p": 1, "q": "x", "b": true}'},
+    ]
 
 
 def test_returning_none_answers_nothing(stub):
@@ -107,15 +115,23 @@ def test_non_decoupled_sender_answers_after_execute_returned(stub, returned):
     stub.rt.model.go.set()
     stub.rt.model.thread.join()
     assert [(m["rid"], m["flags"], m["resp"]) for m in stub.ch.of_type("send")] == [
-        (1, 1, {"outs": [], "params": '{"late": true}'})]
+        (1, 1, {"outs": [], "params": '{"late": true}'})
+    ]
 
 
 def test_non_decoupled_request_dropped_without_final_is_closed_with_an_error(stub):
     stub.load(LATE_SENDER.replace("RETURN", "None"))
     stub.exec(stub.request())  # no send, sender not kept: dropped when execute's batch ends
     assert [(m["rid"], m["flags"], m["resp"]) for m in stub.ch.of_type("send")] == [
-        (1, 1, {"outs": [], "err": [1, "Python model 'm_0' released the request without "
-                                       "sending a response with the FINAL flag."]})]
+        (
+            1,
+            1,
+            {
+                "outs": [],
+                "err": [1, "Python model 'm_0' released the request without sending a response with the FINAL flag."],
+            },
+        )
+    ]
 
 
 def test_non_decoupled_kept_sender_closes_when_dropped(stub):
@@ -125,23 +141,35 @@ def test_non_decoupled_kept_sender_closes_when_dropped(stub):
     assert [m["flags"] for m in stub.ch.of_type("send")] == [0]
     stub.rt.model.kept.clear()
     # The held response is delivered by a flags-only FINAL; the silent request gets the error.
-    sends = sorted(((m["rid"], m["flags"], m["resp"]) for m in stub.ch.of_type("send")[1:]),
-                   key=lambda s: s[0])
-    assert sends == [(1, 1, None), (2, 1, {"outs": [], "err": [
-        1, "Python model 'm_0' released the request without sending a response with the "
-           "FINAL flag."]})]
+    sends = sorted(((m["rid"], m["flags"], m["resp"]) for m in stub.ch.of_type("send")[1:]), key=lambda s: s[0])
+    assert sends == [
+        (1, 1, None),
+        (
+            2,
+            1,
+            {
+                "outs": [],
+                "err": [1, "Python model 'm_0' released the request without sending a response with the FINAL flag."],
+            },
+        ),
+    ]
 
 
-@pytest.mark.parametrize("expr, text", [
-    ("(pb_utils.InferenceResponse(),)",
-     "Expected a list in the execute return, found type '<class 'tuple'>'."),
-    ("[pb_utils.InferenceResponse()] * 3",
-     "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
-     "InferenceRequest(s) size is:2, and InferenceResponse(s) size is:3\n"),
-    ("[pb_utils.InferenceResponse(), 'x']",
-     "Expected an 'InferenceResponse' object in the execute function return list, found type "
-     "'<class 'str'>'."),
-])
+@pytest.mark.parametrize(
+    "expr, text",
+    [
+        ("(pb_utils.InferenceResponse(),)", "Expected a list in the execute return, found type '<class 'tuple'>'."),
+        (
+            "[pb_utils.InferenceResponse()] * 3",
+            "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
+            "InferenceRequest(s) size is:2, and InferenceResponse(s) size is:3\n",
+        ),
+        (
+            "[pb_utils.InferenceResponse(), 'x']",
+            "Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'str'>'.",
+        ),
+    ],
+)
 def test_bad_return_values_fail_the_batch(stub, expr, text):
     stub.load(returning(expr))
     done = stub.exec(stub.request(), stub.request())
@@ -163,9 +191,11 @@ class TritonPythonModel:
 """)
     assert stub.exec(stub.request())["resched"] == [0]
     done = stub.exec(stub.request(params='{"keep": true}'))
-    assert done["err"] == PREFIX + ("Expected a None object in the execute function return list "
-                                    "for reschduled request, found type "
-                                    "'<class 'c_python_backend_utils.InferenceResponse'>'.")
+    assert done["err"] == PREFIX + (
+        "Expected a None object in the execute function return list "
+        "for reschduled request, found type "
+        "'<class 'c_python_backend_utils.InferenceResponse'>'."
+    )
     assert "resched" not in done
 
 
@@ -181,8 +211,7 @@ class TritonPythonModel:
     done = stub.exec(stub.request(), stub.request())
     assert [m["rid"] for m in stub.ch.of_type("send")] == [1]
     # Triton 2.51 checks the non-decoupled rule before the closed state (compared on it).
-    assert done["err"] == PREFIX + ("Unable to send response. Non-decoupled model cannot send "
-                                    "more than one response.")
+    assert done["err"] == PREFIX + ("Unable to send response. Non-decoupled model cannot send more than one response.")
 
 
 def test_sender_response_with_none_in_the_list(stub):
@@ -198,7 +227,9 @@ class TritonPythonModel:
     done = stub.exec(stub.request(), stub.request())
     assert done["resps"] == [None, None]
     assert [(m["rid"], m["flags"], m["resp"]) for m in stub.ch.of_type("send")] == [
-        (1, 1, {"outs": []}), (2, 1, {"outs": []})]
+        (1, 1, {"outs": []}),
+        (2, 1, {"outs": []}),
+    ]
 
 
 def test_raising_execute(stub):
@@ -217,8 +248,9 @@ class TritonPythonModel:
 """)
     done = stub.exec(stub.request())
     model_file = STATE.model_file
-    assert done["err"] == (PREFIX + "ValueError: boom\n\nAt:\n"
-                           f"  {model_file}(5): helper\n  {model_file}(11): execute\n")
+    assert done["err"] == (
+        PREFIX + f"ValueError: boom\n\nAt:\n  {model_file}(5): helper\n  {model_file}(11): execute\n"
+    )
     # Node closes every request of a failed batch: the stub's senders are closed too.
     with pytest.raises(Exception, match="Response sender has been closed."):
         stub.rt.model.sender.send(pb_utils.InferenceResponse(), flags=1)
@@ -229,8 +261,7 @@ class TritonPythonModel:
 def test_missing_execute(stub):
     stub.load("class TritonPythonModel:\n    pass\n")
     done = stub.exec(stub.request())
-    assert done["err"] == PREFIX + (f"Python model {STATE.model_file} "
-                                    "does not implement `execute` method.")
+    assert done["err"] == PREFIX + (f"Python model {STATE.model_file} does not implement `execute` method.")
 
 
 def test_async_execute_is_awaited(stub):
@@ -276,17 +307,18 @@ def test_decoupled_streams_through_senders(stub):
 
 
 def test_decoupled_must_return_none(stub):
-    stub.load(DECOUPLED.replace("s.send(flags=FINAL)", "pass").replace("RETURN", "[]"),
-              decoupled=True)
+    stub.load(DECOUPLED.replace("s.send(flags=FINAL)", "pass").replace("RETURN", "[]"), decoupled=True)
     done = stub.exec(stub.request())
-    assert done["err"] == PREFIX + ("Python model 'm_0' is using the decoupled mode and the "
-                                    "execute function must return None.")
+    assert done["err"] == PREFIX + (
+        "Python model 'm_0' is using the decoupled mode and the execute function must return None."
+    )
     with pytest.raises(Exception, match="^Unable to send response. Response sender has been closed.$"):
         stub.rt.model.senders[0].send(flags=1)
 
 
 def test_decoupled_async_execute_runs_in_background(stub):
-    stub.load("""
+    stub.load(
+        """
 import asyncio
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
@@ -296,7 +328,9 @@ class TritonPythonModel:
             requests[0].get_response_sender().send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         else:
             raise RuntimeError("async failure")
-""", decoupled=True)
+""",
+        decoupled=True,
+    )
     assert stub.exec(stub.request())["resps"] == [None]
     assert stub.exec(stub.request(params='{"x": 1}'))["resps"] == [None]
     deadline = time.time() + 2
@@ -308,10 +342,10 @@ class TritonPythonModel:
 
 
 def test_dropped_decoupled_request_is_closed_with_an_error(stub):
-    stub.load("class TritonPythonModel:\n    def execute(self, requests):\n        return None\n",
-              decoupled=True)
+    stub.load("class TritonPythonModel:\n    def execute(self, requests):\n        return None\n", decoupled=True)
     stub.exec(stub.request())
     import gc
+
     gc.collect()
     sends = stub.ch.of_type("send")
     assert len(sends) == 1 and sends[0]["flags"] == 1 and sends[0]["resp"]["err"][0] == 1

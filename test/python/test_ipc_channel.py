@@ -32,7 +32,7 @@ def push_fragmented(node, msg, piece):
     """Ring A records of at most `piece` bytes with the FRAG_MORE bit, like Node's writer."""
     data = msgpack.packb(msg, use_bin_type=True)
     for start in range(0, len(data), piece):
-        chunk = data[start:start + piece]
+        chunk = data[start : start + piece]
         more = start + piece < len(data)
         need = (4 + len(chunk) + 7) & ~7
         deadline = time.monotonic() + 5
@@ -45,7 +45,7 @@ def push_fragmented(node, msg, piece):
             node.a_tail += node.cap - pos
             pos = 0
         struct.pack_into("<I", node.mm, node.a_data + pos, len(chunk) | (ipc.FRAG_MORE if more else 0))
-        node.mm[node.a_data + pos + 4:node.a_data + pos + 4 + len(chunk)] = chunk
+        node.mm[node.a_data + pos + 4 : node.a_data + pos + 4 + len(chunk)] = chunk
         node.a_tail += need
         node._u64(ipc.RING_A[1], node.a_tail)
 
@@ -164,6 +164,7 @@ def test_wait_policy_spins_only_after_recent_hits():
 
 # ---- which path: the fallback decision ------------------------------------------------------
 
+
 def test_env_forces_pure_python(monkeypatch):
     monkeypatch.setenv(ipc.NATIVE_ENV, "0")
     module, why = ipc.load_native()
@@ -180,6 +181,7 @@ def test_missing_module_falls_back(monkeypatch, tmp_path):
 def test_unloadable_module_falls_back(monkeypatch, tmp_path):
     # A file built for another ABI, or simply broken: import fails, the stub goes on in Python.
     import importlib.machinery
+
     (tmp_path / ("_tritium_ipc" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(b"not an ELF")
     monkeypatch.delenv(ipc.NATIVE_ENV, raising=False)
     monkeypatch.setenv(ipc.NATIVE_DIR_ENV, str(tmp_path))
@@ -244,6 +246,7 @@ def test_native_path_does_not_depend_on_the_machine_check():
 def test_native_link_survives_random_garbage_in_ring_a():
     """Hostile ring contents: every outcome is a message, None, or RuntimeError, never a crash."""
     import random
+
     rng = random.Random(1234)
     cap = 4096
     for _ in range(300):
@@ -255,11 +258,20 @@ def test_native_link_survives_random_garbage_in_ring_a():
         struct.pack_into("<Q", buf, ipc.RING_A[0], head)
         link = NATIVE.Link(buf, spin_mode="never")
         for pos in range(0, cap, 8):
-            struct.pack_into("<I", buf, 4096 + pos, rng.choice(
-                [rng.randrange(0, 64), rng.randrange(0, 1 << 32), ipc.WRAP_MARKER,
-                 ipc.FRAG_MORE | rng.randrange(0, 64)]))
-        struct.pack_into("<Q", buf, ipc.RING_A[1], head + rng.choice(
-            [8, 64, cap, cap + 8, rng.randrange(0, 1 << 40)]))
+            struct.pack_into(
+                "<I",
+                buf,
+                4096 + pos,
+                rng.choice(
+                    [
+                        rng.randrange(0, 64),
+                        rng.randrange(0, 1 << 32),
+                        ipc.WRAP_MARKER,
+                        ipc.FRAG_MORE | rng.randrange(0, 64),
+                    ]
+                ),
+            )
+        struct.pack_into("<Q", buf, ipc.RING_A[1], head + rng.choice([8, 64, cap, cap + 8, rng.randrange(0, 1 << 40)]))
         for _ in range(5):
             try:
                 if link.recv(timeout=0) is None:

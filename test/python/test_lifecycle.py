@@ -30,8 +30,10 @@ class TritonPythonModel:
     def initialize(self, args):
         lorem_ipsum
 """)
-    assert reply == {"t": "init_err", "msg": "NameError: name 'lorem_ipsum' is not defined\n\nAt:\n"
-                                              f"  {STATE.model_file}(4): initialize\n"}
+    assert reply == {
+        "t": "init_err",
+        "msg": f"NameError: name 'lorem_ipsum' is not defined\n\nAt:\n  {STATE.model_file}(4): initialize\n",
+    }
     assert not STATE.initialized
 
 
@@ -95,36 +97,52 @@ def test_autocomplete_without_method_echoes_config(channel, model_repo, fresh_st
 
 
 def test_autocomplete_must_return_model_config(channel, model_repo, fresh_state):
-    reply = _autocomplete(channel, model_repo, """
+    reply = _autocomplete(
+        channel,
+        model_repo,
+        """
 class TritonPythonModel:
     @staticmethod
     def auto_complete_config(config):
         return None
-""", BASE)
-    assert reply == {"t": "autocomplete_err", "msg": "auto_complete_config function in model 'ac' "
-                                                     "must return a valid pb.ModelConfig object."}
+""",
+        BASE,
+    )
+    assert reply == {
+        "t": "autocomplete_err",
+        "msg": "auto_complete_config function in model 'ac' must return a valid pb.ModelConfig object.",
+    }
 
 
 def test_autocomplete_value_error(channel, model_repo, fresh_state):
-    reply = _autocomplete(channel, model_repo, """
+    reply = _autocomplete(
+        channel,
+        model_repo,
+        """
 class TritonPythonModel:
     @staticmethod
     def auto_complete_config(config):
         config.set_max_batch_size(-1)
         return config
-""", dict(BASE, max_batch_size=4))
+""",
+        dict(BASE, max_batch_size=4),
+    )
     assert reply["t"] == "autocomplete_err"
-    assert reply["msg"].startswith("ValueError: configuration specified max_batch_size 4, but in "
-                                   "auto-complete-config function for model 'ac' specified "
-                                   "max_batch_size -1\n\nAt:\n")
+    assert reply["msg"].startswith(
+        "ValueError: configuration specified max_batch_size 4, but in "
+        "auto-complete-config function for model 'ac' specified "
+        "max_batch_size -1\n\nAt:\n"
+    )
 
 
 # --- the example repository ----------------------------------------------------------------
 
+
 def load_example(stub, name, outputs):
     src_dir = os.path.join(REPO, name, "1")
-    extra = {f: open(os.path.join(src_dir, f)).read() for f in os.listdir(src_dir)
-             if f.endswith(".py") and f != "model.py"}
+    extra = {
+        f: open(os.path.join(src_dir, f)).read() for f in os.listdir(src_dir) if f.endswith(".py") and f != "model.py"
+    }
     with open(os.path.join(src_dir, "model.py")) as f:
         assert stub.load(f.read(), outputs=outputs, extra_files=extra) == {"t": "init_ok"}
 
@@ -148,13 +166,15 @@ def test_example_string_identity(stub):
 
 def test_example_error_model(stub):
     load_example(stub, "error_model", ("OUTPUT0",))
-    done = stub.exec(stub.request({"INPUT0": np.array([-1], np.int32)}),
-                     stub.request({"INPUT0": np.array([5], np.int32)}))
+    done = stub.exec(
+        stub.request({"INPUT0": np.array([-1], np.int32)}), stub.request({"INPUT0": np.array([5], np.int32)})
+    )
     assert done["resps"][0] == {"outs": [], "err": [3, "INPUT0 must not be negative"]}
     assert stub.ch.read_output(done["resps"][1]["outs"][0]).tolist() == [5]
     done = stub.exec(stub.request({"INPUT0": np.array([1], np.int32)}, params='{"raise": true}'))
-    assert done["err"].startswith("Failed to process the request(s) for model 'm_0', message: "
-                                  "TritonModelException: Intentional Error\n\nAt:\n")
+    assert done["err"].startswith(
+        "Failed to process the request(s) for model 'm_0', message: TritonModelException: Intentional Error\n\nAt:\n"
+    )
 
 
 def test_example_multi_file(stub):

@@ -22,7 +22,12 @@ def test_levels_and_caller_location(channel, fresh_state):
     L.log("default level")
     records = channel.of_type("log")
     assert [(r["level"], r["msg"]) for r in records] == [
-        ("INFO", "i"), ("WARNING", "w"), ("ERROR", "e"), ("WARNING", "x"), ("INFO", "default level")]
+        ("INFO", "i"),
+        ("WARNING", "w"),
+        ("ERROR", "e"),
+        ("WARNING", "x"),
+        ("INFO", "default level"),
+    ]
     assert {r["file"] for r in records} == {"test_logger.py"}
     assert records[1]["line"] == records[0]["line"] + 1
 
@@ -67,19 +72,24 @@ def test_python_logging_without_handlers_reaches_node(channel, fresh_state):
     finally:
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
-    assert _logs(channel) == [("WARNING", "my.model: careful now", "test_logger.py"),
-                              ("VERBOSE", "my.model: fine detail 2", "test_logger.py"),
-                              ("ERROR", "my.model: bad", "test_logger.py")]
+    assert _logs(channel) == [
+        ("WARNING", "my.model: careful now", "test_logger.py"),
+        ("VERBOSE", "my.model: fine detail 2", "test_logger.py"),
+        ("ERROR", "my.model: bad", "test_logger.py"),
+    ]
 
 
 def test_uncaught_thread_exception_is_logged(channel, monkeypatch):
     from tritium_stub import logging_bridge
+
     monkeypatch.setattr(threading, "excepthook", logging_bridge._thread_excepthook)  # pytest hooks it too
+
     def work():
         raise KeyError("lost")
+
     t = threading.Thread(target=work, name="worker-1")
     t.start()
     t.join()
-    (level, msg, file), = _logs(channel)
+    ((level, msg, file),) = _logs(channel)
     assert level == "ERROR" and file == "test_logger.py"
     assert msg.startswith("Exception in thread worker-1:\nTraceback") and "KeyError: 'lost'" in msg

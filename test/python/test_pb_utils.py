@@ -9,10 +9,22 @@ import triton_python_backend_utils as pb_utils
 
 
 def test_injected_names_are_attached():
-    for name in ("TritonError", "TritonModelException", "Tensor", "InferenceRequest",
-                 "InferenceResponse", "Logger", "PreferredMemory", "TRITONSERVER_MEMORY_GPU",
-                 "TRITONSERVER_MEMORY_CPU", "MetricFamily", "load_model", "unload_model",
-                 "is_model_ready", "get_model_dir"):
+    for name in (
+        "TritonError",
+        "TritonModelException",
+        "Tensor",
+        "InferenceRequest",
+        "InferenceResponse",
+        "Logger",
+        "PreferredMemory",
+        "TRITONSERVER_MEMORY_GPU",
+        "TRITONSERVER_MEMORY_CPU",
+        "MetricFamily",
+        "load_model",
+        "unload_model",
+        "is_model_ready",
+        "get_model_dir",
+    ):
         assert hasattr(pb_utils, name), name
 
 
@@ -46,8 +58,7 @@ def test_config_lookups_and_decoupled():
     assert pb_utils.get_output_config_by_name(cfg, "X") is None
     assert pb_utils.get_input_config_by_name({}, "A") is None
     assert pb_utils.using_decoupled_model_transaction_policy({}) is False
-    assert pb_utils.using_decoupled_model_transaction_policy(
-        {"model_transaction_policy": {"decoupled": True}}) is True
+    assert pb_utils.using_decoupled_model_transaction_policy({"model_transaction_policy": {"decoupled": True}}) is True
 
 
 def test_serialize_round_trip():
@@ -71,45 +82,52 @@ def test_model_config_batch_size_and_scheduler():
     cfg = _config()
     with pytest.raises(ValueError) as e:
         cfg.set_max_batch_size(2)
-    assert str(e.value) == ("configuration specified max_batch_size 4, but in auto-complete-config "
-                            "function for model 'm' specified max_batch_size 2")
+    assert str(e.value) == (
+        "configuration specified max_batch_size 4, but in auto-complete-config "
+        "function for model 'm' specified max_batch_size 2"
+    )
     cfg.set_max_batch_size(8)
     assert cfg.as_dict()["max_batch_size"] == 8
     cfg.set_dynamic_batching()
     assert cfg.as_dict()["dynamic_batching"] == {}
     with pytest.raises(ValueError) as e:
         _config(sequence_batching={}).set_dynamic_batching()
-    assert str(e.value) == ("Configuration specified scheduling_choice as 'sequence_batching', but "
-                            "auto-complete-config function for model 'm' tries to set "
-                            "scheduling_choice as 'dynamic_batching'")
+    assert str(e.value) == (
+        "Configuration specified scheduling_choice as 'sequence_batching', but "
+        "auto-complete-config function for model 'm' tries to set "
+        "scheduling_choice as 'dynamic_batching'"
+    )
 
 
 def test_model_config_add_input_errors():
     cfg = _config(input=[{"name": "A", "data_type": "TYPE_FP32", "dims": [4], "optional": False}])
     with pytest.raises(ValueError) as e:
         cfg.add_input({"name": "X", "data_type": "TYPE_FP32", "dims": [1], "format": 1})
-    assert str(e.value) == ("input 'X' in auto-complete-config function for model 'm' contains "
-                            "property other than 'name', 'data_type', 'dims' and 'optional'.")
+    assert str(e.value) == (
+        "input 'X' in auto-complete-config function for model 'm' contains "
+        "property other than 'name', 'data_type', 'dims' and 'optional'."
+    )
     with pytest.raises(ValueError) as e:
         cfg.add_input({"data_type": "TYPE_FP32", "dims": [1]})
-    assert str(e.value) == ("input in auto-complete-config function for model 'm' is missing "
-                            "'name' property.")
+    assert str(e.value) == ("input in auto-complete-config function for model 'm' is missing 'name' property.")
     with pytest.raises(ValueError) as e:
         cfg.add_input({"name": "X", "dims": [1]})
-    assert str(e.value) == ("input 'X' in auto-complete-config function for model 'm' is missing "
-                            "'data_type' property.")
+    assert str(e.value) == ("input 'X' in auto-complete-config function for model 'm' is missing 'data_type' property.")
     with pytest.raises(ValueError) as e:
         cfg.add_input({"name": "A", "data_type": "TYPE_INT32", "dims": [4]})
-    assert str(e.value) == ("unable to load model 'm', configuration expects datatype TYPE_FP32 "
-                            "for input 'A', model provides TYPE_INT32")
+    assert str(e.value) == (
+        "unable to load model 'm', configuration expects datatype TYPE_FP32 for input 'A', model provides TYPE_INT32"
+    )
     with pytest.raises(ValueError) as e:
         cfg.add_input({"name": "A", "data_type": "TYPE_FP32", "dims": [5]})
-    assert str(e.value) == ("model 'm', tensor 'A': the model expects dims [5] but the model "
-                            "configuration specifies dims [4]")
+    assert str(e.value) == (
+        "model 'm', tensor 'A': the model expects dims [5] but the model configuration specifies dims [4]"
+    )
     with pytest.raises(ValueError) as e:
         cfg.add_input({"name": "A", "data_type": "TYPE_FP32", "dims": [4], "optional": True})
-    assert str(e.value) == ("model 'm', tensor 'A': the model expects optional True but the model "
-                            "configuration specifies optional False")
+    assert str(e.value) == (
+        "model 'm', tensor 'A': the model expects optional True but the model configuration specifies optional False"
+    )
     cfg.add_input({"name": "B", "data_type": "TYPE_FP32", "dims": [2]})
     assert [i["name"] for i in cfg.as_dict()["input"]] == ["A", "B"]
 
@@ -120,12 +138,15 @@ def test_model_config_fills_existing_entries():
     assert cfg.as_dict()["output"] == [{"name": "O", "data_type": "TYPE_FP32", "dims": [3]}]
     with pytest.raises(ValueError) as e:
         cfg.add_output({"name": "P", "data_type": "TYPE_FP32", "dims": [3], "optional": True})
-    assert str(e.value) == ("output 'P' in auto-complete-config function for model 'm' contains "
-                            "property other than 'name', 'data_type' and 'dims'.")
+    assert str(e.value) == (
+        "output 'P' in auto-complete-config function for model 'm' contains "
+        "property other than 'name', 'data_type' and 'dims'."
+    )
     with pytest.raises(ValueError) as e:
         cfg.add_output({"name": "O", "data_type": "TYPE_INT8", "dims": [3]})
-    assert str(e.value) == ("unable to load model 'm', configuration expects datatype TYPE_FP32 "
-                            "for output 'O', model provides TYPE_INT8")
+    assert str(e.value) == (
+        "unable to load model 'm', configuration expects datatype TYPE_FP32 for output 'O', model provides TYPE_INT8"
+    )
 
 
 def test_model_config_transaction_policy():
@@ -134,9 +155,12 @@ def test_model_config_transaction_policy():
     assert cfg.as_dict()["model_transaction_policy"] == {"decoupled": True}
     with pytest.raises(ValueError) as e:
         cfg.set_model_transaction_policy({"decoupled": False})
-    assert str(e.value) == ("trying to change decoupled property in auto-complete-config for "
-                            "model 'm', which is already set to 'True'.")
+    assert str(e.value) == (
+        "trying to change decoupled property in auto-complete-config for model 'm', which is already set to 'True'."
+    )
     with pytest.raises(ValueError) as e:
         cfg.set_model_transaction_policy({"streaming": True})
-    assert str(e.value) == ("model transaction property in auto-complete-config function for "
-                            "model 'm' contains property other than 'decoupled'.")
+    assert str(e.value) == (
+        "model transaction property in auto-complete-config function for "
+        "model 'm' contains property other than 'decoupled'."
+    )

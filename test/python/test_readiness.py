@@ -47,6 +47,7 @@ def live_async_loop():
     # An earlier test's finalize stopped the stub's asyncio loop (a real stub exits then); an
     # async is_ready() needs a running one.
     from tritium_stub import async_loop
+
     if async_loop._loop is not None and not async_loop._loop.is_running():
         async_loop._loop = None
     yield
@@ -67,18 +68,24 @@ def pipe():
 def _load(model_repo, channel, source, ready_fd):
     path = model_repo("m", source)
     rt = Runtime(path, "m_0", "instance", 0, channel, ready_fd=ready_fd)
-    args = {"model_config": '{"name": "m", "output": []}', "model_instance_kind": "CPU",
-            "model_instance_name": "m_0", "model_instance_device_id": "0",
-            "model_repository": os.path.dirname(os.path.dirname(path)), "model_version": "1",
-            "model_name": "m"}
+    args = {
+        "model_config": '{"name": "m", "output": []}',
+        "model_instance_kind": "CPU",
+        "model_instance_name": "m_0",
+        "model_instance_device_id": "0",
+        "model_repository": os.path.dirname(os.path.dirname(path)),
+        "model_version": "1",
+        "model_name": "m",
+    }
     assert rt._init(args)
     return rt
 
 
 def _ask(w, channel, seq):
     os.write(w, seq.to_bytes(4, "little"))
-    return _wait_for(lambda: next((m for m in channel.of_type("ready_done") if m["seq"] == seq), None),
-                     f"ready_done {seq}")
+    return _wait_for(
+        lambda: next((m for m in channel.of_type("ready_done") if m["seq"] == seq), None), f"ready_done {seq}"
+    )
 
 
 def test_init_ok_says_is_ready_exists_and_each_request_calls_it_once(model_repo, channel, fresh_state, pipe):
@@ -98,12 +105,15 @@ def test_exception_non_bool_and_coroutine(model_repo, channel, fresh_state, pipe
     rt.model.answer = "raise"
     done = _ask(w, channel, 1)
     assert done["ready"] is False
-    assert done["err"] == ("ValueError: the database connection is gone\n\nAt:\n"
-                           f"  {STATE.model_file}(10): is_ready\n")
+    assert done["err"] == (f"ValueError: the database connection is gone\n\nAt:\n  {STATE.model_file}(10): is_ready\n")
     for seq, value in ((2, "yes"), (3, 1), (4, None)):
         rt.model.answer = value
-        assert _ask(w, channel, seq) == {"t": "ready_done", "seq": seq, "ready": False,
-                                         "err": "is_ready() must return a boolean value"}
+        assert _ask(w, channel, seq) == {
+            "t": "ready_done",
+            "seq": seq,
+            "ready": False,
+            "err": "is_ready() must return a boolean value",
+        }
     rt.model.answer = "async"
     assert _ask(w, channel, 5) == {"t": "ready_done", "seq": 5, "ready": False}
 
@@ -114,9 +124,17 @@ def test_requests_waiting_together_get_one_call_answering_the_newest(model_repo,
     rt = Runtime(path, "m_0", "instance", 0, channel, ready_fd=r)
     # Written before the thread starts reading: all three are waiting at once.
     os.write(w, b"".join(s.to_bytes(4, "little") for s in (7, 8, 9)))
-    assert rt._init({"model_config": '{"name": "m", "output": []}', "model_repository": "",
-                     "model_name": "m", "model_version": "1", "model_instance_name": "m_0",
-                     "model_instance_kind": "CPU", "model_instance_device_id": "0"})
+    assert rt._init(
+        {
+            "model_config": '{"name": "m", "output": []}',
+            "model_repository": "",
+            "model_name": "m",
+            "model_version": "1",
+            "model_instance_name": "m_0",
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+        }
+    )
     _wait_for(lambda: channel.of_type("ready_done"), "ready_done")
     assert _ask(w, channel, 10)["ready"] is True
     assert [m["seq"] for m in channel.of_type("ready_done")] == [9, 10]
@@ -126,18 +144,26 @@ def test_requests_waiting_together_get_one_call_answering_the_newest(model_repo,
 def test_a_model_without_is_ready_gets_no_thread_and_no_message(model_repo, channel, fresh_state, pipe):
     r, w = pipe
     before = {t.name for t in threading.enumerate()}
-    _load(model_repo, channel, """
+    _load(
+        model_repo,
+        channel,
+        """
 class TritonPythonModel:
     def execute(self, requests):
         return [None for _ in requests]
-""", r)
+""",
+        r,
+    )
     assert channel.sent[-1] == {"t": "init_ok"}
     assert "tritium-readiness" not in {t.name for t in threading.enumerate()} - before
 
 
 def test_readiness_is_answered_while_execute_runs(model_repo, channel, fresh_state, pipe):
     r, w = pipe
-    rt = _load(model_repo, channel, """
+    rt = _load(
+        model_repo,
+        channel,
+        """
 import time
 class TritonPythonModel:
     calls = 0
@@ -150,7 +176,9 @@ class TritonPythonModel:
         while self.calls == 0 and time.monotonic() < end:
             pass
         return [None for _ in requests]
-""", r)
+""",
+        r,
+    )
     executing = threading.Thread(target=rt._exec, args=({"t": "exec", "id": 1, "reqs": []},))
     executing.start()
     done = _ask(w, channel, 1)

@@ -15,9 +15,18 @@ TME = pb_utils.TritonModelException
 
 def test_received_request_accessors(channel, fresh_state):
     from conftest import make_request
-    m = make_request(channel, 3, {"A": np.arange(3, dtype=np.int32), "S": np.array([b"x"], dtype=object)},
-                     outs=["O1", "O2"], params='{"k": 1}', id="req-7", corr="seq-1", flags=1,
-                     timeout=500)
+
+    m = make_request(
+        channel,
+        3,
+        {"A": np.arange(3, dtype=np.int32), "S": np.array([b"x"], dtype=object)},
+        outs=["O1", "O2"],
+        params='{"k": 1}',
+        id="req-7",
+        corr="seq-1",
+        flags=1,
+        timeout=500,
+    )
     r = InferenceRequest._received(m)
     assert [t.name() for t in r.inputs()] == ["A", "S"]
     assert r.inputs() is r.inputs()
@@ -31,14 +40,14 @@ def test_received_request_accessors(channel, fresh_state):
     assert r.flags() == 3
     assert r.trace().get_context() is None
     bare = InferenceRequest._received({"rid": 1, "outs": [], "inputs": []})
-    assert (bare.parameters(), bare.request_id(), bare.correlation_id(), bare.is_cancelled()) == \
-        ("{}", "", 0, False)
+    assert (bare.parameters(), bare.request_id(), bare.correlation_id(), bare.is_cancelled()) == ("{}", "", 0, False)
 
 
 def test_bls_constructor_validation():
     t = pb_utils.Tensor("x", np.zeros(1))
-    ok = pb_utils.InferenceRequest(model_name=b"other", inputs=[t], requested_output_names=["y"],
-                                   parameters={"a": 1}, correlation_id="c")
+    ok = pb_utils.InferenceRequest(
+        model_name=b"other", inputs=[t], requested_output_names=["y"], parameters={"a": 1}, correlation_id="c"
+    )
     assert ok._model_name == "other" and ok.parameters() == '{"a": 1}'
     with pytest.raises(TypeError):
         pb_utils.InferenceRequest(inputs=[t], requested_output_names=[])
@@ -46,13 +55,11 @@ def test_bls_constructor_validation():
         pb_utils.InferenceRequest(model_name="m", inputs=None, requested_output_names=[])
     with pytest.raises(TypeError):
         pb_utils.InferenceRequest(model_name="m", inputs=[t], requested_output_names=[], timeout=None)
-    with pytest.raises(TME, match="^Input tensor for request with id 'r' and model name 'm' should "
-                                  "not be empty.$"):
+    with pytest.raises(TME, match="^Input tensor for request with id 'r' and model name 'm' should not be empty.$"):
         pb_utils.InferenceRequest(request_id="r", model_name="m", inputs=[None], requested_output_names=[])
     with pytest.raises(TME, match="^Expect parameters keys to have type str, found type <class 'int'>$"):
         pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[], parameters={1: "x"})
-    with pytest.raises(TME, match="^Expect parameters values to have type bool/int/str, found type "
-                                  "<class 'float'>$"):
+    with pytest.raises(TME, match="^Expect parameters values to have type bool/int/str, found type <class 'float'>$"):
         pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[], parameters={"f": 0.5})
     with pytest.raises(TME, match=", got <class 'list'>$"):
         pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[], parameters=[])
@@ -75,6 +82,7 @@ def test_bls_availability(fresh_state):
 
     async def call():
         return await r.async_exec()
+
     assert asyncio.run(call()).has_error()
     fresh_state.finalizing = True
     with pytest.raises(TME, match="only supported during the 'execute'"):
@@ -101,8 +109,16 @@ def test_inference_response_validation():
 
 def test_triton_error_codes():
     E = pb_utils.TritonError
-    assert [E.UNKNOWN, E.INTERNAL, E.NOT_FOUND, E.INVALID_ARG, E.UNAVAILABLE, E.UNSUPPORTED,
-            E.ALREADY_EXISTS, E.CANCELLED] == list(range(8))
+    assert [
+        E.UNKNOWN,
+        E.INTERNAL,
+        E.NOT_FOUND,
+        E.INVALID_ARG,
+        E.UNAVAILABLE,
+        E.UNSUPPORTED,
+        E.ALREADY_EXISTS,
+        E.CANCELLED,
+    ] == list(range(8))
     assert E("m", E.NOT_FOUND).code() == E.NOT_FOUND
     with pytest.raises(TypeError):
         E(None)
@@ -113,8 +129,11 @@ def test_triton_error_codes():
 
 
 def test_model_control_and_misc(fresh_state):
-    for call in (lambda: pb_utils.load_model("x"), lambda: pb_utils.unload_model("x"),
-                 lambda: pb_utils.is_model_ready("x")):
+    for call in (
+        lambda: pb_utils.load_model("x"),
+        lambda: pb_utils.unload_model("x"),
+        lambda: pb_utils.is_model_ready("x"),
+    ):
         with pytest.raises(TME, match="not supported by tritium yet"):
             call()
     with pytest.raises(TypeError):
@@ -155,6 +174,5 @@ def test_metrics():
     with pytest.raises(TME):
         h.value()
     del fam
-    with pytest.raises(TME, match="Invalid metric operation as the corresponding 'MetricFamily' "
-                                  "has been deleted."):
+    with pytest.raises(TME, match="Invalid metric operation as the corresponding 'MetricFamily' has been deleted."):
         m1.increment(1)

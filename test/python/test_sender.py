@@ -19,6 +19,7 @@ def make_sender(channel, fresh_state):
         fresh_state.config_outputs = frozenset(config_outputs)
         request = InferenceRequest._received(make_request(channel, 9, outs=outs))
         return request, request.get_response_sender()
+
     return make
 
 
@@ -31,8 +32,9 @@ def test_flag_and_argument_rules(make_sender):
     _, sender = make_sender(decoupled=True)
     with pytest.raises(TME, match="^Unable to send response. Unsupported flag provided.$"):
         sender.send(pb_utils.InferenceResponse(), flags=4)
-    with pytest.raises(TME, match="^Inference Response object must be provided when the response "
-                                  "flags is set to zero.$"):
+    with pytest.raises(
+        TME, match="^Inference Response object must be provided when the response flags is set to zero.$"
+    ):
         sender.send()
     with pytest.raises(TypeError):
         sender.send("not a response")
@@ -40,12 +42,13 @@ def test_flag_and_argument_rules(make_sender):
 
 def test_non_decoupled_rules(make_sender, channel):
     _, sender = make_sender()
-    with pytest.raises(TME, match="^Unable to send response. Non-decoupled model cannot send "
-                                  "complete final before sending a response.$"):
+    with pytest.raises(
+        TME,
+        match="^Unable to send response. Non-decoupled model cannot send complete final before sending a response.$",
+    ):
         sender.send(flags=FINAL)
     sender.send(pb_utils.InferenceResponse())
-    with pytest.raises(TME, match="^Unable to send response. Non-decoupled model cannot send more "
-                                  "than one response.$"):
+    with pytest.raises(TME, match="^Unable to send response. Non-decoupled model cannot send more than one response.$"):
         sender.send(pb_utils.InferenceResponse())
     sender.send(flags=FINAL)
     with pytest.raises(TME, match="^Unable to send response. Response sender has been closed.$"):
@@ -57,8 +60,7 @@ def test_non_decoupled_response_after_final_says_more_than_one(make_sender, chan
     # Triton 2.51 checks the one-response rule before the closed state (compared on it).
     _, sender = make_sender()
     sender.send(pb_utils.InferenceResponse(), flags=FINAL)
-    with pytest.raises(TME, match="^Unable to send response. Non-decoupled model cannot send more "
-                                  "than one response.$"):
+    with pytest.raises(TME, match="^Unable to send response. Non-decoupled model cannot send more than one response.$"):
         sender.send(pb_utils.InferenceResponse())
     with pytest.raises(TME, match="^Unable to send response. Response sender has been closed.$"):
         sender.send(flags=FINAL)
@@ -78,8 +80,9 @@ def test_decoupled_sends_many_then_closes(make_sender, channel):
 def test_outputs_pruned_and_checked_against_config(make_sender, channel):
     _, sender = make_sender(decoupled=True, outs=("OUTPUT0", "EXTRA"))
     t = pb_utils.Tensor
-    sender.send(pb_utils.InferenceResponse([t("OUTPUT0", np.ones(2, np.float32)),
-                                            t("OUTPUT1", np.ones(1, np.float32))]))
+    sender.send(
+        pb_utils.InferenceResponse([t("OUTPUT0", np.ones(2, np.float32)), t("OUTPUT1", np.ones(1, np.float32))])
+    )
     outs = channel.of_type("send")[-1]["resp"]["outs"]
     assert [d[0] for d in outs] == ["OUTPUT0"]
     blocks_before = dict(channel.blocks)
@@ -94,8 +97,9 @@ def test_error_response_and_cancellation(make_sender, channel):
     seg, off = request._slot.cflag
     channel.segments[seg][off] = 1  # Node flips the word when the client cancels
     assert request.is_cancelled() and sender.is_cancelled()
-    sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("no", pb_utils.TritonError.CANCELLED)),
-                flags=FINAL)
+    sender.send(
+        pb_utils.InferenceResponse(error=pb_utils.TritonError("no", pb_utils.TritonError.CANCELLED)), flags=FINAL
+    )
     assert channel.of_type("send")[-1]["resp"] == {"outs": [], "err": [7, "no"]}
     # Closed: Node frees the word, so it is no longer read; the last answer stands.
     channel.segments[seg][off] = 0

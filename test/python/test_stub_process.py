@@ -36,10 +36,23 @@ def node(request):
         model_file = model if model.endswith(".py") else os.path.join(REPO, model, "1", "model.py")
         child_env = dict(os.environ, TRITIUM_STUB_NATIVE="1" if request.param == "native" else "0")
         child_env.update(env or {})
-        p = subprocess.Popen([sys.executable, MAIN, model_file, emulator.region, str(1 << 20),
-                              str(parent_pid or os.getpid()), name, mode, str(verbose)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                             env=child_env)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                MAIN,
+                model_file,
+                emulator.region,
+                str(1 << 20),
+                str(parent_pid or os.getpid()),
+                name,
+                mode,
+                str(verbose),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=child_env,
+        )
         procs.append(p)
         return p
 
@@ -53,12 +66,22 @@ def node(request):
 
 
 def init_args(model, instance):
-    cfg = json.dumps({"name": model, "max_batch_size": 0,
-                      "output": [{"name": n, "data_type": "TYPE_FP32", "dims": [4]}
-                                 for n in ("OUTPUT0", "OUTPUT1")]})
-    return {"model_config": cfg, "model_instance_kind": "CPU", "model_instance_name": instance,
-            "model_instance_device_id": "0", "model_repository": os.path.join(REPO, model),
-            "model_version": "1", "model_name": model}
+    cfg = json.dumps(
+        {
+            "name": model,
+            "max_batch_size": 0,
+            "output": [{"name": n, "data_type": "TYPE_FP32", "dims": [4]} for n in ("OUTPUT0", "OUTPUT1")],
+        }
+    )
+    return {
+        "model_config": cfg,
+        "model_instance_kind": "CPU",
+        "model_instance_name": instance,
+        "model_instance_device_id": "0",
+        "model_repository": os.path.join(REPO, model),
+        "model_version": "1",
+        "model_name": model,
+    }
 
 
 def test_add_sub_end_to_end(node):
@@ -69,12 +92,28 @@ def test_add_sub_end_to_end(node):
     assert node.pop_until("init_ok") == {"t": "init_ok"}
     proc.send_signal(signal.SIGTERM)  # ignored, like Triton's stub
     a, b = np.array([1, 2, 3, 4], np.float32), np.array([0.5, 0.5, 0.5, 0.5], np.float32)
-    node.push({"t": "exec", "id": 1, "reqs": [{
-        "rid": 1, "id": "", "corr": 0, "flags": 0, "timeout": 0, "params": None,
-        "outs": ["OUTPUT0", "OUTPUT1"],
-        "inputs": [node.put_input("INPUT0", "FP32", [4], a.tobytes()),
-                   node.put_input("INPUT1", "FP32", [4], b.tobytes())],
-        "cflag": None}]})
+    node.push(
+        {
+            "t": "exec",
+            "id": 1,
+            "reqs": [
+                {
+                    "rid": 1,
+                    "id": "",
+                    "corr": 0,
+                    "flags": 0,
+                    "timeout": 0,
+                    "params": None,
+                    "outs": ["OUTPUT0", "OUTPUT1"],
+                    "inputs": [
+                        node.put_input("INPUT0", "FP32", [4], a.tobytes()),
+                        node.put_input("INPUT1", "FP32", [4], b.tobytes()),
+                    ],
+                    "cflag": None,
+                }
+            ],
+        }
+    )
     done = node.pop_until("exec_done")
     assert "err" not in done
     outs = done["resps"][0]["outs"]
@@ -99,11 +138,23 @@ def test_release_piggybacked_on_exec_frees_output_blocks(node):
     a = np.ones(4, np.float32).tobytes()
 
     def run(batch, rel=None):
-        msg = {"t": "exec", "id": batch, "reqs": [{
-            "rid": batch, "id": "", "corr": 0, "flags": 0, "timeout": 0, "params": None,
-            "outs": ["OUTPUT0", "OUTPUT1"],
-            "inputs": [node.put_input("INPUT0", "FP32", [4], a),
-                       node.put_input("INPUT1", "FP32", [4], a)], "cflag": None}]}
+        msg = {
+            "t": "exec",
+            "id": batch,
+            "reqs": [
+                {
+                    "rid": batch,
+                    "id": "",
+                    "corr": 0,
+                    "flags": 0,
+                    "timeout": 0,
+                    "params": None,
+                    "outs": ["OUTPUT0", "OUTPUT1"],
+                    "inputs": [node.put_input("INPUT0", "FP32", [4], a), node.put_input("INPUT1", "FP32", [4], a)],
+                    "cflag": None,
+                }
+            ],
+        }
         if rel:
             msg["rel"] = rel
         node.push(msg)
@@ -117,8 +168,9 @@ def test_release_piggybacked_on_exec_frees_output_blocks(node):
 
 
 def test_stub_logs_its_ipc_path(node):
-    node.spawn("add_sub", "add_sub_0_0", verbose=1,
-               env={"TRITIUM_STUB_SPIN_MODE": "never", "TRITIUM_STUB_SPIN_US": "20"})
+    node.spawn(
+        "add_sub", "add_sub_0_0", verbose=1, env={"TRITIUM_STUB_SPIN_MODE": "never", "TRITIUM_STUB_SPIN_US": "20"}
+    )
     node.pop()
     node.push({"t": "init", "args": init_args("add_sub", "add_sub_0_0")})
     node.pop_until("init_ok")
@@ -133,8 +185,12 @@ def test_stub_logs_its_ipc_path(node):
 def test_autocomplete_process(node):
     proc = node.spawn("auto_complete", "auto_complete", mode="autocomplete")
     node.pop()
-    node.push({"t": "autocomplete", "config": json.dumps(
-        {"name": "auto_complete", "max_batch_size": 0, "input": [], "output": []})})
+    node.push(
+        {
+            "t": "autocomplete",
+            "config": json.dumps({"name": "auto_complete", "max_batch_size": 0, "input": [], "output": []}),
+        }
+    )
     reply = node.pop_until("autocomplete_ok")
     assert json.loads(reply["config"])["max_batch_size"] == 8
     assert proc.wait(timeout=10) == 0
@@ -159,14 +215,15 @@ def test_interpreter_is_prepared_like_triton(node, tmp_path):
         "class TritonPythonModel:\n"
         "    def initialize(self, args):\n"
         "        raise Exception(json.dumps({'argv': sys.argv, 'path': sys.path,\n"
-        "                                    'module': __name__, 'dir': pb_utils.get_model_dir()}))\n")
+        "                                    'module': __name__, 'dir': pb_utils.get_model_dir()}))\n"
+    )
     node.spawn(str(version_dir / "model.py"), "probe_0")
     node.pop()
     node.push({"t": "init", "args": init_args("probe", "probe_0")})
     reply = node.pop()
     while reply["t"] != "init_err":
         reply = node.pop()
-    seen = json.loads(reply["msg"].split("\n")[0][len("Exception: "):])
+    seen = json.loads(reply["msg"].split("\n")[0][len("Exception: ") :])
     stub_dir = os.path.join(ROOT, "stub")
     assert seen["argv"] == [""]
     assert seen["path"][-3:] == [str(version_dir), str(version_dir.parent), stub_dir]

@@ -33,9 +33,23 @@ def test_numpy_round_trip_and_contiguity():
         pb_utils.Tensor("l", [1, 2])
 
 
-@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.uint16, np.uint32, np.uint64, np.int8,
-                                   np.int16, np.int32, np.int64, np.float16, np.float32,
-                                   np.float64])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        np.bool_,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.float16,
+        np.float32,
+        np.float64,
+    ],
+)
 def test_fixed_dtypes_through_shared_memory(channel, dtype):
     a = (np.arange(6) % 2 if dtype is np.bool_ else np.arange(6)).astype(dtype).reshape(2, 3)
     blocks = []
@@ -48,7 +62,7 @@ def test_fixed_dtypes_through_shared_memory(channel, dtype):
 def test_inputs_are_views_over_shared_memory(channel):
     desc = channel.put_input("x", np.arange(4, dtype=np.float32))
     arr = decode_input(channel, desc).as_numpy()
-    channel.segments["n0"][desc[4]:desc[4] + 4] = np.float32(42).tobytes()
+    channel.segments["n0"][desc[4] : desc[4] + 4] = np.float32(42).tobytes()
     assert arr[0] == 42  # no copy was made
 
 
@@ -61,7 +75,10 @@ def test_bytes_round_trip(channel):
     assert back.dtype == np.object_ and back.shape == (2, 2)
     assert back.tolist() == [["héllo".encode(), b"str"], [b"7", b""]]
     fixed = np.array([b"a\x00", b"bc"], dtype="S3")  # numpy strips trailing NULs
-    assert decode_input(channel, write_tensor(channel, pb_utils.Tensor("s", fixed), blocks)).as_numpy().tolist() == [b"a", b"bc"]
+    assert decode_input(channel, write_tensor(channel, pb_utils.Tensor("s", fixed), blocks)).as_numpy().tolist() == [
+        b"a",
+        b"bc",
+    ]
 
 
 def test_empty_tensors(channel):
@@ -86,8 +103,10 @@ def test_dlpack_round_trip():
 def test_dlpack_errors():
     with pytest.raises(TME, match="^DLPack does not have support for string tensors.$"):
         pb_utils.Tensor("s", np.array([b"a"], dtype=np.object_)).to_dlpack()
-    not_dlpack = ("Provided tensor is not supported. Tensor must be a DLPack capsule         or "
-                  "have `__dlpack__` and `__dlpack_device__` attributes")
+    not_dlpack = (
+        "Provided tensor is not supported. Tensor must be a DLPack capsule         or "
+        "have `__dlpack__` and `__dlpack_device__` attributes"
+    )
     for obj in ([1, 2], None, 5, "abc"):
         with pytest.raises(TME) as e:
             pb_utils.Tensor.from_dlpack("x", obj)
@@ -100,10 +119,14 @@ def test_dlpack_errors():
 
 def test_bf16_is_raw_and_travels_by_dlpack(channel):
     from tritium_stub.tensor import Tensor
+
     words = np.array([[0x3F80, 0x4000]], dtype=np.uint16)  # 1.0, 2.0 in bfloat16
     bf = Tensor._wrap("b", "BF16", words)
-    with pytest.raises(TME, match="^Tensor dtype is BF16 and cannot be converted to NumPy. Use "
-                                  "to_dlpack\\(\\) and from_dlpack\\(\\) instead.$"):
+    with pytest.raises(
+        TME,
+        match="^Tensor dtype is BF16 and cannot be converted to NumPy. Use "
+        "to_dlpack\\(\\) and from_dlpack\\(\\) instead.$",
+    ):
         bf.as_numpy()
     again = pb_utils.Tensor.from_dlpack("c", bf.to_dlpack())
     assert again._dtype == "BF16" and again.shape() == [1, 2] and (again._array == words).all()

@@ -101,10 +101,7 @@ describe('DefaultScheduler', () => {
   });
 
   it('answers the batch when execute() rejects against its contract', async () => {
-    const s = new DefaultScheduler(
-      [{ name: 'bad', isReady: () => true, execute: () => Promise.reject(new Error('kaput')) }],
-      () => {},
-    );
+    const s = new DefaultScheduler([{ name: 'bad', isReady: () => true, execute: () => Promise.reject(new Error('kaput')) }], () => {});
     const r = new FakeRequest('r');
     s.enqueue(r);
     await r.finished;

@@ -9,10 +9,10 @@ describe('DynamicBatcher invariants (property)', () => {
       fc.asyncProperty(
         fc.integer({ min: 1, max: 12 }),
         fc.array(fc.integer({ min: 1, max: 12 }), { maxLength: 3 }),
-        fc.array(
-          fc.record({ rows: fc.integer({ min: 1, max: 12 }), sig: fc.constantFrom('a', 'b'), prio: fc.integer({ min: 0, max: 4 }) }),
-          { minLength: 1, maxLength: 40 },
-        ),
+        fc.array(fc.record({ rows: fc.integer({ min: 1, max: 12 }), sig: fc.constantFrom('a', 'b'), prio: fc.integer({ min: 0, max: 4 }) }), {
+          minLength: 1,
+          maxLength: 40,
+        }),
         async (maxBatch, preferred, specs) => {
           const inst = new RecordingInstance('i0', false);
           const b = new DynamicBatcher(
@@ -31,9 +31,7 @@ describe('DynamicBatcher invariants (property)', () => {
           );
           b.enqueue(new FakeRequest('blocker'));
           await ticks(1);
-          const rs = specs.map(
-            (s, i) => new FakeRequest(`r${i}`, { batchSize: Math.min(s.rows, maxBatch), shapeSignature: s.sig, priority: s.prio }),
-          );
+          const rs = specs.map((s, i) => new FakeRequest(`r${i}`, { batchSize: Math.min(s.rows, maxBatch), shapeSignature: s.sig, priority: s.prio }));
           rs.forEach((r) => b.enqueue(r));
           while (inst.busy) {
             inst.release();
@@ -43,7 +41,10 @@ describe('DynamicBatcher invariants (property)', () => {
           const batches = inst.batches.slice(1).map((ids) => ids.map((id) => byId.get(id)!));
           const level = (r: FakeRequest) => (r.priority >= 1 && r.priority <= 3 ? r.priority : 2);
           // Exactly once, in priority order, FIFO within a level.
-          const expected = rs.map((r, i) => ({ r, i })).sort((x, y) => level(x.r) - level(y.r) || x.i - y.i).map((x) => x.r.id);
+          const expected = rs
+            .map((r, i) => ({ r, i }))
+            .sort((x, y) => level(x.r) - level(y.r) || x.i - y.i)
+            .map((x) => x.r.id);
           expect(batches.flat().map((r) => r.request.id)).toEqual(expected);
           for (const batch of batches) {
             expect(batch.reduce((a, r) => a + r.batchSize, 0)).toBeLessThanOrEqual(maxBatch);

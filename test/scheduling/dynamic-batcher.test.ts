@@ -73,9 +73,7 @@ describe('DynamicBatcher batch formation', () => {
   it('102 requests → ten batches of 10, then a batch of 2 released by the delay', async () => {
     const inst = new RecordingInstance('i0');
     const observed: number[] = [];
-    const b = new DynamicBatcher([inst], options({ maxBatchSize: 10, maxQueueDelayUs: 200_000 }), (_b, _t, n) =>
-      observed.push(n),
-    );
+    const b = new DynamicBatcher([inst], options({ maxBatchSize: 10, maxQueueDelayUs: 200_000 }), (_b, _t, n) => observed.push(n));
     const rs = reqs(102);
     const t0 = performance.now();
     rs.forEach((r) => b.enqueue(r));
@@ -123,11 +121,7 @@ describe('DynamicBatcher batch formation', () => {
   it('sends a preferred size at once and keeps the rest queued until its delay or the next preferred size', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
     const inst = new RecordingInstance('i0');
-    const b = new DynamicBatcher(
-      [inst],
-      options({ maxBatchSize: 16, preferredBatchSizes: [4, 8], maxQueueDelayUs: 10_000_000 }),
-      noop,
-    );
+    const b = new DynamicBatcher([inst], options({ maxBatchSize: 16, preferredBatchSizes: [4, 8], maxQueueDelayUs: 10_000_000 }), noop);
     const rs = reqs(11);
     rs.forEach((r) => b.enqueue(r));
     await vi.advanceTimersByTimeAsync(1);
@@ -195,7 +189,10 @@ describe('DynamicBatcher batch formation', () => {
     expect(i1.batches).toEqual([['r2', 'r3']]);
     i1.release();
     await ticks(2);
-    expect(i1.batches).toEqual([['r2', 'r3'], ['r4', 'r5']]);
+    expect(i1.batches).toEqual([
+      ['r2', 'r3'],
+      ['r4', 'r5'],
+    ]);
     expect(b.pendingCount()).toBe(0);
   });
 });
@@ -271,11 +268,7 @@ describe('DynamicBatcher priorities and queue policies', () => {
   it('REJECT: an expired request is answered while every instance stays busy', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
     const inst = new RecordingInstance('i0', false);
-    const b = new DynamicBatcher(
-      [inst],
-      options({ maxBatchSize: 1, defaultQueuePolicy: policy({ defaultTimeoutUs: 50_000 }) }),
-      noop,
-    );
+    const b = new DynamicBatcher([inst], options({ maxBatchSize: 1, defaultQueuePolicy: policy({ defaultTimeoutUs: 50_000 }) }), noop);
     b.enqueue(new FakeRequest('blocker'));
     await vi.advanceTimersByTimeAsync(1);
     const waiting = reqs(3);
@@ -323,11 +316,7 @@ describe('DynamicBatcher priorities and queue policies', () => {
   it('quirk: with default_timeout 0 the per-request timeout is ignored even when overriding is allowed', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
     const inst = new RecordingInstance('i0', false);
-    const b = new DynamicBatcher(
-      [inst],
-      options({ maxBatchSize: 1, defaultQueuePolicy: policy({ defaultTimeoutUs: 0, allowTimeoutOverride: true }) }),
-      noop,
-    );
+    const b = new DynamicBatcher([inst], options({ maxBatchSize: 1, defaultQueuePolicy: policy({ defaultTimeoutUs: 0, allowTimeoutOverride: true }) }), noop);
     b.enqueue(new FakeRequest('blocker'));
     await vi.advanceTimersByTimeAsync(1);
     const r = new FakeRequest('r', { timeoutUs: 1000 });
@@ -343,11 +332,7 @@ describe('DynamicBatcher priorities and queue policies', () => {
   it('DELAY: an expired request is moved behind the non-expired ones of its level', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
     const inst = new RecordingInstance('i0', false);
-    const b = new DynamicBatcher(
-      [inst],
-      options({ maxBatchSize: 1, defaultQueuePolicy: policy({ timeoutAction: 'DELAY', defaultTimeoutUs: 100_000 }) }),
-      noop,
-    );
+    const b = new DynamicBatcher([inst], options({ maxBatchSize: 1, defaultQueuePolicy: policy({ timeoutAction: 'DELAY', defaultTimeoutUs: 100_000 }) }), noop);
     b.enqueue(new FakeRequest('blocker'));
     await vi.advanceTimersByTimeAsync(1);
     b.enqueue(new FakeRequest('old0'));

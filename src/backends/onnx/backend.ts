@@ -89,7 +89,12 @@ export class OnnxBackend implements Backend {
     const instances = expandInstances(config).map((spec) => {
       const choice = chooseProvider(spec.kind, spec.deviceId, this.o.gpus, this.cudaInstalled);
       if (choice.fallbackReason) {
-        this.logOnce(logger, 'warn', `${model}:fallback:${choice.fallbackReason}`, `model '${config.name}' runs on CPU instead of GPU: ${choice.fallbackReason}`);
+        this.logOnce(
+          logger,
+          'warn',
+          `${model}:fallback:${choice.fallbackReason}`,
+          `model '${config.name}' runs on CPU instead of GPU: ${choice.fallbackReason}`,
+        );
       }
       const settings = sessionSettings(config, choice.provider, spec.deviceId);
       for (const note of settings.notes) this.logOnce(logger, 'warn', `${model}:note:${note}`, `model '${config.name}': ${note}`);

@@ -92,7 +92,8 @@ export class OnnxInstance implements BackendInstance {
     this.batching = cfg.maxBatchSize > 0;
     for (const i of cfg.input) {
       const ortType = ortTypeOf(datatypeOf(i.dataType));
-      if (!ortType) throw new TritonError(ErrorCode.INVALID_ARG, `input '${i.name}' of model '${cfg.name}': onnxruntime-node has no ${datatypeOf(i.dataType)} tensors`);
+      if (!ortType)
+        throw new TritonError(ErrorCode.INVALID_ARG, `input '${i.name}' of model '${cfg.name}': onnxruntime-node has no ${datatypeOf(i.dataType)} tensors`);
       this.inputs.set(i.name, {
         name: i.name,
         ortType,

@@ -7,20 +7,7 @@
 import type { Datatype } from '../../core/datatype.js';
 
 /** onnxruntime-node tensor types tritium can exchange (no bfloat16 or 4-bit types in the JS API). */
-export type OrtType =
-  | 'bool'
-  | 'uint8'
-  | 'uint16'
-  | 'uint32'
-  | 'uint64'
-  | 'int8'
-  | 'int16'
-  | 'int32'
-  | 'int64'
-  | 'float16'
-  | 'float32'
-  | 'float64'
-  | 'string';
+export type OrtType = 'bool' | 'uint8' | 'uint16' | 'uint32' | 'uint64' | 'int8' | 'int16' | 'int32' | 'int64' | 'float16' | 'float32' | 'float64' | 'string';
 
 export type OrtTypedArray =
   | Uint8Array

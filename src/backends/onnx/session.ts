@@ -85,10 +85,7 @@ function intParameter(config: ModelConfig, key: string): number | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   const n = Number(raw.trim());
   if (!Number.isSafeInteger(n) || n < 0) {
-    throw new TritonError(
-      ErrorCode.INVALID_ARG,
-      `failed to parse parameter '${key}' of model '${config.name}': expected a non-negative integer, got '${raw}'`,
-    );
+    throw new TritonError(ErrorCode.INVALID_ARG, `failed to parse parameter '${key}' of model '${config.name}': expected a non-negative integer, got '${raw}'`);
   }
   return n;
 }

@@ -295,10 +295,7 @@ export class StubInstance implements BackendInstance {
     });
   }
 
-  private onExecDone(
-    channel: StubChannel,
-    m: { id: number; err?: string; resps?: Array<RespWire | null>; resched?: number[] },
-  ): void {
+  private onExecDone(channel: StubChannel, m: { id: number; err?: string; resps?: Array<RespWire | null>; resched?: number[] }): void {
     const batch = this.inFlight[0];
     if (!batch || batch.id !== m.id) return;
     this.inFlight.shift();
@@ -477,9 +474,7 @@ export class StubInstance implements BackendInstance {
     this.watchdog = undefined;
     // Responses the stub wrote just before it died still count (e.g. finalize after sends).
     channel.drain();
-    const cause = spawnError
-      ? `Failed to start '${this.o.python}': ${spawnError.message}.`
-      : (this.killCause ?? describeExit(info));
+    const cause = spawnError ? `Failed to start '${this.o.python}': ${spawnError.message}.` : (this.killCause ?? describeExit(info));
     this.killCause = undefined;
     const err = Errors.stubUnhealthy(this.name, cause);
     this.readiness?.abandon(err);
@@ -503,9 +498,7 @@ export class StubInstance implements BackendInstance {
       // Died while starting (import error, missing numpy, initialize killed it): the load
       // error carries what the stub last wrote on stderr.
       const waiter = this.waiter;
-      void stderrTail(child).then((tail) =>
-        waiter.reject(tail ? new TritonError(err.code, `${err.message}\n${tail}`, err.reason) : err),
-      );
+      void stderrTail(child).then((tail) => waiter.reject(tail ? new TritonError(err.code, `${err.message}\n${tail}`, err.reason) : err));
     }
     if (this.state === 'stopping' || this.state === 'stopped') {
       this.state = 'stopped';
@@ -542,20 +535,20 @@ export class StubInstance implements BackendInstance {
           this.markReady();
         })
         .then(
-        () => {
-          this.o.hooks.onRestart(this);
-          this.o.hooks.onReadinessChange(this, true);
-          this.o.logger.info(`Stub process '${this.name}' restarted (restart ${this.restarts}).`, this.o.modelName);
-        },
-        (e: Error) => {
-          this.failedStarts++;
-          this.lastStartError = e.message;
-          this.reason = `${this.deathCause} Restart ${this.failedStarts} failed: ${e.message}`.trim();
-          this.o.logger.error(`Restart of '${this.name}' failed (${this.failedStarts} in a row): ${e.message}`, this.o.modelName);
-          this.child?.kill('SIGKILL');
-          if (this.state !== 'stopping' && this.state !== 'stopped') this.scheduleRestart();
-        },
-      );
+          () => {
+            this.o.hooks.onRestart(this);
+            this.o.hooks.onReadinessChange(this, true);
+            this.o.logger.info(`Stub process '${this.name}' restarted (restart ${this.restarts}).`, this.o.modelName);
+          },
+          (e: Error) => {
+            this.failedStarts++;
+            this.lastStartError = e.message;
+            this.reason = `${this.deathCause} Restart ${this.failedStarts} failed: ${e.message}`.trim();
+            this.o.logger.error(`Restart of '${this.name}' failed (${this.failedStarts} in a row): ${e.message}`, this.o.modelName);
+            this.child?.kill('SIGKILL');
+            if (this.state !== 'stopping' && this.state !== 'stopped') this.scheduleRestart();
+          },
+        );
     }, delay);
   }
 

@@ -15,11 +15,7 @@ export const STUB_MAIN = path.join(STUB_DIR, 'main.py');
  * The interpreter for one model: the environment `EXECUTION_ENV_PATH` names (a directory or a
  * packed archive, see exec-env/exec-env.ts) when the config sets it, else the server's setting.
  */
-export async function pythonFor(
-  config: ModelConfig,
-  modelDir: string,
-  serverPython: string,
-): Promise<{ python: string; env?: NodeJS.ProcessEnv }> {
+export async function pythonFor(config: ModelConfig, modelDir: string, serverPython: string): Promise<{ python: string; env?: NodeJS.ProcessEnv }> {
   const envPath = config.parameters['EXECUTION_ENV_PATH']?.stringValue;
   if (!envPath) return { python: serverPython };
   const { python, env } = await resolveExecEnv(envPath, modelDir);

@@ -105,11 +105,10 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
   const instance = o.mode === 'instance';
   if (instance) env.TRITIUM_STUB_READY_FD = String(STUB_READY_FD);
   else delete env.TRITIUM_STUB_READY_FD;
-  const child = spawn(
-    o.python,
-    [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)],
-    { env, stdio: instance ? ['ignore', 'pipe', 'pipe', o.wakeFd, 'pipe'] : ['ignore', 'pipe', 'pipe', o.wakeFd] },
-  );
+  const child = spawn(o.python, [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)], {
+    env,
+    stdio: instance ? ['ignore', 'pipe', 'pipe', o.wakeFd, 'pipe'] : ['ignore', 'pipe', 'pipe', o.wakeFd],
+  });
   liveStubs.add(child);
   const forget = () => liveStubs.delete(child);
   child.once('exit', forget);

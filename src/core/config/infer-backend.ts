@@ -58,10 +58,7 @@ export function inferBackend(versionDirFiles: readonly string[], cfg: ModelConfi
   if (out.backend === '' && out.platform === '') {
     // An explicit default_model_filename says which framework by its extension
     // (a Python model may call its file something other than model.py).
-    const byName =
-      out.defaultModelFilename !== ''
-        ? BY_FILE.find((fw) => extension(fw.file) === extension(out.defaultModelFilename))
-        : undefined;
+    const byName = out.defaultModelFilename !== '' ? BY_FILE.find((fw) => extension(fw.file) === extension(out.defaultModelFilename)) : undefined;
     const fw = byName ?? BY_FILE.find((f) => present.has(f.file));
     if (fw !== undefined) {
       out.backend = fw.backend;
@@ -74,9 +71,7 @@ export function inferBackend(versionDirFiles: readonly string[], cfg: ModelConfi
   }
 
   if (out.defaultModelFilename === '') {
-    const fw =
-      BY_FILE.find((f) => f.backend === out.backend && f.platform === out.platform) ??
-      BY_FILE.find((f) => f.backend === out.backend);
+    const fw = BY_FILE.find((f) => f.backend === out.backend && f.platform === out.platform) ?? BY_FILE.find((f) => f.backend === out.backend);
     if (fw !== undefined) out.defaultModelFilename = fw.file;
   }
   return out;

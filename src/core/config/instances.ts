@@ -33,12 +33,7 @@ export interface InstanceSpec {
 export function expandInstances(cfg: ModelConfig): InstanceSpec[] {
   const out: InstanceSpec[] = [];
   for (const group of cfg.instanceGroup) {
-    const kind =
-      group.kind === ModelInstanceGroup_Kind.AUTO
-        ? group.gpus.length > 0
-          ? ModelInstanceGroup_Kind.GPU
-          : ModelInstanceGroup_Kind.CPU
-        : group.kind;
+    const kind = group.kind === ModelInstanceGroup_Kind.AUTO ? (group.gpus.length > 0 ? ModelInstanceGroup_Kind.GPU : ModelInstanceGroup_Kind.CPU) : group.kind;
     for (let c = 0; c < group.count; c++) {
       const base = { name: `${group.name}_${c}`, groupName: group.name, index: c, passive: group.passive };
       if (kind === ModelInstanceGroup_Kind.GPU) {

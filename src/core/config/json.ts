@@ -55,8 +55,7 @@ export type JsonObject = { [key: string]: JsonValue };
 
 /** Render a ModelConfig exactly as Triton's `/config` endpoint does. */
 export function modelConfigToJson(cfg: ModelConfig, options: ModelConfigJsonOptions = {}): JsonObject {
-  const asNumber =
-    options.int64 === 'all' ? () => true : (f: DescField) => INT64_FIELDS_AS_NUMBERS.has(fieldFullName(f));
+  const asNumber = options.int64 === 'all' ? () => true : (f: DescField) => INT64_FIELDS_AS_NUMBERS.has(fieldFullName(f));
   return messageToJson(reflect(ModelConfigSchema, cfg), asNumber);
 }
 
@@ -203,8 +202,7 @@ function canonicalField(f: DescField, v: unknown): unknown {
       else if (f.mapKind === 'message') msgDesc = f.message;
       break;
   }
-  const one = (x: unknown): unknown =>
-    enumDesc ? canonicalEnum(enumDesc, x) : msgDesc ? canonicalEnums(msgDesc, x) : x;
+  const one = (x: unknown): unknown => (enumDesc ? canonicalEnum(enumDesc, x) : msgDesc ? canonicalEnums(msgDesc, x) : x);
   if (f.fieldKind === 'list') return Array.isArray(v) ? v.map(one) : v;
   if (f.fieldKind === 'map') {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;

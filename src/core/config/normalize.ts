@@ -93,8 +93,7 @@ export function normalizeModelConfig(cfg: ModelConfig, ctx: NormalizeContext): M
       group.kind = onGpu ? ModelInstanceGroup_Kind.GPU : ModelInstanceGroup_Kind.CPU;
     }
     if (group.count < 1) {
-      group.count =
-        group.kind === ModelInstanceGroup_Kind.CPU && TWO_CPU_INSTANCE_BACKENDS.has(out.backend) ? 2 : 1;
+      group.count = group.kind === ModelInstanceGroup_Kind.CPU && TWO_CPU_INSTANCE_BACKENDS.has(out.backend) ? 2 : 1;
     }
     // No gpus listed means every usable GPU; count then applies per GPU.
     if (group.kind === ModelInstanceGroup_Kind.GPU && group.gpus.length === 0) group.gpus = [...usableGpus];

@@ -16,10 +16,7 @@ export function parseModelConfigText(text: string, file: string): ModelConfig {
  * Like parseModelConfigText, and also returns where each field was written
  * (see SourceMap), so that validation errors can name the line.
  */
-export function parseModelConfigTextWithPositions(
-  text: string,
-  file: string,
-): { config: ModelConfig; positions: SourceMap } {
+export function parseModelConfigTextWithPositions(text: string, file: string): { config: ModelConfig; positions: SourceMap } {
   const { message, positions } = parseTextFormat(ModelConfigSchema, text, file);
   return { config: message, positions };
 }

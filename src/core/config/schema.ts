@@ -75,9 +75,7 @@ const PROTOCOL_NAMES: ReadonlyMap<DataType, string> = new Map([
   [DataType.TYPE_BF16, 'BF16'],
 ]);
 
-const BY_PROTOCOL_NAME: ReadonlyMap<string, DataType> = new Map(
-  [...PROTOCOL_NAMES].map(([dt, name]) => [name, dt]),
-);
+const BY_PROTOCOL_NAME: ReadonlyMap<string, DataType> = new Map([...PROTOCOL_NAMES].map(([dt, name]) => [name, dt]));
 
 const BYTE_SIZES: ReadonlyMap<DataType, number> = new Map([
   [DataType.TYPE_BOOL, 1],

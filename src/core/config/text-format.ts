@@ -50,11 +50,7 @@ const utf8 = new TextDecoder('utf-8');
 type ListField = DescField & { fieldKind: 'list' };
 type MapField = DescField & { fieldKind: 'map' };
 
-export function parseTextFormat<Desc extends DescMessage>(
-  schema: Desc,
-  text: string,
-  file: string,
-): TextParseResult<Desc> {
+export function parseTextFormat<Desc extends DescMessage>(schema: Desc, text: string, file: string): TextParseResult<Desc> {
   const parser = new Parser(text, file);
   const root = reflect(schema);
   try {
@@ -150,18 +146,11 @@ class Parser {
     if (field.oneof !== undefined) {
       const setCase = msg.oneofCase(field.oneof);
       if (setCase !== undefined) {
-        this.fail(
-          nameTok,
-          `Field "${name}" is specified along with field "${setCase.name}", another member of oneof "${field.oneof.name}".`,
-          path,
-        );
+        this.fail(nameTok, `Field "${name}" is specified along with field "${setCase.name}", another member of oneof "${field.oneof.name}".`, path);
       }
     }
 
-    const messageLike =
-      field.fieldKind === 'message' ||
-      field.fieldKind === 'map' ||
-      (field.fieldKind === 'list' && field.listKind === 'message');
+    const messageLike = field.fieldKind === 'message' || field.fieldKind === 'map' || (field.fieldKind === 'list' && field.listKind === 'message');
     const hasColon = this.tryConsume(':');
     if (!messageLike && !hasColon) {
       this.fail(this.lex.peek(), `expected ':' after field '${name}', got ${describeToken(this.lex.peek())}`, path);
@@ -242,8 +231,8 @@ class Parser {
       if (close === undefined) this.fail(open, `expected '{' to open an entry of map '${field.name}', got ${describeToken(open)}`, path);
       // Nested positions are recorded under a provisional path until the key is known.
       const provisional = `${path}[#${map.size}@${open.line}:${open.column}]`;
-      let key: unknown ;
-      let value: unknown ;
+      let key: unknown;
+      let value: unknown;
       for (;;) {
         const t = this.lex.next();
         if (this.isPunct(t, close)) break;

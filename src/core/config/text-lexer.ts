@@ -206,17 +206,39 @@ export class Lexer {
       const e = s[this.pos] ?? '';
       this.pos++;
       switch (e) {
-        case 'a': out.push(0x07); break;
-        case 'b': out.push(0x08); break;
-        case 'f': out.push(0x0c); break;
-        case 'n': out.push(0x0a); break;
-        case 'r': out.push(0x0d); break;
-        case 't': out.push(0x09); break;
-        case 'v': out.push(0x0b); break;
-        case '\\': out.push(0x5c); break;
-        case '?': out.push(0x3f); break;
-        case "'": out.push(0x27); break;
-        case '"': out.push(0x22); break;
+        case 'a':
+          out.push(0x07);
+          break;
+        case 'b':
+          out.push(0x08);
+          break;
+        case 'f':
+          out.push(0x0c);
+          break;
+        case 'n':
+          out.push(0x0a);
+          break;
+        case 'r':
+          out.push(0x0d);
+          break;
+        case 't':
+          out.push(0x09);
+          break;
+        case 'v':
+          out.push(0x0b);
+          break;
+        case '\\':
+          out.push(0x5c);
+          break;
+        case '?':
+          out.push(0x3f);
+          break;
+        case "'":
+          out.push(0x27);
+          break;
+        case '"':
+          out.push(0x22);
+          break;
         case 'x':
         case 'X': {
           let hex = '';

@@ -82,18 +82,12 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
     checkPreferred('dynamic_batching.preferred_batch_size', db.preferredBatchSize, cfg.maxBatchSize, report);
     const levels = db.priorityLevels;
     if (levels > 0n && (db.defaultPriorityLevel < 1n || db.defaultPriorityLevel > levels)) {
-      report(
-        'dynamic_batching.default_priority_level',
-        `default priority level must be in range [1, ${levels}], got ${db.defaultPriorityLevel}`,
-      );
+      report('dynamic_batching.default_priority_level', `default priority level must be in range [1, ${levels}], got ${db.defaultPriorityLevel}`);
     }
     for (const key of Object.keys(db.priorityQueuePolicy)) {
       const level = BigInt(key);
       if (level < 1n || level > levels) {
-        report(
-          `dynamic_batching.priority_queue_policy[${key}]`,
-          `priority queue policy level ${key} must be in range [1, ${levels}] (priority_levels)`,
-        );
+        report(`dynamic_batching.priority_queue_policy[${key}]`, `priority queue policy level ${key} must be in range [1, ${levels}] (priority_levels)`);
       }
     }
     if (db.preserveOrdering) {
@@ -102,9 +96,7 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
       }
       const policies: Array<[string, ModelQueuePolicy | undefined]> = [
         ['dynamic_batching.default_queue_policy', db.defaultQueuePolicy],
-        ...Object.entries(db.priorityQueuePolicy).map(
-          ([k, v]) => [`dynamic_batching.priority_queue_policy[${k}]`, v] as [string, ModelQueuePolicy],
-        ),
+        ...Object.entries(db.priorityQueuePolicy).map(([k, v]) => [`dynamic_batching.priority_queue_policy[${k}]`, v] as [string, ModelQueuePolicy]),
       ];
       for (const [path, policy] of policies) {
         if (policy?.timeoutAction === ModelQueuePolicy_TimeoutAction.DELAY) {

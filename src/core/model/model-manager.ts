@@ -179,7 +179,12 @@ export class ModelManager {
     }
     const backend = this.o.backends.get(config.backend);
     if (!backend) {
-      throw new ConfigError(`backend '${config.backend}' of model '${source.name}' is not supported by tritium (python, onnxruntime)`, file, undefined, 'backend');
+      throw new ConfigError(
+        `backend '${config.backend}' of model '${source.name}' is not supported by tritium (python, onnxruntime)`,
+        file,
+        undefined,
+        'backend',
+      );
     }
     if (this.o.autoCompleteConfig && backend.autoComplete && versionDir) {
       config = await backend.autoComplete({ source, versionDir, logger: this.o.logger }, config);
@@ -266,8 +271,7 @@ export class ModelManager {
         const ready = ve.state === 'READY' && ve.model?.isReady() === true;
         if (readyOnly && !ready) continue;
         const entry: RepositoryIndexEntry = { name: e.name, version: String(v), state: ve.state };
-        const reason =
-          ve.reason || (ve.state === 'READY' && !ready ? instanceReasons(ve.model!.loaded.instances) || 'not all instances are ready' : '');
+        const reason = ve.reason || (ve.state === 'READY' && !ready ? instanceReasons(ve.model!.loaded.instances) || 'not all instances are ready' : '');
         if (reason) entry.reason = reason;
         out.push(entry);
       }

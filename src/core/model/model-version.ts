@@ -46,12 +46,9 @@ export class ModelVersion implements ModelHandle {
     this.outputs = outputSpecs(config);
     this.platform = config.platform || config.backend;
     this.stats = new ModelStats(observer.statsListener(this.name, this.version));
-    const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) =>
-      this.stats.recordExecution(batch, times, batchSize);
+    const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => this.stats.recordExecution(batch, times, batchSize);
     const db = dynamicBatching(config);
-    this.scheduler = db
-      ? new DynamicBatcher([...loaded.instances], db, onExecution)
-      : new DefaultScheduler([...loaded.instances], onExecution);
+    this.scheduler = db ? new DynamicBatcher([...loaded.instances], db, onExecution) : new DefaultScheduler([...loaded.instances], onExecution);
   }
 
   metadata(): ModelMetadata {

@@ -157,8 +157,7 @@ export class DynamicBatcher implements Scheduler {
     const levelCount = Math.max(1, this.priorityLevels);
     this.policies = [];
     for (let i = 0; i < levelCount; i++) {
-      const p =
-        (this.priorityLevels > 0 ? options.priorityQueuePolicy.get(i + 1) : undefined) ?? options.defaultQueuePolicy;
+      const p = (this.priorityLevels > 0 ? options.priorityQueuePolicy.get(i + 1) : undefined) ?? options.defaultQueuePolicy;
       this.policies.push({
         reject: p.timeoutAction !== 'DELAY',
         timeoutUs: Math.max(0, p.defaultTimeoutUs),
@@ -207,10 +206,7 @@ export class DynamicBatcher implements Scheduler {
       this.rejectDeadline = deadlineMs;
       this.armTimer(deadlineMs, now);
     }
-    if (
-      this.pool.hasIdle &&
-      (this.queuedRows >= this.wakeRows || (this.waitSig !== undefined && req.shapeSignature !== this.waitSig))
-    ) {
+    if (this.pool.hasIdle && (this.queuedRows >= this.wakeRows || (this.waitSig !== undefined && req.shapeSignature !== this.waitSig))) {
       this.schedulePump();
     }
   }

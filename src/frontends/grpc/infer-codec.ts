@@ -53,9 +53,7 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
   const raw = msg.rawInputContents;
   const useRaw = raw.length > 0;
   if (useRaw && raw.length !== msg.inputs.length) {
-    throw invalid(
-      `expected ${msg.inputs.length} entries in raw_input_contents (one per input, in input order) for model '${model}', got ${raw.length}`,
-    );
+    throw invalid(`expected ${msg.inputs.length} entries in raw_input_contents (one per input, in input order) for model '${model}', got ${raw.length}`);
   }
   const inputs: Tensor[] = new Array(msg.inputs.length);
   for (let i = 0; i < msg.inputs.length; i++) {
@@ -140,10 +138,7 @@ function prepare(response: InferResponse, plan: OutputPlan, batching: boolean, e
   const params = extra === undefined ? response.parameters : { ...response.parameters, ...extra };
   const p = prepareResponse(response, params, outputs);
   if (p.size > MAX_MESSAGE_BYTES) {
-    throw new TritonError(
-      ErrorCode.INVALID_ARG,
-      `Response has byte size ${p.size} which exceeds gRPC's byte size limit ${MAX_MESSAGE_BYTES}.`,
-    );
+    throw new TritonError(ErrorCode.INVALID_ARG, `Response has byte size ${p.size} which exceeds gRPC's byte size limit ${MAX_MESSAGE_BYTES}.`);
   }
   return p;
 }
@@ -177,11 +172,7 @@ export function encodeStreamResponse(response: InferResponse, plan: OutputPlan, 
 }
 
 /** An in-band stream error: the message, and the request it belongs to. */
-export function encodeStreamError(
-  message: string,
-  req: { id: string; modelName: string; modelVersion: string },
-  final: boolean,
-): Buffer {
+export function encodeStreamError(message: string, req: { id: string; modelName: string; modelVersion: string }, final: boolean): Buffer {
   const msg = create(ModelStreamInferResponseSchema, {
     errorMessage: message,
     inferResponse: {

@@ -18,11 +18,7 @@
  *   InferRequestedOutputTensor: 1 name, 2 parameters
  */
 import { isUtf8 } from 'node:buffer';
-import type {
-  ModelInferRequest,
-  ModelInferRequest_InferInputTensor,
-  ModelInferRequest_InferRequestedOutputTensor,
-} from '../../generated/grpc_service_pb.js';
+import type { ModelInferRequest, ModelInferRequest_InferInputTensor, ModelInferRequest_InferRequestedOutputTensor } from '../../generated/grpc_service_pb.js';
 
 const VARINT = 0;
 const LEN = 2;

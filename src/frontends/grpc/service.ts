@@ -37,8 +37,7 @@ export function addServiceRoutes(routes: Map<string, Route>, service: DescServic
     // Unknown fields would only be kept to be re-serialised, which a server never does.
     const reflective = (b: Buffer): unknown => fromBinary(m.input, b, { readUnknownFields: false });
     // Inference requests in their common shape are read by hand (request-wire.ts).
-    const decode =
-      m.input.typeName === ModelInferRequestSchema.typeName ? (b: Buffer): unknown => readSimpleInferRequest(b) ?? reflective(b) : reflective;
+    const decode = m.input.typeName === ModelInferRequestSchema.typeName ? (b: Buffer): unknown => readSimpleInferRequest(b) ?? reflective(b) : reflective;
     if (m.methodKind === 'unary') {
       routes.set(path, { kind: 'unary', decode, run: unaryRunner(handler as UnaryHandler<unknown>, m, ctx) });
     } else if (m.methodKind === 'bidi_streaming') {

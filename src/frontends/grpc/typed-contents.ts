@@ -81,9 +81,7 @@ export function encodeTypedContents(name: string, dt: Datatype, contents: InferT
   }
   for (const f of ALL_FIELDS) {
     if (f !== field && contents[f].length > 0) {
-      throw invalid(
-        `unexpected ${PROTO_NAME[f]} for input '${name}' with datatype ${dt}, expected data in ${PROTO_NAME[field]}`,
-      );
+      throw invalid(`unexpected ${PROTO_NAME[f]} for input '${name}' with datatype ${dt}, expected data in ${PROTO_NAME[field]}`);
     }
   }
   const values = contents[field];

@@ -33,10 +33,7 @@ const READ: Partial<Record<Datatype, Read>> = {
 export function classify(output: Tensor, k: number, batching: boolean): Tensor {
   const read = READ[output.datatype];
   if (read === undefined) {
-    throw new TritonError(
-      ErrorCode.INVALID_ARG,
-      `class result not available for output due to unsupported type '${output.datatype}'`,
-    );
+    throw new TritonError(ErrorCode.INVALID_ARG, `class result not available for output due to unsupported type '${output.datatype}'`);
   }
   const batch = batching && output.shape.length > 0 ? output.shape[0]! : 0;
   let perItem = 1;

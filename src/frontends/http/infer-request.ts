@@ -53,7 +53,7 @@ const unableToParse = (what: string, why?: string) => invalid(`Unable to parse '
  */
 export function parseHeaderLength(header: string | string[] | undefined, bodyLength: number): number {
   if (header === undefined) return bodyLength;
-  const text = Array.isArray(header) ? header[0] ?? '' : header;
+  const text = Array.isArray(header) ? (header[0] ?? '') : header;
   if (!/^\s*[0-9]+\s*$/.test(text)) throw invalid(`Unable to parse Inference-Header-Content-Length, got: ${text}`);
   const n = Number(text);
   if (n > bodyLength) throw invalid(`inference header size should be in range (0, ${bodyLength}), got: ${text}`);
@@ -65,13 +65,7 @@ export function parseHeaderLength(header: string | string[] | undefined, bodyLen
  * `model` is the resolved model, needed by the raw-binary layout to name and shape its input.
  * @throws TritonError (INVALID_ARG unless noted) with Triton's texts.
  */
-export function parseInferRequest(
-  body: Buffer,
-  headerLength: number,
-  model: ModelHandle,
-  modelName: string,
-  modelVersion: string,
-): ParsedInferRequest {
+export function parseInferRequest(body: Buffer, headerLength: number, model: ModelHandle, modelName: string, modelVersion: string): ParsedInferRequest {
   // Triton treats a zero header length as raw binary, even with the header absent on an empty body.
   if (headerLength === 0) return parseRawRequest(body, model, modelName, modelVersion);
 
@@ -121,9 +115,7 @@ function parseInput(input: Record<string, unknown>, body: Buffer, offset: number
   const hasBinary = params !== undefined && params.binary_data_size !== undefined;
   const hasShm = params !== undefined && params.shared_memory_region !== undefined;
   if (+hasData + +hasBinary + +hasShm !== 1) {
-    let msg =
-      "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
-      "'shared_memory_region' in 'parameters'. But";
+    let msg = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " + "'shared_memory_region' in 'parameters'. But";
     if (!hasData && !hasBinary && !hasShm) msg += ' no field is set';
     else msg += ' set' + (hasData ? " 'data'" : '') + (hasBinary ? " 'binary_data_size'" : '') + (hasShm ? " 'shared_memory_region'" : '');
     throw invalid(msg);
@@ -269,14 +261,12 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
  */
 function parseRawRequest(body: Buffer, model: ModelHandle, modelName: string, modelVersion: string): ParsedInferRequest {
   if (model.inputs.length !== 1) {
-    throw invalid(
-      `raw binary request requires model '${modelName}' to have exactly 1 input, but it has ${model.inputs.length}`,
-    );
+    throw invalid(`raw binary request requires model '${modelName}' to have exactly 1 input, but it has ${model.inputs.length}`);
   }
   const spec = model.inputs[0]!;
   const dims = spec.dims.slice();
   if (spec.datatype === 'BYTES') {
-    if (dims.length !== 1 || dims[0] !== 1 && dims[0] !== -1) {
+    if (dims.length !== 1 || (dims[0] !== 1 && dims[0] !== -1)) {
       throw invalid(`raw binary request for BYTES input '${spec.name}' of model '${modelName}' requires dims [1]`);
     }
     dims[0] = 1;
@@ -286,9 +276,7 @@ function parseRawRequest(body: Buffer, model: ModelHandle, modelName: string, mo
     for (let i = 0; i < dims.length; i++) {
       if (dims[i]! < 0) {
         if (variable >= 0) {
-          throw invalid(
-            `raw binary request for input '${spec.name}' of model '${modelName}' can have at most one variable-size dimension`,
-          );
+          throw invalid(`raw binary request for input '${spec.name}' of model '${modelName}' can have at most one variable-size dimension`);
         }
         variable = i;
       } else fixed *= dims[i]!;

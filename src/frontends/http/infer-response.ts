@@ -54,8 +54,7 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
     const binary = choice !== undefined ? choice.binary : plan.defaultBinary;
     if (choice !== undefined && choice.classification > 0) out = classify(out, choice.classification, batching);
     if (i > 0) json += ',';
-    json +=
-      '{"name":' + JSON.stringify(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
+    json += '{"name":' + JSON.stringify(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
     if (binary) {
       json += ',"parameters":{"binary_data_size":' + out.data.length + '}}';
       if (out.data.length > 0) {
@@ -74,13 +73,7 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
  * Sends the final response of a request (an error response included) and releases its
  * buffers once written. Never throws.
  */
-export function writeInferResponse(
-  res: HttpResponse,
-  response: InferResponse,
-  plan: OutputPlan,
-  batching: boolean,
-  encoding: ResponseEncoding,
-): void {
+export function writeInferResponse(res: HttpResponse, response: InferResponse, plan: OutputPlan, batching: boolean, encoding: ResponseEncoding): void {
   let released = false;
   const release = (): void => {
     if (released) return;

@@ -187,7 +187,7 @@ class SlowParser {
       if (c === CLOSE_CURLY) return out;
       if (c !== 0x2c /* , */) {
         this.pos--;
-        this.fail('Missing a comma or \'}\' after an object member.');
+        this.fail("Missing a comma or '}' after an object member.");
       }
     }
   }
@@ -208,7 +208,7 @@ class SlowParser {
       if (c === CLOSE_SQUARE) return out;
       if (c !== 0x2c /* , */) {
         this.pos--;
-        this.fail('Missing a comma or \']\' after an array element.');
+        this.fail("Missing a comma or ']' after an array element.");
       }
     }
   }

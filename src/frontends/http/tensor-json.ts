@@ -65,9 +65,7 @@ const PUT: Partial<Record<Datatype, Put>> = {
  */
 export function encodeJsonData(inputName: string, datatype: Datatype, data: unknown[], count: number): Buffer {
   if (datatype === 'FP16' || datatype === 'BF16') {
-    throw invalid(
-      `receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`,
-    );
+    throw invalid(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`);
   }
   if (datatype === 'BYTES') return encodeBytes(data, count);
   const put = PUT[datatype]!;

@@ -158,9 +158,21 @@ export class Metrics {
     if (options.counterLatencies !== false) {
       perModel('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (s) => s.requestUs);
       perModel('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (s) => s.queueUs);
-      perModel('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (s) => s.inputUs);
-      perModel('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (s) => s.inferUs);
-      perModel('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (s) => s.outputUs);
+      perModel(
+        'nv_inference_compute_input_duration_us',
+        'Cumulative compute input duration in microseconds (does not include cached requests)',
+        (s) => s.inputUs,
+      );
+      perModel(
+        'nv_inference_compute_infer_duration_us',
+        'Cumulative compute inference duration in microseconds (does not include cached requests)',
+        (s) => s.inferUs,
+      );
+      perModel(
+        'nv_inference_compute_output_duration_us',
+        'Cumulative inference compute output duration in microseconds (does not include cached requests)',
+        (s) => s.outputUs,
+      );
     }
     new Gauge({
       name: 'nv_model_load_duration_secs',

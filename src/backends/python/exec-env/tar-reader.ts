@@ -88,10 +88,7 @@ function isGzip(file: string): boolean {
  * Reads the entries of `file` (tar or tar.gz) in order. For each entry `onEntry` gets the header
  * and a `body` function yielding its bytes; a body that is not consumed is skipped.
  */
-export async function readTar(
-  file: string,
-  onEntry: (entry: TarEntry, body: () => AsyncGenerator<Buffer>) => Promise<void>,
-): Promise<void> {
+export async function readTar(file: string, onEntry: (entry: TarEntry, body: () => AsyncGenerator<Buffer>) => Promise<void>): Promise<void> {
   const raw = fs.createReadStream(file);
   const stream = isGzip(file) ? raw.pipe(zlib.createGunzip()) : raw;
   // A gunzip failure surfaces through the iterator; make sure the file stream dies with it.
@@ -186,7 +183,11 @@ function readNumber(h: Buffer, off: number, len: number): number {
     for (let i = off + 1; i < off + len; i++) v = v * 256 + h[i]!;
     return v + (h[off]! & 0x3f) * 256 ** (len - 1);
   }
-  const text = h.subarray(off, off + len).toString('latin1').replace(/[\0 ]+$/g, '').trim();
+  const text = h
+    .subarray(off, off + len)
+    .toString('latin1')
+    .replace(/[\0 ]+$/g, '')
+    .trim();
   if (text === '') return 0;
   if (!/^[0-7]+$/.test(text)) throw new TarFormatError(`bad number field '${text}' in a tar header`);
   return parseInt(text, 8);

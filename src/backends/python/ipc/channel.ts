@@ -425,6 +425,9 @@ export class StubChannel {
       }
     }
     // One listener's bug must not drop the messages after it; still surface it as uncaught.
-    if (firstError !== undefined) queueMicrotask(() => { throw firstError; });
+    if (firstError !== undefined)
+      queueMicrotask(() => {
+        throw firstError;
+      });
   }
 }

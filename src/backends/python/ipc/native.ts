@@ -33,7 +33,9 @@ export interface NativeAddon {
   /** FUTEX_WAKE (non-private) on the u32 at byteOffset; returns the number of woken waiters. */
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
   /** Creates the eventfd and calls `onWake` on the loop each time it becomes readable. */
-  WakeListener: new (onWake: () => void) => WakeListener;
+  WakeListener: new (
+    onWake: () => void,
+  ) => WakeListener;
 }
 
 // Same relative path from src/backends/python/ipc and dist/backends/python/ipc.
@@ -48,10 +50,7 @@ export function loadNative(): NativeAddon {
   try {
     cached = require(ADDON_PATH) as NativeAddon;
   } catch (e) {
-    const err = new Error(
-      `cannot load the tritium native addon (${ADDON_PATH}): ${(e as Error).message}. ` +
-        'Build it with `npm run build:native`.',
-    );
+    const err = new Error(`cannot load the tritium native addon (${ADDON_PATH}): ${(e as Error).message}. ` + 'Build it with `npm run build:native`.');
     (err as Error & { cause?: unknown }).cause = e;
     throw err;
   }

@@ -10,11 +10,7 @@
 import { create } from '@bufbuild/protobuf';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import type { ModelReadyRequest } from '../../../generated/grpc_service_pb.js';
-import {
-  ModelReadyResponseSchema,
-  ServerLiveResponseSchema,
-  ServerReadyResponseSchema,
-} from '../../../generated/grpc_service_pb.js';
+import { ModelReadyResponseSchema, ServerLiveResponseSchema, ServerReadyResponseSchema } from '../../../generated/grpc_service_pb.js';
 import { HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from '../../../generated/health_pb.js';
 import type { GrpcContext } from '../context.js';
 

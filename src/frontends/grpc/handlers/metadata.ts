@@ -5,11 +5,7 @@
 import type { JsonValue } from '@bufbuild/protobuf';
 import { create, fromJson } from '@bufbuild/protobuf';
 import type { ModelConfigRequest, ModelMetadataRequest } from '../../../generated/grpc_service_pb.js';
-import {
-  ModelConfigResponseSchema,
-  ModelMetadataResponseSchema,
-  ServerMetadataResponseSchema,
-} from '../../../generated/grpc_service_pb.js';
+import { ModelConfigResponseSchema, ModelMetadataResponseSchema, ServerMetadataResponseSchema } from '../../../generated/grpc_service_pb.js';
 import type { ModelConfig } from '../../../generated/model_config_pb.js';
 import { ModelConfigSchema } from '../../../generated/model_config_pb.js';
 import type { GrpcContext } from '../context.js';

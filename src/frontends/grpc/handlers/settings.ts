@@ -6,11 +6,7 @@
 import { create } from '@bufbuild/protobuf';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import type { LogSettingsRequest, TraceSettingRequest } from '../../../generated/grpc_service_pb.js';
-import {
-  LogSettingsResponse_SettingValueSchema,
-  LogSettingsResponseSchema,
-  TraceSettingResponseSchema,
-} from '../../../generated/grpc_service_pb.js';
+import { LogSettingsResponse_SettingValueSchema, LogSettingsResponseSchema, TraceSettingResponseSchema } from '../../../generated/grpc_service_pb.js';
 import type { LogSettingsView } from '../../../core/logger.js';
 import type { GrpcContext } from '../context.js';
 

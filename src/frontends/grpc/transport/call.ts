@@ -146,7 +146,8 @@ export class DuplexCall<I = unknown> extends BaseCall {
 
   on(event: 'data', fn: (msg: I) => void): this;
   on(event: 'end' | 'cancelled', fn: () => void): this;
-  on(event: string, fn: (...args: any[]) => void): this { // eslint-disable-line @typescript-eslint/no-explicit-any
+  on(event: string, fn: (...args: any[]) => void): this {
+    // eslint-disable-line @typescript-eslint/no-explicit-any
     this.events.on(event, fn);
     return this;
   }

@@ -229,4 +229,3 @@ function closeAll(server: Http2Server, sessions: Set<Http2Session>, forceAfterMs
     for (const s of sessions) s.close();
   });
 }
-

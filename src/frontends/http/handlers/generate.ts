@@ -35,14 +35,7 @@ const EVENT_STREAM = 'text/event-stream; charset=utf-8';
 export const NOT_ONE_RESPONSE =
   'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses';
 
-export function handleGenerate(
-  ctx: HttpContext,
-  req: HttpRequest,
-  res: HttpResponse,
-  model: string,
-  version: string,
-  streaming: boolean,
-): void {
+export function handleGenerate(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string, streaming: boolean): void {
   let handle: ModelHandle;
   let v: string;
   try {

@@ -51,15 +51,7 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
     );
 }
 
-function run(
-  ctx: HttpContext,
-  req: HttpRequest,
-  res: HttpResponse,
-  handle: ModelHandle,
-  model: string,
-  version: string,
-  body: Buffer,
-): void {
+function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, version: string, body: Buffer): void {
   let parsed;
   try {
     const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.length);

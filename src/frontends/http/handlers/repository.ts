@@ -30,8 +30,5 @@ export function handleRepositoryControl(_ctx: HttpContext, res: HttpResponse, re
     return;
   }
   // TODO(explicit mode): route to the core once it exposes load/unload.
-  sendError(
-    res,
-    new TritonError(ErrorCode.UNAVAILABLE, 'explicit model load / unload is not allowed if polling is enabled'),
-  );
+  sendError(res, new TritonError(ErrorCode.UNAVAILABLE, 'explicit model load / unload is not allowed if polling is enabled'));
 }

@@ -9,12 +9,7 @@ import type { HttpResponse } from '../wire/exchange.js';
 import { ErrorCode, TritonError } from '../../../core/errors.js';
 import { sendEmpty, sendError, sendJson } from '../reply.js';
 
-export function handleSharedMemory(
-  res: HttpResponse,
-  memory: 'system' | 'cuda',
-  region: string,
-  action: 'status' | 'register' | 'unregister',
-): void {
+export function handleSharedMemory(res: HttpResponse, memory: 'system' | 'cuda', region: string, action: 'status' | 'register' | 'unregister'): void {
   const kind = memory === 'system' ? 'system' : 'cuda';
   switch (action) {
     case 'status':

@@ -203,11 +203,28 @@ export class Connection implements ResponseOwner {
       return;
     }
     // The rest is still on its way: a placeholder request swallows it.
-    const sink = new HttpRequest({ method: 'DISCARD', url: '', versionMinor: 1, headers: {}, contentLength: this.bodyLeft, chunked: false, keepAlive, expectContinue: false });
+    const sink = new HttpRequest({
+      method: 'DISCARD',
+      url: '',
+      versionMinor: 1,
+      headers: {},
+      contentLength: this.bodyLeft,
+      chunked: false,
+      keepAlive,
+      expectContinue: false,
+    });
     this.req = sink;
     this.discarding = true;
     this.socket.setTimeout(this.o.idleTimeoutMs);
-    sink.read({ data: () => {}, end: () => queueMicrotask(() => { this.req = undefined; this.next(keepAlive); }), error: () => {} });
+    sink.read({
+      data: () => {},
+      end: () =>
+        queueMicrotask(() => {
+          this.req = undefined;
+          this.next(keepAlive);
+        }),
+      error: () => {},
+    });
   }
 
   private next(keepAlive: boolean): void {
@@ -233,7 +250,8 @@ export class Connection implements ResponseOwner {
   private refuse(status: number): void {
     this.ending = true;
     this.pending = undefined;
-    const reason = status === 431 ? 'Request Header Fields Too Large' : status === 501 ? 'Not Implemented' : status === 505 ? 'HTTP Version Not Supported' : 'Bad Request';
+    const reason =
+      status === 431 ? 'Request Header Fields Too Large' : status === 501 ? 'Not Implemented' : status === 505 ? 'HTTP Version Not Supported' : 'Bad Request';
     this.socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, 'latin1');
     this.socket.setTimeout(LINGER_MS);
   }

@@ -94,7 +94,15 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
   i++;
   // HTTP/d.d CRLF; a well-formed version other than 1.0 and 1.1 is 505, anything else 400.
   const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
-  if (i + 10 > end || buf.toString('latin1', i, i + 5) !== 'HTTP/' || !isDigit(buf[i + 5]) || buf[i + 6] !== 0x2e || !isDigit(buf[i + 7]) || buf[i + 8] !== CR || buf[i + 9] !== LF) {
+  if (
+    i + 10 > end ||
+    buf.toString('latin1', i, i + 5) !== 'HTTP/' ||
+    !isDigit(buf[i + 5]) ||
+    buf[i + 6] !== 0x2e ||
+    !isDigit(buf[i + 7]) ||
+    buf[i + 8] !== CR ||
+    buf[i + 9] !== LF
+  ) {
     throw bad('malformed HTTP version');
   }
   const minorByte = buf[i + 7]!;
