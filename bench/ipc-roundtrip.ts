@@ -64,7 +64,12 @@ function loop(total: number, once: (done: () => void) => void): Promise<Float64A
 }
 
 async function benchShm(): Promise<Stats> {
-  const ch = StubChannel.create({ region: newRegionName('bench'), defaultByteSize: 1 << 20, growthByteSize: 1 << 20 });
+  const ch = StubChannel.create({
+    region: newRegionName('bench'),
+    defaultByteSize: 1 << 20,
+    growthByteSize: 1 << 20,
+    wait: { spinUs: SPIN_STUB, spinMode: SPIN_MODE },
+  });
   const child = spawn(python, [echo, ch.region, String(1 << 20), String(SPIN_STUB), String(YIELD_STUB), SPIN_MODE], {
     stdio: ['ignore', 'inherit', 'inherit', ch.wakeFd],
     env: { ...process.env, TRITIUM_STUB_WAKE_FD: '3' },
@@ -106,7 +111,7 @@ const fmt = (s: Stats) => `median ${s.median.toFixed(1)} µs   p90 ${s.p90.toFix
 
 console.log(`setup: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, ${python}`);
 console.log(
-  `       ${N} timed round trips after ${WARMUP} warm-up; stub spin-mode ${SPIN_MODE}, ${SPIN_STUB} µs (Node waits on its event loop, woken through the eventfd)${YIELD_STUB ? ' (yield)' : ''}`,
+  `       ${N} timed round trips after ${WARMUP} warm-up; spin-mode ${SPIN_MODE}, ${SPIN_STUB} µs on both ends (Node's event loop is woken through the eventfd)${YIELD_STUB ? ' (yield)' : ''}`,
 );
 const shm = await benchShm();
 console.log(`shm  : ${fmt(shm)}`);

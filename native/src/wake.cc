@@ -7,6 +7,11 @@
 // things a request does. The stub writes the eventfd only when Node has asked for it (ring B's
 // `sleeping` word, see docs/ipc.md), so under load most answers cost no system call on either
 // side beyond the eventfd write.
+//
+// With a spin budget (spin-mode=always, or adaptive when cores are idle; wait_core.h), the loop
+// keeps polling without blocking for that long after each wake-up (a libuv idle handle makes
+// epoll_wait return at once): the next answer then finds the loop's core awake, which on a
+// virtualised host saves the wake-up of a halted vCPU on every round trip.
 #include "wake.h"
 
 #include <sys/eventfd.h>
@@ -17,6 +22,8 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+
+#include "wait_core.h"
 
 namespace tritium {
 namespace {
@@ -29,15 +36,34 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
                         InstanceMethod("ref", &WakeListener::Ref), InstanceMethod("unref", &WakeListener::Unref)});
   }
 
-  // new WakeListener(callback): creates the eventfd (close-on-exec, non-blocking) and starts
-  // watching it; `callback` runs on the loop, with no arguments, once per readiness.
+  // new WakeListener(callback, opts?): creates the eventfd (close-on-exec, non-blocking) and
+  // starts watching it; `callback` runs on the loop, with no arguments, once per readiness.
+  //   opts: { spinUs?: number = 50, spinMode?: 'adaptive'|'always'|'never' = 'adaptive' }
   explicit WakeListener(const Napi::CallbackInfo& info)
       : Napi::ObjectWrap<WakeListener>(info), async_(info.Env(), "tritium.wake") {
     Napi::Env env = info.Env();
     if (info.Length() < 1 || !info[0].IsFunction()) {
-      Napi::TypeError::New(env, "new WakeListener(callback: () => void)").ThrowAsJavaScriptException();
+      Napi::TypeError::New(env, "new WakeListener(callback: () => void, opts?)").ThrowAsJavaScriptException();
       return;
     }
+    double spin_us = 50;
+    wait::SpinMode mode = wait::SpinMode::kAdaptive;
+    if (info.Length() > 1 && info[1].IsObject()) {
+      Napi::Object o = info[1].As<Napi::Object>();
+      if (o.Get("spinUs").IsNumber()) spin_us = o.Get("spinUs").As<Napi::Number>().DoubleValue();
+      if (o.Get("spinMode").IsString()) {
+        std::string m = o.Get("spinMode").As<Napi::String>().Utf8Value();
+        if (!wait::ParseSpinMode(m.c_str(), &mode)) {
+          Napi::RangeError::New(env, "WakeListener: spinMode must be 'adaptive', 'always' or 'never'").ThrowAsJavaScriptException();
+          return;
+        }
+      }
+    }
+    if (!(spin_us >= 0) || spin_us > 1e6) {
+      Napi::RangeError::New(env, "WakeListener: spinUs must be between 0 and 1000000").ThrowAsJavaScriptException();
+      return;
+    }
+    policy_.Configure(mode, static_cast<int64_t>(spin_us * 1000));
     uv_loop_t* loop = nullptr;
     if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
       Napi::Error::New(env, "WakeListener: no event loop").ThrowAsJavaScriptException();
@@ -64,6 +90,11 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
       return;
     }
     poll_->data = this;
+    if (policy_.mode() != wait::SpinMode::kNever) {
+      idle_ = new uv_idle_t;
+      uv_idle_init(loop, idle_);
+      idle_->data = this;
+    }
     env_ = env;
     callback_ = Napi::Persistent(info[0].As<Napi::Function>());
     // The handle holds the object alive until close(): a listener nobody references any more
@@ -82,6 +113,25 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
   }
 
   static void OnClosed(uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); }
+  static void OnIdleClosed(uv_handle_t* h) { delete reinterpret_cast<uv_idle_t*>(h); }
+
+  // Runs once per loop iteration while spinning: stop when the budget is spent.
+  static void OnIdle(uv_idle_t* handle) {
+    auto* self = static_cast<WakeListener*>(handle->data);
+    if (self == nullptr || wait::NowNs() >= self->spin_until_ns_) uv_idle_stop(handle);
+  }
+
+  // After a wake-up's work: teach the policy how long the peer took, then poll if it pays.
+  void AfterWake() {
+    if (idle_ == nullptr) return;
+    int64_t now = wait::NowNs();
+    if (idle_since_ns_ > 0) policy_.Observe(now - idle_since_ns_, budget_ns_ > 0);
+    idle_since_ns_ = now;
+    budget_ns_ = policy_.Budget(now);
+    if (budget_ns_ <= 0) return;
+    spin_until_ns_ = now + budget_ns_;
+    if (!uv_is_active(reinterpret_cast<uv_handle_t*>(idle_))) uv_idle_start(idle_, OnIdle);
+  }
 
   static void OnReadable(uv_poll_t* handle, int status, int events) {
     auto* self = static_cast<WakeListener*>(handle->data);
@@ -99,9 +149,16 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
       Napi::Error e = env.GetAndClearPendingException();
       napi_fatal_exception(env, e.Value());
     }
+    if (self->fd_ >= 0) self->AfterWake();
   }
 
   void Stop() {
+    if (idle_ != nullptr) {
+      idle_->data = nullptr;
+      uv_idle_stop(idle_);
+      uv_close(reinterpret_cast<uv_handle_t*>(idle_), OnIdleClosed);
+      idle_ = nullptr;
+    }
     if (poll_ != nullptr) {
       poll_->data = nullptr;
       uv_poll_stop(poll_);
@@ -124,15 +181,22 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
   }
   Napi::Value Ref(const Napi::CallbackInfo& info) {
     if (poll_ != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(poll_));
+    if (idle_ != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(idle_));
     return info.Env().Undefined();
   }
   Napi::Value Unref(const Napi::CallbackInfo& info) {
     if (poll_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(poll_));
+    if (idle_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(idle_));
     return info.Env().Undefined();
   }
 
   int fd_ = -1;
   uv_poll_t* poll_ = nullptr;
+  uv_idle_t* idle_ = nullptr;  // only with a spin mode other than never
+  wait::WaitPolicy policy_;
+  int64_t idle_since_ns_ = 0;
+  int64_t budget_ns_ = 0;
+  int64_t spin_until_ns_ = 0;
   napi_env env_ = nullptr;
   Napi::FunctionReference callback_;
   Napi::ObjectReference self_;

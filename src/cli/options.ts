@@ -12,7 +12,7 @@ export interface PythonBackendOptions {
   stubTimeoutSeconds: number;
   /** Interpreter that runs the stubs (`python-executable` key); python3 from PATH by default. */
   pythonExecutable: string;
-  /** `spin-us`: how long a stub may poll for the next request before sleeping (0..1000000 µs, default 50). */
+  /** `spin-us`: how long a stub and Node's event loop may poll for the next message before sleeping (0..1000000 µs, default 50). */
   spinUs: number;
   /** `spin-mode`: adaptive (poll only while it pays), always, or never. */
   spinMode: 'adaptive' | 'always' | 'never';

@@ -18,7 +18,7 @@ import type { IpcWaitOptions } from './ipc/channel.js';
 
 export interface PythonBackendOptions {
   pythonExecutable: string;
-  /** How stubs wait for requests (spin-us / spin-mode keys); adaptive 50 µs by default. */
+  /** How stubs and the event loop wait for messages (spin-us / spin-mode keys); adaptive 50 µs by default. */
   ipcWait?: IpcWaitOptions;
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;

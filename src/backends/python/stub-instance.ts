@@ -38,7 +38,7 @@ export interface StubInstanceOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
-  /** spin-us / spin-mode for this instance's stub. */
+  /** spin-us / spin-mode for this instance's stub and its wake listener on the event loop. */
   ipcWait?: IpcWaitOptions;
   logger: Logger;
   hooks: InstanceHooks;
@@ -142,6 +142,7 @@ export class StubInstance implements BackendInstance {
       region,
       defaultByteSize: this.o.shmDefaultByteSize,
       growthByteSize: this.o.shmGrowthByteSize,
+      ...(this.o.ipcWait ? { wait: this.o.ipcWait } : {}),
     });
     this.channel = channel;
     channel.onMessage((m) => this.onMessage(channel, m));

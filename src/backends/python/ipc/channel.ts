@@ -52,6 +52,11 @@ export interface StubChannelOptions {
   growthByteSize: number;
   /** Bytes per ring; power of two, default 64 KiB. */
   ringByteSize?: number;
+  /**
+   * How long Node's event loop keeps polling after a wake-up before it blocks again, and when
+   * (docs/ipc.md, "Waiting"); the same settings as the stub's. Default adaptive, 50 µs.
+   */
+  wait?: IpcWaitOptions;
 }
 
 interface Segment {
@@ -139,7 +144,10 @@ export class StubChannel {
     const native = this.native;
     const sab = n0.sab;
     this.wake = (off) => native.futexWake(sab, off);
-    this.listener = new native.WakeListener(() => this.onWake());
+    this.listener = new native.WakeListener(() => this.onWake(), {
+      spinUs: opts.wait?.spinUs ?? DEFAULT_SPIN_US,
+      spinMode: opts.wait?.spinMode ?? 'adaptive',
+    });
     // Ask for the first wake-up (the stub's `hello`).
     Atomics.store(this.hdr32, RING_B.sleeping / 4, 1);
   }

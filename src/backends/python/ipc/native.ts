@@ -32,9 +32,13 @@ export interface NativeAddon {
   releaseShm(buffer: SharedArrayBuffer): void;
   /** FUTEX_WAKE (non-private) on the u32 at byteOffset; returns the number of woken waiters. */
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
-  /** Creates the eventfd and calls `onWake` on the loop each time it becomes readable. */
+  /**
+   * Creates the eventfd and calls `onWake` on the loop each time it becomes readable; after each
+   * wake-up the loop keeps polling without blocking for as long as the spin policy allows.
+   */
   WakeListener: new (
     onWake: () => void,
+    opts?: { spinUs?: number; spinMode?: 'adaptive' | 'always' | 'never' },
   ) => WakeListener;
 }
 
