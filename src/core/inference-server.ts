@@ -3,7 +3,7 @@
  * The core behind every frontend: lifecycle state (live, ready, exiting), model lookup,
  * inference entry point, statistics and the repository index.
  */
-import { asTritonError, Errors, ErrorCode, TritonError } from './errors.js';
+import { asTritonError, Errors } from './errors.js';
 import type { InferRequest, ResponseSink } from './inference.js';
 import type { ModelHandle } from './model-handle.js';
 import type { ModelManager } from './model/model-manager.js';
@@ -105,7 +105,7 @@ export class InferenceServer implements ServerCore {
     try {
       mv = this.models.resolve(name, version ?? '');
     } catch {
-      throw new TritonError(ErrorCode.INVALID_ARG, `requested model '${name}' is not available`);
+      throw Errors.modelNotAvailable(name);
     }
     return [mv.statistics()];
   }

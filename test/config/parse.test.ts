@@ -3,6 +3,7 @@ import { equals } from '@bufbuild/protobuf';
 import { fromText } from '@bufbuild/protobuf/txtpb';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/core/config/config-error.js';
+import { ErrorCode } from '../../src/core/errors.js';
 import { parseModelConfigText, parseModelConfigTextWithPositions } from '../../src/core/config/parse.js';
 import {
   DataType,
@@ -197,7 +198,9 @@ describe('parseModelConfigText: errors name file, line, column and field', () =>
     const text = ['name: "m"', 'backend: "python"', 'max_batch_size: 8', 'input [', '  {', '    name: "INPUT0"', '  dimz: [ 16 ]', '  }', ']'].join('\n');
     const e = parseError(text);
     expect(e.message).toBe('config.pbtxt:7:3: Message type "inference.ModelInput" has no field named "dimz".');
-    expect(e.code).toBe('TRITIUM_CONFIG');
+    // A catalogue error (docs/errors.md): INVALID_ARG, built by configSyntax.
+    expect(e.code).toBe(ErrorCode.INVALID_ARG);
+    expect(e.entry).toBe('configSyntax');
     expect(e.file).toBe('config.pbtxt');
     expect(e.line).toBe(7);
     expect(e.field).toBe('input[0].dimz');

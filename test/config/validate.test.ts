@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/core/config/config-error.js';
+import { ErrorCode } from '../../src/core/errors.js';
 import { inferBackend } from '../../src/core/config/infer-backend.js';
 import { normalizeModelConfig } from '../../src/core/config/normalize.js';
 import { parseModelConfigText, parseModelConfigTextWithPositions } from '../../src/core/config/parse.js';
@@ -274,7 +275,9 @@ describe('validateModelConfig', () => {
     expect(p.field).toBe(field);
     expect(p.message).toContain(fragment);
     expect(p.message.startsWith(`${FILE}: ${field}: `)).toBe(true);
-    expect(p.code).toBe('TRITIUM_CONFIG');
+    // A catalogue error (docs/errors.md): INVALID_ARG, built by configInvalid.
+    expect(p.code).toBe(ErrorCode.INVALID_ARG);
+    expect(p.entry).toBe('configInvalid');
   });
 
   it('accepts valid reshapes and FORCE_CPU_ONLY_INPUT_TENSORS values', () => {

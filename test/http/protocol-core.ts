@@ -11,7 +11,7 @@
  * `delay_ms` (answer later), `echo_params` (copy request parameters into the response).
  */
 import type { Datatype } from '../../src/core/datatype.js';
-import { ErrorCode, Errors, TritonError } from '../../src/core/errors.js';
+import { ErrorCode, Errors } from '../../src/core/errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../../src/core/server-core.js';
@@ -123,7 +123,7 @@ export function createProtocolCore(): ProtocolCore {
       const respond = (): void => {
         const base = { modelName: request.modelName, modelVersion: '1', id: request.id, final: true };
         if (typeof p.fail === 'string') {
-          sink({ ...base, outputs: [], error: new TritonError(ErrorCode.INTERNAL, p.fail) });
+          sink({ ...base, outputs: [], error: Errors.modelRaised(ErrorCode.INTERNAL, p.fail) });
           return;
         }
         if (request.signal?.aborted) {
@@ -148,7 +148,7 @@ export function createProtocolCore(): ProtocolCore {
     statistics: (name?: string, version?: string): ModelStatistics[] => {
       if (name === undefined) return [stats('identity')];
       const m = core.resolveModel(name, version ?? '');
-      if (!m.isReady()) throw new TritonError(ErrorCode.INVALID_ARG, `requested model '${name}' is not available`);
+      if (!m.isReady()) throw Errors.modelNotAvailable(name);
       return [stats(name)];
     },
     repositoryIndex: (readyOnly: boolean): RepositoryIndexEntry[] => {

@@ -154,8 +154,11 @@ describe('extensions', () => {
     expect([r.status, r.json()]).toEqual([200, []]);
     r = await call('GET', '/v2/cudasharedmemory/region/r0/status');
     expect(r.status).toBe(404);
+    expect(r.json()).toEqual({ error: "Unable to find cuda shared memory region: 'r0'" });
     r = await call('POST', '/v2/systemsharedmemory/region/r0/register', '{"key":"/x","offset":0,"byte_size":4}');
     expect(r.status).toBe(501);
+    // The same text as gRPC gives (test/grpc/server.test.ts): one core rule for both protocols.
+    expect(r.json()).toEqual({ error: "failed to register system shared memory region 'r0': client shared memory is not supported by tritium yet" });
     r = await call('POST', '/v2/systemsharedmemory/unregister');
     expect(r.status).toBe(200);
     r = await call('POST', '/v2/cudasharedmemory/region/r0/unregister');
@@ -167,10 +170,21 @@ describe('extensions', () => {
     expect(r.json()).toEqual({ log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default' });
     r = await call('POST', '/v2/logging', '{"log_verbose_level":2,"log_info":false,"log_format":"ISO8601"}');
     expect(r.json()).toMatchObject({ log_verbose_level: 2, log_info: false, log_format: 'ISO8601' });
+    // Texts and statuses as Triton 2.51 answers them over HTTP (docs/errors.md: logFormatHttp,
+    // logFileUpdate, logSettingTypeHttp); unknown keys are ignored there too.
     r = await call('POST', '/v2/logging', '{"log_format":"weird"}');
-    expect(r.status).toBe(400);
+    expect(r.status).toBe(503);
+    expect(r.json()).toEqual({ error: 'invalid argument for --log_format, got: weird' });
     r = await call('POST', '/v2/logging', '{"log_file":"/tmp/x.log"}');
     expect(r.status).toBe(501);
+    expect(r.json()).toEqual({ error: 'log file location can not be updated through network protocol' });
+    r = await call('POST', '/v2/logging', '{"log_info":"yes"}');
+    expect(r.status).toBe(500);
+    expect(r.json()).toEqual({ error: 'attempt to access JSON non-boolean as boolean' });
+    r = await call('POST', '/v2/logging', '{"log_verbose_level":-1}');
+    expect(r.json()).toEqual({ error: 'attempt to access JSON non-unsigned-integer as unsigned-integer' });
+    r = await call('POST', '/v2/logging', '{"no_such_setting":1,"log_file":null}');
+    expect(r.status).toBe(200);
   });
 
   it('trace settings are static and off', async () => {
@@ -180,6 +194,7 @@ describe('extensions', () => {
     expect(r.status).toBe(200);
     r = await call('POST', '/v2/trace/setting', '{"trace_file":"x"}');
     expect(r.status).toBe(501);
+    expect(r.json()).toEqual({ error: 'trace file location can not be updated through network protocol' });
   });
 
   it('generate endpoints: JSON and server-sent events (end to end in test/e2e/generate.test.ts)', async () => {

@@ -12,7 +12,7 @@
  *   same element type and compatible dims; a contradiction fails the load naming the tensor.
  */
 import { create } from '@bufbuild/protobuf';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import { cloneModelConfig, dataTypeName, protocolToDataType } from '../../core/config/schema.js';
 import { emptyDynamicBatching } from '../../core/config/normalize.js';
 import type { Logger } from '../../core/logger.js';
@@ -28,7 +28,6 @@ import {
 import { datatypeOfOrt } from './ort-types.js';
 import type { SessionInfo, TensorMeta } from './runner.js';
 
-const invalid = (message: string) => new TritonError(ErrorCode.INVALID_ARG, message);
 
 /** Every input and output has a dynamic first dimension (Triton's test for "can batch"). */
 export function graphCanBatch(info: SessionInfo): boolean {
@@ -40,7 +39,7 @@ export function configTypeOf(model: string, t: TensorMeta): DataType {
   const dt = t.isTensor && t.type !== undefined ? datatypeOfOrt(t.type) : undefined;
   if (dt === undefined) {
     const what = t.isTensor ? `element type '${t.type}'` : 'a non-tensor type (sequence or map)';
-    throw invalid(`unable to autofill for '${model}': tensor '${t.name}' of the ONNX model has ${what}, which tritium cannot serve`);
+    throw Errors.onnxAutofillType(model, t.name, what);
   }
   return protocolToDataType(dt);
 }
@@ -63,7 +62,7 @@ export function autoCompleteFromGraph(config: ModelConfig, info: SessionInfo, de
     }
     if (out.maxBatchSize > 1 && out.schedulingChoice.case === undefined) out.schedulingChoice = emptyDynamicBatching();
   } else if (out.maxBatchSize !== 0) {
-    throw invalid(`autofill failed for model '${out.name}': model does not support batching while non-zero max_batch_size is specified`);
+    throw Errors.onnxAutofillBatching(out.name);
   }
   if (!hasInputs) out.input = info.inputs.map((t) => completeTensor(out, t, ModelInputSchema) as ModelInput);
   if (!hasOutputs) out.output = info.outputs.map((t) => completeTensor(out, t, ModelOutputSchema) as ModelOutput);
@@ -90,16 +89,16 @@ export function checkConfigAgainstGraph(config: ModelConfig, info: SessionInfo):
   const m = config.name;
   const required = config.input.filter((i) => !i.optional).length;
   if (info.inputs.length !== required) {
-    throw invalid(`unable to load model '${m}', configuration expects ${required} inputs, model provides ${info.inputs.length}`);
+    throw Errors.onnxInputCount(m, required, info.inputs.length);
   }
   const graphInputs = new Map(info.inputs.map((t) => [t.name, t]));
   for (const io of config.input) {
     if (io.optional && config.maxBatchSize !== 0) {
-      throw invalid(`unable to load model '${m}', optional input '${io.name}' is not supported for models that support batching`);
+      throw Errors.onnxOptionalBatching(m, io.name);
     }
     const g = graphInputs.get(io.name);
     if (!g) {
-      throw invalid(`unable to load model '${m}', configuration expects input '${io.name}' but the model's inputs are ${names(info.inputs)}`);
+      throw Errors.onnxMissingTensor(m, 'input', io.name, names(info.inputs));
     }
     checkTensor(config, 'input', io.name, io.dataType, io.reshape ? io.reshape.shape : io.dims, g, io.allowRaggedBatch);
   }
@@ -107,7 +106,7 @@ export function checkConfigAgainstGraph(config: ModelConfig, info: SessionInfo):
   for (const io of config.output) {
     const g = graphOutputs.get(io.name);
     if (!g) {
-      throw invalid(`unable to load model '${m}', configuration expects output '${io.name}' but the model's outputs are ${names(info.outputs)}`);
+      throw Errors.onnxMissingTensor(m, 'output', io.name, names(info.outputs));
     }
     checkTensor(config, 'output', io.name, io.dataType, io.reshape ? io.reshape.shape : io.dims, g, false);
   }
@@ -129,41 +128,33 @@ function checkTensor(
   const m = config.name;
   const graphType = configTypeOf(m, g);
   if (graphType !== dataType) {
-    throw invalid(
-      `unable to load model '${m}', configuration expects datatype ${dataTypeName(dataType)} for ${kind} '${name}', model provides ${dataTypeName(graphType)}`,
-    );
+    throw Errors.onnxDataType(m, dataTypeName(dataType), kind, name, dataTypeName(graphType));
   }
   const dims = configDims.map(Number);
   if (ragged) {
     if (g.shape.length !== 1 || g.shape[0] !== -1) {
-      throw invalid(`unable to load model '${m}', ragged input '${name}' needs the model to take shape [-1], model provides ${fmt(g.shape)}`);
+      throw Errors.onnxRaggedShape(m, name, g.shape);
     }
     return;
   }
   if (g.shape.length === 0) {
     // A scalar in the graph: the config may only say [1] (Triton's convention).
     if (dims.some((d) => d !== 1)) {
-      throw invalid(`unable to load model '${m}', scalar tensor '${name}' must have dims [1] in the model configuration, got ${fmt(dims)}`);
+      throw Errors.onnxScalarDims(m, name, dims);
     }
     return;
   }
   const batching = config.maxBatchSize > 0;
   if (batching && g.shape[0] !== -1) {
-    throw invalid(
-      `unable to load model '${m}', ${kind} '${name}': a model that batches (max_batch_size > 0) needs a dynamic first dimension, but the model's shape is ${fmt(g.shape)}`,
-    );
+    throw Errors.onnxBatchDim(m, kind, name, g.shape);
   }
   const full = batching ? [-1, ...dims] : dims;
   if (full.length !== g.shape.length) {
-    throw invalid(
-      `unable to load model '${m}', ${kind} '${name}': the model's shape ${fmt(g.shape)} has ${g.shape.length} dimensions but the configuration gives ${full.length} (${fmt(full)}${batching ? ', batch dimension included' : ''})`,
-    );
+    throw Errors.onnxRank(m, kind, name, g.shape, full, batching);
   }
   for (let i = batching ? 1 : 0; i < full.length; i++) {
     if (g.shape[i] !== -1 && g.shape[i] !== full[i]) {
-      throw invalid(
-        `unable to load model '${m}', ${kind} '${name}': the model expects dims ${fmt(g.shape)} but the model configuration specifies dims ${fmt(full)}`,
-      );
+      throw Errors.onnxDims(m, kind, name, g.shape, full);
     }
   }
 }

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
 import { expandInstances } from '../../core/config/instances.js';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 import { resolveInside } from '../../core/repository/safe-path.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
@@ -51,7 +51,7 @@ export class OnnxBackend implements Backend {
 
   private modelFile(versionDir: string, config: ModelConfig): string {
     const file = resolveInside(versionDir, config.defaultModelFilename || 'model.onnx', 'default_model_filename');
-    if (!fs.existsSync(file)) throw new TritonError(ErrorCode.INTERNAL, `unable to find '${file}' for model '${config.name}'`);
+    if (!fs.existsSync(file)) throw Errors.modelFileMissing(file, config.name);
     return file;
   }
 
@@ -72,7 +72,7 @@ export class OnnxBackend implements Backend {
     try {
       runner = await openSession({ modelPath, options: { graphOptimizationLevel: 'disabled', executionProviders: ['cpu'], intraOpNumThreads: 1 } }, this.runIn);
     } catch (err) {
-      throw new TritonError(ErrorCode.INVALID_ARG, `unable to autofill for '${config.name}': failed to load '${modelPath}': ${(err as Error).message}`);
+      throw Errors.onnxAutofillLoad(config.name, modelPath, (err as Error).message);
     }
     try {
       return autoCompleteFromGraph(config, runner.info, this.o.defaultMaxBatchSize, ctx.logger);

@@ -11,7 +11,7 @@
  */
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
 import type { Datatype } from '../../core/datatype.js';
-import { ErrorCode, Errors, TritonError, asTritonError } from '../../core/errors.js';
+import { Errors, TritonError, asTritonError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { datatypeOf } from '../../core/model/config-view.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
@@ -92,8 +92,7 @@ export class OnnxInstance implements BackendInstance {
     this.batching = cfg.maxBatchSize > 0;
     for (const i of cfg.input) {
       const ortType = ortTypeOf(datatypeOf(i.dataType));
-      if (!ortType)
-        throw new TritonError(ErrorCode.INVALID_ARG, `input '${i.name}' of model '${cfg.name}': onnxruntime-node has no ${datatypeOf(i.dataType)} tensors`);
+      if (!ortType) throw Errors.onnxNoTensorType(i.name, cfg.name, datatypeOf(i.dataType));
       this.inputs.set(i.name, {
         name: i.name,
         ortType,
@@ -143,10 +142,7 @@ export class OnnxInstance implements BackendInstance {
         if (k < this.o.sessions.length - 1) this.o.onFallback?.(spec, lastError);
       }
     }
-    throw new TritonError(
-      ErrorCode.INTERNAL,
-      `unable to create an onnxruntime session for instance '${this.name}' of model '${this.o.config.name}': ${lastError?.message ?? 'no session options'}`,
-    );
+    throw Errors.onnxSession(this.name, this.o.config.name, lastError?.message ?? 'no session options');
   }
 
   private adopt(runner: SessionRunner): void {
@@ -208,7 +204,7 @@ export class OnnxInstance implements BackendInstance {
       else live.push(pr);
     }
     if (!runner || this.state !== 'ready') {
-      const err = new TritonError(ErrorCode.UNAVAILABLE, `instance '${this.name}' of model '${this.o.config.name}' is not ready`, 'BACKEND');
+      const err = Errors.onnxInstanceNotReady(this.name, this.o.config.name);
       for (const pr of live) pr.fail(err);
       const t = process.hrtime.bigint();
       return { startNs, inputEndNs: t, inferEndNs: t, endNs: t };
@@ -222,7 +218,7 @@ export class OnnxInstance implements BackendInstance {
         run.outs = await runner.run(run.feeds, run.fetches);
         this.runs++;
       } catch (err) {
-        run.error = new TritonError(ErrorCode.INTERNAL, `onnxruntime error: ${(err as Error).message}`, 'BACKEND');
+        run.error = Errors.onnxRunFailed((err as Error).message);
       }
     }
     const inferEndNs = process.hrtime.bigint();
@@ -261,7 +257,7 @@ export class OnnxInstance implements BackendInstance {
 
   private feed(first: Tensor, parts: Tensor[], rows: number[]): WireTensor {
     const plan = this.inputs.get(first.name);
-    if (!plan) throw new TritonError(ErrorCode.INVALID_ARG, `unexpected inference input '${first.name}' for model '${this.o.config.name}'`);
+    if (!plan) throw Errors.unexpectedInput(this.o.config.name, first.name);
     let dims: number[];
     if (!this.batching) {
       const shape = plan.reshape ? mapShape(first.shape, plan.dims, plan.reshape) : first.shape;
@@ -283,7 +279,7 @@ export class OnnxInstance implements BackendInstance {
   /** Cuts the run's outputs per request and answers each request once. */
   private respond(run: Run): void {
     if (run.error || !run.outs) {
-      const err = run.error ?? new TritonError(ErrorCode.INTERNAL, 'onnxruntime returned no outputs', 'BACKEND');
+      const err = run.error ?? Errors.onnxNoOutputs();
       for (const pr of run.requests) pr.fail(err);
       return;
     }
@@ -292,7 +288,7 @@ export class OnnxInstance implements BackendInstance {
       for (const name of run.fetches) {
         const plan = this.outputs.get(name);
         const out = run.outs[name];
-        if (!plan || !out) throw new TritonError(ErrorCode.INTERNAL, `onnxruntime did not return output '${name}'`, 'BACKEND');
+        if (!plan || !out) throw Errors.onnxMissingOutput(name);
         const pieces = this.batching
           ? splitOutput(name, plan.datatype, out, run.rows).map((t) => ({ ...t, shape: [t.shape[0]!, ...this.responseDims(t.shape.slice(1), plan)] }))
           : [outputTensor(name, plan.datatype, out, this.responseDims(out.dims, plan))];

@@ -22,7 +22,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
 import { ortPackageDir } from './runner.js';
 
@@ -85,7 +85,7 @@ function intParameter(config: ModelConfig, key: string): number | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   const n = Number(raw.trim());
   if (!Number.isSafeInteger(n) || n < 0) {
-    throw new TritonError(ErrorCode.INVALID_ARG, `failed to parse parameter '${key}' of model '${config.name}': expected a non-negative integer, got '${raw}'`);
+    throw Errors.onnxParameterInteger(key, config.name, raw);
   }
   return n;
 }
@@ -96,7 +96,7 @@ function boolParameter(config: ModelConfig, key: string): boolean | undefined {
   const v = raw.trim().toLowerCase();
   if (v === '1' || v === 'true') return true;
   if (v === '0' || v === 'false') return false;
-  throw new TritonError(ErrorCode.INVALID_ARG, `failed to parse parameter '${key}' of model '${config.name}': expected 0/1 or true/false, got '${raw}'`);
+  throw Errors.onnxParameterBool(key, config.name, raw);
 }
 
 export function sessionSettings(config: ModelConfig, provider: Provider, deviceId: number): SessionSettings {

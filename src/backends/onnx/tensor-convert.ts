@@ -9,7 +9,7 @@
  * into per-request slices along dimension 0 (views of the output, no copy).
  */
 import type { Datatype } from '../../core/datatype.js';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import { elementCount, joinBytesElements, splitBytesElements, type Tensor } from '../../core/tensor.js';
 import { typedArrayCtor, type OrtData, type OrtType, type OrtTypedArray } from './ort-types.js';
 
@@ -32,14 +32,14 @@ export function concatInputs(name: string, parts: readonly Tensor[], type: OrtTy
     const data: string[] = [];
     // ORT string tensors hold JS strings; elements are read as UTF-8 text.
     for (const p of parts) for (const e of splitBytesElements(p.data)) data.push(e.toString('utf8'));
-    if (data.length !== n) throw internal(`input '${name}' has ${data.length} string elements, expected ${n}`);
+    if (data.length !== n) throw Errors.onnxStringCount(name, data.length, n);
     return { type, dims, data };
   }
   const Ctor = typedArrayCtor(type);
   const size = Ctor.BYTES_PER_ELEMENT;
   let total = 0;
   for (const p of parts) total += p.data.length;
-  if (total !== n * size) throw internal(`input '${name}' has ${total} bytes, expected ${n * size}`);
+  if (total !== n * size) throw Errors.onnxByteCount(name, total, n * size);
   const only = parts.length === 1 ? parts[0]! : undefined;
   if (mayView && only && only.data.byteOffset % size === 0) {
     return { type, dims, data: new Ctor(only.data.buffer, only.data.byteOffset, n) };
@@ -83,7 +83,7 @@ export function outputTensor(name: string, datatype: Datatype, out: WireTensor, 
 export function splitOutput(name: string, datatype: Datatype, out: WireTensor, rows: readonly number[]): Tensor[] {
   const total = rows.reduce((a, b) => a + b, 0);
   if (out.dims.length === 0 || out.dims[0] !== total) {
-    throw internal(`output '${name}' has shape [${out.dims.join(',')}]; expected a first dimension of ${total} (the batch)`);
+    throw Errors.onnxOutputBatch(name, out.dims, total);
   }
   const inner = out.dims.slice(1);
   const perRow = elementCount(inner);
@@ -97,8 +97,4 @@ export function splitOutput(name: string, datatype: Datatype, out: WireTensor, r
     row += r;
   }
   return tensors;
-}
-
-function internal(message: string): TritonError {
-  return new TritonError(ErrorCode.INTERNAL, message, 'BACKEND');
 }

@@ -5,7 +5,7 @@
  * resulting JSON comes back. The stub and its shared memory are gone when this returns.
  */
 import crypto from 'node:crypto';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { StubChannel } from './ipc/channel.js';
 import { describeExit, spawnStub, stderrTail } from './stub-process.js';
@@ -41,7 +41,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
   try {
     return await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new TritonError(ErrorCode.INTERNAL, `auto_complete_config of model '${o.modelName}' did not finish in ${o.timeoutMs} ms`));
+        reject(Errors.autoCompleteTimeout(o.modelName, o.timeoutMs));
       }, o.timeoutMs);
       let settled = false;
       const done = (f: () => void) => {
@@ -51,7 +51,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
         f();
       };
       child.once('error', (err) =>
-        done(() => reject(new TritonError(ErrorCode.INTERNAL, `Failed to start '${o.python}' for model '${o.modelName}': ${err.message}`))),
+        done(() => reject(Errors.autoCompleteSpawn(o.python, o.modelName, err.message))),
       );
       child.once('exit', (code, signal) => {
         // The answer may still sit in the ring: the stub answers, then exits at once.
@@ -59,11 +59,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
         void stderrTail(child).then((tail) =>
           done(() =>
             reject(
-              new TritonError(
-                ErrorCode.INTERNAL,
-                `Stub process '${o.modelName}' is not healthy. ${describeExit({ code, signal })} (while running auto_complete_config)` +
-                  (tail ? `\n${tail}` : ''),
-              ),
+              Errors.autoCompleteDied(o.modelName, describeExit({ code, signal }), tail),
             ),
           ),
         );
@@ -71,7 +67,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
       channel.onMessage((m: { t: string; config?: string; msg?: string; level?: string }) => {
         if (m.t === 'hello') channel.send({ t: 'autocomplete', config: o.configJson });
         else if (m.t === 'autocomplete_ok') done(() => resolve(String(m.config)));
-        else if (m.t === 'autocomplete_err') done(() => reject(new TritonError(ErrorCode.INTERNAL, String(m.msg))));
+        else if (m.t === 'autocomplete_err') done(() => reject(Errors.autoCompleteFailed(String(m.msg))));
         else if (m.t === 'log') o.logger.info(`[${o.modelName}] ${m.msg}`, o.modelName);
       });
     });

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
 import { expandInstances } from '../../core/config/instances.js';
@@ -37,7 +37,7 @@ export class PythonBackend implements Backend {
     if (!fs.existsSync(file)) {
       // Triton's stub logs this line (at INFO) before the load fails; harnesses grep for it.
       logger.info(`Failed to preinitialize Python stub: Python model file not found in '${file}'`, config.name);
-      throw new TritonError(ErrorCode.INTERNAL, `unable to find '${file}' for model '${config.name}'`);
+      throw Errors.modelFileMissing(file, config.name);
     }
     return file;
   }

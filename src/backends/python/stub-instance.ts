@@ -15,7 +15,7 @@
 import crypto from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
-import { ErrorCode, Errors, TritonError } from '../../core/errors.js';
+import { Errors, TritonError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
@@ -179,7 +179,7 @@ export class StubInstance implements BackendInstance {
     channel.send({ t: 'init', args: this.o.initArgs });
     const reply = await this.expect(['init_ok', 'init_err'], 'initialize');
     if (reply.t === 'init_err') {
-      throw new TritonError(ErrorCode.INTERNAL, String(reply.msg));
+      throw Errors.initializeFailed(String(reply.msg));
     }
     if (reply.ready_fn === true && pipe) this.readiness = new ReadinessProbe(pipe, this.name);
     this.state = 'warming';
@@ -283,7 +283,7 @@ export class StubInstance implements BackendInstance {
       }
     } catch (err) {
       // Shared memory exhausted: only this batch fails, with the reason.
-      const e = new TritonError(ErrorCode.INTERNAL, (err as Error).message);
+      const e = Errors.batchSendFailed((err as Error).message);
       for (const rid of rids) this.finish(channel, rid, undefined, e);
       const t = process.hrtime.bigint();
       return { startNs, inputEndNs: t, inferEndNs: t, endNs: t };
@@ -308,7 +308,7 @@ export class StubInstance implements BackendInstance {
       next.startNs = next.inputEndNs = inferEndNs;
       for (const pr of next.requests) pr.queueEndNs = inferEndNs;
     }
-    const batchError = m.err !== undefined ? new TritonError(ErrorCode.INTERNAL, m.err, 'BACKEND') : undefined;
+    const batchError = m.err !== undefined ? Errors.executeFailed(m.err) : undefined;
     // The instance is free as soon as the stub answered: resolve first, so the scheduler's
     // continuation (a microtask) sends the next batch to the stub, and write this batch's
     // responses to the clients afterwards (setImmediate), while the stub already works.
@@ -393,7 +393,7 @@ export class StubInstance implements BackendInstance {
         modelVersion: '',
         id: pr.request.id,
         outputs: [],
-        error: new TritonError(code as ErrorCode, msg, 'BACKEND'),
+        error: Errors.modelRaised(code, msg),
         final,
       });
       return;
@@ -499,7 +499,9 @@ export class StubInstance implements BackendInstance {
       // Died while starting (import error, missing numpy, initialize killed it): the load
       // error carries what the stub last wrote on stderr.
       const waiter = this.waiter;
-      void stderrTail(child).then((tail) => waiter.reject(tail ? new TritonError(err.code, `${err.message}\n${tail}`, err.reason) : err));
+      void stderrTail(child).then((tail) =>
+        waiter.reject(tail ? Errors.withStderr(err, tail) : err),
+      );
     }
     if (this.state === 'stopping' || this.state === 'stopped') {
       this.state = 'stopped';

@@ -10,7 +10,7 @@
 import { fromJson, ScalarType, type DescEnum, type DescField, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import { reflect, type ReflectMessage } from '@bufbuild/protobuf/reflect';
 import { ModelConfigSchema, type ModelConfig } from '../../generated/model_config_pb.js';
-import { ConfigError } from './config-error.js';
+import { Errors } from '../errors.js';
 
 /**
  * The 64-bit fields Triton's ModelConfigToJson rewrites as JSON numbers
@@ -157,18 +157,18 @@ export function modelConfigFromJson(json: unknown, file = 'model config JSON'): 
     try {
       value = JSON.parse(json);
     } catch (e) {
-      throw new ConfigError(`${file}: invalid JSON: ${(e as Error).message}`, file);
+      throw Errors.configJsonSyntax({ file }, file, (e as Error).message);
     }
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new ConfigError(`${file}: a model configuration must be a JSON object`, file);
+    throw Errors.configJsonNotObject({ file }, file);
   }
   try {
     return fromJson(ModelConfigSchema, canonicalEnums(ModelConfigSchema, value) as JsonValue, {
       ignoreUnknownFields: false,
     });
   } catch (e) {
-    throw new ConfigError(`${file}: ${(e as Error).message}`, file);
+    throw Errors.configJsonInvalid({ file }, file, (e as Error).message);
   }
 }
 

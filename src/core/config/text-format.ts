@@ -18,7 +18,7 @@
  */
 import { ScalarType, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { reflect, type ReflectMessage } from '@bufbuild/protobuf/reflect';
-import { ConfigError } from './config-error.js';
+import { Errors } from '../errors.js';
 import { Lexer, LexError, describeToken, type SourcePosition, type Token } from './text-lexer.js';
 
 export type { SourcePosition } from './text-lexer.js';
@@ -57,7 +57,7 @@ export function parseTextFormat<Desc extends DescMessage>(schema: Desc, text: st
     parser.readBody(root, 'eof', '', 0);
   } catch (e) {
     if (e instanceof LexError) {
-      throw new ConfigError(`${file}:${e.line}:${e.column}: ${e.message}`, file, e.line, parser.currentField);
+      throw Errors.configSyntax({ file, line: e.line, field: parser.currentField }, file, e.line, e.column, e.message);
     }
     throw e;
   }
@@ -80,7 +80,7 @@ class Parser {
   private fail(at: SourcePosition, message: string, field?: string): never {
     // A map entry whose value precedes its key has only a provisional path (see readMap).
     const named = field?.replace(/\[#\d+@\d+:\d+\]/g, '[]');
-    throw new ConfigError(`${this.file}:${at.line}:${at.column}: ${message}`, this.file, at.line, named);
+    throw Errors.configSyntax({ file: this.file, line: at.line, field: named }, this.file, at.line, at.column, message);
   }
 
   private record(path: string, at: SourcePosition): void {

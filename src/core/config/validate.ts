@@ -13,7 +13,8 @@ import {
   type ModelOutput,
   type ModelQueuePolicy,
 } from '../../generated/model_config_pb.js';
-import { ConfigError } from './config-error.js';
+import type { ConfigError } from './config-error.js';
+import { Errors } from '../errors.js';
 import { BACKEND_OF_PLATFORM } from './infer-backend.js';
 import type { SourceMap } from './text-format.js';
 
@@ -40,8 +41,7 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
   const model = cfg.name || ctx.modelName || '';
   const report = (field: string, text: string): void => {
     const at = lookupPosition(ctx.positions, field);
-    const where = at ? `${file}:${at.line}:${at.column}` : file;
-    problems.push(new ConfigError(`${where}: ${field}: ${text}`, file, at?.line, field));
+    problems.push(Errors.configInvalid({ file, line: at?.line, field }, file, field, text, at?.line, at?.column));
   };
 
   // name

@@ -10,12 +10,11 @@ import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { ModelConfigSchema, type ModelConfig } from '../../generated/model_config_pb.js';
 import type { Backend, BackendInstance, InstanceHooks } from '../backend.js';
-import { ConfigError } from '../config/config-error.js';
 import { modelConfigToJson } from '../config/json.js';
 import { inferBackend, normalizeModelConfig } from '../config/normalize.js';
 import { parseModelConfigTextWithPositions, type SourceMap } from '../config/parse.js';
 import { validateModelConfig } from '../config/validate.js';
-import { ErrorCode, Errors, TritonError } from '../errors.js';
+import { Errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { scanRepositories, type ModelSource } from '../repository/scan.js';
 import type { RepositoryIndexEntry } from '../server-core.js';
@@ -141,7 +140,7 @@ export class ModelManager {
     ve.state = 'UNAVAILABLE';
     ve.reason = instanceReasons(instances);
     this.o.logger.error(`model '${name}' version ${version} is unavailable: ${ve.reason}`);
-    mv.scheduler.stop(new TritonError(ErrorCode.UNAVAILABLE, `model '${name}' version ${version} is unavailable: ${ve.reason}`, 'BACKEND'));
+    mv.scheduler.stop(Errors.versionUnavailable(name, version, ve.reason));
   }
 
   /** config.pbtxt (or an empty config) → normalised, validated config. */
@@ -157,12 +156,7 @@ export class ModelManager {
     }
     if (config.name && config.name !== source.name) {
       const at = positions?.get('name');
-      throw new ConfigError(
-        `${at ? `${file}:${at.line}:${at.column}: ` : ''}unexpected 'name' '${config.name}' in ${file}: the model directory is '${source.name}'`,
-        file,
-        at?.line,
-        'name',
-      );
+      throw Errors.configNameMismatch({ file, line: at?.line, field: 'name' }, file, config.name, source.name, at?.line, at?.column);
     }
     config.name = source.name;
     const latest = source.versions[source.versions.length - 1];
@@ -170,21 +164,11 @@ export class ModelManager {
     const files = versionDir ? safeList(versionDir) : [];
     inferBackend(files, config);
     if (!config.backend) {
-      throw new ConfigError(
-        `unable to find a backend for model '${source.name}': set 'backend' in ${file} or put model.py / model.onnx in a version directory`,
-        file,
-        undefined,
-        'backend',
-      );
+      throw Errors.configNoBackend({ file, field: 'backend' }, source.name, file);
     }
     const backend = this.o.backends.get(config.backend);
     if (!backend) {
-      throw new ConfigError(
-        `backend '${config.backend}' of model '${source.name}' is not supported by tritium (python, onnxruntime)`,
-        file,
-        undefined,
-        'backend',
-      );
+      throw Errors.configUnsupportedBackend({ file, field: 'backend' }, config.backend, source.name);
     }
     if (this.o.autoCompleteConfig && backend.autoComplete && versionDir) {
       config = await backend.autoComplete({ source, versionDir, logger: this.o.logger }, config);

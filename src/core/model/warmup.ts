@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig, ModelWarmup } from '../../generated/model_config_pb.js';
 import type { ExecutionInstance } from '../scheduling/types.js';
-import { ErrorCode, TritonError } from '../errors.js';
+import { Errors } from '../errors.js';
 import type { InferResponse } from '../inference.js';
 import { PendingRequestImpl } from '../request/pending.js';
 import { resolveInside } from '../repository/safe-path.js';
@@ -29,7 +29,7 @@ export async function warmupInstance(source: ModelSource, config: ModelConfig, i
     } catch (err) {
       // Name the sample, as for errors of its execution (Triton's own text follows).
       const msg = err instanceof Error ? err.message : String(err);
-      throw new TritonError(ErrorCode.INVALID_ARG, `failed to run warmup sample '${sample.name}': ${msg}`);
+      throw Errors.warmupFailed(sample.name, msg);
     }
     const repeats = Math.max(1, sample.count);
     for (let r = 0; r < repeats; r++) {
@@ -56,7 +56,7 @@ export async function warmupInstance(source: ModelSource, config: ModelConfig, i
       while (requests.some((q) => !q.done) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
       if (requests.some((q) => !q.done)) errors.push('no final response within 60 s');
       if (errors.length) {
-        throw new TritonError(ErrorCode.INVALID_ARG, `failed to run warmup sample '${sample.name}': ${errors.join('; ')};`);
+        throw Errors.warmupFailedResponses(sample.name, errors);
       }
     }
   }
@@ -68,7 +68,7 @@ function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWar
     const datatype = datatypeOf(input.dataType);
     const dims = input.dims.map(Number);
     if (dims.some((d) => d < 0)) {
-      throw new TritonError(ErrorCode.INVALID_ARG, `warmup setting expects all variable-size dimensions are specified for input '${name}'`);
+      throw Errors.warmupVariableDims(name);
     }
     const shape = config.maxBatchSize > 0 ? [1, ...dims] : dims;
     const n = elementCount(shape);
@@ -80,7 +80,7 @@ function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWar
       try {
         content = fs.readFileSync(file);
       } catch (err) {
-        throw new TritonError(ErrorCode.INVALID_ARG, `unable to read warmup data file '${source_.value}': ${(err as Error).message}`);
+        throw Errors.warmupFileUnreadable(source_.value, (err as Error).message);
       }
       if (datatype === 'BYTES') {
         // The whole file is the serialised tensor: a 4-byte little-endian length, then the
@@ -88,21 +88,13 @@ function sampleInputs(source: ModelSource, config: ModelConfig, sample: ModelWar
         // get a malformed tensor.
         const found = countBytesElements(content);
         if (found !== n) {
-          throw new TritonError(
-            ErrorCode.INVALID_ARG,
-            found < 0
-              ? `warmup data file ${source_.value} is not a serialized BYTES tensor (4-byte little-endian length before each element)`
-              : `warmup setting expects ${n} string elements, but the data provided from ${source_.value} has ${found}`,
-          );
+          throw found < 0 ? Errors.warmupFileNotBytes(source_.value) : Errors.warmupFileElementCount(n, source_.value, found);
         }
         data = content;
       } else {
         const want = n * elementSize(datatype);
         if (content.length < want) {
-          throw new TritonError(
-            ErrorCode.INVALID_ARG,
-            `warmup setting expects ${want} bytes, but the data provided from ${source_.value} only has ${content.length} bytes`,
-          );
+          throw Errors.warmupFileTooShort(want, source_.value, content.length);
         }
         data = content.subarray(0, want);
       }

@@ -3,7 +3,7 @@
  * Request parameters the server interprets (schedule policy, sequence, output encoding) are
  * read here; the rest are custom parameters handed to the model as `request.parameters()`.
  */
-import { TritonError, ErrorCode } from '../errors.js';
+import { Errors } from '../errors.js';
 import type { Parameters, ParamValue } from '../inference.js';
 
 /** Keys the server consumes; they never reach the model. */
@@ -23,7 +23,7 @@ function uint(key: string, v: ParamValue | undefined): number {
   if (v === undefined) return 0;
   const n = typeof v === 'bigint' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
-    throw new TritonError(ErrorCode.INVALID_ARG, `parameter '${key}' must be a non-negative integer`, 'REJECTED');
+    throw Errors.parameterNotNonNegative(key);
   }
   return n;
 }
@@ -38,7 +38,7 @@ export function readParameters(params: Parameters): SchedulingParameters {
   if (typeof sid === 'string') sequenceId = sid;
   else if (typeof sid === 'number' || typeof sid === 'bigint') sequenceId = BigInt(sid);
   else if (sid !== undefined) {
-    throw new TritonError(ErrorCode.INVALID_ARG, "parameter 'sequence_id' must be an integer or a string", 'REJECTED');
+    throw Errors.sequenceIdType();
   }
   return {
     priority: uint('priority', params['priority']),

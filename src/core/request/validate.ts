@@ -4,7 +4,7 @@
  * "Request validation"): input names and count, datatypes, shapes with and without a batch dimension,
  * byte sizes, BYTES element counts, requested outputs. Returns what the scheduler needs.
  */
-import { Errors, TritonError } from '../errors.js';
+import { Errors } from '../errors.js';
 import type { InferRequest } from '../inference.js';
 import type { TensorSpec } from '../model-handle.js';
 import { countBytesElements, elementCount, expectedByteSize } from '../tensor.js';
@@ -47,7 +47,7 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
     if (t.datatype !== spec.datatype) throw Errors.dataTypeMismatch(model.name, t.name, t.datatype, spec.datatype);
     for (const d of t.shape) {
       if (!Number.isSafeInteger(d) || d < 0) {
-        throw new TritonError(3, `invalid shape for input '${t.name}' for model '${model.name}': dimensions must be non-negative integers`, 'REJECTED');
+        throw Errors.invalidShape(model.name, t.name);
       }
     }
     let dims = t.shape;

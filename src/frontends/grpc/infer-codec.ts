@@ -15,7 +15,7 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { isDatatype } from '../../core/datatype.js';
-import { ErrorCode, Errors, TritonError } from '../../core/errors.js';
+import { Errors, TritonError } from '../../core/errors.js';
 import type { InferRequest, InferResponse, Parameters, RequestedOutput } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount, expectedByteSize } from '../../core/tensor.js';
@@ -27,7 +27,6 @@ import type { PreparedResponse } from './response-wire.js';
 import { prepareResponse, varintSize, writeResponse, writeVarint } from './response-wire.js';
 import { encodeTypedContents } from './typed-contents.js';
 
-const invalid = (m: string) => new TritonError(ErrorCode.INVALID_ARG, m, 'REJECTED');
 
 /** What the response encoder needs to know about the request. */
 export interface OutputPlan {
@@ -53,20 +52,20 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
   const raw = msg.rawInputContents;
   const useRaw = raw.length > 0;
   if (useRaw && raw.length !== msg.inputs.length) {
-    throw invalid(`expected ${msg.inputs.length} entries in raw_input_contents (one per input, in input order) for model '${model}', got ${raw.length}`);
+    throw Errors.rawContentsCount(msg.inputs.length, model, raw.length);
   }
   const inputs: Tensor[] = new Array(msg.inputs.length);
   for (let i = 0; i < msg.inputs.length; i++) {
     const input = msg.inputs[i]!;
     const name = input.name;
     const dt = input.datatype;
-    if (!isDatatype(dt)) throw invalid(`invalid datatype '${dt}' for input '${name}'`);
+    if (!isDatatype(dt)) throw Errors.invalidDatatype(dt, name);
     const shape = toShape(input.shape, name, model);
     checkNoSharedMemory(input.parameters);
     let data: Buffer;
     if (useRaw) {
       if (input.contents !== undefined) {
-        throw invalid(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
+        throw Errors.rawAndTypedContents(name, model);
       }
       const r = raw[i]!;
       data = Buffer.from(r.buffer, r.byteOffset, r.byteLength);
@@ -91,7 +90,7 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
       checkNoSharedMemory(o.parameters);
       const k = params['classification'];
       if (k !== undefined) {
-        if (typeof k !== 'number' || !Number.isInteger(k) || k < 0) throw invalid("Unable to set 'classification'");
+        if (typeof k !== 'number' || !Number.isInteger(k) || k < 0) throw Errors.classificationParam();
         if (k > 0) (plan.classification ??= new Map()).set(o.name, k);
       }
       outputs[i] = { name: o.name, parameters: params };
@@ -108,7 +107,7 @@ function toShape(dims: bigint[], name: string, model: string): number[] {
   for (let i = 0; i < dims.length; i++) {
     const d = dims[i]!;
     if (d < 0n || d > BigInt(Number.MAX_SAFE_INTEGER)) {
-      throw invalid(`invalid shape for input '${name}' for model '${model}': dimensions must be non-negative integers`);
+      throw Errors.invalidShape(model, name);
     }
     shape[i] = Number(d);
   }
@@ -120,8 +119,8 @@ function checkNoSharedMemory(params: ModelInferRequest['parameters']): void {
   const region = params['shared_memory_region'];
   if (region === undefined) return;
   const c = region.parameterChoice;
-  if (c.case !== 'stringParam') throw invalid("invalid value type for 'shared_memory_region' parameter, expected string_param.");
-  throw invalid(`Unable to find shared memory region: '${c.value}'`);
+  if (c.case !== 'stringParam') throw Errors.shmRegionParameterType();
+  throw Errors.shmRegionUnknown(c.value);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,7 +137,7 @@ function prepare(response: InferResponse, plan: OutputPlan, batching: boolean, e
   const params = extra === undefined ? response.parameters : { ...response.parameters, ...extra };
   const p = prepareResponse(response, params, outputs);
   if (p.size > MAX_MESSAGE_BYTES) {
-    throw new TritonError(ErrorCode.INVALID_ARG, `Response has byte size ${p.size} which exceeds gRPC's byte size limit ${MAX_MESSAGE_BYTES}.`);
+    throw Errors.responseTooLarge(p.size, MAX_MESSAGE_BYTES);
   }
   return p;
 }

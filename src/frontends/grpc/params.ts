@@ -5,12 +5,11 @@
  * otherwise, so small values look the same as they do coming from the HTTP frontend.
  */
 import { create } from '@bufbuild/protobuf';
-import { ErrorCode, Errors, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { ParamValue, Parameters } from '../../core/inference.js';
 import type { InferParameter } from '../../generated/grpc_service_pb.js';
 import { InferParameterSchema } from '../../generated/grpc_service_pb.js';
 
-const invalid = (m: string) => new TritonError(ErrorCode.INVALID_ARG, m, 'REJECTED');
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -56,39 +55,39 @@ export function readRequestParameters(map: { [key: string]: InferParameter }): R
     switch (key) {
       case 'sequence_id':
         if (c.case !== 'int64Param' && c.case !== 'uint64Param' && c.case !== 'stringParam') {
-          throw invalid("invalid value type for 'sequence_id' parameter, expected int64_param or string_param.");
+          throw Errors.parameterTypeSequenceId();
         }
         value = paramValue(p)!;
         break;
       case 'sequence_start':
       case 'sequence_end':
-        if (c.case !== 'boolParam') throw invalid(`invalid value type for '${key}' parameter, expected bool_param.`);
+        if (c.case !== 'boolParam') throw Errors.parameterTypeBool(key);
         value = c.value;
         break;
       case 'priority':
         // tritonclient sends uint64_param; other clients send int64_param.
         if ((c.case !== 'int64Param' && c.case !== 'uint64Param') || c.value < 0n) {
-          throw invalid("invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
+          throw Errors.parameterTypePriority();
         }
         value = int64ToValue(c.value);
         break;
       case 'timeout':
         if (c.case !== 'int64Param' || c.value < 0n) {
-          throw invalid("invalid value type for 'timeout' parameter, expected int64_param.");
+          throw Errors.parameterTypeTimeout();
         }
         value = int64ToValue(c.value);
         break;
       case 'triton_enable_empty_final_response':
-        if (c.case !== 'boolParam') throw invalid(`invalid value type for '${key}' parameter, expected bool_param.`);
+        if (c.case !== 'boolParam') throw Errors.parameterTypeBool(key);
         enableEmptyFinal = c.value;
         value = c.value;
         break;
       default:
         if (key.startsWith('triton_')) throw Errors.reservedParameter(key);
         if (c.case === 'uint64Param') {
-          throw invalid(`unsupported value type for parameter '${key}': uint64_param is not allowed for custom parameters`);
+          throw Errors.parameterUint64(key);
         }
-        if (c.case === undefined) throw invalid(`parameter '${key}' has no value set`);
+        if (c.case === undefined) throw Errors.parameterUnset(key);
         value = paramValue(p)!;
     }
     setOwn(parameters, key, value);

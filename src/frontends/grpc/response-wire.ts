@@ -11,7 +11,7 @@
  *   InferParameter     { 1 bool; 2 int64; 3 string; 4 double; 5 uint64 }
  *   map entry          { 1 key; 2 value }
  */
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { ParamValue, Parameters } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
 
@@ -179,7 +179,7 @@ export function prepareResponse(
     let shapeLen = 0;
     for (const d of o.shape) {
       if (!Number.isSafeInteger(d) || d < 0) {
-        throw new TritonError(ErrorCode.INTERNAL, `output '${o.name}' has an invalid shape [${o.shape.join(',')}]`);
+        throw Errors.outputShape(o.name, o.shape);
       }
       shapeLen += varintSize(d);
     }

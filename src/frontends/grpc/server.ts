@@ -17,7 +17,8 @@ import type { GrpcContext, GrpcLogger } from './context.js';
 import { healthCheck } from './handlers/health.js';
 import { inferenceHandlers } from './handlers/index.js';
 import { addServiceRoutes } from './service.js';
-import { SHUTTING_DOWN, UNAVAILABLE, statusError } from './status.js';
+import { toStatusError } from './status.js';
+import { Errors } from '../../core/errors.js';
 import { createTransport, type Route, type Transport } from './transport/server.js';
 export interface GrpcServerOptions {
   port: number;
@@ -51,7 +52,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
   const routes = new Map<string, Route>();
   addServiceRoutes(routes, GRPCInferenceService, inferenceHandlers, ctx);
   addServiceRoutes(routes, Health, { check: healthCheck }, ctx);
-  const refusal = statusError(UNAVAILABLE, SHUTTING_DOWN);
+  const refusal = toStatusError(Errors.shuttingDown());
   const transport = createTransport(routes, { maxMessageBytes: maxMessage, refuseWith: () => (closing ? refusal : undefined) });
 
   const port = await new Promise<number>((resolve, reject) => {

@@ -10,10 +10,6 @@ import { GrpcStatus, StatusError } from './transport/status.js';
 
 export { StatusError, GrpcStatus } from './transport/status.js';
 
-export const UNAVAILABLE = GrpcStatus.UNAVAILABLE;
-
-export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
-
 export function statusError(code: number, details: string): StatusError {
   return new StatusError(code, details);
 }

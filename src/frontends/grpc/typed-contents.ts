@@ -12,11 +12,10 @@
  * use the host's byte order, which is little-endian on every platform tritium runs on.
  */
 import type { Datatype } from '../../core/datatype.js';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { TritonError, Errors } from '../../core/errors.js';
 import { joinBytesElements } from '../../core/tensor.js';
 import type { InferTensorContents } from '../../generated/grpc_service_pb.js';
 
-const invalid = (m: string) => new TritonError(ErrorCode.INVALID_ARG, m, 'REJECTED');
 
 type Field = Exclude<keyof InferTensorContents, '$typeName' | '$unknown'>;
 
@@ -77,16 +76,16 @@ function asBuffer(a: ArrayBufferView): Buffer {
 export function encodeTypedContents(name: string, dt: Datatype, contents: InferTensorContents, expected: number): Buffer {
   const field = FIELD[dt];
   if (field === undefined) {
-    throw invalid(`${dt} data for input '${name}' must be sent in raw_input_contents; it has no typed contents field`);
+    throw Errors.noTypedField(dt, name);
   }
   for (const f of ALL_FIELDS) {
     if (f !== field && contents[f].length > 0) {
-      throw invalid(`unexpected ${PROTO_NAME[f]} for input '${name}' with datatype ${dt}, expected data in ${PROTO_NAME[field]}`);
+      throw Errors.wrongTypedField(PROTO_NAME[f], name, dt, PROTO_NAME[field]);
     }
   }
   const values = contents[field];
   if (values.length !== expected) {
-    throw invalid(`unexpected number of elements for input '${name}' in ${PROTO_NAME[field]}: expected ${expected}, got ${values.length}`);
+    throw Errors.typedElementCount(name, PROTO_NAME[field], expected, values.length);
   }
   switch (dt) {
     case 'BOOL':
@@ -115,6 +114,6 @@ export function encodeTypedContents(name: string, dt: Datatype, contents: InferT
       return joinBytesElements(contents.bytesContents);
     default:
       // Unreachable: FIELD maps every other datatype to undefined.
-      throw invalid(`${dt} data for input '${name}' must be sent in raw_input_contents`);
+      throw Errors.noTypedField(dt, name);
   }
 }

@@ -6,23 +6,9 @@
  */
 import type { HttpRequest } from './wire/exchange.js';
 import { unzip } from 'node:zlib';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { TritonError, Errors } from '../../core/errors.js';
 
 export type RequestEncoding = 'identity' | 'gzip' | 'deflate';
-
-/** `size` undefined: an inflated body, whose full size is not known once it passed the limit. */
-export function tooLargeError(size: number | undefined, limit: number): TritonError {
-  const what = size === undefined ? 'Decompressed request size' : `Request size of ${size} bytes`;
-  return new TritonError(
-    ErrorCode.INVALID_ARG,
-    `${what} exceeds the maximum allowed value of ${limit} bytes. Use --http-max-input-size to increase the limit.`,
-    'REJECTED',
-  );
-}
-
-export function unsupportedEncodingError(): TritonError {
-  return new TritonError(ErrorCode.UNSUPPORTED, 'Unsupported compression type', 'REJECTED');
-}
 
 /**
  * The request's `Content-Encoding`, or undefined for one Triton does not accept (answered with
@@ -43,7 +29,7 @@ export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
     const declared = req.headers['content-length'];
     const expected = declared === undefined ? -1 : Number(declared);
     if (expected > limit) {
-      reject(tooLargeError(expected, limit));
+      reject(Errors.bodyTooLarge(expected, limit));
       return;
     }
     // With a known length: one buffer of that size (or the first chunk itself, if it is the
@@ -58,7 +44,7 @@ export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
         const next = received + chunk.length;
         if (next > limit) {
           settled = true;
-          reject(tooLargeError(next, limit));
+          reject(Errors.bodyTooLarge(next, limit));
           return;
         }
         if (expected > 0 && next <= expected) {
@@ -103,8 +89,8 @@ export function decodeBody(body: Buffer, encoding: RequestEncoding, limit: numbe
   return new Promise<Buffer>((resolve, reject) => {
     unzip(body, { maxOutputLength: limit }, (err, out) => {
       if (err === null) resolve(out);
-      else if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') reject(tooLargeError(undefined, limit));
-      else reject(new TritonError(ErrorCode.INVALID_ARG, `failed to decompress the request body (${encoding}): ${err.message}`, 'REJECTED'));
+      else if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') reject(Errors.bodyTooLarge(undefined, limit));
+      else reject(Errors.decompressFailed(encoding, err.message));
     });
   });
 }

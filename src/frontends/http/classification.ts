@@ -7,7 +7,7 @@
  */
 import type { Datatype } from '../../core/datatype.js';
 import { elementSize } from '../../core/datatype.js';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { TritonError, Errors } from '../../core/errors.js';
 import type { Tensor } from '../../core/tensor.js';
 import { joinBytesElements } from '../../core/tensor.js';
 
@@ -33,7 +33,7 @@ const READ: Partial<Record<Datatype, Read>> = {
 export function classify(output: Tensor, k: number, batching: boolean): Tensor {
   const read = READ[output.datatype];
   if (read === undefined) {
-    throw new TritonError(ErrorCode.INVALID_ARG, `class result not available for output due to unsupported type '${output.datatype}'`);
+    throw Errors.classificationType(output.datatype);
   }
   const batch = batching && output.shape.length > 0 ? output.shape[0]! : 0;
   let perItem = 1;

@@ -14,7 +14,7 @@
  * key per output; an output with one element is written as a scalar, any other as a flat array.
  */
 import type { Datatype } from '../../core/datatype.js';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { TritonError, Errors } from '../../core/errors.js';
 import type { InferRequest, InferResponse, Parameters } from '../../core/inference.js';
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
@@ -22,9 +22,6 @@ import { elementCount } from '../../core/tensor.js';
 import { parseJsonBuffer } from './json-parse.js';
 import { dataToJsonText, encodeJsonData } from './tensor-json.js';
 
-const invalid = (m: string) => new TritonError(ErrorCode.INVALID_ARG, m, 'REJECTED');
-// TritonJson's own accessor failures are INTERNAL errors in Triton.
-const internal = (m: string) => new TritonError(ErrorCode.INTERNAL, m, 'REJECTED');
 
 interface InputMeta {
   datatype: Datatype;
@@ -43,11 +40,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
  */
 export function parseGenerateRequest(body: Buffer, model: ModelHandle, modelName: string, modelVersion: string): InferRequest {
   const doc = parseJsonBuffer(body);
-  if (!isObject(doc)) throw internal('attempt to get members for non-object');
+  if (!isObject(doc)) throw Errors.generateNotObject();
 
   let id = '';
   if (doc.id !== undefined) {
-    if (typeof doc.id !== 'string') throw internal("Unable to parse 'id': attempt to access JSON non-string as string");
+    if (typeof doc.id !== 'string') throw Errors.generateId();
     id = doc.id;
   }
 
@@ -64,14 +61,14 @@ function convert(obj: Record<string, unknown>, topLevel: boolean, meta: Map<stri
   for (const key of Object.keys(obj)) {
     const value = obj[key];
     if (topLevel && key === 'parameters') {
-      if (meta.has(key)) throw invalid("Keyword 'parameters' for nested schema also given as input tensor name");
+      if (meta.has(key)) throw Errors.generateParametersClash();
       if (!isObject(value)) {
-        throw internal("Expected JSON object for keyword: 'parameters': attempt to access JSON non-object as object");
+        throw Errors.generateParametersObject();
       }
       try {
         convert(value, false, meta, params, inputs);
       } catch (err) {
-        if (err instanceof TritonError) throw new TritonError(err.code, `Converting keyword: 'parameters': ${err.message}`, err.reason);
+        if (err instanceof TritonError) throw Errors.generateParameters(err);
         throw err;
       }
       continue;
@@ -85,12 +82,12 @@ function convert(obj: Record<string, unknown>, topLevel: boolean, meta: Map<stri
 function parameterValue(key: string, v: unknown): string | number | boolean | bigint {
   if (typeof v === 'string' || typeof v === 'boolean' || typeof v === 'bigint') return v;
   if (typeof v === 'number' && !Number.isNaN(v)) return v;
-  throw invalid(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
+  throw Errors.generateParameterType(key);
 }
 
 /** Triton's shape fitting for a scalar or 1-D value; @throws INVALID_ARG when it cannot fit. */
 export function fitShape(name: string, metaShape: readonly number[], count: number): number[] {
-  const cannot = () => invalid(`The schema can not convert input '${name}' to tensor with proper shape`);
+  const cannot = () => Errors.generateShape(name);
   const shape = [...metaShape];
   let left = count;
   for (let i = shape.length - 1; i >= 0; i--) {

@@ -13,13 +13,13 @@
  */
 import type { Datatype } from '../../core/datatype.js';
 import { elementSize, isDatatype } from '../../core/datatype.js';
-import { ErrorCode, Errors, TritonError } from '../../core/errors.js';
+import { Errors, TritonError } from '../../core/errors.js';
 import type { InferRequest, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
 import { parseJsonBuffer } from './json-parse.js';
-import { encodeJsonData, shapeMismatchError } from './tensor-json.js';
+import { encodeJsonData } from './tensor-json.js';
 
 /** How one requested output is to be returned. */
 export interface OutputChoice {
@@ -41,11 +41,6 @@ export interface ParsedInferRequest {
   plan: OutputPlan;
 }
 
-function invalid(message: string): TritonError {
-  return new TritonError(ErrorCode.INVALID_ARG, message, 'REJECTED');
-}
-
-const unableToParse = (what: string, why?: string) => invalid(`Unable to parse '${what}'${why ? `: ${why}` : ''}`);
 
 /**
  * Reads `Inference-Header-Content-Length`. Absent means the whole body is JSON.
@@ -53,10 +48,10 @@ const unableToParse = (what: string, why?: string) => invalid(`Unable to parse '
  */
 export function parseHeaderLength(header: string | string[] | undefined, bodyLength: number): number {
   if (header === undefined) return bodyLength;
-  const text = Array.isArray(header) ? (header[0] ?? '') : header;
-  if (!/^\s*[0-9]+\s*$/.test(text)) throw invalid(`Unable to parse Inference-Header-Content-Length, got: ${text}`);
+  const text = Array.isArray(header) ? header[0] ?? '' : header;
+  if (!/^\s*[0-9]+\s*$/.test(text)) throw Errors.headerLength(text);
   const n = Number(text);
-  if (n > bodyLength) throw invalid(`inference header size should be in range (0, ${bodyLength}), got: ${text}`);
+  if (n > bodyLength) throw Errors.headerLengthRange(bodyLength, text);
   return n;
 }
 
@@ -70,11 +65,11 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
   if (headerLength === 0) return parseRawRequest(body, model, modelName, modelVersion);
 
   const doc = parseJsonBuffer(body, 0, headerLength);
-  if (!isObject(doc)) throw unableToParse('inputs', `the request must be a JSON object, got ${kindOf(doc)}`);
+  if (!isObject(doc)) throw Errors.unableToParse('inputs', `the request must be a JSON object, got ${kindOf(doc)}`);
 
   let id = '';
   if (doc.id !== undefined) {
-    if (typeof doc.id !== 'string') throw unableToParse('id');
+    if (typeof doc.id !== 'string') throw Errors.unableToParse('id');
     id = doc.id;
   }
 
@@ -82,17 +77,17 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
   const parameters = doc.parameters === undefined ? {} : parseRequestParameters(doc.parameters, plan);
 
   const inputsJson = doc.inputs;
-  if (!Array.isArray(inputsJson)) throw unableToParse('inputs', inputsJson === undefined ? 'missing field' : `expected an array, got ${kindOf(inputsJson)}`);
+  if (!Array.isArray(inputsJson)) throw Errors.unableToParse('inputs', inputsJson === undefined ? 'missing field' : `expected an array, got ${kindOf(inputsJson)}`);
   const inputs: Tensor[] = new Array(inputsJson.length);
   let offset = headerLength;
   for (let i = 0; i < inputsJson.length; i++) {
     const input = inputsJson[i];
-    if (!isObject(input)) throw unableToParse('inputs', `input ${i} is not a JSON object`);
+    if (!isObject(input)) throw Errors.unableToParse('inputs', `input ${i} is not a JSON object`);
     const tensor = parseInput(input, body, offset, headerLength, modelName);
     offset += tensor.fromBody;
     inputs[i] = tensor.tensor;
   }
-  if (offset !== body.length) throw invalid(`unexpected additional input data for model '${modelName}'`);
+  if (offset !== body.length) throw Errors.extraInputData(modelName);
 
   let outputs: RequestedOutput[] | undefined;
   if (doc.outputs !== undefined) outputs = parseOutputs(doc.outputs, plan);
@@ -110,38 +105,35 @@ interface ParsedInput {
 
 function parseInput(input: Record<string, unknown>, body: Buffer, offset: number, headerLength: number, modelName: string): ParsedInput {
   const params = input.parameters;
-  if (params !== undefined && !isObject(params)) throw unableToParse('parameters', 'expected a JSON object');
+  if (params !== undefined && !isObject(params)) throw Errors.unableToParse('parameters', 'expected a JSON object');
   const hasData = input.data !== undefined;
   const hasBinary = params !== undefined && params.binary_data_size !== undefined;
   const hasShm = params !== undefined && params.shared_memory_region !== undefined;
   if (+hasData + +hasBinary + +hasShm !== 1) {
-    let msg = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " + "'shared_memory_region' in 'parameters'. But";
-    if (!hasData && !hasBinary && !hasShm) msg += ' no field is set';
-    else msg += ' set' + (hasData ? " 'data'" : '') + (hasBinary ? " 'binary_data_size'" : '') + (hasShm ? " 'shared_memory_region'" : '');
-    throw invalid(msg);
+    throw Errors.inputDataSource(hasData, hasBinary, hasShm);
   }
 
   const name = input.name;
-  if (typeof name !== 'string') throw unableToParse('name');
+  if (typeof name !== 'string') throw Errors.unableToParse('name');
   const dt = input.datatype;
-  if (typeof dt !== 'string') throw unableToParse('datatype');
-  if (!isDatatype(dt)) throw invalid(`invalid datatype '${dt}' for input '${name}'`);
+  if (typeof dt !== 'string') throw Errors.unableToParse('datatype');
+  if (!isDatatype(dt)) throw Errors.invalidDatatype(dt, name);
   const shape = parseShape(input.shape);
 
   if (hasBinary) {
     const size = uint(params!.binary_data_size);
-    if (size === undefined) throw unableToParse('binary_data_size');
+    if (size === undefined) throw Errors.unableToParse('binary_data_size');
     const available = body.length - offset;
     if (size > available) {
-      throw invalid(`unexpected size for input '${name}', expecting ${size - available} additional bytes for model '${modelName}'`);
+      throw Errors.binaryDataShort(name, size - available, modelName);
     }
     return { tensor: { name, datatype: dt, shape, data: body.subarray(offset, offset + size) }, fromBody: size };
   }
   if (hasShm) {
     const region = params!.shared_memory_region;
-    if (typeof region !== 'string') throw unableToParse('shared_memory_region');
+    if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region');
     // Client shared memory is not supported yet, so no region can be registered.
-    throw invalid(`Unable to find shared memory region: '${region}'`);
+    throw Errors.shmRegionUnknown(region);
   }
   return { tensor: { name, datatype: dt, shape, data: jsonData(input.data, name, dt, shape, headerLength) }, fromBody: 0 };
 }
@@ -151,21 +143,21 @@ function jsonData(data: unknown, name: string, dt: Datatype, shape: number[], he
   // Triton ignores 'data' of an empty tensor.
   if (count === 0) return EMPTY;
   if (dt === 'FP16' || dt === 'BF16') return encodeJsonData(name, dt, [], count); // throws the JSON refusal
-  if (!Array.isArray(data)) throw unableToParse('data', `expected an array, got ${kindOf(data)}`);
+  if (!Array.isArray(data)) throw Errors.unableToParse('data', `expected an array, got ${kindOf(data)}`);
   // Every element takes at least one character of the header, so a larger count cannot match
   // (and must not reach the allocation below).
-  if (count > headerLength) throw shapeMismatchError();
+  if (count > headerLength) throw Errors.jsonDataShape();
   return encodeJsonData(name, dt, data, count);
 }
 
 const EMPTY = Buffer.alloc(0);
 
 function parseShape(v: unknown): number[] {
-  if (!Array.isArray(v)) throw unableToParse('shape');
+  if (!Array.isArray(v)) throw Errors.unableToParse('shape');
   const shape = new Array<number>(v.length);
   for (let i = 0; i < v.length; i++) {
     const d = uint(v[i]);
-    if (d === undefined || d > Number.MAX_SAFE_INTEGER) throw unableToParse('shape');
+    if (d === undefined || d > Number.MAX_SAFE_INTEGER) throw Errors.unableToParse('shape');
     shape[i] = d;
   }
   return shape;
@@ -187,28 +179,28 @@ function isUint(v: unknown): boolean {
  * Triton's texts and forwarded; `triton_`-prefixed keys are refused; others pass through.
  */
 function parseRequestParameters(v: unknown, plan: OutputPlan): Parameters {
-  if (!isObject(v)) throw invalid('failed to get request params.');
+  if (!isObject(v)) throw Errors.requestParams();
   const out: Parameters = {};
   for (const key of Object.keys(v)) {
     const value = v[key];
     switch (key) {
       case 'sequence_id':
-        if (!isUint(value) && typeof value !== 'string') throw unableToParse('sequence_id');
+        if (!isUint(value) && typeof value !== 'string') throw Errors.unableToParse('sequence_id');
         break;
       case 'sequence_start':
       case 'sequence_end':
       case 'binary_data_output':
-        if (typeof value !== 'boolean') throw unableToParse(key);
+        if (typeof value !== 'boolean') throw Errors.unableToParse(key);
         if (key === 'binary_data_output') plan.defaultBinary = value;
         break;
       case 'priority':
       case 'timeout':
-        if (!isUint(value)) throw unableToParse(key);
+        if (!isUint(value)) throw Errors.unableToParse(key);
         break;
       default:
         if (key.startsWith('triton_')) throw Errors.reservedParameter(key);
         if (!isParamValue(value)) {
-          throw invalid(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double', or 'string'.`);
+          throw Errors.parameterType(key);
         }
     }
     setOwn(out, key, value as ParamValue);
@@ -217,33 +209,33 @@ function parseRequestParameters(v: unknown, plan: OutputPlan): Parameters {
 }
 
 function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
-  if (!Array.isArray(v)) throw unableToParse('outputs');
+  if (!Array.isArray(v)) throw Errors.unableToParse('outputs');
   const outputs: RequestedOutput[] = new Array(v.length);
   const requested = new Map<string, OutputChoice>();
   for (let i = 0; i < v.length; i++) {
     const o = v[i];
-    if (!isObject(o)) throw unableToParse('outputs', `output ${i} is not a JSON object`);
+    if (!isObject(o)) throw Errors.unableToParse('outputs', `output ${i} is not a JSON object`);
     const params = o.parameters;
-    if (params !== undefined && !isObject(params)) throw unableToParse('parameters', 'expected a JSON object');
+    if (params !== undefined && !isObject(params)) throw Errors.unableToParse('parameters', 'expected a JSON object');
     const p = params ?? {};
     const hasShm = p.shared_memory_region !== undefined;
     if (hasShm && p.classification !== undefined) {
-      throw invalid("Output can't set both 'shared_memory_region' and 'classification'");
+      throw Errors.outputShmAndClassification();
     }
-    if (p.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw invalid("Unable to set 'binary_data'");
-    if (hasShm && p.binary_data === true) throw invalid("Output can't set both 'shared_memory_region' and 'binary_data'");
+    if (p.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw Errors.outputBinaryData();
+    if (hasShm && p.binary_data === true) throw Errors.outputShmAndBinary();
     const name = o.name;
-    if (typeof name !== 'string') throw unableToParse('name');
+    if (typeof name !== 'string') throw Errors.unableToParse('name');
     let classification = 0;
     if (p.classification !== undefined) {
       const k = uint(p.classification);
-      if (k === undefined) throw invalid("Unable to set 'classification'");
+      if (k === undefined) throw Errors.classificationParam();
       classification = k;
     }
     if (hasShm) {
       const region = p.shared_memory_region;
-      if (typeof region !== 'string') throw unableToParse('shared_memory_region');
-      throw invalid(`Unable to find shared memory region: '${region}'`);
+      if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region');
+      throw Errors.shmRegionUnknown(region);
     }
     const parameters: Parameters = {};
     for (const key of Object.keys(p)) if (isParamValue(p[key])) setOwn(parameters, key, p[key] as ParamValue);
@@ -261,13 +253,13 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
  */
 function parseRawRequest(body: Buffer, model: ModelHandle, modelName: string, modelVersion: string): ParsedInferRequest {
   if (model.inputs.length !== 1) {
-    throw invalid(`raw binary request requires model '${modelName}' to have exactly 1 input, but it has ${model.inputs.length}`);
+    throw Errors.rawRequestInputs(modelName, model.inputs.length);
   }
   const spec = model.inputs[0]!;
   const dims = spec.dims.slice();
   if (spec.datatype === 'BYTES') {
-    if (dims.length !== 1 || (dims[0] !== 1 && dims[0] !== -1)) {
-      throw invalid(`raw binary request for BYTES input '${spec.name}' of model '${modelName}' requires dims [1]`);
+    if (dims.length !== 1 || dims[0] !== 1 && dims[0] !== -1) {
+      throw Errors.rawRequestBytesDims(spec.name, modelName);
     }
     dims[0] = 1;
   } else {
@@ -276,7 +268,7 @@ function parseRawRequest(body: Buffer, model: ModelHandle, modelName: string, mo
     for (let i = 0; i < dims.length; i++) {
       if (dims[i]! < 0) {
         if (variable >= 0) {
-          throw invalid(`raw binary request for input '${spec.name}' of model '${modelName}' can have at most one variable-size dimension`);
+          throw Errors.rawRequestVariableDims(spec.name, modelName);
         }
         variable = i;
       } else fixed *= dims[i]!;

@@ -8,7 +8,7 @@
  * `NaN`/`Infinity`, which Triton's rapidjson settings accept and clients may send.
  */
 import { isUtf8 } from 'node:buffer';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { TritonError, Errors } from '../../core/errors.js';
 
 /** Triton rejects request JSON nested deeper than this. */
 export const MAX_JSON_DEPTH = 100;
@@ -26,21 +26,17 @@ const MINUS = 0x2d;
 const ZERO = 0x30;
 const NINE = 0x39;
 
-export function jsonParseError(detail: string): TritonError {
-  return new TritonError(ErrorCode.INVALID_ARG, `failed to parse the request JSON buffer: ${detail}`, 'REJECTED');
-}
-
 /**
  * Parses `buf[start, end)` as UTF-8 JSON. Integer literals that do not fit a double exactly
  * come back as bigint; everything else as `JSON.parse` would return it.
  * @throws TritonError INVALID_ARG on malformed JSON or nesting deeper than MAX_JSON_DEPTH.
  */
 export function parseJsonBuffer(buf: Buffer, start = 0, end = buf.length): unknown {
-  if (end <= start) throw jsonParseError('The document is empty. at 0');
+  if (end <= start) throw Errors.jsonParse('The document is empty. at 0');
   // JSON text is UTF-8 (RFC 8259). Decoding would silently turn bad bytes into U+FFFD, so a
   // name or id would reach the model altered; refuse instead (simdutf: costs next to nothing).
   if (!isUtf8(buf.subarray(start, end))) {
-    throw jsonParseError(`Invalid encoding in string. at ${firstInvalidUtf8(buf, start, end) - start}`);
+    throw Errors.jsonParse(`Invalid encoding in string. at ${firstInvalidUtf8(buf, start, end) - start}`);
   }
   const needsSlowParser = scan(buf, start, end);
   const text = buf.toString('utf8', start, end);
@@ -99,7 +95,7 @@ function scan(buf: Buffer, start: number, end: number): boolean {
       }
     } else if (c === OPEN_SQUARE || c === OPEN_CURLY) {
       if (++depth > MAX_JSON_DEPTH) {
-        throw jsonParseError(`JSON nesting depth exceeds the limit of ${MAX_JSON_DEPTH} at ${i - start}`);
+        throw Errors.jsonParse(`JSON nesting depth exceeds the limit of ${MAX_JSON_DEPTH} at ${i - start}`);
       }
     } else if (c === CLOSE_SQUARE || c === CLOSE_CURLY) {
       depth--;
@@ -134,7 +130,7 @@ class SlowParser {
   }
 
   private fail(what: string): never {
-    throw jsonParseError(`${what} at ${this.pos}`);
+    throw Errors.jsonParse(`${what} at ${this.pos}`);
   }
 
   private ws(): void {

@@ -6,19 +6,8 @@
  */
 import type { Datatype } from '../../core/datatype.js';
 import { elementSize } from '../../core/datatype.js';
-import { ErrorCode, TritonError } from '../../core/errors.js';
+import { TritonError, Errors } from '../../core/errors.js';
 
-function invalid(message: string): TritonError {
-  return new TritonError(ErrorCode.INVALID_ARG, message, 'REJECTED');
-}
-
-export function shapeMismatchError(): TritonError {
-  return invalid("Unable to parse 'data': Shape does not match true shape of 'data' field");
-}
-
-function notA(kind: string): TritonError {
-  return invalid(`Unable to parse 'data': attempt to access JSON non-${kind} as ${kind}`);
-}
 
 type Put = (view: DataView, index: number, v: unknown) => void;
 
@@ -28,7 +17,7 @@ function int(v: unknown, unsigned: boolean): number | bigint {
   } else if (typeof v === 'bigint') {
     if (!unsigned || v >= 0n) return v;
   }
-  throw notA(unsigned ? 'unsigned-integer' : 'signed-integer');
+  throw Errors.jsonDataKind(unsigned ? 'unsigned-integer' : 'signed-integer');
 }
 
 // Out-of-range values wrap like Triton's C casts (DataView setters reduce modulo 2^bits).
@@ -38,12 +27,12 @@ const big = (v: number | bigint): bigint => (typeof v === 'bigint' ? v : BigInt(
 function float(v: unknown): number {
   if (typeof v === 'number') return v;
   if (typeof v === 'bigint') return Number(v);
-  throw notA('number');
+  throw Errors.jsonDataKind('number');
 }
 
 const PUT: Partial<Record<Datatype, Put>> = {
   BOOL: (d, i, v) => {
-    if (typeof v !== 'boolean') throw notA('boolean');
+    if (typeof v !== 'boolean') throw Errors.jsonDataKind('boolean');
     d.setUint8(i, v ? 1 : 0);
   },
   UINT8: (d, i, v) => d.setUint8(i, small(int(v, true))),
@@ -65,7 +54,7 @@ const PUT: Partial<Record<Datatype, Put>> = {
  */
 export function encodeJsonData(inputName: string, datatype: Datatype, data: unknown[], count: number): Buffer {
   if (datatype === 'FP16' || datatype === 'BF16') {
-    throw invalid(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`);
+    throw Errors.jsonInputHalf(datatype, inputName);
   }
   if (datatype === 'BYTES') return encodeBytes(data, count);
   const put = PUT[datatype]!;
@@ -77,13 +66,13 @@ export function encodeJsonData(inputName: string, datatype: Datatype, data: unkn
       const v = arr[i];
       if (Array.isArray(v)) walk(v);
       else {
-        if (n >= count) throw shapeMismatchError();
+        if (n >= count) throw Errors.jsonDataShape();
         put(view, n++, v);
       }
     }
   };
   walk(data);
-  if (n !== count) throw shapeMismatchError();
+  if (n !== count) throw Errors.jsonDataShape();
   return out;
 }
 
@@ -94,14 +83,14 @@ function encodeBytes(data: unknown[], count: number): Buffer {
       const v = arr[i];
       if (Array.isArray(v)) walk(v);
       else {
-        if (typeof v !== 'string') throw notA('string');
-        if (strings.length >= count) throw shapeMismatchError();
+        if (typeof v !== 'string') throw Errors.jsonDataKind('string');
+        if (strings.length >= count) throw Errors.jsonDataShape();
         strings.push(v);
       }
     }
   };
   walk(data);
-  if (strings.length !== count) throw shapeMismatchError();
+  if (strings.length !== count) throw Errors.jsonDataShape();
   let total = 0;
   for (const s of strings) total += 4 + Buffer.byteLength(s);
   const out = Buffer.allocUnsafe(total);
@@ -112,10 +101,6 @@ function encodeBytes(data: unknown[], count: number): Buffer {
     off += 4 + len;
   }
   return out;
-}
-
-function sizeMismatch(outputName: string): TritonError {
-  return new TritonError(ErrorCode.INTERNAL, `output tensor shape does not match size of output for '${outputName}'`);
 }
 
 type Get = (view: DataView, index: number) => string;
@@ -144,10 +129,10 @@ const GET: Partial<Record<Datatype, Get>> = {
  */
 export function dataToJsonText(outputName: string, datatype: Datatype, data: Buffer, count: number): string {
   if (datatype === 'FP16' || datatype === 'BF16') {
-    throw invalid(`sending ${datatype} data via JSON is not supported. Please use the binary data format for output`);
+    throw Errors.jsonOutputHalf(datatype);
   }
   if (datatype === 'BYTES') return bytesToJsonText(outputName, data, count);
-  if (data.length !== count * elementSize(datatype)) throw sizeMismatch(outputName);
+  if (data.length !== count * elementSize(datatype)) throw Errors.outputSizeMismatch(outputName);
   if (count === 0) return '[]';
   const get = GET[datatype]!;
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
@@ -160,10 +145,10 @@ function bytesToJsonText(outputName: string, data: Buffer, count: number): strin
   const parts = new Array<string>(count);
   let off = 0;
   for (let i = 0; i < count; i++) {
-    if (off + 4 > data.length) throw sizeMismatch(outputName);
+    if (off + 4 > data.length) throw Errors.outputSizeMismatch(outputName);
     const len = data.readUInt32LE(off);
     off += 4;
-    if (off + len > data.length) throw sizeMismatch(outputName);
+    if (off + len > data.length) throw Errors.outputSizeMismatch(outputName);
     parts[i] = JSON.stringify(data.toString('utf8', off, off + len));
     off += len;
   }

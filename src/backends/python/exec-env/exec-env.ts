@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { TritonError, Errors } from '../../../core/errors.js';
 import { unpackedEnv } from './env-cache.js';
 import { TarFormatError } from './tar-reader.js';
 import { UnpackError } from './unpack.js';
@@ -28,7 +28,6 @@ export interface ExecEnv {
   env: NodeJS.ProcessEnv;
 }
 
-const envError = (text: string) => new TritonError(ErrorCode.INTERNAL, text);
 
 /** Where `envPath` points, by the rules above, or a TritonError naming the problem. */
 export function locateExecEnv(envPath: string, modelDir: string): string {
@@ -36,15 +35,12 @@ export function locateExecEnv(envPath: string, modelDir: string): string {
   if (envPath.includes(MODEL_DIR_PLACEHOLDER)) p = path.resolve(envPath.split(MODEL_DIR_PLACEHOLDER).join(path.resolve(modelDir)));
   else if (path.isAbsolute(envPath)) p = path.normalize(envPath);
   else {
-    throw envError(
-      `EXECUTION_ENV_PATH '${envPath}' must be an absolute path or start with ${MODEL_DIR_PLACEHOLDER}/ ` +
-        `(Triton fails it too: 'Failed to get the canonical path for ${envPath}.')`,
-    );
+    throw Errors.envPathRelative(envPath, MODEL_DIR_PLACEHOLDER);
   }
   try {
     return fs.realpathSync(p);
   } catch {
-    throw envError(`Failed to get the canonical path for ${p}.`);
+    throw Errors.envPathMissing(p);
   }
 }
 
@@ -57,20 +53,20 @@ export async function resolveExecEnv(envPath: string, modelDir: string, cacheDir
       dir = await unpackedEnv(located, cacheDir);
     } catch (err) {
       if (err instanceof UnpackError || err instanceof TarFormatError) {
-        throw envError(`cannot unpack EXECUTION_ENV_PATH '${located}': ${err.message}`);
+        throw Errors.envUnpack(located, err.message);
       }
       if (err instanceof Error && /incorrect header check|unexpected end of file/.test(err.message)) {
-        throw envError(`cannot unpack EXECUTION_ENV_PATH '${located}': not a gzip-compressed tar archive (${err.message})`);
+        throw Errors.envNotGzip(located, err.message);
       }
       throw err;
     }
   }
   const activate = path.join(dir, 'bin', 'activate');
   if (!fs.existsSync(activate)) {
-    throw envError(`Path ${activate} does not exist. The Python environment should contain an 'activate' script.`);
+    throw Errors.envNoActivate(activate);
   }
   const python = path.join(dir, 'bin', 'python');
-  if (!fs.existsSync(python)) throw envError(`EXECUTION_ENV_PATH '${envPath}' has no bin/python (in ${dir})`);
+  if (!fs.existsSync(python)) throw Errors.envNoPython(envPath, dir);
   const lib = path.join(dir, 'lib');
   return {
     dir,

@@ -8,14 +8,14 @@
  * Readiness asks each model's own check (`is_ready()`) once per call (ServerCore.checkReady).
  */
 import { create } from '@bufbuild/protobuf';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { ErrorCode, TritonError, Errors } from '../../../core/errors.js';
 import type { ModelReadyRequest } from '../../../generated/grpc_service_pb.js';
 import { ModelReadyResponseSchema, ServerLiveResponseSchema, ServerReadyResponseSchema } from '../../../generated/grpc_service_pb.js';
 import { HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from '../../../generated/health_pb.js';
 import type { GrpcContext } from '../context.js';
 
 function checkExiting(ctx: GrpcContext): void {
-  if (ctx.core.isExiting()) throw new TritonError(ErrorCode.UNAVAILABLE, 'Server exiting');
+  if (ctx.core.isExiting()) throw Errors.serverExiting();
 }
 
 export function serverLive(ctx: GrpcContext) {

@@ -4,13 +4,17 @@
  * outside `--model-control-mode=explicit` (Model Analyzer looks for "polling is enabled").
  */
 import { create } from '@bufbuild/protobuf';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
-import type { RepositoryIndexRequest, RepositoryModelLoadRequest, RepositoryModelUnloadRequest } from '../../../generated/grpc_service_pb.js';
+import { Errors } from '../../../core/errors.js';
+import type {
+  RepositoryIndexRequest,
+  RepositoryModelLoadRequest,
+  RepositoryModelUnloadRequest,
+} from '../../../generated/grpc_service_pb.js';
 import { RepositoryIndexResponseSchema } from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
 
 function checkRepositoryName(name: string): void {
-  if (name !== '') throw new TritonError(ErrorCode.UNSUPPORTED, "'repository_name' specification is not supported");
+  if (name !== '') throw Errors.repositoryName();
 }
 
 export function repositoryIndex(ctx: GrpcContext, req: RepositoryIndexRequest) {
@@ -27,7 +31,7 @@ export function repositoryIndex(ctx: GrpcContext, req: RepositoryIndexRequest) {
 // TODO(explicit mode): route to the core once ServerCore exposes load/unload.
 export function repositoryModelLoad(_ctx: GrpcContext, req: RepositoryModelLoadRequest | RepositoryModelUnloadRequest): never {
   checkRepositoryName(req.repositoryName);
-  throw new TritonError(ErrorCode.UNAVAILABLE, 'explicit model load / unload is not allowed if polling is enabled');
+  throw Errors.explicitLoadUnload();
 }
 
 export const repositoryModelUnload = repositoryModelLoad;

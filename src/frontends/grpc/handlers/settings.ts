@@ -1,40 +1,30 @@
 /**
  * @module frontends/grpc/handlers/settings
- * TraceSetting (a static stub: tracing is off and stays off) and LogSettings (read and update
- * the shared log-settings store, then return the current settings).
+ * TraceSetting and LogSettings: the wire forms of the core's trace and logging extensions
+ * (core/extensions/), which hold the rules both protocols share.
  */
 import { create } from '@bufbuild/protobuf';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
+import { logSettingsPatch, type SettingValue } from '../../../core/extensions/log-settings.js';
 import type { LogSettingsRequest, TraceSettingRequest } from '../../../generated/grpc_service_pb.js';
-import { LogSettingsResponse_SettingValueSchema, LogSettingsResponseSchema, TraceSettingResponseSchema } from '../../../generated/grpc_service_pb.js';
-import type { LogSettingsView } from '../../../core/logger.js';
+import {
+  LogSettingsResponse_SettingValueSchema,
+  LogSettingsResponseSchema,
+  TraceSettingResponseSchema,
+} from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
-
-const TRACE_SETTINGS: Record<string, string[]> = {
-  trace_level: ['OFF'],
-  trace_rate: ['1000'],
-  trace_count: ['-1'],
-  log_frequency: ['0'],
-  trace_file: [''],
-  trace_mode: ['triton'],
-};
 
 export function traceSetting(ctx: GrpcContext, req: TraceSettingRequest) {
   if (req.modelName !== '') ctx.core.resolveModel(req.modelName, '');
-  const file = req.settings['trace_file'];
-  if (file !== undefined && file.value.length > 0) {
-    throw new TritonError(ErrorCode.UNSUPPORTED, 'trace_file updating through API is not supported');
-  }
+  // gRPC refuses trace_file whenever the key is present, even with no value (as Triton does).
+  checkTraceUpdate(Object.keys(req.settings));
   const settings: Record<string, { value: string[] }> = {};
-  for (const [k, v] of Object.entries(TRACE_SETTINGS)) settings[k] = { value: v };
+  for (const [k, v] of Object.entries(TRACE_SETTINGS)) settings[k] = { value: [...v] };
   return create(TraceSettingResponseSchema, { settings });
 }
 
-const invalid = (m: string) => new TritonError(ErrorCode.INVALID_ARG, m);
-
 export function logSettings(ctx: GrpcContext, req: LogSettingsRequest) {
-  const keys = Object.keys(req.settings);
-  if (keys.length > 0) ctx.logSettings.update(validate(req, ctx.logSettings.get()));
+  if (Object.keys(req.settings).length > 0) ctx.logSettings.update(logSettingsPatch('grpc', decode(req)));
   const s = ctx.logSettings.get();
   const bool = (value: boolean) => create(LogSettingsResponse_SettingValueSchema, { parameterChoice: { case: 'boolParam', value } });
   const str = (value: string) => create(LogSettingsResponse_SettingValueSchema, { parameterChoice: { case: 'stringParam', value } });
@@ -51,36 +41,15 @@ export function logSettings(ctx: GrpcContext, req: LogSettingsRequest) {
   });
 }
 
-function validate(req: LogSettingsRequest, current: LogSettingsView): Partial<LogSettingsView> {
-  const patch: Partial<LogSettingsView> = {};
-  for (const key of Object.keys(req.settings)) {
-    const c = req.settings[key]!.parameterChoice;
-    if (c.case === undefined) continue; // an unset value leaves the setting alone
-    switch (key) {
-      case 'log_file':
-        if (c.case !== 'stringParam') throw invalid("expect string for 'log_file'");
-        if (c.value !== current.log_file) {
-          throw new TritonError(ErrorCode.UNSUPPORTED, 'changing the log file over the network is not supported');
-        }
-        break;
-      case 'log_info':
-      case 'log_warning':
-      case 'log_error':
-        if (c.case !== 'boolParam') throw invalid(`expect boolean for '${key}'`);
-        patch[key] = c.value;
-        break;
-      case 'log_verbose_level':
-        if (c.case !== 'uint32Param') throw invalid("expect unsigned integer for 'log_verbose_level'");
-        patch.log_verbose_level = c.value;
-        break;
-      case 'log_format':
-        if (c.case !== 'stringParam') throw invalid("expect string for 'log_format'");
-        if (c.value !== 'default' && c.value !== 'ISO8601') throw invalid(`invalid argument for --log_format, got: ${c.value}`);
-        patch.log_format = c.value;
-        break;
-      default:
-        throw invalid(`unknown log setting '${key}'`);
-    }
+/** The request's settings as the core's protocol-neutral values (an unset value is `other`). */
+function decode(req: LogSettingsRequest): Map<string, SettingValue> {
+  const out = new Map<string, SettingValue>();
+  for (const [key, v] of Object.entries(req.settings)) {
+    const c = v.parameterChoice;
+    if (c.case === 'boolParam') out.set(key, { type: 'bool', value: c.value });
+    else if (c.case === 'stringParam') out.set(key, { type: 'string', value: c.value });
+    else if (c.case === 'uint32Param') out.set(key, { type: 'uint', value: c.value });
+    else out.set(key, { type: 'other' });
   }
-  return patch;
+  return out;
 }

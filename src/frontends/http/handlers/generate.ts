@@ -19,7 +19,7 @@
  * Triton, whose HTTP frontend does not cancel).
  */
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
-import { ErrorCode, TritonError, asTritonError, httpStatusOf } from '../../../core/errors.js';
+import { TritonError, asTritonError, httpStatusOf, Errors } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferRequest, InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';
@@ -47,7 +47,7 @@ export function handleGenerate(ctx: HttpContext, req: HttpRequest, res: HttpResp
   }
   const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
   if (encoding !== '' && encoding !== 'identity') {
-    sendError(res, new TritonError(ErrorCode.INVALID_ARG, "Unsupported content-encoding, only 'identity' is supported.", 'REJECTED'));
+    sendError(res, Errors.generateEncoding());
     return;
   }
   readBody(req, ctx.maxInputSize).then(

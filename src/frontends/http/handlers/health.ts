@@ -5,14 +5,14 @@
  * (`is_ready()`) once per request (ServerCore.checkReady).
  */
 import type { HttpResponse } from '../wire/exchange.js';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { Errors } from '../../../core/errors.js';
 import type { HttpContext } from '../context.js';
 import { sendEmpty, sendError } from '../reply.js';
 
 export function handleHealth(ctx: HttpContext, res: HttpResponse, probe: 'live' | 'ready'): void {
   const core = ctx.core;
   if (core.isExiting()) {
-    sendError(res, new TritonError(ErrorCode.UNAVAILABLE, 'Server exiting'));
+    sendError(res, Errors.serverExiting());
     return;
   }
   if (probe === 'live') {

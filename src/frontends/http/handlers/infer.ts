@@ -10,7 +10,7 @@ import { Errors, asTritonError } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';
-import { decodeBody, readBody, requestEncoding, unsupportedEncodingError } from '../body.js';
+import { decodeBody, readBody, requestEncoding } from '../body.js';
 import { responseEncoding } from '../compression.js';
 import type { HttpContext } from '../context.js';
 import { parseHeaderLength, parseInferRequest } from '../infer-request.js';
@@ -35,7 +35,7 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
   const encoding = requestEncoding(req.headers['content-encoding']);
   if (encoding === undefined) {
     res.setHeader('Accept-Encoding', 'gzip, deflate');
-    sendError(res, unsupportedEncodingError());
+    sendError(res, Errors.unsupportedCompression());
     return;
   }
   readBody(req, ctx.maxInputSize)

@@ -3,7 +3,7 @@
  * Small JSON request bodies of the control endpoints (repository, logging, trace, shm).
  */
 import type { HttpRequest } from '../wire/exchange.js';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { Errors } from '../../../core/errors.js';
 import { readBody } from '../body.js';
 import type { HttpContext } from '../context.js';
 import { parseJsonBuffer } from '../json-parse.js';
@@ -14,7 +14,7 @@ export async function readJsonObject(ctx: HttpContext, req: HttpRequest): Promis
   if (body.length === 0) return undefined;
   const doc = parseJsonBuffer(body);
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new TritonError(ErrorCode.INVALID_ARG, 'failed to parse the request JSON buffer: expected a JSON object');
+    throw Errors.jsonNotObject();
   }
   return doc as Record<string, unknown>;
 }

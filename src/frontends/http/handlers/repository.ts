@@ -5,7 +5,7 @@
  * (Model Analyzer looks for "polling is enabled" in that message).
  */
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { Errors } from '../../../core/errors.js';
 import type { HttpContext } from '../context.js';
 import { sendError, sendJson } from '../reply.js';
 import { readJsonObject } from './json-body.js';
@@ -15,7 +15,7 @@ export async function handleRepositoryIndex(ctx: HttpContext, req: HttpRequest, 
     const body = await readJsonObject(ctx, req);
     let ready = false;
     if (body?.ready !== undefined) {
-      if (typeof body.ready !== 'boolean') throw new TritonError(ErrorCode.INVALID_ARG, "Unable to parse 'ready'");
+      if (typeof body.ready !== 'boolean') throw Errors.unableToParseReady();
       ready = body.ready;
     }
     sendJson(res, 200, JSON.stringify(ctx.core.repositoryIndex(ready)));
@@ -26,9 +26,9 @@ export async function handleRepositoryIndex(ctx: HttpContext, req: HttpRequest, 
 
 export function handleRepositoryControl(_ctx: HttpContext, res: HttpResponse, repository: string): void {
   if (repository !== '') {
-    sendError(res, new TritonError(ErrorCode.UNSUPPORTED, "'repository_name' specification is not supported"));
+    sendError(res, Errors.repositoryName());
     return;
   }
   // TODO(explicit mode): route to the core once it exposes load/unload.
-  sendError(res, new TritonError(ErrorCode.UNAVAILABLE, 'explicit model load / unload is not allowed if polling is enabled'));
+  sendError(res, Errors.explicitLoadUnload());
 }

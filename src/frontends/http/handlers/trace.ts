@@ -1,30 +1,25 @@
 /**
  * @module frontends/http/handlers/trace
- * The trace extension, as a static stub: tracing is off and stays off. GET and POST (global or
- * per model) return the settings; a POST that sets `trace_file` is refused like Triton does.
+ * The trace extension over HTTP (rules in core/extensions/trace-settings.ts): GET and POST
+ * (global or per model) return the static settings; a POST that sets `trace_file` is refused.
  */
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
 import type { HttpContext } from '../context.js';
 import { sendError, sendJson } from '../reply.js';
 import { readJsonObject } from './json-body.js';
 
-const SETTINGS = JSON.stringify({
-  trace_level: ['OFF'],
-  trace_rate: '1000',
-  trace_count: '-1',
-  log_frequency: '0',
-  trace_file: '',
-  trace_mode: 'triton',
-});
+// HTTP gives trace_level as a list and every other setting as a single string.
+const SETTINGS = JSON.stringify(
+  Object.fromEntries(Object.entries(TRACE_SETTINGS).map(([k, v]) => [k, k === 'trace_level' ? v : v[0]])),
+);
 
 export async function handleTrace(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Promise<void> {
   try {
     if (req.method === 'POST') {
       const body = await readJsonObject(ctx, req);
-      if (body !== undefined && body.trace_file !== undefined && body.trace_file !== null) {
-        throw new TritonError(ErrorCode.UNSUPPORTED, 'trace_file updating through API is not supported');
-      }
+      // A null value leaves a setting alone, so it names nothing.
+      if (body !== undefined) checkTraceUpdate(Object.keys(body).filter((k) => body[k] !== null));
     }
     sendJson(res, 200, SETTINGS);
   } catch (err) {

@@ -15,7 +15,7 @@
  * - idle and slow-sender time is bounded by `idleTimeoutMs` (no limit while a model runs).
  */
 import type { Socket } from 'node:net';
-import { ErrorCode, TritonError } from '../../../core/errors.js';
+import { Errors } from '../../../core/errors.js';
 import { ChunkedDecoder } from './chunked.js';
 import { HttpRequest, HttpResponse, type ResponseOwner } from './exchange.js';
 import { WireError, findHeadEnd, parseRequestHead, type RequestHead } from './request-head.js';
@@ -150,7 +150,7 @@ export class Connection implements ResponseOwner {
         i = this.chunked.push(buf, start, deliver);
       } catch (err) {
         const e = err as WireError;
-        req.pushError(new TritonError(ErrorCode.INVALID_ARG, `malformed request body: ${e.message}`, 'REJECTED'));
+        req.pushError(Errors.malformedBody(e.message));
         this.chunked = undefined;
         if (this.res !== undefined && !this.res.headersSent) this.res.shouldKeepAlive = false;
         this.ending = true;
@@ -263,7 +263,7 @@ export class Connection implements ResponseOwner {
     this.req = undefined;
     this.res = undefined;
     this.pending = undefined;
-    req?.pushError(new TritonError(ErrorCode.CANCELLED, 'client closed the connection', 'CANCELED'));
+    req?.pushError(Errors.clientClosed());
     res?.connectionLost();
   }
 }

@@ -1,0 +1,86 @@
+/**
+ * @module core/errors/config
+ * Catalogue: model configurations that cannot be loaded. Each entry builds a `ConfigError`
+ * (INVALID_ARG) that carries the file, line and field, given first as a `ConfigLocation`.
+ *
+ * The text-format parser and the validation rules each have many diagnostics; they come through
+ * `configSyntax` and `configInvalid` with the diagnostic as the {problem} hole.
+ */
+import { ConfigError, type ConfigLocation } from './config-error.js';
+import { entryName, render, type EntrySpec, type Holes } from './entry.js';
+import { ErrorCode } from './triton-error.js';
+
+export interface ConfigEntry<A extends unknown[]> {
+  (at: ConfigLocation, ...args: A): ConfigError;
+  readonly spec: Required<EntrySpec>;
+}
+
+function configEntry<const T extends string, A extends unknown[]>(
+  spec: { text: T; when: string },
+  fill: (...args: A) => { [K in Holes<T>]: string | number },
+): ConfigEntry<A> {
+  const full: Required<EntrySpec> = { code: ErrorCode.INVALID_ARG, reason: 'OTHER', ...spec };
+  const make = (at: ConfigLocation, ...args: A): ConfigError => {
+    return new ConfigError(render(full.text, fill(...args)), entryName(make), at);
+  };
+  return Object.assign(make, { spec: full });
+}
+
+/** `file:line:column: ` when the position is known, else `file: ` (or nothing without a file). */
+const where = (file: string | undefined, line?: number, column?: number): string =>
+  file === undefined ? '' : line !== undefined ? `${file}:${line}:${column ?? 0}` : file;
+
+export const config = {
+  configSyntax: configEntry(
+    {
+      text: '{file}:{line}:{column}: {problem}',
+      when: "config.pbtxt does not parse: a lexical or syntax error, an unknown field, a non-repeated field given twice, a value of the wrong type ({problem} is the parser's diagnostic).",
+    },
+    (file: string, line: number, column: number, problem: string) => ({ file, line, column, problem }),
+  ),
+  configInvalid: configEntry(
+    {
+      text: '{where}: {field}: {problem}',
+      when: "A parsed configuration breaks a validation rule ({where} is file:line:column when known, else the file; {problem} is the rule's diagnostic).",
+    },
+    (file: string, field: string, problem: string, line?: number, column?: number) => ({ where: where(file, line, column), field, problem }),
+  ),
+  configNameMismatch: configEntry(
+    {
+      text: "{where}unexpected 'name' '{name}' in {file}: the model directory is '{dir}'",
+      when: "config.pbtxt names the model differently from its directory ({where} is 'file:line:column: ' when known).",
+    },
+    (file: string, name: string, dir: string, line?: number, column?: number) => ({
+      where: line !== undefined ? `${where(file, line, column)}: ` : '',
+      name,
+      file,
+      dir,
+    }),
+  ),
+  configNoBackend: configEntry(
+    {
+      text: "unable to find a backend for model '{model}': set 'backend' in {file} or put model.py / model.onnx in a version directory",
+      when: 'Neither the config nor the version directory says which backend serves the model.',
+    },
+    (model: string, file: string) => ({ model, file }),
+  ),
+  configUnsupportedBackend: configEntry(
+    {
+      text: "backend '{backend}' of model '{model}' is not supported by tritium (python, onnxruntime)",
+      when: 'The config names a backend tritium does not have.',
+    },
+    (backend: string, model: string) => ({ backend, model }),
+  ),
+  configJsonSyntax: configEntry(
+    { text: '{file}: invalid JSON: {cause}', when: 'A configuration given as JSON (auto_complete_config result, load override) does not parse.' },
+    (file: string, cause: string) => ({ file, cause }),
+  ),
+  configJsonNotObject: configEntry(
+    { text: '{file}: a model configuration must be a JSON object', when: 'A JSON configuration is not an object.' },
+    (file: string) => ({ file }),
+  ),
+  configJsonInvalid: configEntry(
+    { text: '{file}: {cause}', when: 'A JSON configuration has an unknown field or a bad value ({cause} is protobuf-es\'s diagnostic).' },
+    (file: string, cause: string) => ({ file, cause }),
+  ),
+} as const;

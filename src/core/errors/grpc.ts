@@ -1,0 +1,121 @@
+/**
+ * @module core/errors/grpc
+ * Catalogue: reading a gRPC ModelInfer request (parameters, typed contents, raw contents) and
+ * writing its response. These conditions exist only on gRPC; texts follow Triton's grpc_server.
+ */
+import { entry, fixed } from './entry.js';
+import { ErrorCode } from './triton-error.js';
+
+const { INVALID_ARG, INTERNAL, UNAVAILABLE } = ErrorCode;
+const REJECTED = 'REJECTED' as const;
+
+export const grpc = {
+  parameterTypeSequenceId: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.",
+    when: 'sequence_id given as bool/double.',
+  }),
+  parameterTypeBool: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "invalid value type for '{key}' parameter, expected bool_param.",
+      when: 'sequence_start, sequence_end or triton_enable_empty_final_response not a bool.',
+    },
+    (key: string) => ({ key }),
+  ),
+  parameterTypePriority: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "invalid value type for 'priority' parameter, expected int64_param or uint64_param.",
+    when: 'priority of another type or negative.',
+  }),
+  parameterTypeTimeout: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "invalid value type for 'timeout' parameter, expected int64_param.",
+    when: 'timeout of another type or negative.',
+  }),
+  parameterUint64: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "unsupported value type for parameter '{key}': uint64_param is not allowed for custom parameters",
+      when: 'A custom parameter given as uint64_param.',
+    },
+    (key: string) => ({ key }),
+  ),
+  parameterUnset: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: "parameter '{key}' has no value set", when: 'A parameter with no parameter_choice.' },
+    (key: string) => ({ key }),
+  ),
+  shmRegionParameterType: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "invalid value type for 'shared_memory_region' parameter, expected string_param.",
+    when: 'shared_memory_region given as a non-string.',
+  }),
+  rawContentsCount: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "expected {expected} entries in raw_input_contents (one per input, in input order) for model '{model}', got {got}",
+      when: 'raw_input_contents does not hold one entry per input.',
+    },
+    (expected: number, model: string, got: number) => ({ expected, model, got }),
+  ),
+  rawAndTypedContents: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "contents field must not be specified when using raw_input_contents for '{input}' for model '{model}'",
+      when: 'An input has typed contents while raw_input_contents is used.',
+    },
+    (input: string, model: string) => ({ input, model }),
+  ),
+  noTypedField: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "{datatype} data for input '{input}' must be sent in raw_input_contents; it has no typed contents field",
+      when: 'FP16/BF16 data cannot be sent as typed contents.',
+    },
+    (datatype: string, input: string) => ({ datatype, input }),
+  ),
+  wrongTypedField: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "unexpected {field} for input '{input}' with datatype {datatype}, expected data in {expected}",
+      when: "Typed contents in a field that does not match the input's datatype.",
+    },
+    (field: string, input: string, datatype: string, expected: string) => ({ field, input, datatype, expected }),
+  ),
+  typedElementCount: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "unexpected number of elements for input '{input}' in {field}: expected {expected}, got {got}",
+      when: 'Typed contents hold a different number of elements than the shape.',
+    },
+    (input: string, field: string, expected: number, got: number) => ({ input, field, expected, got }),
+  ),
+  responseTooLarge: entry(
+    {
+      code: INVALID_ARG,
+      text: "Response has byte size {size} which exceeds gRPC's byte size limit {limit}.",
+      when: 'A response would exceed the gRPC message size limit.',
+    },
+    (size: number, limit: number) => ({ size, limit }),
+  ),
+  outputShape: entry(
+    { code: INTERNAL, text: "output '{output}' has an invalid shape [{shape}]", when: 'A model output has a negative or non-integer dimension.' },
+    (output: string, shape: number[]) => ({ output, shape: shape.join(',') }),
+  ),
+  shuttingDown: fixed({
+    code: UNAVAILABLE,
+    text: 'GRPC server is shutting down and has stopped accepting new requests.',
+    when: 'A call arrives (or is in flight) after the gRPC server began to stop.',
+  }),
+} as const;

@@ -1,0 +1,227 @@
+/**
+ * @module core/errors/http
+ * Catalogue: reading an HTTP/REST request (body, JSON, binary tensor data) and writing its
+ * response. These conditions exist only on HTTP; their texts are Triton's http_server texts.
+ */
+import { entry, fixed } from './entry.js';
+import { ErrorCode, type TritonError } from './triton-error.js';
+
+const { INVALID_ARG, UNSUPPORTED, INTERNAL, CANCELLED } = ErrorCode;
+const REJECTED = 'REJECTED' as const;
+
+export const http = {
+  bodyTooLarge: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: '{what} exceeds the maximum allowed value of {limit} bytes. Use --http-max-input-size to increase the limit.',
+      when: "A body (or its decompressed form: {what} is then 'Decompressed request size') passes --http-max-input-size.",
+    },
+    (size: number | undefined, limit: number) => ({
+      what: size === undefined ? 'Decompressed request size' : `Request size of ${size} bytes`,
+      limit,
+    }),
+  ),
+  unsupportedCompression: fixed({ code: UNSUPPORTED, reason: REJECTED, text: 'Unsupported compression type', when: 'A Content-Encoding other than gzip/deflate.' }),
+  decompressFailed: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: 'failed to decompress the request body ({encoding}): {cause}', when: 'A gzip/deflate body is corrupt.' },
+    (encoding: string, cause: string) => ({ encoding, cause }),
+  ),
+  malformedBody: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: 'malformed request body: {cause}', when: 'A chunked body breaks HTTP/1.1 framing.' },
+    (cause: string) => ({ cause }),
+  ),
+  clientClosed: fixed({ code: CANCELLED, reason: 'CANCELED', text: 'client closed the connection', when: 'The connection closes before the body is read.' }),
+  jsonParse: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: 'failed to parse the request JSON buffer: {detail}', when: 'The JSON of a request does not parse.' },
+    (detail: string) => ({ detail }),
+  ),
+  jsonNotObject: fixed({
+    code: INVALID_ARG,
+    text: 'failed to parse the request JSON buffer: expected a JSON object',
+    when: 'An extension endpoint (logging, trace, repository) gets JSON that is not an object.',
+  }),
+  jsonEmpty: fixed({
+    code: INTERNAL,
+    text: 'failed to parse the request JSON buffer: The document is empty. at 0',
+    when: 'POST /v2/logging with an empty body (Triton: 500).',
+  }),
+  unableToParse: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse '{field}'{detail}", when: 'A field of the inference JSON has the wrong type or is missing; {detail} says which way.' },
+    (field: string, why?: string) => ({ field, detail: why ? `: ${why}` : '' }),
+  ),
+  unableToParseReady: fixed({ code: INVALID_ARG, text: "Unable to parse 'ready'", when: "POST /v2/repository/index with a non-boolean 'ready'." }),
+  headerLength: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: 'Unable to parse Inference-Header-Content-Length, got: {value}', when: 'The header is not a number.' },
+    (value: string) => ({ value }),
+  ),
+  headerLengthRange: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: 'inference header size should be in range (0, {length}), got: {value}', when: 'The header points past the body.' },
+    (length: number, value: string) => ({ length, value }),
+  ),
+  extraInputData: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: "unexpected additional input data for model '{model}'", when: 'Binary data is left after the last input.' },
+    (model: string) => ({ model }),
+  ),
+  inputDataSource: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But{found}",
+      when: "An input sets none or several data sources; {found} is ' no field is set' or ' set' and the fields set.",
+    },
+    (hasData: boolean, hasBinary: boolean, hasShm: boolean) => ({
+      found:
+        !hasData && !hasBinary && !hasShm
+          ? ' no field is set'
+          : ' set' + (hasData ? " 'data'" : '') + (hasBinary ? " 'binary_data_size'" : '') + (hasShm ? " 'shared_memory_region'" : ''),
+    }),
+  ),
+  invalidDatatype: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: "invalid datatype '{datatype}' for input '{input}'", when: 'A datatype name that KServe v2 does not define (HTTP and gRPC).' },
+    (datatype: string, input: string) => ({ datatype, input }),
+  ),
+  binaryDataShort: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "unexpected size for input '{input}', expecting {missing} additional bytes for model '{model}'",
+      when: 'binary_data_size runs past the body.',
+    },
+    (input: string, missing: number, model: string) => ({ input, missing, model }),
+  ),
+  requestParams: fixed({ code: INVALID_ARG, reason: REJECTED, text: 'failed to get request params.', when: "'parameters' is not an object." }),
+  parameterType: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "parameter '{key}' has invalid type. It should be either 'int', 'bool', 'double', or 'string'.",
+      when: 'A request parameter is an array, object or null.',
+    },
+    (key: string) => ({ key }),
+  ),
+  outputShmAndClassification: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "Output can't set both 'shared_memory_region' and 'classification'",
+    when: 'An output asks for both.',
+  }),
+  outputShmAndBinary: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "Output can't set both 'shared_memory_region' and 'binary_data'",
+    when: 'An output asks for both.',
+  }),
+  outputBinaryData: fixed({ code: INVALID_ARG, reason: REJECTED, text: "Unable to set 'binary_data'", when: "An output's binary_data is not a boolean." }),
+  rawRequestInputs: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "raw binary request requires model '{model}' to have exactly 1 input, but it has {count}",
+      when: 'A body without Inference-Header-Content-Length for a model with several inputs.',
+    },
+    (model: string, count: number) => ({ model, count }),
+  ),
+  rawRequestBytesDims: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "raw binary request for BYTES input '{input}' of model '{model}' requires dims [1]",
+      when: 'A raw request for a BYTES input of another shape.',
+    },
+    (input: string, model: string) => ({ input, model }),
+  ),
+  rawRequestVariableDims: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "raw binary request for input '{input}' of model '{model}' can have at most one variable-size dimension",
+      when: 'A raw request whose input has several -1 dims.',
+    },
+    (input: string, model: string) => ({ input, model }),
+  ),
+  jsonDataShape: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "Unable to parse 'data': Shape does not match true shape of 'data' field",
+    when: "Nested JSON 'data' disagrees with the shape.",
+  }),
+  jsonDataKind: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse 'data': attempt to access JSON non-{kind} as {kind}", when: "A JSON 'data' element of the wrong kind." },
+    (kind: string) => ({ kind }),
+  ),
+  jsonInputHalf: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: 'receiving {datatype} data via JSON is not supported. Please use the binary data format for input {input}',
+      when: "FP16/BF16 input given as JSON 'data'.",
+    },
+    (datatype: string, input: string) => ({ datatype, input }),
+  ),
+  jsonOutputHalf: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: 'sending {datatype} data via JSON is not supported. Please use the binary data format for output',
+      when: 'An FP16/BF16 output requested as JSON.',
+    },
+    (datatype: string) => ({ datatype }),
+  ),
+  outputSizeMismatch: entry(
+    { code: INTERNAL, text: "output tensor shape does not match size of output for '{output}'", when: "A model's output bytes disagree with its shape." },
+    (output: string) => ({ output }),
+  ),
+  classificationType: entry(
+    {
+      code: INVALID_ARG,
+      text: "class result not available for output due to unsupported type '{datatype}'",
+      when: 'classification asked for a BYTES/BOOL/FP16 output (HTTP and gRPC).',
+    },
+    (datatype: string) => ({ datatype }),
+  ),
+
+  // The generate extension.
+  generateEncoding: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "Unsupported content-encoding, only 'identity' is supported.",
+    when: '/generate with a compressed body.',
+  }),
+  generateNotObject: fixed({ code: INTERNAL, reason: REJECTED, text: 'attempt to get members for non-object', when: '/generate body is not a JSON object.' }),
+  generateId: fixed({ code: INTERNAL, reason: REJECTED, text: "Unable to parse 'id': attempt to access JSON non-string as string", when: "/generate 'id' is not a string." }),
+  generateParametersClash: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "Keyword 'parameters' for nested schema also given as input tensor name",
+    when: "A model input is named 'parameters' and the body nests parameters.",
+  }),
+  generateParametersObject: fixed({
+    code: INTERNAL,
+    reason: REJECTED,
+    text: "Expected JSON object for keyword: 'parameters': attempt to access JSON non-object as object",
+    when: "/generate 'parameters' is not an object.",
+  }),
+  generateParameters: entry(
+    { code: 'varies', text: "Converting keyword: 'parameters': {cause}", when: "A nested parameter is refused; code and reason are the cause's." },
+    (cause: TritonError) => ({ cause: cause.message, $code: cause.code, $reason: cause.reason }),
+  ),
+  generateParameterType: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "parameter '{key}' has invalid type. It should be either 'int', 'bool', or 'string'.",
+      when: '/generate parameter of another JSON type.',
+    },
+    (key: string) => ({ key }),
+  ),
+  generateShape: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "The schema can not convert input '{input}' to tensor with proper shape",
+      when: "A /generate value does not fit the input's dims.",
+    },
+    (input: string) => ({ input }),
+  ),
+} as const;

@@ -1,0 +1,105 @@
+/**
+ * @module core/errors/models
+ * Catalogue: finding a model and its versions, loading it, warming it up.
+ */
+import { entry, fixed } from './entry.js';
+import { ErrorCode } from './triton-error.js';
+
+const { NOT_FOUND, UNAVAILABLE, INVALID_ARG, INTERNAL } = ErrorCode;
+
+export const models = {
+  unknownModel: entry(
+    { code: NOT_FOUND, text: "Request for unknown model: '{model}' is not found", when: 'A request names a model the repository does not hold.' },
+    (model: string) => ({ model }),
+  ),
+  noAvailableVersions: entry(
+    { code: NOT_FOUND, text: "Request for unknown model: '{model}' has no available versions", when: 'The model is known but no version of it is loaded.' },
+    (model: string) => ({ model }),
+  ),
+  unknownVersion: entry(
+    { code: NOT_FOUND, text: "Request for unknown model: '{model}' version {version} is not found", when: 'A request names a version the model does not have.' },
+    (model: string, version: string) => ({ model, version }),
+  ),
+  versionNotReady: entry(
+    {
+      code: UNAVAILABLE,
+      text: "Request for unknown model: '{model}' version {version} is not at ready state",
+      when: 'The version exists but is loading, unloading or failed.',
+    },
+    (model: string, version: string) => ({ model, version }),
+  ),
+  serverNotReady: fixed({ code: UNAVAILABLE, text: 'Server not ready', when: 'An inference arrives before the server is ready.' }),
+  serverExiting: fixed({ code: UNAVAILABLE, text: 'Server exiting', when: 'A health check arrives while the server shuts down.' }),
+  badVersionString: entry(
+    {
+      code: INVALID_ARG,
+      reason: 'REJECTED',
+      text: "failed to get model version from specified version string '{version}' (must be an integer)",
+      when: 'The version in the URL or request is not an integer.',
+    },
+    (version: string) => ({ version }),
+  ),
+  modelNotAvailable: entry(
+    { code: INVALID_ARG, text: "requested model '{model}' is not available", when: 'A load or unload names a model the repository does not hold.' },
+    (model: string) => ({ model }),
+  ),
+  versionUnavailable: entry(
+    {
+      code: UNAVAILABLE,
+      reason: 'BACKEND',
+      text: "model '{model}' version {version} is unavailable: {cause}",
+      when: 'Requests still queued for a version that failed or is being unloaded.',
+    },
+    (model: string, version: string | number, cause: string) => ({ model, version, cause }),
+  ),
+  modelFileMissing: entry(
+    { code: INTERNAL, text: "unable to find '{file}' for model '{model}'", when: "The version directory lacks the backend's model file (model.py, model.onnx)." },
+    (file: string, model: string) => ({ file, model }),
+  ),
+
+  // Warmup (model_warmup in config.pbtxt), run at load and after a restart.
+  warmupFailed: entry(
+    { code: INVALID_ARG, text: "failed to run warmup sample '{sample}': {cause}", when: 'A warmup request fails in the model.' },
+    (sample: string, cause: string) => ({ sample, cause }),
+  ),
+  warmupFailedResponses: entry(
+    { code: INVALID_ARG, text: "failed to run warmup sample '{sample}': {causes};", when: 'Warmup responses carry errors (all are listed).' },
+    (sample: string, causes: string[]) => ({ sample, causes: causes.join('; ') }),
+  ),
+  warmupVariableDims: entry(
+    {
+      code: INVALID_ARG,
+      text: "warmup setting expects all variable-size dimensions are specified for input '{input}'",
+      when: 'A warmup input leaves a -1 dimension.',
+    },
+    (input: string) => ({ input }),
+  ),
+  warmupFileUnreadable: entry(
+    { code: INVALID_ARG, text: "unable to read warmup data file '{file}': {cause}", when: 'An input_data_file cannot be read.' },
+    (file: string, cause: string) => ({ file, cause }),
+  ),
+  warmupFileNotBytes: entry(
+    {
+      code: INVALID_ARG,
+      text: 'warmup data file {file} is not a serialized BYTES tensor (4-byte little-endian length before each element)',
+      when: 'A BYTES input_data_file is not length-prefixed elements.',
+    },
+    (file: string) => ({ file }),
+  ),
+  warmupFileElementCount: entry(
+    {
+      code: INVALID_ARG,
+      text: 'warmup setting expects {expected} string elements, but the data provided from {file} has {found}',
+      when: 'A BYTES input_data_file holds a different number of elements than the sample shape.',
+    },
+    (expected: number, file: string, found: number) => ({ expected, file, found }),
+  ),
+  warmupFileTooShort: entry(
+    {
+      code: INVALID_ARG,
+      text: 'warmup setting expects {expected} bytes, but the data provided from {file} only has {found} bytes',
+      when: 'A fixed-size input_data_file is shorter than the sample needs.',
+    },
+    (expected: number, file: string, found: number) => ({ expected, file, found }),
+  ),
+} as const;

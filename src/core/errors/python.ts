@@ -1,0 +1,149 @@
+/**
+ * @module core/errors/python
+ * Catalogue: the Python backend (stub processes, their execution environments, auto-complete).
+ */
+import { entry } from './entry.js';
+import { ErrorCode, type TritonError } from './triton-error.js';
+
+const { INTERNAL } = ErrorCode;
+
+export const python = {
+  stubUnhealthy: entry(
+    {
+      code: INTERNAL,
+      reason: 'BACKEND',
+      text: "Stub process '{instance}' is not healthy.{cause}",
+      when: 'A stub died, hung past its watchdog or broke the protocol; {cause} is a space and how, or empty.',
+    },
+    (instance: string, cause?: string) => ({ instance, cause: cause ? ` ${cause}` : '' }),
+  ),
+  noResponse: entry(
+    {
+      code: INTERNAL,
+      reason: 'BACKEND',
+      text: "Python model '{instance}' did not send a response for a request: execute returned None for it and no FINAL response was sent through its response sender.",
+      when: 'A non-decoupled request never got a FINAL response.',
+    },
+    (instance: string) => ({ instance }),
+  ),
+  senderDropped: entry(
+    {
+      code: INTERNAL,
+      reason: 'BACKEND',
+      text: "Python model '{instance}' released the response sender of a request without sending the FINAL flag.",
+      when: 'A response sender was garbage-collected before COMPLETE_FINAL.',
+    },
+    (instance: string) => ({ instance }),
+  ),
+  // A model's own readiness check, `is_ready()` (python-backend spec 3.6). Triton's texts.
+  userNotReady: entry(
+    {
+      code: ErrorCode.UNAVAILABLE,
+      reason: 'BACKEND',
+      text: "Model '{instance}' is not ready (user-defined check failed).",
+      when: 'is_ready() returned False (the model and server readiness endpoints report not ready).',
+    },
+    (instance: string) => ({ instance }),
+  ),
+  userReadyFailed: entry(
+    {
+      code: INTERNAL,
+      reason: 'BACKEND',
+      text: '{message}',
+      when: "is_ready() raised or returned a non-bool; the text is the stub's report, in Triton's words.",
+    },
+    (message: string) => ({ message }),
+  ),
+  userReadyTimeout: entry(
+    {
+      code: ErrorCode.UNAVAILABLE,
+      reason: 'BACKEND',
+      text: 'Timed out waiting for user-defined is_ready() response',
+      when: 'is_ready() did not answer within its bound.',
+    },
+    () => ({}),
+  ),
+  modelRaised: entry(
+    {
+      code: 'varies',
+      reason: 'BACKEND',
+      text: '{message}',
+      when: "The model answered a request with an error (pb_utils.TritonError or an exception in execute); code and text are the model's.",
+    },
+    (code: number, message: string) => ({ message, $code: code as ErrorCode }),
+  ),
+  executeFailed: entry(
+    { code: INTERNAL, reason: 'BACKEND', text: '{message}', when: "execute raised for a whole batch; the text is the stub's report of the exception." },
+    (message: string) => ({ message }),
+  ),
+  initializeFailed: entry(
+    { code: INTERNAL, text: '{message}', when: "initialize (or importing model.py) raised; the text is the stub's report of the exception." },
+    (message: string) => ({ message }),
+  ),
+  batchSendFailed: entry(
+    { code: INTERNAL, text: '{message}', when: "A batch could not be handed to the stub (shared memory exhausted); the text says what ran out." },
+    (message: string) => ({ message }),
+  ),
+  withStderr: entry(
+    { code: 'varies', text: '{message}\n{stderr}', when: "A stub died while starting; the load error carries the last lines it wrote on stderr (code and reason are the cause's)." },
+    (cause: TritonError, stderr: string) => ({ message: cause.message, stderr, $code: cause.code, $reason: cause.reason }),
+  ),
+  autoCompleteTimeout: entry(
+    { code: INTERNAL, text: "auto_complete_config of model '{model}' did not finish in {ms} ms", when: 'auto_complete_config runs past its bound.' },
+    (model: string, ms: number) => ({ model, ms }),
+  ),
+  autoCompleteSpawn: entry(
+    { code: INTERNAL, text: "Failed to start '{python}' for model '{model}': {cause}", when: 'The Python interpreter for auto-complete cannot be started.' },
+    (python: string, model: string, cause: string) => ({ python, model, cause }),
+  ),
+  autoCompleteDied: entry(
+    {
+      code: INTERNAL,
+      text: "Stub process '{model}' is not healthy. {exit} (while running auto_complete_config){stderr}",
+      when: 'The auto-complete stub exits early; {stderr} is a newline and its last stderr lines, or empty.',
+    },
+    (model: string, exit: string, tail: string) => ({ model, exit, stderr: tail ? `\n${tail}` : '' }),
+  ),
+  autoCompleteFailed: entry(
+    { code: INTERNAL, text: '{message}', when: "auto_complete_config raised; the text is the stub's report of the exception." },
+    (message: string) => ({ message }),
+  ),
+
+  // EXECUTION_ENV_PATH.
+  envPathRelative: entry(
+    {
+      code: INTERNAL,
+      text: "EXECUTION_ENV_PATH '{path}' must be an absolute path or start with {placeholder}/ (Triton fails it too: 'Failed to get the canonical path for {path}.')",
+      when: 'EXECUTION_ENV_PATH is relative and does not use $$TRITON_MODEL_DIRECTORY.',
+    },
+    (path: string, placeholder: string) => ({ path, placeholder }),
+  ),
+  envPathMissing: entry(
+    { code: INTERNAL, text: 'Failed to get the canonical path for {path}.', when: 'EXECUTION_ENV_PATH names nothing that exists.' },
+    (path: string) => ({ path }),
+  ),
+  envUnpack: entry(
+    { code: INTERNAL, text: "cannot unpack EXECUTION_ENV_PATH '{path}': {cause}", when: 'A packed environment is unsafe or malformed (the unpacker says which entry and why).' },
+    (path: string, cause: string) => ({ path, cause }),
+  ),
+  envNotGzip: entry(
+    {
+      code: INTERNAL,
+      text: "cannot unpack EXECUTION_ENV_PATH '{path}': not a gzip-compressed tar archive ({cause})",
+      when: 'A packed environment is not gzip.',
+    },
+    (path: string, cause: string) => ({ path, cause }),
+  ),
+  envNoActivate: entry(
+    {
+      code: INTERNAL,
+      text: "Path {activate} does not exist. The Python environment should contain an 'activate' script.",
+      when: 'The environment lacks bin/activate.',
+    },
+    (activate: string) => ({ activate }),
+  ),
+  envNoPython: entry(
+    { code: INTERNAL, text: "EXECUTION_ENV_PATH '{path}' has no bin/python (in {dir})", when: 'The environment lacks bin/python.' },
+    (path: string, dir: string) => ({ path, dir }),
+  ),
+} as const;
