@@ -263,6 +263,9 @@ def _():
         "log": client.get_log_settings(as_json=True),
         "log_update": client.update_log_settings({"log_verbose_level": 2, "log_info": False}, as_json=True),
         "log_bad": err(lambda: client.update_log_settings({"log_format": "weird"})),
+        "log_file": err(lambda: client.update_log_settings({"log_file": "/tmp/x.log"})),
+        "trace_file": err(lambda: client.update_trace_settings(settings={"trace_file": "/tmp/t"})),
+        "trace_unknown": err(lambda: client.get_trace_settings(model_name="nomodel")),
     }
 
 

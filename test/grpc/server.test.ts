@@ -367,6 +367,10 @@ describe('gRPC frontend against tritonclient.grpc (protocol layer)', () => {
     expect(s.log_update.settings.log_info).toEqual({ bool_param: false });
     // Triton 2.51's gRPC text (its HTTP text and status differ: docs/errors.md, logFormatHttp).
     expect(s.log_bad).toEqual({ status: 'StatusCode.INVALID_ARGUMENT', message: 'invalid argument for log_format, got: weird' });
+    // Same texts as HTTP (test/http/server.test.ts), as in Triton 2.51.
+    expect(s.log_file).toEqual({ status: 'StatusCode.UNIMPLEMENTED', message: 'log file location can not be updated through network protocol' });
+    expect(s.trace_file).toEqual({ status: 'StatusCode.UNIMPLEMENTED', message: 'trace file location can not be updated through network protocol' });
+    expect(s.trace_unknown).toEqual({ status: 'StatusCode.INVALID_ARGUMENT', message: 'Request for unknown model : nomodel' });
   });
 
   pyIt('async_infer', () => {

@@ -195,6 +195,9 @@ describe('extensions', () => {
     r = await call('POST', '/v2/trace/setting', '{"trace_file":"x"}');
     expect(r.status).toBe(501);
     expect(r.json()).toEqual({ error: 'trace file location can not be updated through network protocol' });
+    // Triton 2.51's answer for a model it cannot find, on both protocols.
+    r = await call('GET', '/v2/models/nomodel/trace/setting');
+    expect([r.status, r.json()]).toEqual([400, { error: 'Request for unknown model : nomodel' }]);
   });
 
   it('generate endpoints: JSON and server-sent events (end to end in test/e2e/generate.test.ts)', async () => {

@@ -52,6 +52,14 @@ export const extensions = {
     text: 'trace file location can not be updated through network protocol',
     when: 'A trace settings update names trace_file (HTTP: any non-null value; gRPC: the key at all). Same text on both protocols.',
   }),
+  traceUnknownModel: entry(
+    {
+      code: INVALID_ARG,
+      text: 'Request for unknown model : {model}',
+      when: 'Trace settings of a model the server cannot find (Triton 2.51: this text, INVALID_ARG, on both protocols).',
+    },
+    (model: string) => ({ model }),
+  ),
   shmRegionNotFound: entry(
     {
       code: NOT_FOUND,

@@ -16,6 +16,16 @@ export const TRACE_SETTINGS: Readonly<Record<string, readonly string[]>> = {
   trace_mode: ['triton'],
 };
 
+/** Per-model trace settings need the model to exist; Triton refuses others with its own text. */
+export function checkTraceModel(core: { resolveModel(name: string, version: string): unknown }, model: string): void {
+  if (model === '') return;
+  try {
+    core.resolveModel(model, '');
+  } catch {
+    throw Errors.traceUnknownModel(model);
+  }
+}
+
 /** Checks an update given as the names of the settings it sets; nothing else can change. */
 export function checkTraceUpdate(keys: Iterable<string>): void {
   for (const key of keys) if (key === 'trace_file') throw Errors.traceFileUpdate();

@@ -57,7 +57,7 @@ export function dispatch(ctx: HttpContext, req: HttpRequest, res: HttpResponse):
           case 'stats':
             return handleStats(ctx, res, route.model, route.version);
           case 'trace/setting':
-            return void handleTrace(ctx, req, res);
+            return void handleTrace(ctx, req, res, route.model);
           case 'generate':
           case 'generate_stream':
             return handleGenerate(ctx, req, res, route.model, route.version, route.action === 'generate_stream');

@@ -4,7 +4,7 @@
  * (core/extensions/), which hold the rules both protocols share.
  */
 import { create } from '@bufbuild/protobuf';
-import { checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
+import { checkTraceModel, checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
 import { logSettingsPatch, type SettingValue } from '../../../core/extensions/log-settings.js';
 import type { LogSettingsRequest, TraceSettingRequest } from '../../../generated/grpc_service_pb.js';
 import {
@@ -15,7 +15,7 @@ import {
 import type { GrpcContext } from '../context.js';
 
 export function traceSetting(ctx: GrpcContext, req: TraceSettingRequest) {
-  if (req.modelName !== '') ctx.core.resolveModel(req.modelName, '');
+  checkTraceModel(ctx.core, req.modelName);
   // gRPC refuses trace_file whenever the key is present, even with no value (as Triton does).
   checkTraceUpdate(Object.keys(req.settings));
   const settings: Record<string, { value: string[] }> = {};

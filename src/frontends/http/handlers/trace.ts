@@ -4,7 +4,7 @@
  * (global or per model) return the static settings; a POST that sets `trace_file` is refused.
  */
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
-import { checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
+import { checkTraceModel, checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
 import type { HttpContext } from '../context.js';
 import { sendError, sendJson } from '../reply.js';
 import { readJsonObject } from './json-body.js';
@@ -14,8 +14,9 @@ const SETTINGS = JSON.stringify(
   Object.fromEntries(Object.entries(TRACE_SETTINGS).map(([k, v]) => [k, k === 'trace_level' ? v : v[0]])),
 );
 
-export async function handleTrace(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Promise<void> {
+export async function handleTrace(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model = ''): Promise<void> {
   try {
+    checkTraceModel(ctx.core, model);
     if (req.method === 'POST') {
       const body = await readJsonObject(ctx, req);
       // A null value leaves a setting alone, so it names nothing.
