@@ -7,6 +7,7 @@
  * The entries live in ./errors/, one module per area.
  */
 import { config } from './errors/config.js';
+import { configRules } from './errors/config-rules.js';
 import { nameEntry, type EntrySpec } from './errors/entry.js';
 import { extensions } from './errors/extensions.js';
 import { grpc } from './errors/grpc.js';
@@ -22,7 +23,7 @@ export { ErrorCode, TritonError, httpStatusOf, grpcStatusOf, type FailureReason 
 export { ConfigError, type ConfigLocation } from './errors/config-error.js';
 
 /** The areas, in the order docs/errors.md lists them. */
-export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, config, internal } as const;
+export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, config, configRules, internal } as const;
 
 type Merge<T> = { [A in keyof T]: (x: T[A]) => void }[keyof T] extends (x: infer I) => void ? I : never;
 

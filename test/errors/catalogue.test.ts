@@ -82,12 +82,13 @@ describe('error catalogue', () => {
   });
 
   it('builds config errors that are catalogue errors carrying file, line and field', () => {
-    const e = Errors.configInvalid({ file: 'c.pbtxt', line: 4, field: 'max_batch_size' }, 'c.pbtxt', 'max_batch_size', 'must be >= 0', 4, 3);
+    const e = Errors.ruleMaxBatchSize({ file: 'c.pbtxt', field: 'max_batch_size', line: 4, column: 3 }, -1);
     expect(e).toBeInstanceOf(ConfigError);
     expect(e).toBeInstanceOf(TritonError);
     expect(e.code).toBe(ErrorCode.INVALID_ARG);
     expect([e.file, e.line, e.field]).toEqual(['c.pbtxt', 4, 'max_batch_size']);
-    expect(e.message).toBe('c.pbtxt:4:3: max_batch_size: must be >= 0');
+    expect(e.message).toBe('c.pbtxt:4:3: max_batch_size: must be >= 0, got -1');
+    expect(e.entry).toBe('ruleMaxBatchSize');
     // A ConfigError is a TritonError, not the other way round.
     expect(Errors.unknownModel('m')).not.toBeInstanceOf(ConfigError);
   });

@@ -2,9 +2,8 @@
  * @module core/errors/config
  * Catalogue: model configurations that cannot be loaded. Each entry builds a `ConfigError`
  * (INVALID_ARG) that carries the file, line and field, given first as a `ConfigLocation`.
- *
- * The text-format parser and the validation rules each have many diagnostics; they come through
- * `configSyntax` and `configInvalid` with the diagnostic as the {problem} hole.
+ * The validation rules are in ./config-rules.ts. The text-format parser's diagnostics (token by
+ * token) come through `configSyntax`, with the diagnostic as the {problem} hole.
  */
 import { ConfigError, type ConfigLocation } from './config-error.js';
 import { entryName, render, type EntrySpec, type Holes } from './entry.js';
@@ -37,13 +36,6 @@ export const config = {
       when: "config.pbtxt does not parse: a lexical or syntax error, an unknown field, a non-repeated field given twice, a value of the wrong type ({problem} is the parser's diagnostic).",
     },
     (file: string, line: number, column: number, problem: string) => ({ file, line, column, problem }),
-  ),
-  configInvalid: configEntry(
-    {
-      text: '{where}: {field}: {problem}',
-      when: "A parsed configuration breaks a validation rule ({where} is file:line:column when known, else the file; {problem} is the rule's diagnostic).",
-    },
-    (file: string, field: string, problem: string, line?: number, column?: number) => ({ where: where(file, line, column), field, problem }),
   ),
   configNameMismatch: configEntry(
     {
