@@ -141,8 +141,12 @@ describe('extensions', () => {
     expect((r.json() as unknown[]).length).toBe(3);
     r = await call('POST', '/v2/repository/index', '{"ready":true}');
     expect(r.json()).toEqual([{ name: 'identity', version: '1', state: 'READY' }]);
+    // Triton 2.51: TritonJson's own error, 500 (docs/errors.md: jsonValueType); a body that is
+    // not an object names nothing and lists everything.
     r = await call('POST', '/v2/repository/index', '{"ready":1}');
-    expect(r.status).toBe(400);
+    expect([r.status, r.json()]).toEqual([500, { error: 'attempt to access JSON non-boolean as boolean' }]);
+    r = await call('POST', '/v2/repository/index', '[1]');
+    expect((r.json() as unknown[]).length).toBe(3);
     r = await call('POST', '/v2/repository/models/identity/load');
     expect([r.status, r.json()]).toEqual([503, { error: 'explicit model load / unload is not allowed if polling is enabled' }]);
     r = await call('POST', '/v2/repository/myrepo/models/identity/unload');
@@ -171,7 +175,7 @@ describe('extensions', () => {
     r = await call('POST', '/v2/logging', '{"log_verbose_level":2,"log_info":false,"log_format":"ISO8601"}');
     expect(r.json()).toMatchObject({ log_verbose_level: 2, log_info: false, log_format: 'ISO8601' });
     // Texts and statuses as Triton 2.51 answers them over HTTP (docs/errors.md: logFormatHttp,
-    // logFileUpdate, logSettingTypeHttp); unknown keys are ignored there too.
+    // logFileUpdate, jsonValueType); unknown keys are ignored there too.
     r = await call('POST', '/v2/logging', '{"log_format":"weird"}');
     expect(r.status).toBe(503);
     expect(r.json()).toEqual({ error: 'invalid argument for --log_format, got: weird' });

@@ -15,11 +15,11 @@ export const extensions = {
     text: 'log file location can not be updated through network protocol',
     when: 'A log settings update names log_file (any value; HTTP: any non-null value). Same text on both protocols.',
   }),
-  logSettingTypeHttp: entry(
+  jsonValueType: entry(
     {
       code: INTERNAL,
       text: 'attempt to access JSON non-{kind} as {kind}',
-      when: "HTTP log settings update with a value of the wrong JSON type ({kind}: boolean, unsigned-integer, string). Triton answers 500 here, and words it differently on gRPC (logSettingTypeGrpc).",
+      when: "An HTTP extension body has a value of the wrong JSON type ({kind}: boolean, unsigned-integer, string): a log setting, or 'ready' of the repository index. Triton answers 500 (TritonJson's own error), and words the log case differently on gRPC (logSettingTypeGrpc).",
     },
     (kind: 'boolean' | 'unsigned-integer' | 'string') => ({ kind }),
   ),
@@ -27,7 +27,7 @@ export const extensions = {
     {
       code: INVALID_ARG,
       text: "expect {type} for '{key}'",
-      when: "gRPC LogSettings with a value of the wrong type ({type}: boolean, int32, string). Triton's HTTP text differs (logSettingTypeHttp).",
+      when: "gRPC LogSettings with a value of the wrong type ({type}: boolean, int32, string). Triton's HTTP text differs (jsonValueType).",
     },
     (key: string, type: 'boolean' | 'int32' | 'string') => ({ key, type }),
   ),

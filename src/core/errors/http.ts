@@ -36,11 +36,6 @@ export const http = {
     { code: INVALID_ARG, reason: REJECTED, text: 'failed to parse the request JSON buffer: {detail}', when: 'The JSON of a request does not parse.' },
     (detail: string) => ({ detail }),
   ),
-  jsonNotObject: fixed({
-    code: INVALID_ARG,
-    text: 'failed to parse the request JSON buffer: expected a JSON object',
-    when: 'An extension endpoint (logging, trace, repository) gets JSON that is not an object.',
-  }),
   jsonEmpty: fixed({
     code: INTERNAL,
     text: 'failed to parse the request JSON buffer: The document is empty. at 0',
@@ -50,7 +45,6 @@ export const http = {
     { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse '{field}'{detail}", when: 'A field of the inference JSON has the wrong type or is missing; {detail} says which way.' },
     (field: string, why?: string) => ({ field, detail: why ? `: ${why}` : '' }),
   ),
-  unableToParseReady: fixed({ code: INVALID_ARG, text: "Unable to parse 'ready'", when: "POST /v2/repository/index with a non-boolean 'ready'." }),
   headerLength: entry(
     { code: INVALID_ARG, reason: REJECTED, text: 'Unable to parse Inference-Header-Content-Length, got: {value}', when: 'The header is not a number.' },
     (value: string) => ({ value }),

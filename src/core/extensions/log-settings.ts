@@ -24,7 +24,7 @@ export type Protocol = 'http' | 'grpc';
 export function logSettingsPatch(protocol: Protocol, settings: ReadonlyMap<string, SettingValue>): Partial<LogSettingsView> {
   const wrongType = (key: string, want: 'bool' | 'uint' | 'string') =>
     protocol === 'http'
-      ? Errors.logSettingTypeHttp(want === 'bool' ? 'boolean' : want === 'uint' ? 'unsigned-integer' : 'string')
+      ? Errors.jsonValueType(want === 'bool' ? 'boolean' : want === 'uint' ? 'unsigned-integer' : 'string')
       : Errors.logSettingTypeGrpc(key, want === 'bool' ? 'boolean' : want === 'uint' ? 'int32' : 'string');
   const patch: Partial<LogSettingsView> = {};
   for (const [key, v] of settings) {

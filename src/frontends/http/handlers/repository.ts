@@ -15,7 +15,7 @@ export async function handleRepositoryIndex(ctx: HttpContext, req: HttpRequest, 
     const body = await readJsonObject(ctx, req);
     let ready = false;
     if (body?.ready !== undefined) {
-      if (typeof body.ready !== 'boolean') throw Errors.unableToParseReady();
+      if (typeof body.ready !== 'boolean') throw Errors.jsonValueType('boolean');
       ready = body.ready;
     }
     sendJson(res, 200, JSON.stringify(ctx.core.repositoryIndex(ready)));
