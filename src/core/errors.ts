@@ -1,13 +1,14 @@
 /**
  * @module core/errors
  * The error catalogue. Every error tritium answers with is built by one of the entries below
- * (`Errors.unknownModel(name)`, `Errors.configSyntax(at, …)`): each has a Triton error code, a
+ * (`Errors.unknownModel(name)`, `Errors.ruleMaxBatchSize(site, n)`): each has a Triton error code, a
  * failure reason and a message template, and docs/errors.md lists them all
  * (test/errors/catalogue.test.ts keeps it so, and fails on a `TritonError` built anywhere else).
  * The entries live in ./errors/, one module per area.
  */
 import { config } from './errors/config.js';
 import { configRules } from './errors/config-rules.js';
+import { configSyntax } from './errors/config-syntax.js';
 import { nameEntry, type EntrySpec } from './errors/entry.js';
 import { extensions } from './errors/extensions.js';
 import { grpc } from './errors/grpc.js';
@@ -23,7 +24,7 @@ export { ErrorCode, TritonError, httpStatusOf, grpcStatusOf, type FailureReason 
 export { ConfigError, type ConfigLocation } from './errors/config-error.js';
 
 /** The areas, in the order docs/errors.md lists them. */
-export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, config, configRules, internal } as const;
+export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, config, configSyntax, configRules, internal } as const;
 
 type Merge<T> = { [A in keyof T]: (x: T[A]) => void }[keyof T] extends (x: infer I) => void ? I : never;
 

@@ -198,9 +198,9 @@ describe('parseModelConfigText: errors name file, line, column and field', () =>
     const text = ['name: "m"', 'backend: "python"', 'max_batch_size: 8', 'input [', '  {', '    name: "INPUT0"', '  dimz: [ 16 ]', '  }', ']'].join('\n');
     const e = parseError(text);
     expect(e.message).toBe('config.pbtxt:7:3: Message type "inference.ModelInput" has no field named "dimz".');
-    // A catalogue error (docs/errors.md): INVALID_ARG, built by configSyntax.
+    // A catalogue error (docs/errors.md): INVALID_ARG, built by syntaxUnknownField.
     expect(e.code).toBe(ErrorCode.INVALID_ARG);
-    expect(e.entry).toBe('configSyntax');
+    expect(e.entry).toBe('syntaxUnknownField');
     expect(e.file).toBe('config.pbtxt');
     expect(e.line).toBe(7);
     expect(e.field).toBe('input[0].dimz');

@@ -19,6 +19,7 @@
 import { ScalarType, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { reflect, type ReflectMessage } from '@bufbuild/protobuf/reflect';
 import { Errors } from '../errors.js';
+import type { SyntaxEntry } from '../errors/config-syntax.js';
 import { Lexer, LexError, describeToken, type SourcePosition, type Token } from './text-lexer.js';
 
 export type { SourcePosition } from './text-lexer.js';
@@ -57,7 +58,7 @@ export function parseTextFormat<Desc extends DescMessage>(schema: Desc, text: st
     parser.readBody(root, 'eof', '', 0);
   } catch (e) {
     if (e instanceof LexError) {
-      throw Errors.configSyntax({ file, line: e.line, field: parser.currentField }, file, e.line, e.column, e.message);
+      throw e.toConfigError({ file, line: e.line, column: e.column, field: parser.currentField });
     }
     throw e;
   }
@@ -77,10 +78,11 @@ class Parser {
     this.lex = new Lexer(text);
   }
 
-  private fail(at: SourcePosition, message: string, field?: string): never {
+  /** Throws the catalogue error `entry` (docs/errors.md) at `at`, naming the field being read. */
+  private fail<A extends unknown[]>(at: SourcePosition, field: string | undefined, entry: SyntaxEntry<A>, ...args: A): never {
     // A map entry whose value precedes its key has only a provisional path (see readMap).
     const named = field?.replace(/\[#\d+@\d+:\d+\]/g, '[]');
-    throw Errors.configSyntax({ file: this.file, line: at.line, field: named }, this.file, at.line, at.column, message);
+    throw entry({ file: this.file, line: at.line, column: at.column, field: named }, ...args);
   }
 
   private record(path: string, at: SourcePosition): void {
@@ -105,11 +107,11 @@ class Parser {
 
   /** Fields of one message until `close` ('}' / '>' for a block, 'eof' at top level). */
   readBody(msg: ReflectMessage, close: '}' | '>' | 'eof', path: string, depth: number): void {
-    if (depth > MAX_DEPTH) this.fail(this.lex.peek(), `message nesting deeper than ${MAX_DEPTH}`, path);
+    if (depth > MAX_DEPTH) this.fail(this.lex.peek(), path, Errors.syntaxDepth, MAX_DEPTH);
     for (;;) {
       const t = this.lex.peek();
       if (t.kind === 'eof') {
-        if (close !== 'eof') this.fail(t, `unexpected end of input, expected '${close}'`, path || undefined);
+        if (close !== 'eof') this.fail(t, path || undefined, Errors.syntaxEnd, close);
         return;
       }
       if (close !== 'eof' && this.isPunct(t, close)) {
@@ -125,14 +127,14 @@ class Parser {
     const nameTok = this.lex.next();
     if (nameTok.kind !== 'ident') {
       if (this.isPunct(nameTok, '[')) {
-        this.fail(nameTok, `extension and Any syntax '[...]' is not supported in ${msg.desc.typeName}`, parentPath || undefined);
+        this.fail(nameTok, parentPath || undefined, Errors.syntaxExtension, msg.desc.typeName);
       }
-      this.fail(nameTok, `expected a field name, got ${describeToken(nameTok)}`, parentPath || undefined);
+      this.fail(nameTok, parentPath || undefined, Errors.syntaxFieldName, describeToken(nameTok));
     }
     const name = nameTok.text;
     const path = parentPath ? `${parentPath}.${name}` : name;
     const field = msg.desc.fields.find((f) => f.name === name);
-    if (field === undefined) this.fail(nameTok, `Message type "${msg.desc.typeName}" has no field named "${name}".`, path);
+    if (field === undefined) this.fail(nameTok, path, Errors.syntaxUnknownField, msg.desc.typeName, name);
     this.currentField = path;
 
     // The C++ rule (ParseFromString): a singular field that is already
@@ -141,19 +143,19 @@ class Parser {
     // Checked before the oneof rule, as in C++, so a oneof member given twice
     // is "specified multiple times".
     if (field.fieldKind !== 'list' && field.fieldKind !== 'map' && msg.isSet(field)) {
-      this.fail(nameTok, `Non-repeated field "${name}" is specified multiple times.`, path);
+      this.fail(nameTok, path, Errors.syntaxRepeatedTwice, name);
     }
     if (field.oneof !== undefined) {
       const setCase = msg.oneofCase(field.oneof);
       if (setCase !== undefined) {
-        this.fail(nameTok, `Field "${name}" is specified along with field "${setCase.name}", another member of oneof "${field.oneof.name}".`, path);
+        this.fail(nameTok, path, Errors.syntaxOneof, name, setCase.name, field.oneof.name);
       }
     }
 
     const messageLike = field.fieldKind === 'message' || field.fieldKind === 'map' || (field.fieldKind === 'list' && field.listKind === 'message');
     const hasColon = this.tryConsume(':');
     if (!messageLike && !hasColon) {
-      this.fail(this.lex.peek(), `expected ':' after field '${name}', got ${describeToken(this.lex.peek())}`, path);
+      this.fail(this.lex.peek(), path, Errors.syntaxColon, name, describeToken(this.lex.peek()));
     }
 
     switch (field.fieldKind) {
@@ -161,7 +163,7 @@ class Parser {
       case 'enum': {
         this.record(path, nameTok);
         if (this.isPunct(this.lex.peek(), '[')) {
-          this.fail(this.lex.peek(), `field '${name}' in ${msg.desc.typeName} is not repeated; a list is not allowed`, path);
+          this.fail(this.lex.peek(), path, Errors.syntaxNotRepeated, name, msg.desc.typeName);
         }
         msg.set(field, this.readSingleValue(field, path));
         return;
@@ -187,7 +189,7 @@ class Parser {
     const open = this.lex.next();
     if (this.isPunct(open, '{')) return this.readBody(sub, '}', path, depth + 1);
     if (this.isPunct(open, '<')) return this.readBody(sub, '>', path, depth + 1);
-    this.fail(open, `expected '{' to open ${sub.desc.typeName}, got ${describeToken(open)}`, path);
+    this.fail(open, path, Errors.syntaxOpenMessage, sub.desc.typeName, describeToken(open));
   }
 
   /** `[a, b]` (possibly empty) or one element, calling `each` per element. */
@@ -201,7 +203,7 @@ class Parser {
       each();
       const t = this.lex.next();
       if (this.isPunct(t, ']')) return;
-      if (!this.isPunct(t, ',')) this.fail(t, `expected ',' or ']' in list, got ${describeToken(t)}`, path);
+      if (!this.isPunct(t, ',')) this.fail(t, path, Errors.syntaxListSeparator, describeToken(t));
     }
   }
 
@@ -228,7 +230,7 @@ class Parser {
     this.readListSyntax(path, () => {
       const open = this.lex.next();
       const close = this.isPunct(open, '{') ? '}' : this.isPunct(open, '<') ? '>' : undefined;
-      if (close === undefined) this.fail(open, `expected '{' to open an entry of map '${field.name}', got ${describeToken(open)}`, path);
+      if (close === undefined) this.fail(open, path, Errors.syntaxOpenMapEntry, field.name, describeToken(open));
       // Nested positions are recorded under a provisional path until the key is known.
       const provisional = `${path}[#${map.size}@${open.line}:${open.column}]`;
       let key: unknown;
@@ -236,18 +238,18 @@ class Parser {
       for (;;) {
         const t = this.lex.next();
         if (this.isPunct(t, close)) break;
-        if (t.kind === 'eof') this.fail(t, `unexpected end of input, expected '${close}'`, path);
+        if (t.kind === 'eof') this.fail(t, path, Errors.syntaxEnd, close);
         if (t.kind !== 'ident' || (t.text !== 'key' && t.text !== 'value')) {
-          if (t.kind !== 'ident') this.fail(t, `expected "key" or "value" in an entry of map '${field.name}', got ${describeToken(t)}`, path);
-          this.fail(t, `Message type "${mapEntryTypeName(msg, field)}" has no field named "${t.text}".`, path);
+          if (t.kind !== 'ident') this.fail(t, path, Errors.syntaxMapMember, field.name, describeToken(t));
+          this.fail(t, path, Errors.syntaxUnknownField, mapEntryTypeName(msg, field), t.text);
         }
         // A map entry is a message whose key and value have presence: each
         // may be written once, even with its zero value (as in C++).
         if ((t.text === 'key' ? key : value) !== undefined) {
-          this.fail(t, `Non-repeated field "${t.text}" is specified multiple times.`, path);
+          this.fail(t, path, Errors.syntaxRepeatedTwice, t.text);
         }
         if (t.text === 'key') {
-          if (!this.tryConsume(':')) this.fail(this.lex.peek(), `expected ':' after 'key' in map '${field.name}'`, path);
+          if (!this.tryConsume(':')) this.fail(this.lex.peek(), path, Errors.syntaxMapColon, 'key', field.name);
           key = this.readScalar(field.mapKey, `${path}.key`);
         } else if (field.mapKind === 'message') {
           this.tryConsume(':');
@@ -256,7 +258,7 @@ class Parser {
           this.readMessageBlock(sub, key === undefined ? provisional : `${path}[${String(key)}]`, depth);
           value = sub;
         } else {
-          if (!this.tryConsume(':')) this.fail(this.lex.peek(), `expected ':' after 'value' in map '${field.name}'`, path);
+          if (!this.tryConsume(':')) this.fail(this.lex.peek(), path, Errors.syntaxMapColon, 'value', field.name);
           value = field.mapKind === 'enum' ? this.readEnum(field.enum, `${path}.value`) : this.readScalar(field.scalar, `${path}.value`);
         }
         this.consumeSeparator();
@@ -292,17 +294,17 @@ class Parser {
     if (t.kind === 'ident' && !neg) {
       const v = desc.values.find((x) => x.name === t.text);
       if (v === undefined) {
-        this.fail(t, `Unknown enumeration value of "${t.text}" for field "${leaf(path)}".`, path);
+        this.fail(t, path, Errors.syntaxEnumName, t.text, leaf(path));
       }
       return v.number;
     }
     if (t.kind === 'int') {
       // Proto3 enums are open: any int32 is kept, as the C++ parser does.
       const v = neg ? -t.value : t.value;
-      if (v < INT32_MIN || v > INT32_MAX) this.fail(t, `enum value ${v} out of range for field '${leaf(path)}'`, path);
+      if (v < INT32_MIN || v > INT32_MAX) this.fail(t, path, Errors.syntaxEnumRange, v, leaf(path));
       return Number(v);
     }
-    this.fail(t, `expected an enumeration value of ${desc.typeName} for field '${leaf(path)}', got ${describeToken(t)}`, path);
+    this.fail(t, path, Errors.syntaxEnumToken, desc.typeName, leaf(path), describeToken(t));
   }
 
   private readScalar(type: ScalarType, path: string): unknown {
@@ -311,7 +313,7 @@ class Parser {
       case ScalarType.STRING:
       case ScalarType.BYTES: {
         const t = this.lex.next();
-        if (t.kind !== 'string') this.fail(t, `expected a string for field '${f}', got ${describeToken(t)}`, path);
+        if (t.kind !== 'string') this.fail(t, path, Errors.syntaxString, f, describeToken(t));
         const parts = [t.bytes];
         // Adjacent literals concatenate, as in C.
         for (let n = this.lex.peek(); n.kind === 'string'; n = this.lex.peek()) parts.push((this.lex.next() as typeof t).bytes);
@@ -325,7 +327,7 @@ class Parser {
           if (t.text === 'false' || t.text === 'False' || t.text === 'f') return false;
         }
         if (t.kind === 'int' && (t.value === 0n || t.value === 1n)) return t.value === 1n;
-        this.fail(t, `invalid value ${describeToken(t)} for boolean field '${f}' (expected true or false)`, path);
+        this.fail(t, path, Errors.syntaxBool, describeToken(t), f);
       }
       case ScalarType.FLOAT:
       case ScalarType.DOUBLE: {
@@ -339,19 +341,19 @@ class Parser {
           if (w === 'inf' || w === 'infinity') v = Infinity;
           else if (w === 'nan') v = NaN;
         }
-        if (v === undefined) this.fail(t, `expected a number for field '${f}', got ${describeToken(t)}`, path);
+        if (v === undefined) this.fail(t, path, Errors.syntaxNumber, f, describeToken(t));
         return neg ? -v : v;
       }
       default: {
         const neg = this.tryConsume('-');
         const t = this.lex.next();
         if (t.kind !== 'int') {
-          this.fail(t, `expected an integer for field '${f}', got ${neg ? "'-' " : ''}${describeToken(t)}`, path);
+          this.fail(t, path, Errors.syntaxInteger, f, `${neg ? "'-' " : ''}${describeToken(t)}`);
         }
         const v = neg ? -t.value : t.value;
         const [min, max, is64] = intRange(type);
         if (v < min || v > max) {
-          this.fail(t, `value ${v} out of range for ${ScalarType[type].toLowerCase()} field '${f}'`, path);
+          this.fail(t, path, Errors.syntaxRange, v, ScalarType[type].toLowerCase(), f);
         }
         return is64 ? v : Number(v);
       }

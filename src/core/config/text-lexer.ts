@@ -5,6 +5,9 @@
  * the text-format reader of @bufbuild/protobuf does not report.
  */
 
+import { Errors, type ConfigError } from '../errors.js';
+import type { SyntaxEntry, SyntaxSite } from '../errors/config-syntax.js';
+
 export interface SourcePosition {
   /** 1-based line. */
   readonly line: number;
@@ -24,14 +27,17 @@ export type Token = SourcePosition &
     | { readonly kind: 'string'; readonly text: string; readonly bytes: Uint8Array }
   );
 
-/** A lexical error; the parser turns it into a ConfigError with the file name. */
+/**
+ * A lexical error: the lexer does not know the file name, so it carries the catalogue entry and
+ * its arguments, and the parser builds the ConfigError (`toConfigError`) once it adds the file.
+ */
 export class LexError extends Error {
   constructor(
-    message: string,
+    readonly toConfigError: (site: SyntaxSite) => ConfigError,
     readonly line: number,
     readonly column: number,
   ) {
-    super(message);
+    super('lexical error in a model configuration');
   }
 }
 
@@ -81,8 +87,8 @@ export class Lexer {
     return { line: this.line, column: this.pos - this.lineStart + 1 };
   }
 
-  private fail(message: string, at: SourcePosition = this.here()): never {
-    throw new LexError(message, at.line, at.column);
+  private fail<A extends unknown[]>(at: SourcePosition, entry: SyntaxEntry<A>, ...args: A): never {
+    throw new LexError((site) => entry(site, ...args), at.line, at.column);
   }
 
   private skipSpaceAndComments(): void {
@@ -120,7 +126,7 @@ export class Lexer {
       this.pos++;
       return { kind: 'punct', text: c as '{', ...at };
     }
-    return this.fail(`unexpected character '${c}'`, at);
+    return this.fail(at, Errors.lexUnexpectedChar, c);
   }
 
   private scanNumber(at: SourcePosition): Token {
@@ -132,7 +138,7 @@ export class Lexer {
       this.pos += 2;
       const digits = this.pos;
       while (this.pos < s.length && isHex(s[this.pos]!)) this.pos++;
-      if (this.pos === digits) this.fail('"0x" must be followed by hex digits', at);
+      if (this.pos === digits) this.fail(at, Errors.lexHexDigits);
       value = BigInt('0x' + s.slice(digits, this.pos));
     } else if (s[this.pos] === '0' && isDigit(s[this.pos + 1] ?? '')) {
       // Leading zero: octal, as in C.
@@ -140,7 +146,7 @@ export class Lexer {
       const digits = this.pos;
       while (this.pos < s.length && isDigit(s[this.pos]!)) this.pos++;
       const text = s.slice(digits, this.pos);
-      if (/[89]/.test(text)) this.fail(`invalid octal number '0${text}'`, at);
+      if (/[89]/.test(text)) this.fail(at, Errors.lexOctal, text);
       value = BigInt('0o' + text);
     } else {
       while (this.pos < s.length && isDigit(s[this.pos]!)) this.pos++;
@@ -155,7 +161,7 @@ export class Lexer {
         if (s[this.pos] === '+' || s[this.pos] === '-') this.pos++;
         if (!isDigit(s[this.pos] ?? '')) {
           this.pos = save;
-          this.fail('"e" must be followed by an exponent', this.here());
+          this.fail(this.here(), Errors.lexExponent);
         }
         while (this.pos < s.length && isDigit(s[this.pos]!)) this.pos++;
         isFloat = true;
@@ -169,7 +175,7 @@ export class Lexer {
       isFloat = true;
     }
     if (this.pos < s.length && isIdentPart(s[this.pos]!)) {
-      this.fail('need space between number and identifier', this.here());
+      this.fail(this.here(), Errors.lexNumberIdent);
     }
     const text = s.slice(start, this.pos);
     if (isFloat) return { kind: 'float', text, value: Number(value ?? body), ...at };
@@ -186,9 +192,9 @@ export class Lexer {
       for (const b of utf8.encode(text)) out.push(b);
     };
     for (;;) {
-      if (this.pos >= s.length) this.fail('unterminated string', at);
+      if (this.pos >= s.length) this.fail(at, Errors.lexUnterminated);
       const c = s[this.pos]!;
-      if (c === '\n') this.fail('string literals cannot cross line boundaries', at);
+      if (c === '\n') this.fail(at, Errors.lexStringNewline);
       if (c === quote) {
         this.pos++;
         break;
@@ -243,7 +249,7 @@ export class Lexer {
         case 'X': {
           let hex = '';
           while (hex.length < 2 && isHex(s[this.pos] ?? '')) hex += s[this.pos++];
-          if (hex === '') this.fail('"\\x" must be followed by hex digits', escAt);
+          if (hex === '') this.fail(escAt, Errors.lexEscapeHex);
           out.push(parseInt(hex, 16));
           break;
         }
@@ -252,11 +258,11 @@ export class Lexer {
           const n = e === 'u' ? 4 : 8;
           const hex = s.slice(this.pos, this.pos + n);
           if (hex.length !== n || ![...hex].every(isHex)) {
-            this.fail(`"\\${e}" must be followed by ${n} hex digits`, escAt);
+            this.fail(escAt, Errors.lexEscapeDigits, e, n);
           }
           this.pos += n;
           const cp = parseInt(hex, 16);
-          if (cp > 0x10ffff) this.fail(`invalid unicode escape "\\${e}${hex}"`, escAt);
+          if (cp > 0x10ffff) this.fail(escAt, Errors.lexUnicode, `${e}${hex}`);
           pushUtf8(String.fromCodePoint(cp));
           break;
         }
@@ -267,7 +273,7 @@ export class Lexer {
             out.push(parseInt(oct, 8) & 0xff);
             break;
           }
-          this.fail(`invalid escape sequence "\\${e}"`, escAt);
+          this.fail(escAt, Errors.lexEscape, e);
         }
       }
     }

@@ -2,8 +2,7 @@
  * @module core/errors/config
  * Catalogue: model configurations that cannot be loaded. Each entry builds a `ConfigError`
  * (INVALID_ARG) that carries the file, line and field, given first as a `ConfigLocation`.
- * The validation rules are in ./config-rules.ts. The text-format parser's diagnostics (token by
- * token) come through `configSyntax`, with the diagnostic as the {problem} hole.
+ * Syntax errors are in ./config-syntax.ts, validation rules in ./config-rules.ts.
  */
 import { ConfigError, type ConfigLocation } from './config-error.js';
 import { entryName, render, type EntrySpec, type Holes } from './entry.js';
@@ -30,13 +29,6 @@ const where = (file: string | undefined, line?: number, column?: number): string
   file === undefined ? '' : line !== undefined ? `${file}:${line}:${column ?? 0}` : file;
 
 export const config = {
-  configSyntax: configEntry(
-    {
-      text: '{file}:{line}:{column}: {problem}',
-      when: "config.pbtxt does not parse: a lexical or syntax error, an unknown field, a non-repeated field given twice, a value of the wrong type ({problem} is the parser's diagnostic).",
-    },
-    (file: string, line: number, column: number, problem: string) => ({ file, line, column, problem }),
-  ),
   configNameMismatch: configEntry(
     {
       text: "{where}unexpected 'name' '{name}' in {file}: the model directory is '{dir}'",

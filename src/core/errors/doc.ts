@@ -27,6 +27,7 @@ const AREA_TITLES: Record<string, string> = {
   python: 'Python backend',
   onnx: 'ONNX Runtime backend',
   config: 'Model configuration (ConfigError: carries file, line, field)',
+  configSyntax: 'Model configuration syntax (ConfigError)',
   configRules: 'Model configuration validation rules (ConfigError)',
   internal: 'Faults',
 };

@@ -10,8 +10,13 @@
  */
 import { ErrorCode, TritonError, type FailureReason } from './triton-error.js';
 
-/** The names of the `{holes}` in a template, as a union of string literal types. */
-export type Holes<S extends string> = S extends `${string}{${infer H}}${infer Rest}` ? H | Holes<Rest> : never;
+/**
+ * The names of the `{holes}` in a template, as a union of string literal types. A literal `{`
+ * before a hole (as in "expected '{' to open {type}") is skipped: the hole is what follows the
+ * last `{` before the `}`.
+ */
+type Hole<H extends string> = H extends `${string}{${infer Inner}` ? Hole<Inner> : H;
+export type Holes<S extends string> = S extends `${string}{${infer H}}${infer Rest}` ? Hole<H> | Holes<Rest> : never;
 
 export interface EntrySpec<T extends string = string> {
   /** The Triton error code, or 'varies' when the code comes from the model or an earlier error. */
