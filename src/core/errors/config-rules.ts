@@ -5,9 +5,7 @@
  * `file:line:column` when the field's position is known (else the file), field is the path of
  * the offending field.
  */
-import { ConfigError } from './config-error.js';
-import { entryName, render, type EntrySpec, type Holes } from './entry.js';
-import { ErrorCode } from './triton-error.js';
+import { configEntries, type ConfigEntry } from './config-error.js';
 
 /** The field a rule failed on, and where it was written. */
 export interface RuleSite {
@@ -17,25 +15,12 @@ export interface RuleSite {
   column?: number;
 }
 
-export interface RuleEntry<A extends unknown[]> {
-  (site: RuleSite, ...args: A): ConfigError;
-  readonly spec: Required<EntrySpec>;
-}
+export type RuleEntry<A extends unknown[]> = ConfigEntry<RuleSite, A>;
 
-const PREFIX = '{where}: {field}: ';
-
-function rule<const T extends string, A extends unknown[]>(
-  spec: { text: T; when: string },
-  fill: (...args: A) => { [K in Holes<T>]: string | number | bigint },
-): RuleEntry<A> {
-  const full: Required<EntrySpec> = { code: ErrorCode.INVALID_ARG, reason: 'OTHER', when: spec.when, text: PREFIX + spec.text };
-  const make = (site: RuleSite, ...args: A): ConfigError => {
-    const where = site.line !== undefined ? `${site.file}:${site.line}:${site.column ?? 0}` : site.file;
-    const message = render(full.text, { ...fill(...args), where, field: site.field });
-    return new ConfigError(message, entryName(make), { file: site.file, line: site.line, field: site.field });
-  };
-  return Object.assign(make, { spec: full });
-}
+const rule = configEntries('{where}: {field}: ', (site: RuleSite) => ({
+  holes: { where: site.line !== undefined ? `${site.file}:${site.line}:${site.column ?? 0}` : site.file, field: site.field },
+  at: { file: site.file, line: site.line, field: site.field },
+}));
 
 const none = () => ({});
 

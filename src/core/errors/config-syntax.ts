@@ -4,9 +4,7 @@
  * error reads `<file>:<line>:<column>: <text>`; where protobuf's own text-format parser has a
  * wording (unknown field, field given twice, oneof clash, unknown enum value), the text is its.
  */
-import { ConfigError } from './config-error.js';
-import { entryName, render, type EntrySpec, type Holes } from './entry.js';
-import { ErrorCode } from './triton-error.js';
+import { configEntries, type ConfigEntry } from './config-error.js';
 
 /** Where the parser stopped, and the field it was reading (when it knows). */
 export interface SyntaxSite {
@@ -16,22 +14,12 @@ export interface SyntaxSite {
   field?: string;
 }
 
-export interface SyntaxEntry<A extends unknown[]> {
-  (site: SyntaxSite, ...args: A): ConfigError;
-  readonly spec: Required<EntrySpec>;
-}
+export type SyntaxEntry<A extends unknown[]> = ConfigEntry<SyntaxSite, A>;
 
-function syntax<const T extends string, A extends unknown[]>(
-  spec: { text: T; when: string },
-  fill: (...args: A) => { [K in Holes<T>]: string | number | bigint },
-): SyntaxEntry<A> {
-  const full: Required<EntrySpec> = { code: ErrorCode.INVALID_ARG, reason: 'OTHER', when: spec.when, text: '{file}:{line}:{column}: ' + spec.text };
-  const make = (site: SyntaxSite, ...args: A): ConfigError => {
-    const message = render(full.text, { ...fill(...args), file: site.file, line: site.line, column: site.column });
-    return new ConfigError(message, entryName(make), { file: site.file, line: site.line, field: site.field });
-  };
-  return Object.assign(make, { spec: full });
-}
+const syntax = configEntries('{file}:{line}:{column}: ', (site: SyntaxSite) => ({
+  holes: { file: site.file, line: site.line, column: site.column },
+  at: { file: site.file, line: site.line, field: site.field },
+}));
 
 const none = () => ({});
 

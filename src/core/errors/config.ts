@@ -4,25 +4,9 @@
  * (INVALID_ARG) that carries the file, line and field, given first as a `ConfigLocation`.
  * Syntax errors are in ./config-syntax.ts, validation rules in ./config-rules.ts.
  */
-import { ConfigError, type ConfigLocation } from './config-error.js';
-import { entryName, render, type EntrySpec, type Holes } from './entry.js';
-import { ErrorCode } from './triton-error.js';
+import { configEntries, type ConfigLocation } from './config-error.js';
 
-export interface ConfigEntry<A extends unknown[]> {
-  (at: ConfigLocation, ...args: A): ConfigError;
-  readonly spec: Required<EntrySpec>;
-}
-
-function configEntry<const T extends string, A extends unknown[]>(
-  spec: { text: T; when: string },
-  fill: (...args: A) => { [K in Holes<T>]: string | number },
-): ConfigEntry<A> {
-  const full: Required<EntrySpec> = { code: ErrorCode.INVALID_ARG, reason: 'OTHER', ...spec };
-  const make = (at: ConfigLocation, ...args: A): ConfigError => {
-    return new ConfigError(render(full.text, fill(...args)), entryName(make), at);
-  };
-  return Object.assign(make, { spec: full });
-}
+const configEntry = configEntries('', (at: ConfigLocation) => ({ holes: {}, at }));
 
 /** `file:line:column: ` when the position is known, else `file: ` (or nothing without a file). */
 const where = (file: string | undefined, line?: number, column?: number): string =>
