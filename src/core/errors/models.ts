@@ -57,6 +57,24 @@ export const models = {
     (file: string, model: string) => ({ file, model }),
   ),
 
+  // Files a model config names (core/repository/safe-path.ts): they must stay inside the model directory.
+  pathNul: entry(
+    { code: INVALID_ARG, text: "{what} '{path}' contains a NUL byte", when: 'A file name in the config (default_model_filename, input_data_file) holds a NUL.' },
+    (what: string, path: string) => ({ what, path }),
+  ),
+  pathAbsolute: entry(
+    { code: INVALID_ARG, text: "{what} '{path}' must be a path relative to the model directory", when: 'A file name in the config is absolute.' },
+    (what: string, path: string) => ({ what, path }),
+  ),
+  pathOutside: entry(
+    { code: INVALID_ARG, text: "{what} '{path}' points outside the model directory", when: "A file name in the config climbs out with '..'." },
+    (what: string, path: string) => ({ what, path }),
+  ),
+  pathResolvesOutside: entry(
+    { code: INVALID_ARG, text: "{what} '{path}' resolves outside the model directory", when: 'A file name in the config is a symbolic link leading out of the model directory.' },
+    (what: string, path: string) => ({ what, path }),
+  ),
+
   // Warmup (model_warmup in config.pbtxt), run at load and after a restart.
   warmupFailed: entry(
     { code: INVALID_ARG, text: "failed to run warmup sample '{sample}': {cause}", when: 'A warmup request fails in the model.' },

@@ -6,16 +6,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-
-export class PathEscapeError extends Error {}
+import { Errors } from '../errors.js';
 
 /** Resolves `rel` under `root`, refusing anything that lands outside it (symlinks included). */
 export function resolveInside(root: string, rel: string, what: string): string {
-  if (rel.includes('\0')) throw new PathEscapeError(`${what} '${rel}' contains a NUL byte`);
-  if (path.isAbsolute(rel)) throw new PathEscapeError(`${what} '${rel}' must be a path relative to the model directory`);
+  if (rel.includes('\0')) throw Errors.pathNul(what, rel);
+  if (path.isAbsolute(rel)) throw Errors.pathAbsolute(what, rel);
   const rootReal = fs.realpathSync(root);
   const candidate = path.resolve(rootReal, rel);
-  if (!isInside(rootReal, candidate)) throw new PathEscapeError(`${what} '${rel}' points outside the model directory`);
+  if (!isInside(rootReal, candidate)) throw Errors.pathOutside(what, rel);
   let real = candidate;
   try {
     real = fs.realpathSync(candidate);
@@ -23,7 +22,7 @@ export function resolveInside(root: string, rel: string, what: string): string {
     // Missing files are reported by the caller with its own message; only escapes matter here.
     return candidate;
   }
-  if (!isInside(rootReal, real)) throw new PathEscapeError(`${what} '${rel}' resolves outside the model directory`);
+  if (!isInside(rootReal, real)) throw Errors.pathResolvesOutside(what, rel);
   return real;
 }
 
