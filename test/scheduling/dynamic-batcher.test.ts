@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ErrorCode } from '../../src/core/errors.js';
+import { ErrorCode, Errors } from '../../src/core/errors.js';
 import { DEFAULT_QUEUE_POLICY, DynamicBatcher, type DynamicBatchingOptions, type QueuePolicy } from '../../src/core/scheduling/dynamic-batcher.js';
 import type { ExecutionObserver } from '../../src/core/scheduling/types.js';
 import { FakeRequest, Journal, okResponse, RecordingInstance, sum, tick, ticks } from './helpers.js';
@@ -418,7 +418,7 @@ describe('DynamicBatcher preserve_ordering', () => {
     const [ha] = i0.held.map((h) => h.batch[0]!);
     const [hc] = i1.held.map((h) => h.batch[0]!);
     hc!.respond(okResponse('c', false));
-    hc!.fail(new (await import('../../src/core/errors.js')).TritonError(ErrorCode.INTERNAL, 'boom'));
+    hc!.fail(Errors.modelRaised(ErrorCode.INTERNAL, 'boom'));
     expect(hc!.done).toBe(true); // the instance sees it finished …
     expect(c.responses.length).toBe(0); // … the client does not yet
     ha!.respond(okResponse('a', false));

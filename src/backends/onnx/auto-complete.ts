@@ -28,7 +28,6 @@ import {
 import { datatypeOfOrt } from './ort-types.js';
 import type { SessionInfo, TensorMeta } from './runner.js';
 
-
 /** Every input and output has a dynamic first dimension (Triton's test for "can batch"). */
 export function graphCanBatch(info: SessionInfo): boolean {
   return [...info.inputs, ...info.outputs].every((t) => t.shape.length > 0 && t.shape[0] === -1);
@@ -81,8 +80,6 @@ function completeTensor(cfg: ModelConfig, t: TensorMeta, schema: typeof ModelInp
   }
   return io;
 }
-
-const fmt = (dims: readonly number[]) => `[${dims.join(',')}]`;
 
 /** Throws the load error for the first configured tensor the graph contradicts. */
 export function checkConfigAgainstGraph(config: ModelConfig, info: SessionInfo): void {

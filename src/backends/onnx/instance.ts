@@ -11,7 +11,7 @@
  */
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
 import type { Datatype } from '../../core/datatype.js';
-import { Errors, TritonError, asTritonError } from '../../core/errors.js';
+import { Errors, type TritonError, asTritonError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { datatypeOf } from '../../core/model/config-view.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';

@@ -50,19 +50,11 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
         clearTimeout(timer);
         f();
       };
-      child.once('error', (err) =>
-        done(() => reject(Errors.autoCompleteSpawn(o.python, o.modelName, err.message))),
-      );
+      child.once('error', (err) => done(() => reject(Errors.autoCompleteSpawn(o.python, o.modelName, err.message))));
       child.once('exit', (code, signal) => {
         // The answer may still sit in the ring: the stub answers, then exits at once.
         channel.drain();
-        void stderrTail(child).then((tail) =>
-          done(() =>
-            reject(
-              Errors.autoCompleteDied(o.modelName, describeExit({ code, signal }), tail),
-            ),
-          ),
-        );
+        void stderrTail(child).then((tail) => done(() => reject(Errors.autoCompleteDied(o.modelName, describeExit({ code, signal }), tail))));
       });
       channel.onMessage((m: { t: string; config?: string; msg?: string; level?: string }) => {
         if (m.t === 'hello') channel.send({ t: 'autocomplete', config: o.configJson });

@@ -15,7 +15,7 @@
 import crypto from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
-import { Errors, TritonError } from '../../core/errors.js';
+import { Errors, type TritonError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
@@ -499,9 +499,7 @@ export class StubInstance implements BackendInstance {
       // Died while starting (import error, missing numpy, initialize killed it): the load
       // error carries what the stub last wrote on stderr.
       const waiter = this.waiter;
-      void stderrTail(child).then((tail) =>
-        waiter.reject(tail ? Errors.withStderr(err, tail) : err),
-      );
+      void stderrTail(child).then((tail) => waiter.reject(tail ? Errors.withStderr(err, tail) : err));
     }
     if (this.state === 'stopping' || this.state === 'stopped') {
       this.state = 'stopped';

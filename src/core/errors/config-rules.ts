@@ -30,7 +30,10 @@ export const configRules = {
     (name: string, dir: string) => ({ name, dir }),
   ),
   ruleNoBackend: rule(
-    { text: "must specify 'backend' or 'platform' for model '{model}' (no model file was recognised)", when: 'Neither backend nor platform, and no model file says which.' },
+    {
+      text: "must specify 'backend' or 'platform' for model '{model}' (no model file was recognised)",
+      when: 'Neither backend nor platform, and no model file says which.',
+    },
     (model: string) => ({ model }),
   ),
   ruleEnsembleBackend: rule(
@@ -51,7 +54,10 @@ export const configRules = {
     (levels: bigint, value: bigint) => ({ levels, value }),
   ),
   rulePriorityPolicyLevel: rule(
-    { text: 'priority queue policy level {level} must be in range [1, {levels}] (priority_levels)', when: 'priority_queue_policy for a level that does not exist.' },
+    {
+      text: 'priority queue policy level {level} must be in range [1, {levels}] (priority_levels)',
+      when: 'priority_queue_policy for a level that does not exist.',
+    },
     (level: string, levels: bigint) => ({ level, levels }),
   ),
   rulePreserveOrderingLevels: rule(
@@ -104,10 +110,9 @@ export const configRules = {
     },
     (value: string) => ({ value }),
   ),
-  ruleEnsembleWarmup: rule(
-    { text: "model_warmup can not be specified for ensemble '{model}'", when: 'model_warmup on an ensemble.' },
-    (model: string) => ({ model }),
-  ),
+  ruleEnsembleWarmup: rule({ text: "model_warmup can not be specified for ensemble '{model}'", when: 'model_warmup on an ensemble.' }, (model: string) => ({
+    model,
+  })),
   ruleWarmupDataType: rule(
     { text: "warmup sample '{sample}' must specify 'data_type' for input '{input}'", when: 'A warmup input without data_type.' },
     (sample: string, input: string) => ({ sample, input }),
@@ -133,10 +138,10 @@ export const configRules = {
     },
     (sample: string, file: string) => ({ sample, file }),
   ),
-  ruleTensorName: rule(
-    { text: "model {kind} {index} must specify 'name'", when: 'An input/output without a name.' },
-    (kind: string, index: number) => ({ kind, index }),
-  ),
+  ruleTensorName: rule({ text: "model {kind} {index} must specify 'name'", when: 'An input/output without a name.' }, (kind: string, index: number) => ({
+    kind,
+    index,
+  })),
   ruleTensorDuplicate: rule(
     { text: "model {kind} '{name}' is specified more than once", when: 'Two inputs (or outputs) with one name.' },
     (kind: string, name: string) => ({ kind, name }),
@@ -145,10 +150,10 @@ export const configRules = {
     { text: "model {kind} '{name}' must specify 'data_type'", when: 'An input/output without data_type.' },
     (kind: string, name: string) => ({ kind, name }),
   ),
-  ruleTensorNoDims: rule(
-    { text: "model {kind} '{name}' must specify 'dims'", when: 'An input/output without dims.' },
-    (kind: string, name: string) => ({ kind, name }),
-  ),
+  ruleTensorNoDims: rule({ text: "model {kind} '{name}' must specify 'dims'", when: 'An input/output without dims.' }, (kind: string, name: string) => ({
+    kind,
+    name,
+  })),
   ruleTensorDims: rule(
     {
       text: "model {kind} '{name}' dimension must be integer >= 1, or -1 to indicate a variable-size dimension",
@@ -178,10 +183,9 @@ export const configRules = {
     },
     (kind: string, name: string) => ({ kind, name }),
   ),
-  rulePreferredPositive: rule(
-    { text: 'preferred batch size {size} must be positive', when: 'A preferred_batch_size of 0 or less.' },
-    (size: number) => ({ size }),
-  ),
+  rulePreferredPositive: rule({ text: 'preferred batch size {size} must be positive', when: 'A preferred_batch_size of 0 or less.' }, (size: number) => ({
+    size,
+  })),
   rulePreferredMax: rule(
     { text: 'preferred batch size {size} must be <= max_batch_size {max}', when: 'A preferred_batch_size above max_batch_size.' },
     (size: number, max: number) => ({ size, max }),

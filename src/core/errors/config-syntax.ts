@@ -34,20 +34,23 @@ export const configSyntax = {
   lexStringNewline: syntax({ text: 'string literals cannot cross line boundaries', when: 'A newline inside a string.' }, none),
   lexEscapeHex: syntax({ text: '"\\x" must be followed by hex digits', when: 'A \\x escape without digits.' }, none),
   lexEscapeDigits: syntax(
-    { text: '"\\{escape}" must be followed by {count} hex digits', when: 'A \\u or \\U escape with too few digits.' },
-    (escape: string, count: number) => ({ escape, count }),
+    { text: '"\\{sequence}" must be followed by {count} hex digits', when: 'A \\u or \\U escape with too few digits.' },
+    (sequence: string, count: number) => ({ sequence, count }),
   ),
-  lexUnicode: syntax({ text: 'invalid unicode escape "\\{escape}"', when: 'A unicode escape above U+10FFFF.' }, (escape: string) => ({ escape })),
-  lexEscape: syntax({ text: 'invalid escape sequence "\\{escape}"', when: 'An unknown backslash escape.' }, (escape: string) => ({ escape })),
+  lexUnicode: syntax({ text: 'invalid unicode escape "\\{sequence}"', when: 'A unicode escape above U+10FFFF.' }, (sequence: string) => ({ sequence })),
+  lexEscape: syntax({ text: 'invalid escape sequence "\\{sequence}"', when: 'An unknown backslash escape.' }, (sequence: string) => ({ sequence })),
 
   // Structure.
   syntaxDepth: syntax({ text: 'message nesting deeper than {max}', when: 'Messages nested past the limit.' }, (max: number) => ({ max })),
-  syntaxEnd: syntax({ text: "unexpected end of input, expected '{close}'", when: 'The file ends inside a message or map entry.' }, (close: string) => ({ close })),
-  syntaxExtension: syntax(
-    { text: "extension and Any syntax '[...]' is not supported in {type}", when: 'A [bracketed] field name.' },
-    (type: string) => ({ type }),
-  ),
-  syntaxFieldName: syntax({ text: 'expected a field name, got {token}', when: 'Something other than a name where a field starts.' }, (token: string) => ({ token })),
+  syntaxEnd: syntax({ text: "unexpected end of input, expected '{close}'", when: 'The file ends inside a message or map entry.' }, (close: string) => ({
+    close,
+  })),
+  syntaxExtension: syntax({ text: "extension and Any syntax '[...]' is not supported in {type}", when: 'A [bracketed] field name.' }, (type: string) => ({
+    type,
+  })),
+  syntaxFieldName: syntax({ text: 'expected a field name, got {token}', when: 'Something other than a name where a field starts.' }, (token: string) => ({
+    token,
+  })),
   syntaxUnknownField: syntax(
     { text: 'Message type "{type}" has no field named "{name}".', when: "A field the message does not have (protobuf's text)." },
     (type: string, name: string) => ({ type, name }),
@@ -63,7 +66,10 @@ export const configSyntax = {
     },
     (name: string, other: string, oneof: string) => ({ name, other, oneof }),
   ),
-  syntaxColon: syntax({ text: "expected ':' after field '{name}', got {token}", when: 'A scalar field without its colon.' }, (name: string, token: string) => ({ name, token })),
+  syntaxColon: syntax({ text: "expected ':' after field '{name}', got {token}", when: 'A scalar field without its colon.' }, (name: string, token: string) => ({
+    name,
+    token,
+  })),
   syntaxNotRepeated: syntax(
     { text: "field '{name}' in {type} is not repeated; a list is not allowed", when: 'A [list] for a singular field.' },
     (name: string, type: string) => ({ name, type }),
@@ -78,7 +84,7 @@ export const configSyntax = {
     (map: string, token: string) => ({ map, token }),
   ),
   syntaxMapMember: syntax(
-    { text: "expected \"key\" or \"value\" in an entry of map '{map}', got {token}", when: 'A map entry with something other than key/value.' },
+    { text: 'expected "key" or "value" in an entry of map \'{map}\', got {token}', when: 'A map entry with something other than key/value.' },
     (map: string, token: string) => ({ map, token }),
   ),
   syntaxMapColon: syntax(
@@ -99,12 +105,18 @@ export const configSyntax = {
     { text: "expected an enumeration value of {type} for field '{field}', got {token}", when: 'Neither an enum name nor a number.' },
     (type: string, field: string, token: string) => ({ type, field, token }),
   ),
-  syntaxString: syntax({ text: "expected a string for field '{field}', got {token}", when: 'A string field given something else.' }, (field: string, token: string) => ({ field, token })),
+  syntaxString: syntax(
+    { text: "expected a string for field '{field}', got {token}", when: 'A string field given something else.' },
+    (field: string, token: string) => ({ field, token }),
+  ),
   syntaxBool: syntax(
     { text: "invalid value {token} for boolean field '{field}' (expected true or false)", when: 'A bool field given something else.' },
     (token: string, field: string) => ({ token, field }),
   ),
-  syntaxNumber: syntax({ text: "expected a number for field '{field}', got {token}", when: 'A numeric field given something else.' }, (field: string, token: string) => ({ field, token })),
+  syntaxNumber: syntax(
+    { text: "expected a number for field '{field}', got {token}", when: 'A numeric field given something else.' },
+    (field: string, token: string) => ({ field, token }),
+  ),
   syntaxInteger: syntax(
     { text: "expected an integer for field '{field}', got {token}", when: 'An integer field given a float (or a sign on an unsigned field).' },
     (field: string, token: string) => ({ field, token }),

@@ -48,7 +48,7 @@ export const config = {
     (file: string) => ({ file }),
   ),
   configJsonInvalid: configEntry(
-    { text: '{file}: {cause}', when: 'A JSON configuration has an unknown field or a bad value ({cause} is protobuf-es\'s diagnostic).' },
+    { text: '{file}: {cause}', when: "A JSON configuration has an unknown field or a bad value ({cause} is protobuf-es's diagnostic)." },
     (file: string, cause: string) => ({ file, cause }),
   ),
 } as const;

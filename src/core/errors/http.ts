@@ -22,7 +22,12 @@ export const http = {
       limit,
     }),
   ),
-  unsupportedCompression: fixed({ code: UNSUPPORTED, reason: REJECTED, text: 'Unsupported compression type', when: 'A Content-Encoding other than gzip/deflate.' }),
+  unsupportedCompression: fixed({
+    code: UNSUPPORTED,
+    reason: REJECTED,
+    text: 'Unsupported compression type',
+    when: 'A Content-Encoding other than gzip/deflate.',
+  }),
   decompressFailed: entry(
     { code: INVALID_ARG, reason: REJECTED, text: 'failed to decompress the request body ({encoding}): {cause}', when: 'A gzip/deflate body is corrupt.' },
     (encoding: string, cause: string) => ({ encoding, cause }),
@@ -42,7 +47,12 @@ export const http = {
     when: 'POST /v2/logging with an empty body (Triton: 500).',
   }),
   unableToParse: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse '{field}'{detail}", when: 'A field of the inference JSON has the wrong type or is missing; {detail} says which way.' },
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "Unable to parse '{field}'{detail}",
+      when: 'A field of the inference JSON has the wrong type or is missing; {detail} says which way.',
+    },
     (field: string, why?: string) => ({ field, detail: why ? `: ${why}` : '' }),
   ),
   headerLength: entry(
@@ -50,7 +60,12 @@ export const http = {
     (value: string) => ({ value }),
   ),
   headerLengthRange: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: 'inference header size should be in range (0, {length}), got: {value}', when: 'The header points past the body.' },
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: 'inference header size should be in range (0, {length}), got: {value}',
+      when: 'The header points past the body.',
+    },
     (length: number, value: string) => ({ length, value }),
   ),
   extraInputData: entry(
@@ -72,7 +87,12 @@ export const http = {
     }),
   ),
   invalidDatatype: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "invalid datatype '{datatype}' for input '{input}'", when: 'A datatype name that KServe v2 does not define (HTTP and gRPC).' },
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "invalid datatype '{datatype}' for input '{input}'",
+      when: 'A datatype name that KServe v2 does not define (HTTP and gRPC).',
+    },
     (datatype: string, input: string) => ({ datatype, input }),
   ),
   binaryDataShort: entry(
@@ -141,7 +161,12 @@ export const http = {
     when: "Nested JSON 'data' disagrees with the shape.",
   }),
   jsonDataKind: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse 'data': attempt to access JSON non-{kind} as {kind}", when: "A JSON 'data' element of the wrong kind." },
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "Unable to parse 'data': attempt to access JSON non-{kind} as {kind}",
+      when: "A JSON 'data' element of the wrong kind.",
+    },
     (kind: string) => ({ kind }),
   ),
   jsonInputHalf: entry(
@@ -183,7 +208,12 @@ export const http = {
     when: '/generate with a compressed body.',
   }),
   generateNotObject: fixed({ code: INTERNAL, reason: REJECTED, text: 'attempt to get members for non-object', when: '/generate body is not a JSON object.' }),
-  generateId: fixed({ code: INTERNAL, reason: REJECTED, text: "Unable to parse 'id': attempt to access JSON non-string as string", when: "/generate 'id' is not a string." }),
+  generateId: fixed({
+    code: INTERNAL,
+    reason: REJECTED,
+    text: "Unable to parse 'id': attempt to access JSON non-string as string",
+    when: "/generate 'id' is not a string.",
+  }),
   generateParametersClash: fixed({
     code: INVALID_ARG,
     reason: REJECTED,

@@ -17,7 +17,11 @@ export const models = {
     (model: string) => ({ model }),
   ),
   unknownVersion: entry(
-    { code: NOT_FOUND, text: "Request for unknown model: '{model}' version {version} is not found", when: 'A request names a version the model does not have.' },
+    {
+      code: NOT_FOUND,
+      text: "Request for unknown model: '{model}' version {version} is not found",
+      when: 'A request names a version the model does not have.',
+    },
     (model: string, version: string) => ({ model, version }),
   ),
   versionNotReady: entry(
@@ -53,13 +57,21 @@ export const models = {
     (model: string, version: string | number, cause: string) => ({ model, version, cause }),
   ),
   modelFileMissing: entry(
-    { code: INTERNAL, text: "unable to find '{file}' for model '{model}'", when: "The version directory lacks the backend's model file (model.py, model.onnx)." },
+    {
+      code: INTERNAL,
+      text: "unable to find '{file}' for model '{model}'",
+      when: "The version directory lacks the backend's model file (model.py, model.onnx).",
+    },
     (file: string, model: string) => ({ file, model }),
   ),
 
   // Files a model config names (core/repository/safe-path.ts): they must stay inside the model directory.
   pathNul: entry(
-    { code: INVALID_ARG, text: "{what} '{path}' contains a NUL byte", when: 'A file name in the config (default_model_filename, input_data_file) holds a NUL.' },
+    {
+      code: INVALID_ARG,
+      text: "{what} '{path}' contains a NUL byte",
+      when: 'A file name in the config (default_model_filename, input_data_file) holds a NUL.',
+    },
     (what: string, path: string) => ({ what, path }),
   ),
   pathAbsolute: entry(
@@ -71,7 +83,11 @@ export const models = {
     (what: string, path: string) => ({ what, path }),
   ),
   pathResolvesOutside: entry(
-    { code: INVALID_ARG, text: "{what} '{path}' resolves outside the model directory", when: 'A file name in the config is a symbolic link leading out of the model directory.' },
+    {
+      code: INVALID_ARG,
+      text: "{what} '{path}' resolves outside the model directory",
+      when: 'A file name in the config is a symbolic link leading out of the model directory.',
+    },
     (what: string, path: string) => ({ what, path }),
   ),
 

@@ -19,7 +19,11 @@ export const onnx = {
     (model: string, tensor: string, what: string) => ({ model, tensor, what }),
   ),
   onnxAutofillLoad: entry(
-    { code: INVALID_ARG, text: "unable to autofill for '{model}': failed to load '{file}': {cause}", when: 'onnxruntime cannot read the graph for auto-complete.' },
+    {
+      code: INVALID_ARG,
+      text: "unable to autofill for '{model}': failed to load '{file}': {cause}",
+      when: 'onnxruntime cannot read the graph for auto-complete.',
+    },
     (model: string, file: string, cause: string) => ({ model, file, cause }),
   ),
   onnxAutofillBatching: entry(
@@ -158,20 +162,19 @@ export const onnx = {
     },
     (instance: string, model: string) => ({ instance, model }),
   ),
-  onnxRunFailed: entry(
-    { code: INTERNAL, reason: 'BACKEND', text: 'onnxruntime error: {cause}', when: 'session.run failed.' },
-    (cause: string) => ({ cause }),
-  ),
-  onnxNoOutputs: entry(
-    { code: INTERNAL, reason: 'BACKEND', text: 'onnxruntime returned no outputs', when: 'session.run returned nothing.' },
-    () => ({}),
-  ),
+  onnxRunFailed: entry({ code: INTERNAL, reason: 'BACKEND', text: 'onnxruntime error: {cause}', when: 'session.run failed.' }, (cause: string) => ({ cause })),
+  onnxNoOutputs: entry({ code: INTERNAL, reason: 'BACKEND', text: 'onnxruntime returned no outputs', when: 'session.run returned nothing.' }, () => ({})),
   onnxMissingOutput: entry(
     { code: INTERNAL, reason: 'BACKEND', text: "onnxruntime did not return output '{output}'", when: 'A requested output is absent from the run result.' },
     (output: string) => ({ output }),
   ),
   onnxStringCount: entry(
-    { code: INTERNAL, reason: 'BACKEND', text: "input '{input}' has {got} string elements, expected {expected}", when: 'A BYTES batch has the wrong element count.' },
+    {
+      code: INTERNAL,
+      reason: 'BACKEND',
+      text: "input '{input}' has {got} string elements, expected {expected}",
+      when: 'A BYTES batch has the wrong element count.',
+    },
     (input: string, got: number, expected: number) => ({ input, got, expected }),
   ),
   onnxByteCount: entry(

@@ -35,7 +35,7 @@ export const python = {
     },
     (instance: string) => ({ instance }),
   ),
-  // A model's own readiness check, `is_ready()` (python-backend spec 3.6). Triton's texts.
+  // A model's own readiness check, `is_ready()` (docs/protocol-notes.md, "A model's own readiness check"). Triton's texts.
   userNotReady: entry(
     {
       code: ErrorCode.UNAVAILABLE,
@@ -81,11 +81,15 @@ export const python = {
     (message: string) => ({ message }),
   ),
   batchSendFailed: entry(
-    { code: INTERNAL, text: '{message}', when: "A batch could not be handed to the stub (shared memory exhausted); the text says what ran out." },
+    { code: INTERNAL, text: '{message}', when: 'A batch could not be handed to the stub (shared memory exhausted); the text says what ran out.' },
     (message: string) => ({ message }),
   ),
   withStderr: entry(
-    { code: 'varies', text: '{message}\n{stderr}', when: "A stub died while starting; the load error carries the last lines it wrote on stderr (code and reason are the cause's)." },
+    {
+      code: 'varies',
+      text: '{message}\n{stderr}',
+      when: "A stub died while starting; the load error carries the last lines it wrote on stderr (code and reason are the cause's).",
+    },
     (cause: TritonError, stderr: string) => ({ message: cause.message, stderr, $code: cause.code, $reason: cause.reason }),
   ),
   autoCompleteTimeout: entry(
@@ -123,7 +127,11 @@ export const python = {
     (path: string) => ({ path }),
   ),
   envUnpack: entry(
-    { code: INTERNAL, text: "cannot unpack EXECUTION_ENV_PATH '{path}': {cause}", when: 'A packed environment is unsafe or malformed (the unpacker says which entry and why).' },
+    {
+      code: INTERNAL,
+      text: "cannot unpack EXECUTION_ENV_PATH '{path}': {cause}",
+      when: 'A packed environment is unsafe or malformed (the unpacker says which entry and why).',
+    },
     (path: string, cause: string) => ({ path, cause }),
   ),
   envNotGzip: entry(

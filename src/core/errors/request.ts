@@ -32,11 +32,21 @@ export const request = {
     (model: string, input: string) => ({ model, input }),
   ),
   unexpectedOutput: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "unexpected inference output '{output}' for model '{model}'", when: 'A requested output the model does not declare.' },
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "unexpected inference output '{output}' for model '{model}'",
+      when: 'A requested output the model does not declare.',
+    },
     (model: string, output: string) => ({ model, output }),
   ),
   duplicateInput: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "input '{input}' is specified more than once for model '{model}'", when: 'The same input name appears twice.' },
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "input '{input}' is specified more than once for model '{model}'",
+      when: 'The same input name appears twice.',
+    },
     (model: string, input: string) => ({ model, input }),
   ),
   dataTypeMismatch: entry(
@@ -131,7 +141,12 @@ export const request = {
     (key: string) => ({ key }),
   ),
   parameterNotNonNegative: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "parameter '{key}' must be a non-negative integer", when: 'priority or timeout is negative or not an integer.' },
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "parameter '{key}' must be a non-negative integer",
+      when: 'priority or timeout is negative or not an integer.',
+    },
     (key: string) => ({ key }),
   ),
   sequenceIdType: fixed({

@@ -47,7 +47,7 @@ export class TritonError extends Error {
   }
 }
 
-/** HTTP status for a Triton error code (docs/triton-protocol facts: protocol spec §1.1). */
+/** HTTP status for a Triton error code (docs/protocol-notes.md, "Error codes and status mapping"). */
 export function httpStatusOf(code: ErrorCode): number {
   switch (code) {
     case ErrorCode.INTERNAL:
@@ -63,7 +63,7 @@ export function httpStatusOf(code: ErrorCode): number {
   }
 }
 
-/** gRPC status code number for a Triton error code (protocol spec §2.3). */
+/** gRPC status code number for a Triton error code (docs/protocol-notes.md, "Error codes and status mapping"). */
 export function grpcStatusOf(code: ErrorCode): number {
   switch (code) {
     case ErrorCode.UNKNOWN:

@@ -12,11 +12,7 @@ import { Errors } from '../errors.js';
 import type { LogSettingsView } from '../logger.js';
 
 /** A setting as it arrived: the wire type it had, or `other` (any other type, or no value). */
-export type SettingValue =
-  | { type: 'bool'; value: boolean }
-  | { type: 'string'; value: string }
-  | { type: 'uint'; value: number }
-  | { type: 'other' };
+export type SettingValue = { type: 'bool'; value: boolean } | { type: 'string'; value: string } | { type: 'uint'; value: number } | { type: 'other' };
 
 export type Protocol = 'http' | 'grpc';
 

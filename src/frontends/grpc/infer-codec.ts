@@ -15,7 +15,7 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { isDatatype } from '../../core/datatype.js';
-import { Errors, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { InferRequest, InferResponse, Parameters, RequestedOutput } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount, expectedByteSize } from '../../core/tensor.js';
@@ -26,7 +26,6 @@ import { readRequestParameters, readTensorParameters, toInferParameterMap } from
 import type { PreparedResponse } from './response-wire.js';
 import { prepareResponse, varintSize, writeResponse, writeVarint } from './response-wire.js';
 import { encodeTypedContents } from './typed-contents.js';
-
 
 /** What the response encoder needs to know about the request. */
 export interface OutputPlan {

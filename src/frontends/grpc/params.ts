@@ -10,7 +10,6 @@ import type { ParamValue, Parameters } from '../../core/inference.js';
 import type { InferParameter } from '../../generated/grpc_service_pb.js';
 import { InferParameterSchema } from '../../generated/grpc_service_pb.js';
 
-
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 

@@ -6,7 +6,7 @@
  */
 import { asTritonError, grpcStatusOf } from '../../core/errors.js';
 import type { GrpcLogger } from './context.js';
-import { GrpcStatus, StatusError } from './transport/status.js';
+import { StatusError } from './transport/status.js';
 
 export { StatusError, GrpcStatus } from './transport/status.js';
 

@@ -12,10 +12,9 @@
  * use the host's byte order, which is little-endian on every platform tritium runs on.
  */
 import type { Datatype } from '../../core/datatype.js';
-import { TritonError, Errors } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import { joinBytesElements } from '../../core/tensor.js';
 import type { InferTensorContents } from '../../generated/grpc_service_pb.js';
-
 
 type Field = Exclude<keyof InferTensorContents, '$typeName' | '$unknown'>;
 

@@ -6,7 +6,7 @@
  */
 import type { HttpRequest } from './wire/exchange.js';
 import { unzip } from 'node:zlib';
-import { TritonError, Errors } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 
 export type RequestEncoding = 'identity' | 'gzip' | 'deflate';
 

@@ -7,7 +7,7 @@
  */
 import type { Datatype } from '../../core/datatype.js';
 import { elementSize } from '../../core/datatype.js';
-import { TritonError, Errors } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { Tensor } from '../../core/tensor.js';
 import { joinBytesElements } from '../../core/tensor.js';
 

@@ -22,7 +22,6 @@ import { elementCount } from '../../core/tensor.js';
 import { parseJsonBuffer } from './json-parse.js';
 import { dataToJsonText, encodeJsonData } from './tensor-json.js';
 
-
 interface InputMeta {
   datatype: Datatype;
   /** Metadata shape: with the leading -1 batch dim when the model batches. */

@@ -13,7 +13,7 @@
  */
 import type { Datatype } from '../../core/datatype.js';
 import { elementSize, isDatatype } from '../../core/datatype.js';
-import { Errors, TritonError } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 import type { InferRequest, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
@@ -41,14 +41,13 @@ export interface ParsedInferRequest {
   plan: OutputPlan;
 }
 
-
 /**
  * Reads `Inference-Header-Content-Length`. Absent means the whole body is JSON.
  * @returns the JSON header's byte length, in [0, bodyLength].
  */
 export function parseHeaderLength(header: string | string[] | undefined, bodyLength: number): number {
   if (header === undefined) return bodyLength;
-  const text = Array.isArray(header) ? header[0] ?? '' : header;
+  const text = Array.isArray(header) ? (header[0] ?? '') : header;
   if (!/^\s*[0-9]+\s*$/.test(text)) throw Errors.headerLength(text);
   const n = Number(text);
   if (n > bodyLength) throw Errors.headerLengthRange(bodyLength, text);
@@ -77,7 +76,8 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
   const parameters = doc.parameters === undefined ? {} : parseRequestParameters(doc.parameters, plan);
 
   const inputsJson = doc.inputs;
-  if (!Array.isArray(inputsJson)) throw Errors.unableToParse('inputs', inputsJson === undefined ? 'missing field' : `expected an array, got ${kindOf(inputsJson)}`);
+  if (!Array.isArray(inputsJson))
+    throw Errors.unableToParse('inputs', inputsJson === undefined ? 'missing field' : `expected an array, got ${kindOf(inputsJson)}`);
   const inputs: Tensor[] = new Array(inputsJson.length);
   let offset = headerLength;
   for (let i = 0; i < inputsJson.length; i++) {
@@ -258,7 +258,7 @@ function parseRawRequest(body: Buffer, model: ModelHandle, modelName: string, mo
   const spec = model.inputs[0]!;
   const dims = spec.dims.slice();
   if (spec.datatype === 'BYTES') {
-    if (dims.length !== 1 || dims[0] !== 1 && dims[0] !== -1) {
+    if (dims.length !== 1 || (dims[0] !== 1 && dims[0] !== -1)) {
       throw Errors.rawRequestBytesDims(spec.name, modelName);
     }
     dims[0] = 1;

@@ -8,7 +8,7 @@
  * `NaN`/`Infinity`, which Triton's rapidjson settings accept and clients may send.
  */
 import { isUtf8 } from 'node:buffer';
-import { TritonError, Errors } from '../../core/errors.js';
+import { Errors } from '../../core/errors.js';
 
 /** Triton rejects request JSON nested deeper than this. */
 export const MAX_JSON_DEPTH = 100;

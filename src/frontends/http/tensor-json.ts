@@ -6,8 +6,7 @@
  */
 import type { Datatype } from '../../core/datatype.js';
 import { elementSize } from '../../core/datatype.js';
-import { TritonError, Errors } from '../../core/errors.js';
-
+import { Errors } from '../../core/errors.js';
 
 type Put = (view: DataView, index: number, v: unknown) => void;
 

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { TritonError, Errors } from '../../../core/errors.js';
+import { Errors } from '../../../core/errors.js';
 import { unpackedEnv } from './env-cache.js';
 import { TarFormatError } from './tar-reader.js';
 import { UnpackError } from './unpack.js';
@@ -27,7 +27,6 @@ export interface ExecEnv {
   /** The stub's environment: the server's, with the environment's bin and lib first. */
   env: NodeJS.ProcessEnv;
 }
-
 
 /** Where `envPath` points, by the rules above, or a TritonError naming the problem. */
 export function locateExecEnv(envPath: string, modelDir: string): string {

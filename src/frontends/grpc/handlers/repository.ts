@@ -5,11 +5,7 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { Errors } from '../../../core/errors.js';
-import type {
-  RepositoryIndexRequest,
-  RepositoryModelLoadRequest,
-  RepositoryModelUnloadRequest,
-} from '../../../generated/grpc_service_pb.js';
+import type { RepositoryIndexRequest, RepositoryModelLoadRequest, RepositoryModelUnloadRequest } from '../../../generated/grpc_service_pb.js';
 import { RepositoryIndexResponseSchema } from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
 

@@ -7,11 +7,7 @@ import { create } from '@bufbuild/protobuf';
 import { checkTraceModel, checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
 import { logSettingsPatch, type SettingValue } from '../../../core/extensions/log-settings.js';
 import type { LogSettingsRequest, TraceSettingRequest } from '../../../generated/grpc_service_pb.js';
-import {
-  LogSettingsResponse_SettingValueSchema,
-  LogSettingsResponseSchema,
-  TraceSettingResponseSchema,
-} from '../../../generated/grpc_service_pb.js';
+import { LogSettingsResponse_SettingValueSchema, LogSettingsResponseSchema, TraceSettingResponseSchema } from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
 
 export function traceSetting(ctx: GrpcContext, req: TraceSettingRequest) {

@@ -19,7 +19,7 @@
  * Triton, whose HTTP frontend does not cancel).
  */
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
-import { TritonError, asTritonError, httpStatusOf, Errors } from '../../../core/errors.js';
+import { type TritonError, asTritonError, httpStatusOf, Errors } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferRequest, InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';

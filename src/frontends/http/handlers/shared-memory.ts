@@ -7,12 +7,7 @@ import type { HttpResponse } from '../wire/exchange.js';
 import { sharedMemoryRegister, sharedMemoryStatus } from '../../../core/extensions/shared-memory.js';
 import { sendEmpty, sendError, sendJson } from '../reply.js';
 
-export function handleSharedMemory(
-  res: HttpResponse,
-  memory: 'system' | 'cuda',
-  region: string,
-  action: 'status' | 'register' | 'unregister',
-): void {
+export function handleSharedMemory(res: HttpResponse, memory: 'system' | 'cuda', region: string, action: 'status' | 'register' | 'unregister'): void {
   try {
     switch (action) {
       case 'status':

@@ -10,9 +10,7 @@ import { sendError, sendJson } from '../reply.js';
 import { readJsonObject } from './json-body.js';
 
 // HTTP gives trace_level as a list and every other setting as a single string.
-const SETTINGS = JSON.stringify(
-  Object.fromEntries(Object.entries(TRACE_SETTINGS).map(([k, v]) => [k, k === 'trace_level' ? v : v[0]])),
-);
+const SETTINGS = JSON.stringify(Object.fromEntries(Object.entries(TRACE_SETTINGS).map(([k, v]) => [k, k === 'trace_level' ? v : v[0]])));
 
 export async function handleTrace(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model = ''): Promise<void> {
   try {
