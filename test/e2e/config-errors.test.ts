@@ -1,7 +1,8 @@
 /**
  * Load failures of config.pbtxt as a user sees them: the repository index and the log name the
  * file and line, for a text-format error (a non-repeated field given twice, which Triton refuses)
- * and for a load-time validation error.
+ * and for a load-time validation error; and settings tritium cannot honour, which are refused
+ * (sequence_batching, ensembles) or said out loud (response_cache), never silently ignored.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, startTritium, type Tritium } from '../helpers/server.js';
@@ -11,7 +12,7 @@ let repo: string;
 
 beforeAll(async () => {
   ensureBuilt();
-  repo = makeRepo(['config_duplicate_field', 'config_invalid_dims', 'add_sub']);
+  repo = makeRepo(['config_duplicate_field', 'config_invalid_dims', 'config_sequence_batching', 'config_ensemble', 'config_response_cache', 'add_sub']);
   server = await startTritium({ repos: [repo], args: ['--exit-on-error=false', '--strict-readiness=false'] });
 });
 
@@ -39,6 +40,40 @@ describe('config.pbtxt load failures', () => {
     const reason = await indexReason('config_invalid_dims');
     expect(reason).toMatch(/config_invalid_dims\/config\.pbtxt:6:\d+: output\[0\](\.dims)?: .*must specify 'dims'/);
     expect(server.log()).toContain(reason!);
+  });
+
+  it('refuses sequence_batching, which it would otherwise serve without sequence semantics', async () => {
+    const reason = await indexReason('config_sequence_batching');
+    expect(reason).toContain("model 'config_sequence_batching' uses sequence_batching, which tritium does not implement yet");
+    expect(reason).toMatch(/config_sequence_batching\/config\.pbtxt:\d+/);
+    expect(server.log()).toContain(reason!);
+  });
+
+  it('says that ensembles are not served yet', async () => {
+    const reason = await indexReason('config_ensemble');
+    expect(reason).toContain("model 'config_ensemble' is an ensemble");
+    expect(reason).toContain('tritium does not serve yet');
+  });
+
+  it('loads a model with response_cache enabled, warns that there is no cache, and computes every request', async () => {
+    expect(server.log()).toContain("model 'config_response_cache' enables response_cache, but tritium has no response cache");
+    const body = JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
+        { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [1, 1, 1, 1] },
+      ],
+    });
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${server.http}/v2/models/config_response_cache/infer`, { method: 'POST', body });
+      expect(res.status).toBe(200);
+      const out = (await res.json()) as { outputs: Array<{ name: string; data: number[] }> };
+      expect(out.outputs.find((o) => o.name === 'OUTPUT0')?.data).toEqual([2, 3, 4, 5]);
+    }
+    const stats = (await (await fetch(`${server.http}/v2/models/config_response_cache/stats`)).json()) as {
+      model_stats: Array<{ inference_stats: { success: { count: number }; cache_hit: { count: number } } }>;
+    };
+    expect(stats.model_stats[0]!.inference_stats.success.count).toBe(2);
+    expect(stats.model_stats[0]!.inference_stats.cache_hit.count).toBe(0);
   });
 
   it('still loads the other models', async () => {

@@ -162,6 +162,10 @@ export class ModelManager {
     const latest = source.versions[source.versions.length - 1];
     const versionDir = latest === undefined ? undefined : path.join(source.dir, String(latest));
     const files = versionDir ? safeList(versionDir) : [];
+    if (config.platform === 'ensemble') {
+      const at = positions?.get('platform');
+      throw Errors.configEnsembleUnsupported({ file, line: at?.line, field: 'platform' }, file, source.name, at?.line, at?.column);
+    }
     inferBackend(files, config);
     if (!config.backend) {
       throw Errors.configNoBackend({ file, field: 'backend' }, source.name, file);
@@ -181,6 +185,15 @@ export class ModelManager {
       defaultMaxBatchSize: this.o.defaultMaxBatchSize,
     });
     validateModelConfig(config, file, { gpus: this.o.gpus, modelName: source.name, positions });
+    // Settings tritium cannot honour are refused or said out loud, never silently ignored.
+    if (config.schedulingChoice.case === 'sequenceBatching') {
+      const at = positions?.get('sequence_batching');
+      throw Errors.configSequenceBatchingUnsupported({ file, line: at?.line, field: 'sequence_batching' }, file, source.name, at?.line, at?.column);
+    }
+    if (config.responseCache?.enable) {
+      // As Triton started without --cache-config: the model loads and every request is computed.
+      this.o.logger.warn(`model '${source.name}' enables response_cache, but tritium has no response cache: every request is computed`);
+    }
     return config;
   }
 
