@@ -4,6 +4,8 @@
  * and for a load-time validation error; and settings tritium cannot honour, which are refused
  * (sequence_batching, ensembles) or said out loud (response_cache), never silently ignored.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, startTritium, type Tritium } from '../helpers/server.js';
 
@@ -13,6 +15,11 @@ let repo: string;
 beforeAll(async () => {
   ensureBuilt();
   repo = makeRepo(['config_duplicate_field', 'config_invalid_dims', 'config_sequence_batching', 'config_ensemble', 'config_response_cache', 'add_sub']);
+  // The two add_sub variants differ from python_models/add_sub in their config only.
+  for (const variant of ['config_sequence_batching', 'config_response_cache']) {
+    fs.mkdirSync(path.join(repo, variant, '1'), { recursive: true });
+    fs.copyFileSync(path.join(repo, 'add_sub', '1', 'model.py'), path.join(repo, variant, '1', 'model.py'));
+  }
   server = await startTritium({ repos: [repo], args: ['--exit-on-error=false', '--strict-readiness=false'] });
 });
 
