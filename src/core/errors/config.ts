@@ -41,7 +41,7 @@ export const config = {
   ),
   configEnsembleUnsupported: configEntry(
     {
-      text: "{where}model '{model}' is an ensemble (platform: \"ensemble\"), which tritium does not serve yet; serve its steps as separate models, or join them with BLS",
+      text: '{where}model \'{model}\' is an ensemble (platform: "ensemble"), which tritium does not serve yet; serve its steps as separate models, or join them with BLS',
       when: 'The config declares an ensemble; ensembles are not implemented (README, "What tritium does not do yet"). {where} is \'file:line:column: \' when known.',
     },
     (file: string, model: string, line?: number, column?: number) => ({ where: line !== undefined ? `${where(file, line, column)}: ` : '', model }),
