@@ -17,13 +17,16 @@ const echoStub = path.join(root, 'bench', 'ipc_echo_stub.py');
 const MiB = 1 << 20;
 
 interface Peer {
-  ch: StubChannel;
+  ch: StubChannel<EchoMessage, EchoMessage>;
   child: ChildProcess;
   /** Resolves with the next message matching `pred` (messages before it are dropped). */
   next(pred?: (m: any) => boolean): Promise<any>;
   /** Resolves with the next `n` messages of type `t`, in arrival order. */
   collect(t: string, n: number): Promise<any[]>;
 }
+
+/** A message of the echo peer's test protocol: any map with a type. */
+type EchoMessage = { t: string; [field: string]: unknown };
 
 const open: Peer[] = [];
 /** TRITIUM_STUB_NATIVE for the peers: the suite runs against both stub hot paths. */
@@ -32,7 +35,8 @@ const nativeBuilt = fs.readdirSync(path.join(root, 'native', 'build', 'python'),
 
 async function startPeer(opts: { ringByteSize?: number; defaultByteSize?: number; growthByteSize?: number } = {}): Promise<Peer> {
   const growth = opts.growthByteSize ?? MiB;
-  const ch = StubChannel.create({
+  // The echo peer speaks its own test protocol (bench/ipc_echo_stub.py), not the stub's.
+  const ch = StubChannel.create<EchoMessage, EchoMessage>({
     region: newRegionName('test'),
     defaultByteSize: opts.defaultByteSize ?? MiB,
     growthByteSize: growth,
@@ -123,7 +127,7 @@ describe.each([
       outs.push(await p.next((m) => m.t === 'write_ok'));
     }
     p.ch.releaseOutputs([[outs[0].seg, outs[0].off]]);
-    p.ch.send({ t: 'exec', id: 7 });
+    p.ch.send({ t: 'exec', id: 7, reqs: [] });
     expect(await p.next((m) => m.t === 'exec_done')).toEqual({ t: 'exec_done', id: 7, resps: [], freed: 1 });
     // No exec follows: the idle timer sends a plain release.
     p.ch.releaseOutputs([

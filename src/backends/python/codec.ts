@@ -6,9 +6,10 @@
 import type { Datatype } from '../../core/datatype.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { StubChannel } from './ipc/channel.js';
+import type { BlockRef, TensorDescriptor } from './ipc/messages.js';
 
-export type TensorDescriptor = [string, string, number[], string, number, number];
-export type Block = [string, number];
+export type { TensorDescriptor } from './ipc/messages.js';
+export type Block = BlockRef;
 
 /** Copies a tensor into shared memory; returns its descriptor and the block to free later. */
 export function writeInput(channel: StubChannel, t: Tensor, blocks: Block[]): TensorDescriptor {

@@ -11,17 +11,16 @@
  */
 import type { Writable } from 'node:stream';
 import { Errors, type TritonError } from '../../core/errors.js';
+import type { ReadyDoneMsg } from './ipc/messages.js';
 
 /** Triton's bound on one `is_ready()` answer (kUserModelReadinessTimeoutMs). */
 export const READY_TIMEOUT_MS = 5000;
 
-/** `{t:"ready_done", seq, ready, err?}` from the stub. */
-export interface ReadyDone {
-  seq: number;
-  ready: boolean;
-  /** The exception `is_ready()` raised, or the non-bool complaint: the instance is not ready. */
-  err?: string;
-}
+/**
+ * `{t:"ready_done", seq, ready, err?}` from the stub (ipc/messages.ts); `err` is the exception
+ * `is_ready()` raised, or the non-bool complaint: the instance is not ready.
+ */
+export type ReadyDone = Pick<ReadyDoneMsg, 'seq' | 'ready' | 'err'>;
 
 type Waiter = (result: TritonError | undefined) => void;
 

@@ -22,7 +22,8 @@ import type { Tensor } from '../../core/tensor.js';
 import { readParameters } from '../../core/request/parameters.js';
 import { readOutput, writeInput, type Block, type TensorDescriptor } from './codec.js';
 import { StubChannel, type IpcWaitOptions } from './ipc/channel.js';
-import { ReadinessProbe, type ReadyDone } from './readiness-probe.js';
+import type { ExecDoneMsg, ExecRequestWire, LogMsg, RespWire, SendMsg, StubMessageType, StubToNode } from './ipc/messages.js';
+import { ReadinessProbe } from './readiness-probe.js';
 import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
 
 export interface StubInstanceOptions {
@@ -48,12 +49,6 @@ export interface StubInstanceOptions {
 
 /** `warming`: initialised, running warmup samples; executes allowed, not ready for traffic. */
 type State = 'starting' | 'warming' | 'ready' | 'restarting' | 'failed' | 'stopping' | 'stopped';
-
-interface RespWire {
-  outs?: TensorDescriptor[];
-  err?: [number, string];
-  params?: string;
-}
 
 interface LiveRequest {
   pr: PendingRequest;
@@ -101,7 +96,7 @@ export class StubInstance implements BackendInstance {
   private failedStarts = 0;
   private watchdog: NodeJS.Timeout | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
-  private waiter: { resolve: (m: any) => void; reject: (e: Error) => void; types: string[] } | undefined;
+  private waiter: { resolve: (m: StubToNode) => void; reject: (e: Error) => void; types: StubMessageType[] } | undefined;
   private exited: Promise<ExitInfo> | undefined;
   /** Why the instance is not ready (shown by readiness checks and the index). */
   reason = '';
@@ -193,13 +188,13 @@ export class StubInstance implements BackendInstance {
   }
 
   /** Waits for one of `types`; rejects if the stub dies first. */
-  private expect(types: string[], what: string): Promise<any> {
+  private expect<T extends StubMessageType>(types: T[], what: string): Promise<Extract<StubToNode, { t: T }>> {
     return new Promise((resolve, reject) => {
       this.waiter = {
         types,
         resolve: (m) => {
           this.waiter = undefined;
-          resolve(m);
+          resolve(m as Extract<StubToNode, { t: T }>);
         },
         reject: (e) => {
           this.waiter = undefined;
@@ -210,7 +205,7 @@ export class StubInstance implements BackendInstance {
     });
   }
 
-  private onMessage(channel: StubChannel, m: any): void {
+  private onMessage(channel: StubChannel, m: StubToNode): void {
     if (channel !== this.channel) return;
     if (this.waiter?.types.includes(m.t)) {
       this.waiter.resolve(m);
@@ -227,14 +222,14 @@ export class StubInstance implements BackendInstance {
         this.onLog(m);
         break;
       case 'ready_done':
-        this.readiness?.answered(m as ReadyDone);
+        this.readiness?.answered(m);
         break;
       default:
         break;
     }
   }
 
-  private onLog(m: { level: string; msg: string; file?: string; line?: number }): void {
+  private onLog(m: LogMsg): void {
     const src = m.file ? `${m.file}:${m.line ?? 0}` : `${this.o.modelName}/${this.name}`;
     const text = `[${this.o.modelName}/${this.name}] ${m.msg}`;
     if (m.level === 'ERROR') this.o.logger.error(text, src);
@@ -252,7 +247,7 @@ export class StubInstance implements BackendInstance {
       const t = process.hrtime.bigint();
       return { startNs, inputEndNs: t, inferEndNs: t, endNs: t };
     }
-    const reqs: unknown[] = [];
+    const reqs: ExecRequestWire[] = [];
     const rids: number[] = [];
     try {
       for (const pr of batch) {
@@ -296,7 +291,7 @@ export class StubInstance implements BackendInstance {
     });
   }
 
-  private onExecDone(channel: StubChannel, m: { id: number; err?: string; resps?: Array<RespWire | null>; resched?: number[] }): void {
+  private onExecDone(channel: StubChannel, m: ExecDoneMsg): void {
     const batch = this.inFlight[0];
     if (!batch || batch.id !== m.id) return;
     this.inFlight.shift();
@@ -356,7 +351,7 @@ export class StubInstance implements BackendInstance {
     });
   }
 
-  private onSend(channel: StubChannel, m: { rid: number; flags: number; resp: RespWire | null }): void {
+  private onSend(channel: StubChannel, m: SendMsg): void {
     const live = this.live.get(m.rid);
     if (!live) {
       if (m.resp?.outs) channel.releaseOutputs(m.resp.outs.map((d) => [d[3], d[4]] as Block));

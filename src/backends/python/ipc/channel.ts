@@ -8,6 +8,7 @@
 import crypto from 'node:crypto';
 import { Arena } from './arena.js';
 import { decode, encode } from './codec.js';
+import type { NodeToStub, StubToNode } from './messages.js';
 import { loadNative, type NativeAddon, type WakeListener } from './native.js';
 import { RingConsumer, RingProducer } from './ring.js';
 import { removeRegion, shmFreeBytes } from './shm-cleanup.js';
@@ -81,6 +82,19 @@ const FULL_RETRY_MS = 1;
 const RELEASE_IDLE_MS = 2;
 const RELEASE_BATCH_MAX = 256;
 
+/**
+ * A decoded ring-B record as a message: a map with a string `t` (docs/ipc.md, "Messages"). The
+ * stub is our own code, so the fields are trusted; a record of another shape is a broken stub
+ * or a corrupt ring, surfaced like a codec failure.
+ */
+function asStubMessage(bytes: Uint8Array): Message {
+  const m = decode(bytes);
+  if (typeof m !== 'object' || m === null || typeof (m as { t?: unknown }).t !== 'string') {
+    throw new Error(`ring B carried a record that is not a message: ${JSON.stringify(m)?.slice(0, 200)}`);
+  }
+  return m as Message;
+}
+
 /** A fresh region name for an instance, following docs/ipc.md. */
 export function newRegionName(instance: string): string {
   const safe = instance.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 100);
@@ -89,7 +103,16 @@ export function newRegionName(instance: string): string {
 
 const roundUp = (n: number, m: number): number => Math.ceil(n / m) * m;
 
-export class StubChannel {
+/** Any message of a ring: a msgpack map whose `t` names its type. */
+export interface Message {
+  t: string;
+}
+
+/**
+ * `Out` / `In`: the messages of each direction; the stub protocol's by default (ipc/messages.ts),
+ * others for test peers that speak their own (bench/ipc_echo_stub.py).
+ */
+export class StubChannel<Out extends Message = NodeToStub, In extends Message = StubToNode> {
   readonly region: string;
   private readonly native: NativeAddon;
   private readonly segments = new Map<string, Segment>();
@@ -100,8 +123,8 @@ export class StubChannel {
   private readonly ringA: RingProducer;
   private readonly ringB: RingConsumer;
   private listener: WakeListener | undefined;
-  private readonly listeners: Array<(msg: any) => void> = [];
-  private backlog: unknown[] = [];
+  private readonly listeners: Array<(msg: In) => void> = [];
+  private backlog: In[] = [];
   /** Messages (already encoded, copied) waiting for ring A space; `off` = bytes already sent. */
   private readonly outQueue: Array<{ bytes: Uint8Array; off: number }> = [];
   private retryTimer: NodeJS.Timeout | undefined;
@@ -161,18 +184,22 @@ export class StubChannel {
   }
 
   /** Creates the region's n0 segment and starts listening; see StubChannelOptions. */
-  static create(opts: StubChannelOptions): StubChannel {
-    return new StubChannel(opts);
+  static create<O extends Message = NodeToStub, I extends Message = StubToNode>(opts: StubChannelOptions): StubChannel<O, I> {
+    return new StubChannel<O, I>(opts);
   }
 
   /**
    * msgpack-encodes `msg` onto ring A. Never throws for a full ring: queues and flushes later.
    * An `exec` carries the pending output-block releases in `rel`.
    */
-  send(msg: object): void {
+  send(msg: Out): void {
+    this.write(msg);
+  }
+
+  private write(msg: Message): void {
     if (this.closed) throw new Error(`StubChannel ${this.region} is closed`);
-    if (this.pendingRelease.length > 0 && (msg as { t?: unknown }).t === 'exec') {
-      msg = { ...msg, rel: this.pendingRelease };
+    if (this.pendingRelease.length > 0 && msg.t === 'exec') {
+      msg = { ...msg, rel: this.pendingRelease } as Message;
       this.pendingRelease = [];
     }
     const bytes = encode(msg);
@@ -189,7 +216,7 @@ export class StubChannel {
   }
 
   /** Called on the event loop for every ring-B message, in order. */
-  onMessage(cb: (msg: any) => void): void {
+  onMessage(cb: (msg: In) => void): void {
     this.listeners.push(cb);
     if (this.backlog.length > 0) {
       const early = this.backlog;
@@ -254,7 +281,8 @@ export class StubChannel {
     if (this.closed || this.pendingRelease.length === 0) return;
     const blocks = this.pendingRelease;
     this.pendingRelease = [];
-    this.send({ t: 'release', blocks });
+    const release: NodeToStub = { t: 'release', blocks };
+    this.write(release);
   }
 
   /** Last value of the stub's heartbeat (CLOCK_MONOTONIC ms, comparable with process.hrtime), 0 before the first beat. */
@@ -412,12 +440,12 @@ export class StubChannel {
   }
 
   private receive(): void {
-    const msgs = this.ringB.drain(decode);
+    const msgs = this.ringB.drain(asStubMessage) as In[];
     if (this.outQueue.length > 0) this.flush();
     if (msgs.length > 0) this.dispatch(msgs);
   }
 
-  private dispatch(msgs: unknown[]): void {
+  private dispatch(msgs: In[]): void {
     if (this.listeners.length === 0) {
       this.backlog.push(...msgs);
       return;

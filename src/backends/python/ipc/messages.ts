@@ -1,0 +1,119 @@
+/**
+ * @module backends/python/ipc/messages
+ * The messages of docs/ipc.md ("Messages"), as types: one discriminated union per direction,
+ * keyed by `t`. The stub (`stub/tritium_stub/runtime.py`, `ipc.py`) uses the same names and
+ * fields; a message added on one side is added here and in docs/ipc.md.
+ *
+ * Field names are the wire's (msgpack map keys), hence the snake_case of some.
+ */
+/** `[name, datatype, shape, segment, offset, nbytes]`; BYTES data is length-prefixed. */
+export type TensorDescriptor = [string, string, number[], string, number, number];
+
+/** `[segment, offset]` of a block in the region. */
+export type BlockRef = [string, number];
+
+/** One request of an `exec` batch. */
+export interface ExecRequestWire {
+  rid: number;
+  id: string;
+  corr?: number | bigint | string;
+  flags?: number;
+  timeout: number;
+  params?: string;
+  /** null: every output of the config. */
+  outs: string[] | null;
+  inputs: TensorDescriptor[];
+  cflag: BlockRef | null;
+}
+
+/** A response as the stub sends it (returned from execute or through the sender). */
+export interface RespWire {
+  outs?: TensorDescriptor[];
+  err?: [number, string];
+  params?: string;
+}
+
+// --- Node → stub (ring A) ---------------------------------------------------------------
+
+export type NodeToStub =
+  | { t: 'init'; args: Record<string, string> }
+  | { t: 'autocomplete'; config: string }
+  | { t: 'exec'; id: number; reqs: ExecRequestWire[]; rel?: BlockRef[] }
+  | { t: 'release'; blocks: BlockRef[] }
+  | { t: 'loglevel'; verbose: number }
+  | { t: 'fin' };
+
+// --- stub → Node (ring B) ---------------------------------------------------------------
+
+export interface HelloMsg {
+  t: 'hello';
+  pid: number;
+}
+export interface InitOkMsg {
+  t: 'init_ok';
+  /** The model defines is_ready() (docs/ipc.md, "Readiness requests"). */
+  ready_fn?: boolean;
+}
+export interface InitErrMsg {
+  t: 'init_err';
+  msg: string;
+}
+export interface AutocompleteOkMsg {
+  t: 'autocomplete_ok';
+  config: string;
+}
+export interface AutocompleteErrMsg {
+  t: 'autocomplete_err';
+  msg: string;
+}
+export interface ExecDoneMsg {
+  t: 'exec_done';
+  id: number;
+  /** The whole batch failed, in Triton's words; `resps` is then empty. */
+  err?: string;
+  /** Indexes of requests the model marked for rescheduling. */
+  resched?: number[];
+  resps?: Array<RespWire | null>;
+}
+export interface SendMsg {
+  t: 'send';
+  rid: number;
+  flags: number;
+  resp: RespWire | null;
+}
+export interface LogMsg {
+  t: 'log';
+  level: 'INFO' | 'WARNING' | 'ERROR' | 'VERBOSE';
+  msg: string;
+  file?: string;
+  line?: number;
+}
+export interface SegMsg {
+  t: 'seg';
+  name: string;
+  size: number;
+}
+export interface FinDoneMsg {
+  t: 'fin_done';
+}
+export interface ReadyDoneMsg {
+  t: 'ready_done';
+  seq: number;
+  ready: boolean;
+  err?: string;
+}
+
+export type StubToNode =
+  | HelloMsg
+  | InitOkMsg
+  | InitErrMsg
+  | AutocompleteOkMsg
+  | AutocompleteErrMsg
+  | ExecDoneMsg
+  | SendMsg
+  | LogMsg
+  | SegMsg
+  | FinDoneMsg
+  | ReadyDoneMsg;
+
+export type StubMessageType = StubToNode['t'];
