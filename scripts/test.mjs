@@ -57,13 +57,20 @@ if (extra.length === 0) {
 
 const vitestJson = path.join(out, 'vitest.json');
 fs.rmSync(vitestJson, { force: true });
-run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`, ...extra]);
+const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`, ...extra]);
 if (fs.existsSync(vitestJson)) {
   const r = JSON.parse(fs.readFileSync(vitestJson, 'utf8'));
   passed += r.numPassedTests ?? 0;
   // A suite that failed to load has no failed assertions of its own; count it once.
   const brokenSuites = (r.testResults ?? []).filter((t) => t.status === 'failed' && !(t.assertionResults ?? []).some((a) => a.status === 'failed')).length;
-  failed += (r.numFailedTests ?? 0) + brokenSuites;
+  const counted = (r.numFailedTests ?? 0) + brokenSuites;
+  failed += counted;
+  // vitest failing without a failed test to show for it (its global setup refused to start,
+  // no test file ran): a failure, never a green run of fewer tests.
+  if (vitestStatus !== 0 && counted === 0) {
+    console.error(`test: vitest exited with code ${vitestStatus} without a failed test (setup error: see above)`);
+    failed++;
+  }
 } else {
   console.error('test: vitest produced no report');
   failed++;

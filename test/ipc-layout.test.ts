@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { newRegionName } from '../src/backends/python/ipc/channel.js';
 import * as L from '../src/backends/python/ipc/shm-layout.js';
 import { PYTHON, ROOT } from './helpers/server.js';
 
@@ -95,5 +96,13 @@ describe('shared-memory layout constants', () => {
       expectRow(r.sleeping, new RegExp(`ring ${name} \`sleeping\``));
       expectRow(r.producerWaiting, new RegExp(`ring ${name} \`producer_waiting\``));
     }
+  });
+});
+
+describe('region names', () => {
+  it('are tritium_<server pid>_<8 hex>_<instance name>, with a safe alphabet, as docs/ipc.md says', () => {
+    expect(newRegionName('add_sub_0_0')).toMatch(new RegExp(`^tritium_${process.pid}_[0-9a-f]{8}_add_sub_0_0$`));
+    expect(newRegionName('my.model/../x y')).toMatch(new RegExp(`^tritium_${process.pid}_[0-9a-f]{8}_my_model____x_y$`));
+    expect(newRegionName('m'.repeat(300)).length).toBeLessThan(140);
   });
 });

@@ -4,10 +4,9 @@
  * module is imported once more, the static method edits a `pb_utils.ModelConfig`, and the
  * resulting JSON comes back. The stub and its shared memory are gone when this returns.
  */
-import crypto from 'node:crypto';
 import { Errors } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { StubChannel } from './ipc/channel.js';
+import { StubChannel, newRegionName } from './ipc/channel.js';
 import { describeExit, spawnStub, stderrTail } from './stub-process.js';
 
 export interface AutoCompleteRun {
@@ -23,7 +22,7 @@ export interface AutoCompleteRun {
 }
 
 export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
-  const region = `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_ac`;
+  const region = newRegionName(`${o.modelName}_autocomplete`);
   const channel = StubChannel.create({ region, defaultByteSize: o.shmDefaultByteSize, growthByteSize: o.shmGrowthByteSize });
   const child = spawnStub({
     python: o.python,

@@ -12,7 +12,6 @@
  * `Stub process '<instance>' is not healthy.` plus the cause, and is restarted with back-off
  * (tritium policy; Triton stopped restarting stubs in 24.06).
  */
-import crypto from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
 import { Errors, type TritonError } from '../../core/errors.js';
@@ -20,8 +19,8 @@ import type { Logger } from '../../core/logger.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import { readParameters } from '../../core/request/parameters.js';
-import { readOutput, writeInput, type Block, type TensorDescriptor } from './codec.js';
-import { StubChannel, type IpcWaitOptions } from './ipc/channel.js';
+import { readOutput, writeInput, type Block } from './codec.js';
+import { StubChannel, newRegionName, type IpcWaitOptions } from './ipc/channel.js';
 import type { ExecDoneMsg, ExecRequestWire, LogMsg, RespWire, SendMsg, StubMessageType, StubToNode } from './ipc/messages.js';
 import { ReadinessProbe } from './readiness-probe.js';
 import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
@@ -78,8 +77,6 @@ interface Batch {
  */
 const PIPELINE_DEPTH = 2;
 
-let regionCounter = 0;
-
 export class StubInstance implements BackendInstance {
   readonly name: string;
   readonly kind: 'CPU' | 'GPU' | 'MODEL';
@@ -132,7 +129,7 @@ export class StubInstance implements BackendInstance {
 
   private async launch(): Promise<void> {
     this.state = 'starting';
-    const region = `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_${regionCounter++}`;
+    const region = newRegionName(this.name);
     const channel = StubChannel.create({
       region,
       defaultByteSize: this.o.shmDefaultByteSize,
