@@ -1,4 +1,6 @@
 /**
+ * The contract of docs/ipc.md kept in one piece across its implementations.
+ *
  * One shared-memory layout, four copies: `src/backends/python/ipc/shm-layout.ts` is the source
  * the others must match — the stub's pure-Python constants (`stub/tritium_stub/ipc.py`), the C++
  * core both native bindings compile (`native/src/ring_core.h`), and the header table of
@@ -104,5 +106,46 @@ describe('region names', () => {
     expect(newRegionName('add_sub_0_0')).toMatch(new RegExp(`^tritium_${process.pid}_[0-9a-f]{8}_add_sub_0_0$`));
     expect(newRegionName('my.model/../x y')).toMatch(new RegExp(`^tritium_${process.pid}_[0-9a-f]{8}_my_model____x_y$`));
     expect(newRegionName('m'.repeat(300)).length).toBeLessThan(140);
+  });
+});
+
+describe('message types', () => {
+  /** The `t` values of one union (or of the interfaces it names) in ipc/messages.ts. */
+  function unionTypes(source: string, union: string): Set<string> {
+    const start = source.indexOf(`export type ${union} =`);
+    const body = source.slice(start, source.indexOf('\n\n', start));
+    const out = new Set<string>();
+    for (const m of body.matchAll(/t: '([a-z_]+)'/g)) out.add(m[1]!);
+    for (const m of body.matchAll(/\|\s*([A-Z][A-Za-z]+Msg)/g)) {
+      const decl = new RegExp(`export interface ${m[1]} \\{\\s*t: '([a-z_]+)'`).exec(source);
+      if (decl) out.add(decl[1]!);
+    }
+    return out;
+  }
+
+  const messages = fs.readFileSync(path.join(ROOT, 'src', 'backends', 'python', 'ipc', 'messages.ts'), 'utf8');
+  const stubDir = path.join(ROOT, 'stub', 'tritium_stub');
+  const stubSource = fs
+    .readdirSync(stubDir)
+    .filter((f) => f.endsWith('.py'))
+    .map((f) => fs.readFileSync(path.join(stubDir, f), 'utf8'))
+    .join('\n');
+
+  it('the stub sends exactly the StubToNode messages', () => {
+    const sent = new Set([...stubSource.matchAll(/\{"t": "([a-z_]+)"/g)].map((m) => m[1]!));
+    expect([...sent].sort()).toEqual([...unionTypes(messages, 'StubToNode')].sort());
+  });
+
+  it('the stub handles exactly the NodeToStub messages', () => {
+    const runtime = fs.readFileSync(path.join(stubDir, 'runtime.py'), 'utf8');
+    const handled = new Set([...runtime.matchAll(/(?:msg\["t"\]|kind) == "([a-z_]+)"/g)].map((m) => m[1]!));
+    expect([...handled].sort()).toEqual([...unionTypes(messages, 'NodeToStub')].sort());
+  });
+
+  it('docs/ipc.md describes every message of both directions', () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs', 'ipc.md'), 'utf8');
+    for (const t of [...unionTypes(messages, 'NodeToStub'), ...unionTypes(messages, 'StubToNode')]) {
+      expect(doc, `docs/ipc.md does not mention message '${t}'`).toMatch(new RegExp(`\\b${t}\\b`));
+    }
   });
 });
