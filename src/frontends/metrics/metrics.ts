@@ -188,7 +188,7 @@ export class Metrics {
     const restarts = this.restarts;
     new Counter({
       name: 'tritium_stub_restarts_total',
-      help: 'Python stub processes restarted after dying, per model instance',
+      help: 'Model instances restarted after failing (a Python stub that died, an ONNX session that failed), per model instance',
       labelNames: ['instance', 'model'] as const,
       registers,
       collect() {
