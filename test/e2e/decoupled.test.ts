@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pythonAsync, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { startTritium, stopAndExpectNoShm, type Tritium, pythonResult } from '../helpers/server.js';
 import { repoWithTwins, tempDir, waitForJson } from './twin-helpers.js';
 
 let server: Tritium;
@@ -28,7 +28,7 @@ afterAll(() => stopAndExpectNoShm(server));
  * `send(model, {name: array}, **kw)` and `take(n)` (next n items).
  */
 async function run(body: string, headers: Record<string, string> = {}): Promise<any> {
-  const code =
+  return pythonResult(
     String.raw`
 import json, queue, sys, time
 import numpy as np
@@ -61,12 +61,10 @@ def take(n, timeout=30):
     return [q.get(timeout=timeout) for _ in range(n)]
 def mode(m):
     return {"MODE": np.array([m.encode()], dtype=np.object_)}
-res = {}
-` +
-    body +
-    '\nc.stop_stream()\nc.close()\nprint(json.dumps(res))\n';
-  const out = await pythonAsync(code);
-  return JSON.parse(out.trim().split('\n').pop()!);
+`,
+    body,
+    'c.stop_stream()\nc.close()',
+  );
 }
 
 const i32 = (...v: number[]) => `np.array([${v.join(',')}], dtype=np.int32)`;

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pythonAsync, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { startTritium, stopAndExpectNoShm, type Tritium, pythonResult } from '../helpers/server.js';
 import { repoWithTwins, tempDir, waitForJson } from './twin-helpers.js';
 
 let server: Tritium;
@@ -26,7 +26,7 @@ afterAll(() => stopAndExpectNoShm(server));
 
 /** Runs a tritonclient.grpc script (prelude: client `c`, `err()`, numpy); returns its JSON. */
 async function run(body: string): Promise<any> {
-  const code =
+  return pythonResult(
     String.raw`
 import json, queue, sys, time
 import numpy as np
@@ -47,12 +47,9 @@ def tensor(name, data, dt=None):
     t = g.InferInput(name, list(data.shape), dt or np_to_triton_dtype(data.dtype))
     t.set_data_from_numpy(data)
     return t
-res = {}
-` +
-    body +
-    '\nprint(json.dumps(res))\n';
-  const out = await pythonAsync(code);
-  return JSON.parse(out.trim().split('\n').pop()!);
+`,
+    body,
+  );
 }
 
 describe('tritonclient.grpc against real Python models', () => {

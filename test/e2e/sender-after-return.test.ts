@@ -7,7 +7,7 @@
  * does; compared on it).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, pythonAsync, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium, pythonResult } from '../helpers/server.js';
 
 let server: Tritium;
 
@@ -27,7 +27,7 @@ const MORE_THAN_ONE = 'Unable to send response. Non-decoupled model cannot send 
  * n senders.
  */
 async function run(body: string): Promise<any> {
-  const code =
+  return pythonResult(
     String.raw`
 import json, os, queue, signal, threading, time
 import numpy as np
@@ -61,12 +61,9 @@ def wait_kept(n):
             return
         time.sleep(0.05)
     raise TimeoutError(f"the model never held {n} senders")
-res = {}
-` +
-    body +
-    '\nprint(json.dumps(res))\n';
-  const out = await pythonAsync(code);
-  return JSON.parse(out.trim().split('\n').pop()!);
+`,
+    body,
+  );
 }
 
 describe('non-decoupled response sender after execute returned', () => {

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, pythonAsync, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { makeRepo, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium, pythonResult } from '../helpers/server.js';
 
 const FIXTURE = path.join(TEST_MODELS, 'user_readiness');
 const BEHAVIOURS = ['true', 'false', 'raises', 'non_bool', 'async_false', 'slow'] as const;
@@ -43,7 +43,7 @@ async function httpReady(server: Tritium, url: string): Promise<{ status: number
 
 /** Runs a tritonclient script with `http` and `grpc` clients; it fills `res`. */
 async function client(server: Tritium, body: string): Promise<any> {
-  const code =
+  return pythonResult(
     String.raw`
 import json, threading
 import numpy as np
@@ -51,12 +51,9 @@ import tritonclient.grpc as tg
 import tritonclient.http as th
 http = th.InferenceServerClient(${JSON.stringify(`127.0.0.1:${server.httpPort}`)}, network_timeout=60)
 grpc = tg.InferenceServerClient(${JSON.stringify(`127.0.0.1:${server.grpcPort}`)})
-res = {}
-` +
-    body +
-    '\nprint(json.dumps(res))\n';
-  const out = await pythonAsync(code);
-  return JSON.parse(out.trim().split('\n').pop()!);
+`,
+    body,
+  );
 }
 
 describe('is_ready() with strict readiness (the default)', () => {

@@ -150,6 +150,15 @@ export function python(code: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 12
   return r.stdout;
 }
 
+/**
+ * Runs a client script: `prelude` (imports, clients, helpers; it imports json), then `body`,
+ * which fills the dict `res`, then `epilogue`; resolves with `res`, printed as the last line.
+ */
+export async function pythonResult(prelude: string, body: string, epilogue = ''): Promise<any> {
+  const out = await pythonAsync(`${prelude}\nres = {}\n${body}\n${epilogue}\nprint(json.dumps(res))\n`);
+  return JSON.parse(out.trim().split('\n').pop()!);
+}
+
 /** Same as python() but asynchronous (does not block the test's event loop). */
 export function pythonAsync(code: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000): Promise<string> {
   return new Promise((resolve, reject) => {
