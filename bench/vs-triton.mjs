@@ -237,10 +237,10 @@ function paArgs(cell, server, csv, windowMs, stability, trials, extra = []) {
 const UNSTABLE = /Failed to obtain stable measurement/;
 
 /** One window whose figures are thrown away: connections, threads and the model's first calls. */
-async function warmUp(ctx, cell, server, dir) {
+async function warmUp(ctx, cell, server, dir, windowMs = ctx.opts.warmupMs) {
   const csv = path.join(dir, 'warmup.csv');
   try {
-    await perfAnalyzer(ctx.pa, paArgs(cell, server, csv, ctx.opts.warmupMs, ctx.opts.stability, 1));
+    await perfAnalyzer(ctx.pa, paArgs(cell, server, csv, windowMs, ctx.opts.stability, 1));
   } catch (err) {
     // One window can never be "stable"; that refusal is expected, anything else is not.
     if (!UNSTABLE.test(String(err?.message))) throw err;
@@ -295,12 +295,7 @@ async function warmUpServer(ctx, cells, server, kind, round) {
     seen.add(key);
     const dir = path.join(OUT, `round${round}`, kind, `server-warmup-${key.replace('/', '-')}`);
     fs.mkdirSync(dir, { recursive: true });
-    const csv = path.join(dir, 'warmup.csv');
-    try {
-      await perfAnalyzer(ctx.pa, paArgs({ ...cell, concurrency: 4 }, server, csv, ctx.opts.serverWarmupMs, ctx.opts.stability, 1));
-    } catch (err) {
-      if (!UNSTABLE.test(String(err?.message))) throw err;
-    }
+    await warmUp(ctx, { ...cell, concurrency: 4 }, server, dir, ctx.opts.serverWarmupMs);
   }
 }
 

@@ -590,24 +590,20 @@ class Channel:
         self._u64[RING_B[1] // 8] = self._b_tail
         db = RING_B[2] // 4
         u32[db] = (u32[db] + 1) & 0xFFFFFFFF
-        if self._wake_fd >= 0:
-            # No atomic exchange here: a plain read then clear. Every clear is followed by a
-            # write, and Node re-checks the ring after asking again, so no wake-up is lost.
-            if not force_wake:
-                _fence()
-                if not u32[RING_B[3] // 4]:
-                    return
-            u32[RING_B[3] // 4] = 0
-            try:
-                os.write(self._wake_fd, _EVENTFD_ONE)
-            except BlockingIOError:
-                pass  # counter saturated: a wake-up is pending anyway
-            return
         if not force_wake:
             _fence()
             if not u32[RING_B[3] // 4]:
-                return
-        futex_wake(self._base + RING_B[2])
+                return  # Node did not ask to be woken
+        if self._wake_fd < 0:
+            futex_wake(self._base + RING_B[2])  # the test emulator sleeps on the futex
+            return
+        # No atomic exchange here: a plain read then clear. Every clear is followed by a write,
+        # and Node re-checks the ring after asking again, so no wake-up is lost.
+        u32[RING_B[3] // 4] = 0
+        try:
+            os.write(self._wake_fd, _EVENTFD_ONE)
+        except BlockingIOError:
+            pass  # counter saturated: a wake-up is pending anyway
 
     def _try_write(self, payload, more: bool) -> bool:
         n = len(payload)

@@ -14,6 +14,7 @@
  *   connection closes, like node:http's default;
  * - idle and slow-sender time is bounded by `idleTimeoutMs` (no limit while a model runs).
  */
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { Errors } from '../../../core/errors.js';
 import { ChunkedDecoder } from './chunked.js';
@@ -250,9 +251,7 @@ export class Connection implements ResponseOwner {
   private refuse(status: number): void {
     this.ending = true;
     this.pending = undefined;
-    const reason =
-      status === 431 ? 'Request Header Fields Too Large' : status === 501 ? 'Not Implemented' : status === 505 ? 'HTTP Version Not Supported' : 'Bad Request';
-    this.socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, 'latin1');
+    this.socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, 'latin1');
     this.socket.setTimeout(LINGER_MS);
   }
 
