@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTritium, stopAndExpectNoShm, type Tritium, pythonResult } from '../helpers/server.js';
+import { waitFor } from './infer-helpers.js';
 import { repoWithTwins, tempDir, waitForJson } from './twin-helpers.js';
 
 let server: Tritium;
@@ -288,7 +289,11 @@ res["got"] = len(got)
       expect({ tag, ...seen }).toMatchObject({ tag, request: true, sender: true });
       expect((seen as { sent: number }).sent).toBeGreaterThan(0);
     }
-    expect(server.log()).toContain("cancel_loop: 's1' cancelled after");
+    // The model logs before it writes the marker, but the log line reaches us through the
+    // server's stdout pipe, which may still be on its way.
+    const line = "cancel_loop: 's1' cancelled after";
+    await waitFor("the model's cancellation log line", () => server.log().includes(line));
+    expect(server.log()).toContain(line);
   });
 
   it('an HTTP /infer client that disconnects cancels its request (beyond Triton)', async () => {
