@@ -6,6 +6,7 @@
  */
 import type { ModelConfig } from '../generated/model_config_pb.js';
 import type { TritonError } from './errors.js';
+import type { InternalClient } from './internal-client.js';
 import type { Logger } from './logger.js';
 import type { ModelSource } from './repository/scan.js';
 import type { ExecutionInstance } from './scheduling/types.js';
@@ -20,6 +21,8 @@ export interface ModelVersionContext {
   /** The config rendered as Triton's JSON (what `args['model_config']` carries). */
   configJson: string;
   logger: Logger;
+  /** Other models of this server, for BLS and ensembles. */
+  client: InternalClient;
 }
 
 export interface BackendInstance extends ExecutionInstance {

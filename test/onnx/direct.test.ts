@@ -39,6 +39,16 @@ beforeAll(async () => {
       config,
       configJson: JSON.stringify(modelConfigToJson(config)),
       logger,
+      // This backend-level test loads one model alone: there are no other models to reach.
+      client: {
+        infer: () => {
+          throw new Error('no other models in this test');
+        },
+        resolveModel: () => {
+          throw new Error('no other models in this test');
+        },
+        isModelReady: () => false,
+      },
     },
     hooks,
   );

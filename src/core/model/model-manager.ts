@@ -14,7 +14,9 @@ import { modelConfigToJson } from '../config/json.js';
 import { inferBackend, normalizeModelConfig } from '../config/normalize.js';
 import { parseModelConfigTextWithPositions, type SourceMap } from '../config/parse.js';
 import { validateModelConfig } from '../config/validate.js';
-import { Errors } from '../errors.js';
+import { asTritonError, Errors } from '../errors.js';
+import type { InferRequest, ResponseSink } from '../inference.js';
+import type { InternalClient } from '../internal-client.js';
 import type { Logger } from '../logger.js';
 import { scanRepositories, type ModelSource } from '../repository/scan.js';
 import type { RepositoryIndexEntry } from '../server-core.js';
@@ -50,6 +52,27 @@ interface ModelEntry {
 
 export class ModelManager {
   private readonly models = new Map<string, ModelEntry>();
+  /** Other models as backends see them (BLS, ensembles): no server state check, same core path. */
+  readonly client: InternalClient = {
+    infer: (request: InferRequest, sink: ResponseSink) => {
+      let mv: ModelVersion;
+      try {
+        mv = this.resolve(request.modelName, request.modelVersion);
+      } catch (err) {
+        sink({ modelName: request.modelName, modelVersion: request.modelVersion, id: request.id, outputs: [], error: asTritonError(err), final: true });
+        return;
+      }
+      mv.infer(request, sink);
+    },
+    resolveModel: (name, version) => this.resolve(name, version),
+    isModelReady: (name, version) => {
+      try {
+        return this.resolve(name, version).isReady();
+      } catch {
+        return false;
+      }
+    },
+  };
 
   constructor(private readonly o: ModelManagerOptions) {}
 
@@ -106,7 +129,7 @@ export class ModelManager {
             warmup: (i: BackendInstance) => warmupInstance(source, config, i),
           };
           const versionDir = path.join(source.dir, String(version));
-          const loaded = await backend.load({ source, version, versionDir, config, configJson, logger: log }, hooks);
+          const loaded = await backend.load({ source, version, versionDir, config, configJson, logger: log, client: this.client }, hooks);
           try {
             for (const instance of loaded.instances) await warmupInstance(source, config, instance);
           } catch (err) {
