@@ -110,6 +110,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
         port: options.httpPort,
         address: options.httpAddress,
         maxInputSize: options.httpMaxInputSize,
+        maxBodyMemory: options.httpMaxBodyMemory,
         logger: log,
         logSettings,
       });

@@ -38,6 +38,8 @@ export interface ServerOptions {
   exitTimeoutSecs: number;
   exitOnError: boolean;
   httpMaxInputSize: number;
+  /** tritium: memory all HTTP request bodies may hold at once; 0 = the default. */
+  httpMaxBodyMemory: number;
   grpcMaxMessageSize: number;
   defaultMaxBatchSize: number;
   serverId: string;
@@ -120,9 +122,14 @@ export function buildCommand(): Command {
     )
     .addOption(new Option('--exit-on-error <bool>', 'exit when a model fails to load at start-up').default(true).argParser(parseBool('--exit-on-error')))
     .addOption(
-      new Option('--http-max-input-size <bytes>', 'largest HTTP request body, decompressed')
+      new Option('--http-max-input-size <bytes>', 'largest JSON header, raw binary body or decompressed HTTP body (binary tensor data not counted)')
         .default(64 * MIB)
         .argParser(parseInteger('--http-max-input-size', 1)),
+    )
+    .addOption(
+      new Option('--http-max-body-memory <bytes>', 'tritium: memory all HTTP request bodies may hold at once (default: a quarter of RAM, at most 2 GiB)')
+        .default(0)
+        .argParser(parseInteger('--http-max-body-memory', 0)),
     )
     .addOption(
       new Option('--grpc-max-message-size <bytes>', 'largest gRPC message in either direction')
@@ -213,6 +220,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     exitTimeoutSecs: o.exitTimeoutSecs,
     exitOnError: o.exitOnError,
     httpMaxInputSize: o.httpMaxInputSize,
+    httpMaxBodyMemory: o.httpMaxBodyMemory,
     grpcMaxMessageSize: o.grpcMaxMessageSize,
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,

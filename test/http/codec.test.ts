@@ -10,6 +10,7 @@ import type { InferResponse } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import { joinBytesElements, splitBytesElements } from '../../src/core/tensor.js';
 import { decodeBody, requestEncoding } from '../../src/frontends/http/body.js';
+import { BodyBudget } from '../../src/frontends/http/body-budget.js';
 import { classify } from '../../src/frontends/http/classification.js';
 import { responseEncoding } from '../../src/frontends/http/compression.js';
 import { parseHeaderLength, parseInferRequest } from '../../src/frontends/http/infer-request.js';
@@ -450,10 +451,20 @@ describe('compression', () => {
   });
   it('inflates gzip and deflate (zlib) bodies, within the limit', async () => {
     const raw = Buffer.from('{"inputs":[]}'.repeat(10));
-    expect((await decodeBody(gzipSync(raw), 'gzip', 1000)).toString()).toBe(raw.toString());
-    expect((await decodeBody(deflateSync(raw), 'deflate', 1000)).toString()).toBe(raw.toString());
-    await expect(decodeBody(gzipSync(Buffer.alloc(5000)), 'gzip', 1000)).rejects.toThrow(/--http-max-input-size/);
-    await expect(decodeBody(Buffer.from('not gzip'), 'gzip', 1000)).rejects.toThrow(/failed to decompress/);
+    const budget = new BodyBudget(1 << 20);
+    const body = (data: Buffer) => {
+      budget.take(data.length);
+      return { data, release: () => budget.give(data.length) };
+    };
+    const gz = await decodeBody(body(gzipSync(raw)), 'gzip', 1000, budget);
+    expect(gz.data.toString()).toBe(raw.toString());
+    // The compressed body was given back; the inflated one is held until released.
+    expect(budget.inUse).toBe(raw.length);
+    gz.release();
+    expect(budget.inUse).toBe(0);
+    expect((await decodeBody(body(deflateSync(raw)), 'deflate', 1000, budget)).data.toString()).toBe(raw.toString());
+    await expect(decodeBody(body(gzipSync(Buffer.alloc(5000))), 'gzip', 1000, budget)).rejects.toThrow(/--http-max-input-size/);
+    await expect(decodeBody(body(Buffer.from('not gzip')), 'gzip', 1000, budget)).rejects.toThrow(/failed to decompress/);
   });
   it('Accept-Encoding negotiation honours q-values', () => {
     expect(responseEncoding(undefined)).toBe('identity');

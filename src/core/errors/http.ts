@@ -22,6 +22,24 @@ export const http = {
       limit,
     }),
   ),
+  jsonHeaderTooLarge: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: 'Request JSON size of {size} bytes exceeds the maximum allowed value of {limit} bytes. Use --http-max-input-size to increase the limit.',
+      when: 'The JSON header named by Inference-Header-Content-Length passes --http-max-input-size (the binary data after it does not count).',
+    },
+    (size: number, limit: number) => ({ size, limit }),
+  ),
+  bodyOverMemory: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: 'Request size of {size} bytes exceeds the {capacity} bytes tritium may hold for HTTP request bodies at once. Use --http-max-body-memory to increase it.',
+      when: 'A body with binary tensor data is larger than all the memory --http-max-body-memory allows request bodies.',
+    },
+    (size: number, capacity: number) => ({ size, capacity }),
+  ),
   unsupportedCompression: fixed({
     code: UNSUPPORTED,
     reason: REJECTED,

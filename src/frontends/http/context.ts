@@ -4,6 +4,7 @@
  */
 import type { ServerCore } from '../../core/server-core.js';
 import type { LogSettingsStore } from '../../core/logger.js';
+import type { BodyBudget } from './body-budget.js';
 
 export interface HttpLogger {
   info(msg: string): void;
@@ -15,6 +16,8 @@ export interface HttpContext {
   readonly core: ServerCore;
   /** `--http-max-input-size`: cap on a body, compressed or inflated. */
   readonly maxInputSize: number;
+  /** `--http-max-body-memory`: what all request bodies may hold at once. */
+  readonly bodyBudget: BodyBudget;
   readonly logger?: HttpLogger;
   readonly logSettings: LogSettingsStore;
 }

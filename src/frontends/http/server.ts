@@ -6,9 +6,11 @@
  * machinery was a large share of the CPU each request costs (docs/design.md, "HTTP").
  */
 import net from 'node:net';
+import os from 'node:os';
 import type { AddressInfo, Socket } from 'node:net';
 import type { ServerCore } from '../../core/server-core.js';
 import type { HttpContext, HttpLogger } from './context.js';
+import { BodyBudget } from './body-budget.js';
 import { dispatch } from './dispatch.js';
 import type { LogSettingsStore } from '../../core/logger.js';
 import { memoryLogSettings } from '../../core/logger.js';
@@ -19,6 +21,8 @@ export interface HttpServerOptions {
   address: string;
   /** `--http-max-input-size` in bytes (Triton's default is 64 MiB). */
   maxInputSize: number;
+  /** `--http-max-body-memory` in bytes; 0 = the default (defaultBodyMemory()). */
+  maxBodyMemory?: number;
   logger?: HttpLogger;
   /** Backs `/v2/logging`; defaults to an in-memory store. */
   logSettings?: LogSettingsStore;
@@ -40,10 +44,20 @@ export const DEFAULT_HTTP_MAX_INPUT_SIZE = 64 * 1024 * 1024;
  */
 const IDLE_TIMEOUT_MS = 120_000;
 
+/**
+ * What request bodies may hold at once unless `--http-max-body-memory` says otherwise: a
+ * quarter of the host's memory, at most 2 GiB, and never less than one JSON body.
+ */
+export function defaultBodyMemory(maxInputSize: number): number {
+  return Math.max(maxInputSize, Math.min(2 * 1024 ** 3, Math.floor(os.totalmem() / 4)));
+}
+
 export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Promise<HttpServerHandle> {
+  const maxInputSize = opts.maxInputSize > 0 ? opts.maxInputSize : DEFAULT_HTTP_MAX_INPUT_SIZE;
   const ctx: HttpContext = {
     core,
-    maxInputSize: opts.maxInputSize > 0 ? opts.maxInputSize : DEFAULT_HTTP_MAX_INPUT_SIZE,
+    maxInputSize,
+    bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(maxInputSize)),
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
   };

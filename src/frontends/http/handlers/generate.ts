@@ -23,7 +23,7 @@ import { type TritonError, asTritonError, httpStatusOf, Errors } from '../../../
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferRequest, InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';
-import { readBody } from '../body.js';
+import { inputSizeLimit, readBody } from '../body.js';
 import type { HttpContext } from '../context.js';
 import { parseGenerateRequest, renderGenerateResponse } from '../generate-codec.js';
 import { errorJson } from '../json.js';
@@ -50,14 +50,17 @@ export function handleGenerate(ctx: HttpContext, req: HttpRequest, res: HttpResp
     sendError(res, Errors.generateEncoding());
     return;
   }
-  readBody(req, ctx.maxInputSize).then(
+  readBody(req, inputSizeLimit(ctx.maxInputSize, ctx.bodyBudget)).then(
     (body) => {
       let request: InferRequest;
       try {
-        request = parseGenerateRequest(body, handle, model, v);
+        request = parseGenerateRequest(body.data, handle, model, v);
       } catch (err) {
         sendError(res, err);
         return;
+      } finally {
+        // The request's tensors are built from parsed JSON values, not views of the body.
+        body.release();
       }
       run(ctx, res, request, streaming);
     },

@@ -10,7 +10,7 @@ import { Errors, asTritonError } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';
-import { decodeBody, readBody, requestEncoding } from '../body.js';
+import { decodeBody, inputSizeLimit, readBody, requestEncoding, type Body, type BodyLimit } from '../body.js';
 import { responseEncoding } from '../compression.js';
 import type { HttpContext } from '../context.js';
 import { parseHeaderLength, parseInferRequest } from '../infer-request.js';
@@ -38,8 +38,16 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
     sendError(res, Errors.unsupportedCompression());
     return;
   }
-  readBody(req, ctx.maxInputSize)
-    .then((raw) => decodeBody(raw, encoding, ctx.maxInputSize))
+  let limit: BodyLimit;
+  try {
+    limit = bodyLimit(ctx, req, encoding);
+  } catch (err) {
+    res.shouldKeepAlive = false;
+    sendError(res, err);
+    return;
+  }
+  readBody(req, limit)
+    .then((raw) => decodeBody(raw, encoding, ctx.maxInputSize, ctx.bodyBudget))
     .then(
       (body) => run(ctx, req, res, handle, model, v, body),
       (err) => {
@@ -51,12 +59,30 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
     );
 }
 
-function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, version: string, body: Buffer): void {
+/**
+ * `--http-max-input-size` bounds the JSON header, a raw binary body and any compressed body
+ * (inflated), as Triton does. Binary tensor data after a JSON header of
+ * `Inference-Header-Content-Length` bytes is bounded only by the body budget, so a large
+ * binary input is served; the header length is checked before the body is read.
+ */
+function bodyLimit(ctx: HttpContext, req: HttpRequest, encoding: string): BodyLimit {
+  const plain = inputSizeLimit(ctx.maxInputSize, ctx.bodyBudget);
+  const header = req.headers['inference-header-content-length'];
+  if (encoding !== 'identity' || header === undefined || !/^\s*[0-9]+\s*$/.test(header)) return plain;
+  const headerLength = Number(header);
+  if (headerLength === 0) return plain; // raw binary input: the whole body counts
+  if (headerLength > ctx.maxInputSize) throw Errors.jsonHeaderTooLarge(headerLength, ctx.maxInputSize);
+  const capacity = ctx.bodyBudget.capacity;
+  return { max: capacity, tooLarge: (size) => Errors.bodyOverMemory(size, capacity), budget: ctx.bodyBudget };
+}
+
+function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, version: string, body: Body): void {
   let parsed;
   try {
-    const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.length);
-    parsed = parseInferRequest(body, headerLength, handle, model, version);
+    const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.data.length);
+    parsed = parseInferRequest(body.data, headerLength, handle, model, version);
   } catch (err) {
+    body.release();
     sendError(res, err);
     return;
   }
@@ -76,6 +102,8 @@ function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mode
   if (res.destroyed) onClose(); // gone while the body was being read: 'close' already fired
 
   ctx.core.infer(request, (response: InferResponse) => {
+    // Input tensors are views of the body; the final response means nothing reads them now.
+    if (response.final) body.release();
     if (!response.final) {
       // Non-decoupled models send exactly one response; anything before it is dropped.
       response.release?.();

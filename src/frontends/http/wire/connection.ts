@@ -51,6 +51,23 @@ export class Connection implements ResponseOwner {
   private ending = false;
   private gone = false;
 
+  /**
+   * A body reader holds the socket while it waits for memory: no idle timeout meanwhile (the
+   * wait is the server's, not the client's), and reading resumes only if the pipeline buffer
+   * allows it.
+   */
+  private readonly flow = {
+    pause: (): void => {
+      this.socket.pause();
+      this.socket.setTimeout(0);
+    },
+    resume: (): void => {
+      if (this.gone) return;
+      this.socket.setTimeout(this.o.idleTimeoutMs);
+      if (this.pending === undefined || this.pending.length <= PIPELINE_BUFFER) this.socket.resume();
+    },
+  };
+
   constructor(
     readonly socket: Socket,
     private readonly o: ConnectionOptions,
@@ -111,6 +128,7 @@ export class Connection implements ResponseOwner {
 
   private start(head: RequestHead): void {
     const req = new HttpRequest(head);
+    req.flow = this.flow;
     const keepAlive = head.keepAlive && !this.o.closing();
     const res = new HttpResponse(this, head.versionMinor, keepAlive, head.method === 'HEAD');
     this.req = req;

@@ -16,6 +16,12 @@ export interface BodySink {
   error(err: Error): void;
 }
 
+/** Holds and releases the flow of a request's body on its connection. */
+export interface BodyFlow {
+  pause(): void;
+  resume(): void;
+}
+
 export class HttpRequest {
   readonly method: string;
   readonly url: string;
@@ -27,6 +33,9 @@ export class HttpRequest {
   private sink: BodySink | undefined;
   private early: Buffer[] | undefined;
   private failure: Error | undefined;
+  private paused = false;
+  /** @internal Set by the connection. */
+  flow: BodyFlow | undefined;
 
   constructor(head: RequestHead) {
     this.method = head.method;
@@ -51,6 +60,22 @@ export class HttpRequest {
     if (early !== undefined) for (const c of early) sink.data(c);
     if (this.failure !== undefined) sink.error(this.failure);
     else if (this.complete) sink.end();
+  }
+
+  /**
+   * Stops reading the body off the socket (the client is held back by TCP) until resume():
+   * a reader waiting for memory to buffer it into.
+   */
+  pause(): void {
+    if (this.paused || this.complete) return;
+    this.paused = true;
+    this.flow?.pause();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.flow?.resume();
   }
 
   // --- fed by the connection ---
