@@ -65,13 +65,30 @@ export const http = {
     when: 'POST /v2/logging with an empty body (Triton: 500).',
   }),
   unableToParse: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse '{field}'", when: 'A field of the inference JSON has the wrong type.' },
+    (field: string) => ({ field }),
+  ),
+  unableToParseKind: entry(
     {
       code: INVALID_ARG,
       reason: REJECTED,
-      text: "Unable to parse '{field}'{detail}",
-      when: 'A field of the inference JSON has the wrong type or is missing; {detail} says which way.',
+      text: "Unable to parse '{field}': expected {expected}, got {got}",
+      when: 'The request, `inputs`, `data` or `parameters` is not the JSON kind it must be (`got` names the JSON kind sent).',
     },
-    (field: string, why?: string) => ({ field, detail: why ? `: ${why}` : '' }),
+    (field: string, expected: 'a JSON object' | 'an array', got: string) => ({ field, expected, got }),
+  ),
+  unableToParseMissing: entry(
+    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse '{field}': missing field", when: 'A required member of the inference JSON is absent.' },
+    (field: string) => ({ field }),
+  ),
+  unableToParseItem: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "Unable to parse '{field}': {item} {index} is not a JSON object",
+      when: 'An element of `inputs` or `outputs` is not an object.',
+    },
+    (field: 'inputs' | 'outputs', index: number) => ({ field, item: field === 'inputs' ? 'input' : 'output', index }),
   ),
   headerLength: entry(
     { code: INVALID_ARG, reason: REJECTED, text: 'Unable to parse Inference-Header-Content-Length, got: {value}', when: 'The header is not a number.' },

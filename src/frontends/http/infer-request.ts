@@ -64,7 +64,7 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
   if (headerLength === 0) return parseRawRequest(body, model, modelName, modelVersion);
 
   const doc = parseJsonBuffer(body, 0, headerLength);
-  if (!isObject(doc)) throw Errors.unableToParse('inputs', `the request must be a JSON object, got ${kindOf(doc)}`);
+  if (!isObject(doc)) throw Errors.unableToParseKind('inputs', 'a JSON object', kindOf(doc));
 
   let id = '';
   if (doc.id !== undefined) {
@@ -77,12 +77,12 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
 
   const inputsJson = doc.inputs;
   if (!Array.isArray(inputsJson))
-    throw Errors.unableToParse('inputs', inputsJson === undefined ? 'missing field' : `expected an array, got ${kindOf(inputsJson)}`);
+    throw inputsJson === undefined ? Errors.unableToParseMissing('inputs') : Errors.unableToParseKind('inputs', 'an array', kindOf(inputsJson));
   const inputs: Tensor[] = new Array(inputsJson.length);
   let offset = headerLength;
   for (let i = 0; i < inputsJson.length; i++) {
     const input = inputsJson[i];
-    if (!isObject(input)) throw Errors.unableToParse('inputs', `input ${i} is not a JSON object`);
+    if (!isObject(input)) throw Errors.unableToParseItem('inputs', i);
     const tensor = parseInput(input, body, offset, headerLength, modelName);
     offset += tensor.fromBody;
     inputs[i] = tensor.tensor;
@@ -105,7 +105,7 @@ interface ParsedInput {
 
 function parseInput(input: Record<string, unknown>, body: Buffer, offset: number, headerLength: number, modelName: string): ParsedInput {
   const params = input.parameters;
-  if (params !== undefined && !isObject(params)) throw Errors.unableToParse('parameters', 'expected a JSON object');
+  if (params !== undefined && !isObject(params)) throw Errors.unableToParseKind('parameters', 'a JSON object', kindOf(params));
   const hasData = input.data !== undefined;
   const hasBinary = params !== undefined && params.binary_data_size !== undefined;
   const hasShm = params !== undefined && params.shared_memory_region !== undefined;
@@ -143,7 +143,7 @@ function jsonData(data: unknown, name: string, dt: Datatype, shape: number[], he
   // Triton ignores 'data' of an empty tensor.
   if (count === 0) return EMPTY;
   if (dt === 'FP16' || dt === 'BF16') return encodeJsonData(name, dt, [], count); // throws the JSON refusal
-  if (!Array.isArray(data)) throw Errors.unableToParse('data', `expected an array, got ${kindOf(data)}`);
+  if (!Array.isArray(data)) throw Errors.unableToParseKind('data', 'an array', kindOf(data));
   // Every element takes at least one character of the header, so a larger count cannot match
   // (and must not reach the allocation below).
   if (count > headerLength) throw Errors.jsonDataShape();
@@ -214,9 +214,9 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
   const requested = new Map<string, OutputChoice>();
   for (let i = 0; i < v.length; i++) {
     const o = v[i];
-    if (!isObject(o)) throw Errors.unableToParse('outputs', `output ${i} is not a JSON object`);
+    if (!isObject(o)) throw Errors.unableToParseItem('outputs', i);
     const params = o.parameters;
-    if (params !== undefined && !isObject(params)) throw Errors.unableToParse('parameters', 'expected a JSON object');
+    if (params !== undefined && !isObject(params)) throw Errors.unableToParseKind('parameters', 'a JSON object', kindOf(params));
     const p = params ?? {};
     const hasShm = p.shared_memory_region !== undefined;
     if (hasShm && p.classification !== undefined) {
