@@ -17,6 +17,7 @@ import { createLogger, logSettingsStore, type Logger } from './core/logger.js';
 import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
 import { PythonBackend } from './backends/python/backend.js';
+import { loadNative } from './backends/python/ipc/native.js';
 import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
 import { startHttpServer } from './frontends/http/server.js';
@@ -69,7 +70,12 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     logger: log,
     observer: metricsObserver(metrics),
   });
-  const core = new InferenceServer(models, { serverId: options.serverId, strictReadiness: options.strictReadiness });
+  const native = loadNative();
+  const core = new InferenceServer(models, {
+    serverId: options.serverId,
+    strictReadiness: options.strictReadiness,
+    shmMapper: { open: (key) => native.openShm(key), release: (m) => native.releaseShm(m) },
+  });
 
   const killAll = () => {
     for (const i of python.instances) i.kill();

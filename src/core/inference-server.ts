@@ -4,9 +4,11 @@
  * inference entry point, statistics and the repository index.
  */
 import { asTritonError, Errors } from './errors.js';
+import { SystemSharedMemory, type ShmMapper } from './extensions/shared-memory.js';
 import type { InferRequest, ResponseSink } from './inference.js';
 import type { ModelHandle } from './model-handle.js';
 import type { ModelManager } from './model/model-manager.js';
+import { bindSharedMemory, usesSharedMemory } from './request/shm-binding.js';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from './server-core.js';
 import type { ModelStatistics } from './stats/types.js';
 
@@ -31,11 +33,14 @@ const EXTENSIONS = [
 
 export class InferenceServer implements ServerCore {
   private state: 'initializing' | 'ready' | 'exiting' = 'initializing';
+  readonly systemSharedMemory: SystemSharedMemory;
 
   constructor(
     readonly models: ModelManager,
-    private readonly o: { serverId: string; strictReadiness: boolean },
-  ) {}
+    private readonly o: { serverId: string; strictReadiness: boolean; shmMapper?: ShmMapper },
+  ) {
+    this.systemSharedMemory = new SystemSharedMemory(o.shmMapper);
+  }
 
   markReady(): void {
     this.state = 'ready';
@@ -86,7 +91,7 @@ export class InferenceServer implements ServerCore {
         throw this.state === 'exiting' ? Errors.schedulerStopped() : Errors.serverNotReady();
       }
       const mv = this.models.resolve(request.modelName, request.modelVersion);
-      mv.infer(request, sink);
+      mv.infer(request, usesSharedMemory(request) ? bindSharedMemory(this.systemSharedMemory, request, sink) : sink);
     } catch (err) {
       sink({
         modelName: request.modelName,

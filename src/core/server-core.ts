@@ -2,6 +2,7 @@
  * @module core/server-core
  * The one surface frontends (HTTP, gRPC, metrics) talk to. They never import backends.
  */
+import type { SystemSharedMemory } from './extensions/shared-memory.js';
 import type { InferRequest, ResponseSink } from './inference.js';
 import type { ModelHandle } from './model-handle.js';
 import type { ModelStatistics } from './stats/types.js';
@@ -50,4 +51,6 @@ export interface ServerCore {
   /** Statistics of every ready model version, of one model, or of one version. */
   statistics(name?: string, version?: string): ModelStatistics[];
   repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
+  /** Registered client system shared-memory regions (the shared-memory extension). */
+  readonly systemSharedMemory: SystemSharedMemory;
 }

@@ -7,6 +7,7 @@
  */
 import type { Datatype } from './datatype.js';
 import { elementSize } from './datatype.js';
+import type { ShmRef } from './extensions/shared-memory.js';
 
 export interface Tensor {
   name: string;
@@ -14,6 +15,12 @@ export interface Tensor {
   shape: number[];
   /** Raw bytes (a view; may point into a request body or shared memory). */
   data: Buffer;
+  /**
+   * The tensor's bytes live in a client shared-memory region: for an input, where the core is
+   * to find them (data is empty until then); for an output, where they were written (data is
+   * empty, and responses carry name, datatype and shape only).
+   */
+  shm?: ShmRef;
 }
 
 export function elementCount(shape: readonly number[]): number {

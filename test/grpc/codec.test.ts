@@ -134,12 +134,23 @@ describe('decodeInferRequest: raw_input_contents', () => {
     expect(decodeError({ modelName: 'm', inputs: [input('A', 'FP32', [-1])], rawInputContents: [new Uint8Array(0)] }).code).toBe(ErrorCode.INVALID_ARG);
   });
 
-  it('refuses client shared memory (not supported yet)', () => {
+  it('reads client shared-memory references (the core resolves them) and checks their types', () => {
+    const region = { parameterChoice: { case: 'stringParam' as const, value: 'r0' } };
+    const size = { parameterChoice: { case: 'int64Param' as const, value: 4n } };
+    const { request } = decodeInferRequest(
+      wire({ modelName: 'm', inputs: [{ ...input('A', 'FP32', [1]), parameters: { shared_memory_region: region, shared_memory_byte_size: size } }] }).msg,
+    );
+    expect(request.inputs[0]).toMatchObject({ name: 'A', shm: { region: 'r0', offset: 0, byteSize: 4 } });
     const e = decodeError({
       modelName: 'm',
-      inputs: [{ ...input('A', 'FP32', [1]), parameters: { shared_memory_region: { parameterChoice: { case: 'stringParam', value: 'r0' } } } }],
+      inputs: [
+        {
+          ...input('A', 'FP32', [1]),
+          parameters: { shared_memory_region: region, shared_memory_byte_size: { parameterChoice: { case: 'stringParam', value: '4' } } },
+        },
+      ],
     });
-    expect(e.message).toBe("Unable to find shared memory region: 'r0'");
+    expect(e.message).toBe("invalid value type for 'shared_memory_byte_size' parameter, expected int64_param.");
   });
 });
 
@@ -278,12 +289,16 @@ describe('decodeInferRequest: parameters and outputs', () => {
     expect(plan.classification).toEqual(new Map([['B', 2]]));
   });
 
-  it('refuses shared-memory outputs', () => {
+  it('passes shared-memory outputs to the core and refuses a non-string region', () => {
+    const { request } = decodeInferRequest(
+      wire({ modelName: 'm', outputs: [{ name: 'A', parameters: { shared_memory_region: p({ case: 'stringParam', value: 'out' }) } }] }).msg,
+    );
+    expect(request.outputs?.[0]?.parameters).toEqual({ shared_memory_region: 'out' });
     const e = decodeError({
       modelName: 'm',
-      outputs: [{ name: 'A', parameters: { shared_memory_region: p({ case: 'stringParam', value: 'out' }) } }],
+      outputs: [{ name: 'A', parameters: { shared_memory_region: p({ case: 'int64Param', value: 1n }) } }],
     });
-    expect(e.message).toBe("Unable to find shared memory region: 'out'");
+    expect(e.message).toBe("invalid value type for 'shared_memory_region' parameter, expected string_param.");
   });
 });
 

@@ -14,6 +14,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ErrorCode, Errors } from '../../src/core/errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
+import { SystemSharedMemory } from '../../src/core/extensions/shared-memory.js';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../../src/core/server-core.js';
 import type { ModelStatistics, StatDuration } from '../../src/core/stats/types.js';
 import type { Tensor } from '../../src/core/tensor.js';
@@ -73,6 +74,8 @@ const spec = (name: string, datatype: TensorSpec['datatype'], dims: number[]): T
 const zero = (): StatDuration => ({ count: 0n, ns: 0n });
 
 class FakeCore implements ServerCore {
+  // No mapper: this protocol-layer core cannot map memory (the real one is in test/e2e/client-shm.test.ts).
+  readonly systemSharedMemory = new SystemSharedMemory(undefined);
   exiting = false;
   responses = 0;
   released = 0;
@@ -343,7 +346,7 @@ describe('gRPC frontend against tritonclient.grpc (protocol layer)', () => {
     expect(e.unload.status).toBe('StatusCode.UNAVAILABLE');
     expect(e.shm_register.status).toBe('StatusCode.UNIMPLEMENTED');
     // The same text as HTTP gives (test/http/server.test.ts): one core rule for both protocols.
-    expect(e.shm_register.message).toBe("failed to register system shared memory region 'r': client shared memory is not supported by tritium yet");
+    expect(e.shm_register.message).toBe("failed to register system shared memory region 'r': system shared memory is not supported by tritium");
     expect(e.cuda_register.status).toBe('StatusCode.UNIMPLEMENTED');
     expect(e.shm_status).toEqual({});
     expect(e.cuda_status).toEqual({});

@@ -223,11 +223,16 @@ describe('pure JSON body', () => {
     );
   });
 
-  it('refuses shared-memory inputs and outputs (no region can be registered yet)', () => {
+  it('reads shared-memory references (the core resolves them) and refuses bad combinations', () => {
+    const { request } = parseJson({
+      inputs: [{ name: 'I', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4, shared_memory_offset: 8 } }],
+    });
+    expect(request.inputs[0]).toMatchObject({ name: 'I', shm: { region: 'r', offset: 8, byteSize: 4 } });
+    expect(request.inputs[0]!.data.length).toBe(0);
     expectError(
-      () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: 'r', shared_memory_byte_size: 4 } }] }),
+      () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: 'r', shared_memory_byte_size: -4 } }] }),
       ErrorCode.INVALID_ARG,
-      "Unable to find shared memory region: 'r'",
+      "Unable to parse 'shared_memory_byte_size'",
     );
     expectError(
       () => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { shared_memory_region: 'r', classification: 1 } }] }),

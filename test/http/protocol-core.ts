@@ -14,6 +14,7 @@ import type { Datatype } from '../../src/core/datatype.js';
 import { ErrorCode, Errors } from '../../src/core/errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
+import { SystemSharedMemory } from '../../src/core/extensions/shared-memory.js';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../../src/core/server-core.js';
 import type { ModelStatistics, StatDuration } from '../../src/core/stats/types.js';
 
@@ -94,6 +95,8 @@ export interface ProtocolCore extends ServerCore {
 
 export function createProtocolCore(): ProtocolCore {
   const core: ProtocolCore = {
+    // No mapper: this protocol-layer core cannot map memory (the real one is in test/e2e/client-shm.test.ts).
+    systemSharedMemory: new SystemSharedMemory(undefined),
     live: true,
     ready: true,
     exiting: false,

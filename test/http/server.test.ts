@@ -162,7 +162,7 @@ describe('extensions', () => {
     r = await call('POST', '/v2/systemsharedmemory/region/r0/register', '{"key":"/x","offset":0,"byte_size":4}');
     expect(r.status).toBe(501);
     // The same text as gRPC gives (test/grpc/server.test.ts): one core rule for both protocols.
-    expect(r.json()).toEqual({ error: "failed to register system shared memory region 'r0': client shared memory is not supported by tritium yet" });
+    expect(r.json()).toEqual({ error: "failed to register system shared memory region 'r0': system shared memory is not supported by tritium" });
     r = await call('POST', '/v2/systemsharedmemory/unregister');
     expect(r.status).toBe(200);
     r = await call('POST', '/v2/cudasharedmemory/region/r0/unregister');

@@ -7,7 +7,7 @@
 import { entry, fixed } from './entry.js';
 import { ErrorCode } from './triton-error.js';
 
-const { INVALID_ARG, UNSUPPORTED, UNAVAILABLE, NOT_FOUND, INTERNAL } = ErrorCode;
+const { INVALID_ARG, UNSUPPORTED, UNAVAILABLE, NOT_FOUND, INTERNAL, ALREADY_EXISTS } = ErrorCode;
 
 export const extensions = {
   logFileUpdate: fixed({
@@ -64,7 +64,7 @@ export const extensions = {
     {
       code: NOT_FOUND,
       text: "Unable to find {kind} shared memory region: '{region}'",
-      when: 'Status of a named system/cuda region (none can be registered yet).',
+      when: 'Status of a named system/cuda region that is not registered.',
     },
     (kind: 'system' | 'cuda', region: string) => ({ kind, region }),
   ),
@@ -79,19 +79,61 @@ export const extensions = {
   shmUnsupported: entry(
     {
       code: UNSUPPORTED,
-      text: "failed to register {kind} shared memory region '{region}': client shared memory is not supported by tritium yet",
-      when: 'Register of any region: tritium does not support client shared memory yet (Triton would map the region).',
+      text: "failed to register {kind} shared memory region '{region}': {kind} shared memory is not supported by tritium",
+      when: 'Register of a CUDA region (tritium has no CUDA IPC), or of a system region where the native addon cannot map memory.',
     },
     (kind: 'system' | 'cuda', region: string) => ({ kind, region }),
   ),
+  shmRegionExists: entry(
+    { code: ALREADY_EXISTS, text: "shared memory region '{region}' already in manager", when: 'Register of a name that is registered.' },
+    (region: string) => ({ region }),
+  ),
+  shmKeyReserved: entry(
+    {
+      code: INVALID_ARG,
+      text: "shared memory key '{key}' belongs to the server's own model instances and cannot be registered",
+      when: "Register of a key of tritium's stub regions or Triton's Python-backend regions.",
+    },
+    (key: string) => ({ key }),
+  ),
+  shmOpenFailed: entry(
+    { code: INTERNAL, text: "Unable to open shared memory region: '{key}'", when: 'Register of a key that does not exist or cannot be opened.' },
+    (key: string) => ({ key }),
+  ),
+  shmRegionInvalid: entry({ code: INTERNAL, text: "Invalid shared memory region: '{key}'", when: 'Register with byte_size 0.' }, (key: string) => ({ key })),
+  shmRegisterInvalidArgs: entry(
+    {
+      code: INVALID_ARG,
+      text: "failed to register shared memory region '{region}': invalid args",
+      when: 'Register of offset + byte_size beyond the end of the shared-memory object.',
+    },
+    (region: string) => ({ region }),
+  ),
   shmRegionUnknown: entry(
+    {
+      code: NOT_FOUND,
+      reason: 'REJECTED',
+      text: "Unable to find shared memory region: '{region}'",
+      when: 'An inference input or output names a region that is not registered.',
+    },
+    (region: string) => ({ region }),
+  ),
+  shmBounds: entry(
     {
       code: INVALID_ARG,
       reason: 'REJECTED',
-      text: "Unable to find shared memory region: '{region}'",
-      when: 'An inference input or output names a shared-memory region (none can be registered yet).',
+      text: "Invalid offset + byte size for shared memory region: '{region}'",
+      when: 'An input or output in shared memory with byte size 0 (or absent) or past the end of its region.',
     },
     (region: string) => ({ region }),
+  ),
+  shmOutputTooSmall: entry(
+    {
+      code: INTERNAL,
+      text: "shared memory size specified with the request for output '{output}' ({given} bytes) should be at least {needed} bytes to hold the results",
+      when: 'An output requested in shared memory is larger than the byte size the request gave it.',
+    },
+    (output: string, given: number, needed: number) => ({ output, given, needed }),
   ),
   classificationParam: fixed({
     code: INVALID_ARG,

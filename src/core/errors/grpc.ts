@@ -50,6 +50,15 @@ export const grpc = {
     { code: INVALID_ARG, reason: REJECTED, text: "parameter '{key}' has no value set", when: 'A parameter with no parameter_choice.' },
     (key: string) => ({ key }),
   ),
+  shmParameterType: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "invalid value type for '{key}' parameter, expected int64_param.",
+      when: 'shared_memory_offset / shared_memory_byte_size given as something else than a non-negative integer.',
+    },
+    (key: string) => ({ key }),
+  ),
   shmRegionParameterType: fixed({
     code: INVALID_ARG,
     reason: REJECTED,

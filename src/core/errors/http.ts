@@ -59,6 +59,25 @@ export const http = {
     { code: INVALID_ARG, reason: REJECTED, text: 'failed to parse the request JSON buffer: {detail}', when: 'The JSON of a request does not parse.' },
     (detail: string) => ({ detail }),
   ),
+  shmRegisterFieldMissing: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "Shared memory register request has no '{field}' field",
+      when: 'A system shared-memory register body without `key` or `byte_size`.',
+    },
+    (field: 'key' | 'byte_size') => ({ field }),
+  ),
+  jsonNotString: fixed({
+    code: INTERNAL,
+    text: 'attempt to access JSON non-string as string',
+    when: 'A control body (shared-memory register) has a non-string where a string belongs (Triton 2.51: 500).',
+  }),
+  jsonNotUnsigned: fixed({
+    code: INTERNAL,
+    text: 'attempt to access JSON non-unsigned-integer as unsigned-integer',
+    when: 'A control body (shared-memory register) has something else where an unsigned integer belongs (Triton 2.51: 500).',
+  }),
   jsonEmpty: fixed({
     code: INTERNAL,
     text: 'failed to parse the request JSON buffer: The document is empty. at 0',

@@ -17,6 +17,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { isDatatype } from '../../core/datatype.js';
 import { Errors } from '../../core/errors.js';
 import type { InferRequest, InferResponse, Parameters, RequestedOutput } from '../../core/inference.js';
+import type { ShmRef } from '../../core/extensions/shared-memory.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount, expectedByteSize } from '../../core/tensor.js';
 import type { ModelInferRequest } from '../../generated/grpc_service_pb.js';
@@ -60,9 +61,12 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
     const dt = input.datatype;
     if (!isDatatype(dt)) throw Errors.invalidDatatype(dt, name);
     const shape = toShape(input.shape, name, model);
-    checkNoSharedMemory(input.parameters);
+    const shm = shmRefOf(input.parameters);
     let data: Buffer;
-    if (useRaw) {
+    if (shm !== undefined) {
+      inputs[i] = { name, datatype: dt, shape, data: EMPTY, shm };
+      continue;
+    } else if (useRaw) {
       if (input.contents !== undefined) {
         throw Errors.rawAndTypedContents(name, model);
       }
@@ -86,7 +90,7 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
     for (let i = 0; i < msg.outputs.length; i++) {
       const o = msg.outputs[i]!;
       const params = readTensorParameters(o.parameters);
-      checkNoSharedMemory(o.parameters);
+      shmRefOf(o.parameters); // checks the parameters' types; the core writes the output there
       const k = params['classification'];
       if (k !== undefined) {
         if (typeof k !== 'number' || !Number.isInteger(k) || k < 0) throw Errors.classificationParam();
@@ -113,13 +117,24 @@ function toShape(dims: bigint[], name: string, model: string): number[] {
   return shape;
 }
 
-/** Client shared memory is not supported yet, so no region can have been registered. */
-function checkNoSharedMemory(params: ModelInferRequest['parameters']): void {
+/**
+ * The `shared_memory_*` parameters of an input or output, or undefined without a region. The
+ * core finds (inputs) or writes (outputs) the bytes in the registered region; a byte size of 0
+ * (absent) is refused there.
+ */
+function shmRefOf(params: ModelInferRequest['parameters']): ShmRef | undefined {
   const region = params['shared_memory_region'];
-  if (region === undefined) return;
+  if (region === undefined) return undefined;
   const c = region.parameterChoice;
   if (c.case !== 'stringParam') throw Errors.shmRegionParameterType();
-  throw Errors.shmRegionUnknown(c.value);
+  return { region: c.value, offset: int64Param(params, 'shared_memory_offset'), byteSize: int64Param(params, 'shared_memory_byte_size') };
+}
+
+function int64Param(params: ModelInferRequest['parameters'], key: string): number {
+  const c = params[key]?.parameterChoice;
+  if (c === undefined) return 0;
+  if ((c.case === 'int64Param' || c.case === 'uint64Param') && c.value >= 0n && c.value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(c.value);
+  throw Errors.shmParameterType(key);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ export function dispatch(ctx: HttpContext, req: HttpRequest, res: HttpResponse):
       case 'repository-control':
         return handleRepositoryControl(ctx, res, route.repository);
       case 'shared-memory':
-        return handleSharedMemory(res, route.memory, route.region, route.action);
+        return void handleSharedMemory(ctx, req, res, route.memory, route.region, route.action);
       case 'model':
         switch (route.action) {
           case 'infer':

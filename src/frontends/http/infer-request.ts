@@ -12,6 +12,7 @@
  * model-level validation (names, datatypes, shapes) is the core's.
  */
 import type { Datatype } from '../../core/datatype.js';
+import type { ShmRef } from '../../core/extensions/shared-memory.js';
 import { elementSize, isDatatype } from '../../core/datatype.js';
 import { Errors } from '../../core/errors.js';
 import type { InferRequest, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
@@ -130,12 +131,21 @@ function parseInput(input: Record<string, unknown>, body: Buffer, offset: number
     return { tensor: { name, datatype: dt, shape, data: body.subarray(offset, offset + size) }, fromBody: size };
   }
   if (hasShm) {
-    const region = params!.shared_memory_region;
-    if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region');
-    // Client shared memory is not supported yet, so no region can be registered.
-    throw Errors.shmRegionUnknown(region);
+    // The core finds the bytes in the registered region (core/request/shm-binding.ts).
+    return { tensor: { name, datatype: dt, shape, data: EMPTY, shm: shmRef(params!) }, fromBody: 0 };
   }
   return { tensor: { name, datatype: dt, shape, data: jsonData(input.data, name, dt, shape, headerLength) }, fromBody: 0 };
+}
+
+/** The `shared_memory_*` parameters of an input or output (byte size 0 when absent: refused by the core). */
+function shmRef(p: Record<string, unknown>): ShmRef {
+  const region = p.shared_memory_region;
+  if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region');
+  const byteSize = p.shared_memory_byte_size === undefined ? 0 : uint(p.shared_memory_byte_size);
+  if (byteSize === undefined) throw Errors.unableToParse('shared_memory_byte_size');
+  const offset = p.shared_memory_offset === undefined ? 0 : uint(p.shared_memory_offset);
+  if (offset === undefined) throw Errors.unableToParse('shared_memory_offset');
+  return { region, offset, byteSize };
 }
 
 function jsonData(data: unknown, name: string, dt: Datatype, shape: number[], headerLength: number): Buffer {
@@ -232,11 +242,7 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
       if (k === undefined) throw Errors.classificationParam();
       classification = k;
     }
-    if (hasShm) {
-      const region = p.shared_memory_region;
-      if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region');
-      throw Errors.shmRegionUnknown(region);
-    }
+    if (hasShm) shmRef(p); // checks the parameters' types; the core writes the output there
     const parameters: Parameters = {};
     for (const key of Object.keys(p)) if (isParamValue(p[key])) setOwn(parameters, key, p[key] as ParamValue);
     outputs[i] = { name, parameters };

@@ -55,7 +55,10 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
     if (choice !== undefined && choice.classification > 0) out = classify(out, choice.classification, batching);
     if (i > 0) json += ',';
     json += '{"name":' + JSON.stringify(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
-    if (binary) {
+    if (out.shm !== undefined) {
+      // Written into the client's shared-memory region: name, datatype and shape only.
+      json += '}';
+    } else if (binary) {
       json += ',"parameters":{"binary_data_size":' + out.data.length + '}}';
       if (out.data.length > 0) {
         blobs.push(out.data);
