@@ -184,9 +184,13 @@ export class InstanceLifecycle<T> {
     this.abort?.abort();
     const inc = this.current_;
     this.current_ = undefined;
-    // The serving incarnation first: a restart attempt in warmup waits on its executions.
-    if (inc !== undefined) await this.o.incarnations.stop(inc, { graceful: prior === 'ready', timeoutMs });
-    await this.attempt;
+    if (inc !== undefined) {
+      // A restart attempt still warming this one up gives up by itself once it is stopped.
+      await this.o.incarnations.stop(inc, { graceful: prior === 'ready', timeoutMs });
+    } else {
+      // A start in progress was aborted: wait until what it made is discarded.
+      await this.attempt;
+    }
     this.state_ = 'stopped';
   }
 
