@@ -71,7 +71,10 @@ export class StubInstance implements BackendInstance {
         discard: (inc) => inc.stub.dispose(),
         stop: (inc, how) => this.stopIncarnation(inc, how.graceful, how.timeoutMs),
         kill: (inc) => {
-          inc.stub.kill('The server is exiting immediately; the stub was killed.');
+          const cause = 'The server is exiting immediately; the stub was killed.';
+          inc.stub.kill(cause);
+          // Its requests fail now, before the region goes (the exit comes after).
+          inc.session.fail(Errors.stubUnhealthy(this.name, cause));
           inc.stub.channel.close();
         },
       },
