@@ -402,7 +402,7 @@ describe('instances', () => {
     const config = `
       max_batch_size: 4
       instance_group [ { kind: KIND_CPU count: 1 } ]`;
-    const { mgr, backend, failed } = await load({ mlp: { from: 'mlp', config } }, { backend: { restartDelayMs: 10 } });
+    const { mgr, backend, failed } = await load({ mlp: { from: 'mlp', config } }, { backend: { restartPolicy: { firstDelayMs: 10 } } });
     expect(failed).toEqual([]);
     const inst: OnnxInstance = [...backend.instances][0]!;
     // Kill the session's worker thread from outside, as a native crash in it would.

@@ -15,6 +15,7 @@ import { silentLogger, type Logger } from '../../core/logger.js';
 import { resolveInside } from '../../core/repository/safe-path.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
 import { autoCompleteFromGraph } from './auto-complete.js';
+import type { RestartPolicy } from '../../core/instance/lifecycle.js';
 import { OnnxInstance } from './instance.js';
 import { openSession, type RunIn, type SessionSpec } from './runner.js';
 import { chooseProvider, cudaProviderInstalled, sessionSettings, CUDA_HINT } from './session.js';
@@ -29,8 +30,8 @@ export interface OnnxBackendOptions {
   runIn?: RunIn;
   /** Overrides the check for onnxruntime-node's CUDA provider library (tests). */
   cudaInstalled?: boolean;
-  /** Delay before an instance whose worker died gets a new session (ms). */
-  restartDelayMs?: number;
+  /** Overrides of the core's restart policy for instances whose worker died (tests). */
+  restartPolicy?: Partial<RestartPolicy>;
 }
 
 const SOURCE = 'onnxruntime';
@@ -109,7 +110,7 @@ export class OnnxBackend implements Backend {
         runIn: this.runIn,
         logger,
         hooks,
-        restartDelayMs: this.o.restartDelayMs,
+        restartPolicy: this.o.restartPolicy,
         onFallback: (_failed, err) =>
           this.logOnce(
             logger,

@@ -6,12 +6,17 @@
  * (Triton's ORT batching; Python models instead see the requests one by one), and every output
  * is cut back into per-request slices. Each request gets the outputs it asked for, in its order.
  *
+ * A worker that dies is restarted by the core's lifecycle (core/instance/lifecycle.ts), with its
+ * back-off, warmup before traffic and give-up, as for Python stubs; each start opens a fresh
+ * session and checks the config against the graph again.
+ *
  * Execution phases (statistics): compute_input = building the ORT input tensors, compute_infer
  * = session.run, compute_output = splitting the outputs and responding.
  */
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
 import type { Datatype } from '../../core/datatype.js';
 import { Errors, type TritonError, asTritonError } from '../../core/errors.js';
+import { InstanceLifecycle, lifecycleEvents, type RestartPolicy } from '../../core/instance/lifecycle.js';
 import type { Logger } from '../../core/logger.js';
 import { datatypeOf } from '../../core/model/config-view.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
@@ -35,8 +40,8 @@ export interface OnnxInstanceOptions {
   hooks: InstanceHooks;
   /** A session spec failed to open and the next one is tried: log why (once per model). */
   onFallback?: (failed: SessionSpec, err: Error) => void;
-  /** Delay before re-creating a worker that died (ms). */
-  restartDelayMs?: number;
+  /** Overrides of the core's restart policy (tests). */
+  restartPolicy?: Partial<RestartPolicy>;
 }
 
 interface InputPlan {
@@ -67,21 +72,17 @@ interface Run {
   error?: TritonError;
 }
 
-type State = 'starting' | 'ready' | 'restarting' | 'stopped';
-
 export class OnnxInstance implements BackendInstance {
   readonly name: string;
   readonly kind: 'CPU' | 'GPU' | 'MODEL';
   readonly deviceId: number;
   /** The provider the session actually runs on, once started. */
   provider: 'cpu' | 'cuda' | undefined;
-  private state: State = 'starting';
-  private runner: SessionRunner | undefined;
+  private readonly life: InstanceLifecycle<SessionRunner>;
   private readonly batching: boolean;
   private readonly inputs = new Map<string, InputPlan>();
   private readonly outputs = new Map<string, OutputPlan>();
   private readonly allOutputs: string[];
-  private restartTimer: NodeJS.Timeout | undefined;
   private runs = 0;
 
   constructor(private readonly o: OnnxInstanceOptions) {
@@ -106,10 +107,39 @@ export class OnnxInstance implements BackendInstance {
       this.outputs.set(out.name, { name: out.name, datatype: datatypeOf(out.dataType), dims: out.dims.map(Number), reshape: out.reshape?.shape.map(Number) });
     }
     this.allOutputs = cfg.output.map((x) => x.name);
+    this.life = new InstanceLifecycle<SessionRunner>({
+      name: o.name,
+      label: `onnxruntime instance '${o.name}' of model '${cfg.name}'`,
+      logSource: 'onnxruntime',
+      logger: o.logger,
+      events: lifecycleEvents(this, o.hooks),
+      ...(o.restartPolicy ? { policy: o.restartPolicy } : {}),
+      incarnations: {
+        start: () => this.open(),
+        discard: (runner) => runner.close().catch(() => {}),
+        stop: (runner) => runner.close(),
+        kill: (runner) => void runner.close().catch(() => {}),
+      },
+    });
   }
 
   isReady(): boolean {
-    return this.state === 'ready';
+    return this.life.isReady();
+  }
+
+  /** Why the instance is not ready ('' when it is). */
+  get reason(): string {
+    return this.life.reason;
+  }
+
+  /** Supervision gave up restarting it: it stays down until the model is reloaded. */
+  get gaveUp(): boolean {
+    return this.life.gaveUp;
+  }
+
+  /** The session that may run now (ready, or warming up after a restart). */
+  private get runner(): SessionRunner | undefined {
+    return this.life.serving;
   }
 
   /** Session executions so far (tests and diagnostics). */
@@ -119,18 +149,27 @@ export class OnnxInstance implements BackendInstance {
 
   /** Opens the session and checks the config against the graph; rejects with the load error. */
   async start(): Promise<SessionInfo> {
-    const runner = await this.open();
+    return (await this.life.start()).info;
+  }
+
+  /** One incarnation: a session that opens, agrees with the config and reports its death. */
+  private async open(): Promise<SessionRunner> {
+    const runner = await this.openFirstThatWorks();
     try {
       checkConfigAgainstGraph(this.o.config, runner.info);
     } catch (err) {
       await runner.close().catch(() => {});
       throw err;
     }
-    this.adopt(runner);
-    return runner.info;
+    for (const g of runner.info.inputs) {
+      const plan = this.inputs.get(g.name);
+      if (plan) plan.graphScalar = g.shape.length === 0;
+    }
+    runner.onDeath = (err) => this.life.died(runner, `onnxruntime session of instance '${this.name}' (model '${this.o.config.name}') died: ${err.message}.`);
+    return runner;
   }
 
-  private async open(): Promise<SessionRunner> {
+  private async openFirstThatWorks(): Promise<SessionRunner> {
     let lastError: Error | undefined;
     for (const [k, spec] of this.o.sessions.entries()) {
       try {
@@ -145,53 +184,9 @@ export class OnnxInstance implements BackendInstance {
     throw Errors.onnxSession(this.name, this.o.config.name, lastError?.message ?? 'no session options');
   }
 
-  private adopt(runner: SessionRunner): void {
-    for (const g of runner.info.inputs) {
-      const plan = this.inputs.get(g.name);
-      if (plan) plan.graphScalar = g.shape.length === 0;
-    }
-    this.runner = runner;
-    runner.onDeath = (err) => this.onDeath(runner, err);
-    this.state = 'ready';
-  }
-
-  /** A worker died under us: fail nothing more, go not-ready, start a fresh session. */
-  private onDeath(runner: SessionRunner, err: Error): void {
-    if (runner !== this.runner || this.state === 'stopped') return;
-    this.runner = undefined;
-    this.state = 'restarting';
-    this.o.logger.error(`onnxruntime session of instance '${this.name}' (model '${this.o.config.name}') died: ${err.message}; restarting it`, 'onnxruntime');
-    this.o.hooks.onReadinessChange(this, false);
-    const retry = () => {
-      this.restartTimer = undefined;
-      if (this.state === 'stopped') return;
-      this.open().then(
-        (fresh) => {
-          if (this.state === 'stopped') {
-            void fresh.close();
-            return;
-          }
-          this.adopt(fresh);
-          this.o.hooks.onRestart(this);
-          this.o.hooks.onReadinessChange(this, true);
-        },
-        (e: Error) => {
-          this.o.logger.error(`restarting instance '${this.name}' failed: ${e.message}`, 'onnxruntime');
-          this.restartTimer = setTimeout(retry, 5 * (this.o.restartDelayMs ?? 1000));
-          this.restartTimer.unref();
-        },
-      );
-    };
-    this.restartTimer = setTimeout(retry, this.o.restartDelayMs ?? 1000);
-    this.restartTimer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.state = 'stopped';
-    if (this.restartTimer) clearTimeout(this.restartTimer);
-    const runner = this.runner;
-    this.runner = undefined;
-    await runner?.close();
+  /** Closes the session (and its worker); no restart after this. */
+  stop(): Promise<void> {
+    return this.life.stop(5000);
   }
 
   async execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
@@ -203,7 +198,7 @@ export class OnnxInstance implements BackendInstance {
       if (pr.cancelled) pr.fail(Errors.cancelled());
       else live.push(pr);
     }
-    if (!runner || this.state !== 'ready') {
+    if (!runner) {
       const err = Errors.onnxInstanceNotReady(this.name, this.o.config.name);
       for (const pr of live) pr.fail(err);
       const t = process.hrtime.bigint();

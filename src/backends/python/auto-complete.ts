@@ -6,8 +6,7 @@
  */
 import { Errors } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { StubChannel, newRegionName } from './ipc/channel.js';
-import { describeExit, spawnStub, stderrTail } from './stub-process.js';
+import { LaunchedStub } from './launcher.js';
 
 export interface AutoCompleteRun {
   modelName: string;
@@ -22,54 +21,43 @@ export interface AutoCompleteRun {
 }
 
 export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
-  const region = newRegionName(`${o.modelName}_autocomplete`);
-  const channel = StubChannel.create({ region, defaultByteSize: o.shmDefaultByteSize, growthByteSize: o.shmGrowthByteSize });
-  const child = spawnStub({
+  const stub = new LaunchedStub({
     python: o.python,
     env: o.env,
     modelFile: o.modelFile,
-    region,
-    wakeFd: channel.wakeFd,
-    growthByteSize: o.shmGrowthByteSize,
     name: o.modelName,
     mode: 'autocomplete',
-    logVerbose: o.logger.settings.verbose,
+    regionPrefix: `${o.modelName}_autocomplete`,
+    shmDefaultByteSize: o.shmDefaultByteSize,
+    shmGrowthByteSize: o.shmGrowthByteSize,
     logger: o.logger,
     label: o.modelName,
+    logSource: o.modelName,
+    deathError: (exit, tail) =>
+      exit.spawnError ? Errors.autoCompleteSpawn(o.python, o.modelName, exit.spawnError.message) : Errors.autoCompleteDied(o.modelName, exit.cause, tail),
   });
+  stub.onMessage = (m) => {
+    if (m.t === 'log') o.logger.info(`[${o.modelName}] ${m.msg}`, o.modelName);
+  };
+  const ask = async () => {
+    await stub.expect(['hello']);
+    stub.channel.send({ t: 'autocomplete', config: o.configJson });
+    const reply = await stub.expect(['autocomplete_ok', 'autocomplete_err']);
+    if (reply.t === 'autocomplete_err') throw Errors.autoCompleteFailed(String(reply.msg));
+    return String(reply.config);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Errors.autoCompleteTimeout(o.modelName, o.timeoutMs)), o.timeoutMs);
+  });
+  const answer = ask();
+  // Past the timeout the stub is killed below, and the question left waiting fails unheard.
+  answer.catch(() => {});
   try {
-    return await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(Errors.autoCompleteTimeout(o.modelName, o.timeoutMs));
-      }, o.timeoutMs);
-      let settled = false;
-      const done = (f: () => void) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        f();
-      };
-      child.once('error', (err) => done(() => reject(Errors.autoCompleteSpawn(o.python, o.modelName, err.message))));
-      child.once('exit', (code, signal) => {
-        // The answer may still sit in the ring: the stub answers, then exits at once.
-        channel.drain();
-        void stderrTail(child).then((tail) => done(() => reject(Errors.autoCompleteDied(o.modelName, describeExit({ code, signal }), tail))));
-      });
-      channel.onMessage((m: { t: string; config?: string; msg?: string; level?: string }) => {
-        if (m.t === 'hello') channel.send({ t: 'autocomplete', config: o.configJson });
-        else if (m.t === 'autocomplete_ok') done(() => resolve(String(m.config)));
-        else if (m.t === 'autocomplete_err') done(() => reject(Errors.autoCompleteFailed(String(m.msg))));
-        else if (m.t === 'log') o.logger.info(`[${o.modelName}] ${m.msg}`, o.modelName);
-      });
-    });
+    return await Promise.race([answer, timeout]);
   } finally {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      // The stub exits by itself after answering; make sure it does.
-      const t = setTimeout(() => child.kill('SIGKILL'), 2000);
-      await exited;
-      clearTimeout(t);
-    }
-    channel.close();
+    clearTimeout(timer);
+    // The stub exits by itself after answering; make sure it does.
+    await stub.dispose(2000);
   }
 }

@@ -1,0 +1,217 @@
+/**
+ * @module backends/python/launcher
+ * Brings one stub up and watches it, for instances and for the auto-complete stub alike: creates
+ * its shared-memory channel, spawns the process (stub-process.ts: the wake eventfd as fd 3, an
+ * instance's readiness pipe as fd 4, its output in the server log), waits for the messages of
+ * a handshake (`expect`), kills a stub whose heartbeat stops (the watchdog), and reports its
+ * exit once, with a cause: the spawn error, why Node killed it, or how it ended.
+ *
+ * What the stub is for (initialize and serve, or run auto_complete_config) is the caller's.
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import type { Logger } from '../../core/logger.js';
+import { StubChannel, newRegionName, type IpcWaitOptions } from './ipc/channel.js';
+import type { StubMessageType, StubToNode } from './ipc/messages.js';
+import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
+
+export interface LaunchOptions {
+  python: string;
+  env?: NodeJS.ProcessEnv;
+  modelFile: string;
+  /** Instance name, or the model name for the auto-complete stub. */
+  name: string;
+  mode: 'instance' | 'autocomplete';
+  /** Region name prefix (newRegionName). */
+  regionPrefix: string;
+  shmDefaultByteSize: number;
+  shmGrowthByteSize: number;
+  ipcWait?: IpcWaitOptions;
+  logger: Logger;
+  /** Label of the stub's output lines, e.g. `add_sub/add_sub_0_0`. */
+  label: string;
+  /** Source of the launcher's own log lines (the model name). */
+  logSource: string;
+  /** Bound of the heartbeat watchdog; no watchdog when absent (the auto-complete stub). */
+  stubTimeoutSeconds?: number;
+  /** Kills the stub when aborted (the instance was stopped while this stub started). */
+  signal?: AbortSignal;
+  /** The error a pending `expect` rejects with when the stub ends first. */
+  deathError(exit: StubExit, stderrTail: string): Error;
+}
+
+export interface StubExit extends ExitInfo {
+  spawnError?: Error;
+  /** One sentence: why Node killed it, the spawn failure, or how it ended. */
+  cause: string;
+}
+
+type Waiter = { types: StubMessageType[]; resolve: (m: StubToNode) => void; reject: (e: Error) => void };
+
+export class LaunchedStub {
+  readonly channel: StubChannel;
+  readonly child: ChildProcess;
+  /** Node's end of an instance's readiness pipe (docs/ipc.md, "Readiness requests"). */
+  readonly readinessPipe: Writable | undefined;
+  /** Resolves once, when the process is gone and late messages were dispatched. */
+  readonly exited: Promise<StubExit>;
+  /** Messages no `expect` waits for. */
+  onMessage: (m: StubToNode) => void = () => {};
+  private waiter: Waiter | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
+  /** Set just before Node makes the stub end, so its exit says why. */
+  private exitCause: string | undefined;
+  private gone = false;
+
+  constructor(private readonly o: LaunchOptions) {
+    const region = newRegionName(o.regionPrefix);
+    const channel = StubChannel.create({
+      region,
+      defaultByteSize: o.shmDefaultByteSize,
+      growthByteSize: o.shmGrowthByteSize,
+      ...(o.ipcWait ? { wait: o.ipcWait } : {}),
+    });
+    this.channel = channel;
+    channel.onMessage((m) => this.route(m));
+    const child = spawnStub({
+      python: o.python,
+      env: o.env,
+      modelFile: o.modelFile,
+      region,
+      wakeFd: channel.wakeFd,
+      growthByteSize: o.shmGrowthByteSize,
+      name: o.name,
+      mode: o.mode,
+      logVerbose: o.logger.settings.verbose,
+      logger: o.logger,
+      label: o.label,
+      ipcWait: o.ipcWait,
+    });
+    this.child = child;
+    this.readinessPipe = readinessPipe(child);
+    let spawnError: Error | undefined;
+    const ended = new Promise<ExitInfo>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('error', (err) => {
+        spawnError = err;
+        resolve({ code: -1, signal: null });
+      });
+    });
+    this.exited = ended.then((info) => this.onEnd(info, spawnError));
+    // Supervised from the spawn on: a stub that freezes while importing model.py or inside
+    // initialize is killed like one that freezes in execute.
+    if (o.stubTimeoutSeconds !== undefined) this.startWatchdog(o.stubTimeoutSeconds);
+    if (o.signal) {
+      if (o.signal.aborted) this.kill();
+      else o.signal.addEventListener('abort', () => this.kill(), { once: true });
+    }
+  }
+
+  /** False once the process exited (or never started). */
+  get alive(): boolean {
+    return !this.gone && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Waits for one of `types`; rejects with `deathError` if the stub ends first. */
+  expect<T extends StubMessageType>(types: T[]): Promise<Extract<StubToNode, { t: T }>> {
+    return new Promise((resolve, reject) => {
+      if (this.gone) {
+        void this.exited.then(async (exit) => reject(this.o.deathError(exit, await stderrTail(this.child))));
+        return;
+      }
+      this.waiter = {
+        types,
+        resolve: (m) => {
+          this.waiter = undefined;
+          resolve(m as Extract<StubToNode, { t: T }>);
+        },
+        reject: (e) => {
+          this.waiter = undefined;
+          reject(e);
+        },
+      };
+    });
+  }
+
+  /** The cause the exit will carry when the stub ends on a request of Node's (finalize). */
+  expectExit(cause: string): void {
+    this.exitCause = cause;
+  }
+
+  /** SIGKILL; `cause` becomes the exit's cause. */
+  kill(cause?: string): void {
+    if (cause !== undefined) this.exitCause = cause;
+    if (this.alive) this.child.kill('SIGKILL');
+  }
+
+  /**
+   * Ends the stub and removes its shared memory: waits `graceMs` for it to exit by itself
+   * (the auto-complete stub does after answering), then kills it.
+   */
+  async dispose(graceMs = 0): Promise<void> {
+    if (this.alive) {
+      const t = setTimeout(() => this.kill(), graceMs);
+      await this.exited;
+      clearTimeout(t);
+    }
+    this.channel.close();
+  }
+
+  private route(m: StubToNode): void {
+    if (this.waiter?.types.includes(m.t)) this.waiter.resolve(m);
+    else this.onMessage(m);
+  }
+
+  private async onEnd(info: ExitInfo, spawnError: Error | undefined): Promise<StubExit> {
+    this.gone = true;
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = undefined;
+    // Messages the stub wrote just before it ended still count (an answer, finalize's sends).
+    this.channel.drain();
+    const cause = spawnError ? `Failed to start '${this.o.python}': ${spawnError.message}.` : (this.exitCause ?? describeExit(info));
+    const exit: StubExit = { ...info, cause, ...(spawnError ? { spawnError } : {}) };
+    const waiter = this.waiter;
+    if (waiter) {
+      // Ended while starting (import error, missing numpy, initialize killed it): the error
+      // carries what the stub last wrote on stderr.
+      void stderrTail(this.child).then((tail) => waiter.reject(this.o.deathError(exit, tail)));
+    }
+    return exit;
+  }
+
+  /**
+   * Kills the stub when its heartbeat (written every 100 ms by a thread of the stub) stops
+   * moving for stub-timeout-seconds: the process is frozen (a native call holding the GIL, a
+   * deadlock, SIGSTOP). A long pure-Python execute keeps beating and is left alone, as in
+   * Triton. Before the first beat (interpreter start, imports) the bound is at least 60 s.
+   */
+  private startWatchdog(timeoutSeconds: number): void {
+    const periodMs = 1000;
+    const limit = Math.max(1, Math.ceil((timeoutSeconds * 1000) / periodMs));
+    const startLimit = Math.max(limit, 60);
+    let last = this.channel.heartbeatMs();
+    let stale = 0;
+    const timer = setInterval(() => {
+      if (!this.alive) {
+        clearInterval(timer);
+        return;
+      }
+      const hb = this.channel.heartbeatMs();
+      if (hb !== last) {
+        last = hb;
+        stale = 0;
+        return;
+      }
+      if (++stale >= (hb === 0 ? startLimit : limit)) {
+        clearInterval(timer);
+        this.o.logger.error(
+          `Stub process '${this.o.name}' sent no heartbeat for ${stale} s (stub-timeout-seconds=${timeoutSeconds}); killing it.`,
+          this.o.logSource,
+        );
+        this.kill(`No heartbeat for ${stale} s (stub-timeout-seconds=${timeoutSeconds}); the stub was killed.`);
+      }
+    }, periodMs);
+    timer.unref();
+    this.watchdog = timer;
+  }
+}

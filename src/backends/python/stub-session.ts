@@ -1,0 +1,278 @@
+/**
+ * @module backends/python/stub-session
+ * The requests of one running stub (one incarnation of an instance): turns scheduled batches
+ * into `exec` messages with their inputs in the channel's arenas, keeps each request open until
+ * its final response, and delivers what comes back — responses returned by `execute` (in
+ * `exec_done`) and those sent through a response sender (`send`) — freeing every block once it
+ * is finished with. When the stub dies, `fail` ends everything at once.
+ *
+ * A session lives and dies with its stub: a restarted instance gets a new session with a new
+ * channel, so nothing of a dead region is ever read.
+ */
+import { Errors, type TritonError } from '../../core/errors.js';
+import { readParameters } from '../../core/request/parameters.js';
+import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
+import type { Tensor } from '../../core/tensor.js';
+import { readOutput, writeInput, type Block } from './codec.js';
+import type { StubChannel } from './ipc/channel.js';
+import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg } from './ipc/messages.js';
+
+/**
+ * Batches handed to a stub before the one it runs is answered (see ExecutionInstance
+ * .pipelineDepth): with 2 the stub finds its next request in ring A the moment it answers, and
+ * neither side sleeps in between under load.
+ */
+export const PIPELINE_DEPTH = 2;
+
+interface LiveRequest {
+  pr: PendingRequest;
+  /** Input blocks and the cancel flag, freed when the request is finished with. */
+  blocks: Block[];
+  /** Non-decoupled: a response sent through the sender without FINAL, waiting for FINAL. */
+  held?: RespWire;
+  /** Removes the abort listener. */
+  detach?: () => void;
+}
+
+interface Batch {
+  id: number;
+  rids: number[];
+  requests: PendingRequest[];
+  startNs: bigint;
+  inputEndNs: bigint;
+  /** Sent while another batch ran: it starts when that one is answered. */
+  queued: boolean;
+  resolve: (t: ExecutionTimes) => void;
+}
+
+export interface StubSessionOptions {
+  instanceName: string;
+  decoupled: boolean;
+}
+
+export class StubSession {
+  private readonly live = new Map<number, LiveRequest>();
+  /** Sent to the stub and not answered yet, in the order the stub runs them. */
+  private readonly inFlight: Batch[] = [];
+  private nextRid = 1;
+  private nextBatch = 1;
+  /** The stub is gone: its region's blocks died with it. */
+  private closed = false;
+
+  constructor(
+    private readonly channel: StubChannel,
+    private readonly o: StubSessionOptions,
+  ) {}
+
+  /** Sends one batch; resolves when the stub answered it (see ExecutionInstance.execute). */
+  execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
+    const startNs = process.hrtime.bigint();
+    const channel = this.channel;
+    const reqs: ExecRequestWire[] = [];
+    const rids: number[] = [];
+    try {
+      for (const pr of batch) {
+        const rid = this.nextRid++;
+        const blocks: Block[] = [];
+        const live: LiveRequest = { pr, blocks };
+        this.live.set(rid, live);
+        rids.push(rid);
+        const inputs = pr.request.inputs.map((t) => writeInput(channel, t, blocks));
+        const flag = channel.allocInput(4);
+        flag.view.writeUInt32LE(pr.cancelled ? 1 : 0, 0);
+        blocks.push([flag.seg, flag.off]);
+        const signal = pr.request.signal;
+        if (signal && !signal.aborted) {
+          const onAbort = () => flag.view.writeUInt32LE(1, 0);
+          signal.addEventListener('abort', onAbort, { once: true });
+          live.detach = () => signal.removeEventListener('abort', onAbort);
+        }
+        reqs.push({
+          rid,
+          id: pr.request.id,
+          ...requestFields(pr),
+          timeout: pr.timeoutUs,
+          outs: requestedOutputs(pr),
+          inputs,
+          cflag: [flag.seg, flag.off],
+        });
+      }
+    } catch (err) {
+      // Shared memory exhausted: only this batch fails, with the reason.
+      const e = Errors.batchSendFailed((err as Error).message);
+      for (const rid of rids) this.finish(rid, undefined, e);
+      const t = process.hrtime.bigint();
+      return Promise.resolve({ startNs, inputEndNs: t, inferEndNs: t, endNs: t });
+    }
+    const id = this.nextBatch++;
+    return new Promise<ExecutionTimes>((resolve) => {
+      const inputEndNs = process.hrtime.bigint();
+      this.inFlight.push({ id, rids, requests: batch, startNs, inputEndNs, queued: this.inFlight.length > 0, resolve });
+      channel.send({ t: 'exec', id, reqs });
+    });
+  }
+
+  /** `exec_done`: the batch at the head of the pipeline was answered. */
+  execDone(m: ExecDoneMsg): void {
+    const batch = this.inFlight[0];
+    if (!batch || batch.id !== m.id) return;
+    this.inFlight.shift();
+    const inferEndNs = process.hrtime.bigint();
+    const next = this.inFlight[0];
+    if (next?.queued) {
+      // It waited in ring A behind this one: that wait is queue time, and its execution
+      // starts now (its inputs were copied when it was sent).
+      next.startNs = next.inputEndNs = inferEndNs;
+      for (const pr of next.requests) pr.queueEndNs = inferEndNs;
+    }
+    const batchError = m.err !== undefined ? Errors.executeFailed(m.err) : undefined;
+    // The instance is free as soon as the stub answered: resolve first, so the scheduler's
+    // continuation (a microtask) sends the next batch to the stub, and write this batch's
+    // responses to the clients afterwards (setImmediate), while the stub already works.
+    // Requests stay in `live` until then, so a stub death in between still fails them
+    // instead of reading the dead region.
+    batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
+    const rescheduled = new Set(m.resched ?? []);
+    setImmediate(() => this.settle(batch.rids, m.resps, batchError, rescheduled));
+  }
+
+  /**
+   * Answers the requests of a finished batch from its `exec_done`. A request without a
+   * returned response stays open: its response sender may still answer after execute
+   * returned, from another thread (as in Triton). It ends with a sender FINAL, the stub's
+   * notice that the model dropped it (`send` with FINAL, see RequestSlot.__del__), or the
+   * instance stopping (fail) — never by waiting here.
+   */
+  private settle(rids: number[], resps: Array<RespWire | null> | undefined, batchError: TritonError | undefined, rescheduled: Set<number>): void {
+    if (this.closed) return;
+    rids.forEach((rid, i) => {
+      const live = this.live.get(rid);
+      if (!live) return;
+      if (batchError) {
+        // A non-decoupled response already sent through the sender stays the answer (Triton
+        // hands it to the client before the batch fails); the model saw the error raised.
+        if (!this.o.decoupled && live.held !== undefined) this.finish(rid, live.held);
+        else this.finish(rid, undefined, batchError);
+        return;
+      }
+      const resp = resps?.[i] ?? null;
+      if (resp) {
+        this.finish(rid, resp);
+      } else if (!this.o.decoupled && rescheduled.has(i)) {
+        // Rescheduling is not implemented on the Node side: answer instead of hanging.
+        this.finish(rid, undefined, Errors.noResponse(this.o.instanceName));
+      } else if (!this.o.decoupled && live.pr.done) {
+        this.release(rid);
+      }
+    });
+  }
+
+  /** `send`: a response (or a bare FINAL) from a request's response sender. */
+  sent(m: SendMsg): void {
+    const live = this.live.get(m.rid);
+    if (!live) {
+      if (m.resp?.outs) this.channel.releaseOutputs(m.resp.outs.map((d) => [d[3], d[4]] as Block));
+      return;
+    }
+    const final = (m.flags & 1) === 1;
+    if (!this.o.decoupled) {
+      // Non-decoupled: one response, delivered once FINAL arrives (possibly in the same send).
+      if (m.resp) live.held = m.resp;
+      if (final) this.finish(m.rid, live.held ?? {}, undefined);
+      return;
+    }
+    if (m.resp) this.deliver(live, m.resp, final);
+    else if (final) this.deliver(live, {}, true, true);
+    if (final) this.release(m.rid);
+  }
+
+  /**
+   * The stub is gone: every open request fails now with `error` (not at a client timeout),
+   * every batch in flight is answered, and nothing of the region is touched afterwards.
+   */
+  fail(error: TritonError): void {
+    for (const rid of [...this.live.keys()]) this.finish(rid, undefined, error);
+    for (const b of this.inFlight.splice(0)) {
+      const t = process.hrtime.bigint();
+      b.resolve({ startNs: b.startNs, inputEndNs: b.inputEndNs, inferEndNs: t, endNs: t });
+    }
+    this.closed = true;
+  }
+
+  /** Sends one response to the request; the final one frees its blocks. */
+  private finish(rid: number, resp: RespWire | undefined, error?: TritonError): void {
+    const live = this.live.get(rid);
+    if (!live) return;
+    if (error) live.pr.fail(error);
+    else this.deliver(live, resp ?? {}, true);
+    this.release(rid);
+  }
+
+  private deliver(live: LiveRequest, resp: RespWire, final: boolean, flagsOnly = false): void {
+    const pr = live.pr;
+    const channel = this.channel;
+    if (resp.err) {
+      const [code, msg] = resp.err;
+      if (resp.outs?.length) channel.releaseOutputs(resp.outs.map((d) => [d[3], d[4]] as Block));
+      pr.respond({
+        modelName: pr.request.modelName,
+        modelVersion: '',
+        id: pr.request.id,
+        outputs: [],
+        error: Errors.modelRaised(code, msg),
+        final,
+      });
+      return;
+    }
+    const blocks: Block[] = [];
+    const outputs: Tensor[] = (resp.outs ?? []).map((d) => readOutput(channel, d, blocks));
+    let released = blocks.length === 0;
+    pr.respond({
+      modelName: pr.request.modelName,
+      modelVersion: (pr as { version?: string }).version ?? '',
+      id: pr.request.id,
+      parameters: resp.params ? parseParams(resp.params) : undefined,
+      outputs,
+      final,
+      flagsOnly: flagsOnly || undefined,
+      release: () => {
+        if (released) return;
+        released = true;
+        // After a restart the old region is gone; its blocks died with it.
+        if (!this.closed) channel.releaseOutputs(blocks);
+      },
+    });
+  }
+
+  private release(rid: number): void {
+    const live = this.live.get(rid);
+    if (!live) return;
+    this.live.delete(rid);
+    live.detach?.();
+    if (!this.closed) for (const [seg, off] of live.blocks) this.channel.freeInput(seg, off);
+  }
+}
+
+/** Fields of the `exec` message derived from request parameters (sequence, custom). */
+function requestFields(pr: PendingRequest) {
+  const p = readParameters(pr.request.parameters);
+  const custom = Object.keys(p.custom).length ? JSON.stringify(p.custom, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)) : '{}';
+  return {
+    corr: typeof p.sequenceId === 'bigint' ? (p.sequenceId <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(p.sequenceId) : p.sequenceId) : p.sequenceId,
+    flags: (p.sequenceStart ? 1 : 0) | (p.sequenceEnd ? 2 : 0),
+    params: custom,
+  };
+}
+
+function requestedOutputs(pr: PendingRequest): string[] | null {
+  return pr.request.outputs ? pr.request.outputs.map((o) => o.name) : null;
+}
+
+function parseParams(json: string): Record<string, string | number | boolean> | undefined {
+  try {
+    const v = JSON.parse(json) as Record<string, string | number | boolean>;
+    return Object.keys(v).length ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
