@@ -73,14 +73,24 @@ async function waitFor(what: string, pred: () => boolean): Promise<void> {
   }
 }
 
-async function startPeer(c: { name: string; ring: number; growth?: number }, role: string, section: string, native: string): Promise<Peer> {
+interface PeerCase {
+  name: string;
+  ring: number;
+  growth?: number;
+  spinMode?: 'adaptive' | 'always' | 'never';
+  doorbellStart?: number;
+}
+
+async function startPeer(c: PeerCase, role: string, section: string, native: string): Promise<Peer> {
   const ch = StubChannel.create<ConfMessage, ConfMessage>({
     region: newRegionName('conf'),
     defaultByteSize: MiB,
     growthByteSize: c.growth ?? MiB,
     ringByteSize: c.ring,
+    wait: { spinUs: 50, spinMode: c.spinMode ?? 'never' },
   });
   const hdr = new Header(ch.region);
+  for (const ring of [RING_A, RING_B]) hdr.set32(ring.doorbell, c.doorbellStart ?? 0);
   const child = spawn(PYTHON, [PEER, ch.region, role, section, c.name], {
     stdio: ['pipe', 'pipe', 'inherit', ch.wakeFd],
     env: { ...process.env, TRITIUM_STUB_NATIVE: native, TRITIUM_STUB_WAKE_FD: '3' },
@@ -205,32 +215,33 @@ describe.each([
     });
   });
 
-  const sleeping = CASES.signals.find((s) => s.kind === 'sleeping')!;
   const heartbeat = CASES.signals.find((s) => s.kind === 'heartbeat')!;
 
-  it('the stub sleeps on ring A only with `sleeping` set, and wakes for a publish', async () => {
-    const p = await startPeer(sleeping, 'sleeping-reader', 'signals', native);
-    const addon = loadNative();
-    for (let k = 0; k < sleeping.rounds!; k++) {
-      await waitFor('the stub to sleep on ring A', () => p.hdr.ring(RING_A).sleeping === 1);
-      // sleeping = 1 promises a FUTEX_WAIT on the doorbell: a FUTEX_WAKE there finds it.
-      await waitFor('a FUTEX_WAKE to find the stub waiting', () => addon.futexWake(p.hdr.sab, RING_A.doorbell) >= 1);
-      p.ch.send(message(k, 8));
-    }
-    const rep = await p.report();
-    expect(rep.received).toEqual([0, 1, 2].slice(0, sleeping.rounds));
-    expect(rep.sleepingAfter).toBe(0);
-  });
+  describe.each(CASES.signals.filter((s) => s.kind === 'sleeping'))('signals case: $name', (sleeping) => {
+    it('the stub sleeps on ring A only with `sleeping` set, and wakes for a publish', async () => {
+      const p = await startPeer(sleeping, 'sleeping-reader', 'signals', native);
+      const addon = loadNative();
+      for (let k = 0; k < sleeping.rounds!; k++) {
+        await waitFor('the stub to sleep on ring A', () => p.hdr.ring(RING_A).sleeping === 1);
+        // sleeping = 1 promises a FUTEX_WAIT on the doorbell: a FUTEX_WAKE there finds it.
+        await waitFor('a FUTEX_WAKE to find the stub waiting', () => addon.futexWake(p.hdr.sab, RING_A.doorbell) >= 1);
+        p.ch.send(message(k, 8));
+      }
+      const rep = await p.report();
+      expect(rep.received).toEqual(Array.from({ length: sleeping.rounds! }, (_, k) => k));
+      expect(rep.sleepingAfter).toBe(0);
+    });
 
-  it('Node asks for a wake-up with `sleeping` on ring B, and the stub wakes it', async () => {
-    const p = await startPeer(sleeping, 'sleeping-writer', 'signals', native);
-    // Node drains only when the stub writes its eventfd: each message arriving is a wake-up.
-    const got = await readCase(p);
-    const rep = await p.report();
-    expect(got.errors).toEqual([]);
-    expect(got.lengths.length).toBe(sleeping.rounds);
-    expect(rep.rounds.every((r: { sleeping: number }) => r.sleeping === 1)).toBe(true);
-    await waitFor('Node to ask for the next wake-up', () => p.hdr.ring(RING_B).sleeping === 1);
+    it('Node asks for a wake-up with `sleeping` on ring B, and the stub wakes it', async () => {
+      const p = await startPeer(sleeping, 'sleeping-writer', 'signals', native);
+      // Node drains only when the stub writes its eventfd: each message arriving is a wake-up.
+      const got = await readCase(p);
+      const rep = await p.report();
+      expect(got.errors).toEqual([]);
+      expect(got.lengths.length).toBe(sleeping.rounds);
+      expect(rep.rounds.every((r: { sleeping: number }) => r.sleeping === 1)).toBe(true);
+      await waitFor('Node to ask for the next wake-up', () => p.hdr.ring(RING_B).sleeping === 1);
+    });
   });
 
   it('the stub pid and heartbeat words', async () => {

@@ -22,6 +22,8 @@ export interface RingCase {
   name: string;
   ring: number;
   blockReader?: boolean;
+  /** How both readers wait (docs/ipc.md, "Waiting"); the suite's default is to sleep at once. */
+  spinMode?: 'adaptive' | 'always' | 'never';
   messages: SizeSpec[] | { pattern: SizeSpec[]; count: number };
 }
 export interface SignalCase {
@@ -30,6 +32,8 @@ export interface SignalCase {
   ring: number;
   rounds?: number;
   periodS?: number;
+  /** Both doorbells start here (near 2^32, to see them wrap). */
+  doorbellStart?: number;
 }
 export interface CorruptionCase {
   name: string;
@@ -186,6 +190,10 @@ export class Header {
 
   get32(off: number): number {
     return Atomics.load(this.i32, off / 4) >>> 0;
+  }
+
+  set32(off: number, v: number): void {
+    Atomics.store(this.i32, off / 4, v | 0);
   }
 
   cap(): number {

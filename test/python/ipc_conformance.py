@@ -356,9 +356,10 @@ def check_blocks(blocks, view) -> list[str]:
 # ---- the peer process -----------------------------------------------------------------------
 
 
-def _open_channel(region: str, growth: int):
+def _open_channel(region: str, case: dict):
     fd = os.environ.get("TRITIUM_STUB_WAKE_FD")
-    return ipc.Channel(region, growth, spin_mode="never", wake_fd=None if fd is None else int(fd))
+    mode = case.get("spinMode", "never")
+    return ipc.Channel(region, case.get("growth", 1 << 16), spin_mode=mode, wake_fd=None if fd is None else int(fd))
 
 
 def _idle(ring: dict) -> bool:
@@ -374,7 +375,7 @@ def _wait_go() -> None:
 def peer(region: str, role: str, section: str, name: str) -> dict:
     case = find_case(section, name)
     hdr = Header(region)
-    ch = _open_channel(region, case.get("growth", 1 << 16))
+    ch = _open_channel(region, case)
     out: dict = {"native": ch.is_native}
     try:
         if role == "ring-writer":

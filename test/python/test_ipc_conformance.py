@@ -145,34 +145,44 @@ def test_emulator_writes_ring_a_the_stub_reads(emulator, case, native):
 
 # ---- the sleeping word, wake-ups and the health words -------------------------------------------
 
-SLEEPING = next(c for c in CASES["signals"] if c["kind"] == "sleeping")
+SLEEPING = [c for c in CASES["signals"] if c["kind"] == "sleeping"]
 HEARTBEAT = next(c for c in CASES["signals"] if c["kind"] == "heartbeat")
 
 
+def sleeping_emulator(emulator, case):
+    """The emulator's region, its doorbells starting where the case says (both rings)."""
+    node = emulator(case["ring"])
+    for ring in (ipc.RING_A, ipc.RING_B):
+        node._u32(ring[2], case.get("doorbellStart", 0))
+    return node
+
+
 @pytest.mark.parametrize("native", PATHS)
-def test_stub_sleeps_on_ring_a_and_a_publish_wakes_it(emulator, native):
-    node = emulator(SLEEPING["ring"])
-    peer = Peer(node, "sleeping-reader", "signals", SLEEPING, native)
+@pytest.mark.parametrize("case", SLEEPING, ids=[c["name"] for c in SLEEPING])
+def test_stub_sleeps_on_ring_a_and_a_publish_wakes_it(emulator, case, native):
+    node = sleeping_emulator(emulator, case)
+    peer = Peer(node, "sleeping-reader", "signals", case, native)
     expect_hello(node, peer)
-    for k in range(SLEEPING["rounds"]):
+    for k in range(case["rounds"]):
         # sleeping = 1 means the stub is in (or entering) FUTEX_WAIT on the doorbell.
         conf.wait_for(lambda: node._u32(ipc.RING_A[3]) == 1, "the stub to sleep on ring A")
         conf.wait_for(lambda: ipc.futex_wake(node._addr + ipc.RING_A[2]) >= 1, "a FUTEX_WAKE to find the stub waiting")
         node.push(conf.message(k, 8))
     rep = peer.report()
-    assert rep["received"] == list(range(SLEEPING["rounds"]))
+    assert rep["received"] == list(range(case["rounds"]))
     assert rep["sleepingAfter"] == 0
 
 
 @pytest.mark.parametrize("native", PATHS)
-def test_stub_wakes_a_sleeping_emulator(emulator, native):
-    node = emulator(SLEEPING["ring"])
-    peer = Peer(node, "sleeping-writer", "signals", SLEEPING, native)
+@pytest.mark.parametrize("case", SLEEPING, ids=[c["name"] for c in SLEEPING])
+def test_stub_wakes_a_sleeping_emulator(emulator, case, native):
+    node = sleeping_emulator(emulator, case)
+    peer = Peer(node, "sleeping-writer", "signals", case, native)
     expect_hello(node, peer)
     # pop() sleeps in one FUTEX_WAIT for its whole bound: only the stub's FUTEX_WAKE ends it.
     got = conf.read_case(lambda t: pop_or_none(node, t))
     rep = peer.report()
-    assert got["errors"] == [] and len(got["lengths"]) == SLEEPING["rounds"]
+    assert got["errors"] == [] and len(got["lengths"]) == case["rounds"]
     assert all(r["sleeping"] == 1 for r in rep["rounds"])
 
 
