@@ -44,7 +44,7 @@ describe('shared-memory layout constants', () => {
       'import json, sys',
       `sys.path.insert(0, ${JSON.stringify(path.join(ROOT, 'stub'))})`,
       'from tritium_stub import ipc',
-      'names = ["LAYOUT_VERSION","OFF_VERSION","OFF_HEADER_SIZE","OFF_RING_CAPACITY","OFF_RING_A_DATA","OFF_RING_B_DATA","OFF_HEARTBEAT","OFF_STUB_PID","FRAG_MORE","WRAP_MARKER","RECORD_ALIGN","BLOCK_ALIGN"]',
+      'names = ["LAYOUT_VERSION","OFF_VERSION","OFF_HEADER_SIZE","OFF_RING_CAPACITY","OFF_RING_A_DATA","OFF_RING_B_DATA","OFF_HEARTBEAT","OFF_STUB_PID","FRAG_MORE","WRAP_MARKER","RECORD_ALIGN","BLOCK_ALIGN","HEADER_SIZE","MIN_RING_BYTES"]',
       'out = {n: getattr(ipc, n) for n in names}',
       'out["MAGIC"] = ipc.MAGIC.decode()',
       'out["RING_A"] = list(ipc.RING_A); out["RING_B"] = list(ipc.RING_B)',
@@ -53,7 +53,13 @@ describe('shared-memory layout constants', () => {
     const r = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     const py = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(py).toMatchObject({ ...expected, OFF_HEADER_SIZE: L.OFF_HEADER_SIZE, BLOCK_ALIGN: L.BLOCK_ALIGN });
+    expect(py).toMatchObject({
+      ...expected,
+      OFF_HEADER_SIZE: L.OFF_HEADER_SIZE,
+      BLOCK_ALIGN: L.BLOCK_ALIGN,
+      HEADER_SIZE: L.HEADER_SIZE,
+      MIN_RING_BYTES: L.MIN_RING_BYTES,
+    });
   });
 
   it.skipIf(!haveCxx)('the C++ core (ring_core.h) has the same header offsets, ring offsets and record constants', () => {

@@ -41,6 +41,8 @@ SHM_DIR = "/dev/shm"
 # ---- layout (src/backends/python/ipc/shm-layout.ts) ----
 MAGIC = b"TRITIUM1"
 LAYOUT_VERSION = 1
+HEADER_SIZE = 4096
+MIN_RING_BYTES = 4096
 OFF_VERSION = 8
 OFF_HEADER_SIZE = 12
 OFF_RING_CAPACITY = 16
@@ -225,6 +227,18 @@ def _fence() -> None:
     _fence_lock.release()
 
 
+def _check_rings(cap: int, a: int, b: int, size: int) -> None:
+    """The ring geometry of the header, checked as ring_core.h's Layout::Check does for the
+    native path, so that a bad header fails here instead of steering reads outside the rings."""
+    if cap < MIN_RING_BYTES or cap & (cap - 1) or cap > 1 << 32:
+        raise RuntimeError(f"ring capacity {cap} is not a power of two in [4096, 2^32]")
+    for off in (a, b):
+        if off < HEADER_SIZE or off % RECORD_ALIGN or off > size or cap > size - off:
+            raise RuntimeError("ring data offsets lie outside the segment")
+    if a < b + cap and b < a + cap:
+        raise RuntimeError("ring data areas overlap")
+
+
 def _round_up(n: int, m: int) -> int:
     return (n + m - 1) // m * m
 
@@ -359,6 +373,7 @@ class Channel:
         if self._native is None:
             # Before any ring access: on a weakly ordered machine the plain path would corrupt.
             check_pure_python_machine(machine, self.native_reason)
+            _check_rings(self.cap, self._a_data, self._b_data, n0.size)
         self._link = None
         self._arena_cls = Arena
         if self._native is not None:
@@ -514,12 +529,19 @@ class Channel:
         head = self._a_head
         msg = None
         while head < tail:
+            if tail - head > cap:
+                raise RuntimeError("ring A is corrupt: tail is more than one capacity ahead of head")
             pos = head % cap
             word = u32[(data + pos) // 4]
             if word == WRAP_MARKER:
+                if cap - pos > tail - head:
+                    raise RuntimeError("ring A is corrupt: wrap marker beyond the published tail")
                 head += cap - pos
                 continue
             n = word & ~FRAG_MORE
+            # Checked like ring_core.h's Consumer: a bad length must not read the arena behind.
+            if 4 + n > cap - pos or _round_up(4 + n, RECORD_ALIGN) > tail - head or n > cap // 2:
+                raise RuntimeError(f"ring A is corrupt: record length {n} runs past the ring or the published tail")
             start = data + pos + 4
             if word & FRAG_MORE or self._frags:
                 self._frags.append(bytes(mv[start : start + n]))

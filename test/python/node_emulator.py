@@ -1,11 +1,13 @@
 """A minimal Node side of docs/ipc.md, in Python, to run the real stub process in tests.
 
 It creates segment n0 with the control header and both rings, pushes messages onto ring A,
-pops ring B, and reads output segments the stub creates. Single-threaded and polling: enough
-for tests, not a model of the Node implementation.
+pops ring B, and reads output segments the stub creates. Single-threaded; its rings follow the
+protocol in full (fragments, wrap markers, back-pressure, the futex wake-up of a peer without a
+wake eventfd), which the conformance suite checks (test/python/test_ipc_conformance.py).
 """
 
 import ctypes
+import errno
 import mmap
 import os
 import struct
@@ -38,6 +40,7 @@ class NodeEmulator:
         self._addr = ctypes.addressof(self._anchor)
         self.a_tail = 0
         self.b_head = 0
+        self._frags = []
         self.outputs = {}
 
     def _u64(self, off, value=None):
@@ -45,42 +48,120 @@ class NodeEmulator:
             return struct.unpack_from("<Q", self.mm, off)[0]
         struct.pack_into("<Q", self.mm, off, value)
 
-    def push(self, msg):
+    def _u32(self, off, value=None):
+        if value is None:
+            return struct.unpack_from("<I", self.mm, off)[0]
+        struct.pack_into("<I", self.mm, off, value)
+
+    def push(self, msg, timeout=10.0):
+        """One message onto ring A the way Node writes it (docs/ipc.md, "Rings"): fragments of at
+        most half the ring, a wrap marker where a record does not fit before the end, and, while
+        the ring is full, `producer_waiting` set and a bounded wait for the stub to drain."""
         data = msgpack.packb(msg, use_bin_type=True)
-        need = (4 + len(data) + 7) & ~7
+        max_rec = self.cap // 2 - ipc.RECORD_ALIGN
+        deadline = time.monotonic() + timeout
+        off, waited = 0, False
+        while True:
+            end = min(len(data), off + max_rec)
+            if self._try_write(data[off:end], end < len(data)):
+                off = end
+                if off >= len(data):
+                    break
+                continue
+            self._publish()  # what fits so far, so that the stub drains it
+            waited = True
+            self._u32(ipc.RING_A[4], 1)
+            if time.monotonic() > deadline:
+                raise TimeoutError("ring A stays full: the stub does not drain it")
+            time.sleep(0.0005)
+        if waited:
+            self._u32(ipc.RING_A[4], 0)
+        self._publish()
+
+    def _try_write(self, chunk, more):
+        need = (4 + len(chunk) + 7) & ~7
+        free = self.cap - (self.a_tail - self._u64(ipc.RING_A[0]))
         pos = self.a_tail % self.cap
-        if pos + need > self.cap:
-            struct.pack_into("<I", self.mm, self.a_data + pos, ipc.WRAP_MARKER)
+        if need > self.cap - pos:
+            if self.cap - pos + need > free:
+                return False
+            self._u32(self.a_data + pos, ipc.WRAP_MARKER)
             self.a_tail += self.cap - pos
             pos = 0
-        struct.pack_into("<I", self.mm, self.a_data + pos, len(data))
-        self.mm[self.a_data + pos + 4 : self.a_data + pos + 4 + len(data)] = data
+        elif need > free:
+            return False
+        self._u32(self.a_data + pos, len(chunk) | (ipc.FRAG_MORE if more else 0))
+        self.mm[self.a_data + pos + 4 : self.a_data + pos + 4 + len(chunk)] = chunk
         self.a_tail += need
+        return True
+
+    def _publish(self):
+        """Tail, doorbell + 1, then FUTEX_WAKE only if the stub said it sleeps (after a fence:
+        the doorbell store must not pass the `sleeping` load, docs/ipc.md "Rings")."""
         self._u64(ipc.RING_A[1], self.a_tail)
         db = ipc.RING_A[2]
-        struct.pack_into("<I", self.mm, db, (struct.unpack_from("<I", self.mm, db)[0] + 1) & 0xFFFFFFFF)
-        # Wake a sleeping stub at once (it would re-check within 100 ms anyway).
-        if struct.unpack_from("<I", self.mm, ipc.RING_A[3])[0]:
+        self._u32(db, (self._u32(db) + 1) & 0xFFFFFFFF)
+        ipc._fence()
+        if self._u32(ipc.RING_A[3]):
             ipc.futex_wake(self._addr + db)
 
     def pop(self, timeout=10.0):
+        """The next message of ring B (fragments reassembled). Waits the futex way of a peer
+        without a wake eventfd (docs/ipc.md, "Waking Node"): `sleeping` = 1, then FUTEX_WAIT on
+        the doorbell for the whole remaining time, so a stub that fails to wake us times out
+        here instead of being rescued by polling."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            tail = self._u64(ipc.RING_B[1])
-            while self.b_head < tail:
-                pos = self.b_head % self.cap
-                (word,) = struct.unpack_from("<I", self.mm, self.b_data + pos)
-                if word == ipc.WRAP_MARKER:
-                    self.b_head += self.cap - pos
-                    continue
-                assert not word & ipc.FRAG_MORE, "fragmented records are not needed in tests"
-                start = self.b_data + pos + 4
-                msg = msgpack.unpackb(self.mm[start : start + word], raw=False)
-                self.b_head += (4 + word + 7) & ~7
-                self._u64(ipc.RING_B[0], self.b_head)
+        db, sleeping = ipc.RING_B[2], ipc.RING_B[3]
+        while True:
+            seen = self._u32(db)  # before looking: a publish after this changes it
+            msg = self._next()
+            if msg is not None:
                 return msg
-            time.sleep(0.0005)
-        raise TimeoutError("no message from the stub")
+            if self._u64(ipc.RING_B[1]) != self.b_head:
+                continue  # a partial message: keep draining
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no message from the stub")
+            self._u32(sleeping, 1)
+            r = ipc.futex_wait(self._addr + db, seen, left)
+            self._u32(sleeping, 0)
+            if r == errno.ETIMEDOUT:
+                raise TimeoutError("no message from the stub (or it published without waking us)")
+
+    def _next(self):
+        """One complete message of ring B, or None; every length is checked against the ring
+        and the published tail first (a corrupt ring raises instead of reading elsewhere)."""
+        tail = self._u64(ipc.RING_B[1])
+        while self.b_head < tail:
+            if tail - self.b_head > self.cap:
+                raise RuntimeError("ring B is corrupt: tail is more than one capacity ahead of head")
+            pos = self.b_head % self.cap
+            to_end = self.cap - pos
+            word = self._u32(self.b_data + pos)
+            if word == ipc.WRAP_MARKER:
+                if to_end > tail - self.b_head:
+                    raise RuntimeError("ring B is corrupt: wrap marker beyond the published tail")
+                self._advance(to_end)
+                continue
+            n = word & ~ipc.FRAG_MORE
+            rec = (4 + n + 7) & ~7
+            if 4 + n > to_end or rec > tail - self.b_head or n > self.cap // 2:
+                raise RuntimeError(f"ring B is corrupt: record length {n} runs past the ring or the published tail")
+            start = self.b_data + pos + 4
+            chunk = bytes(self.mm[start : start + n])
+            self._advance(rec)
+            if word & ipc.FRAG_MORE:
+                self._frags.append(chunk)
+                continue
+            if self._frags:
+                chunk = b"".join([*self._frags, chunk])
+                self._frags = []
+            return msgpack.unpackb(chunk, raw=False)
+        return None
+
+    def _advance(self, n):
+        self.b_head += n
+        self._u64(ipc.RING_B[0], self.b_head)
 
     def pop_until(self, t, timeout=10.0):
         """The next message of type t; others (logs, seg) are collected in self.seen."""

@@ -126,14 +126,22 @@ export class RingConsumer extends RingBase {
     const out: T[] = [];
     let tail = this.loadPos(this.offs.tail);
     while (this.head < tail) {
+      // Checked as ring_core.h's Consumer checks ring A: a bad word must not move head past
+      // tail (the stub's producer would then see a full ring forever) or read past the ring.
+      if (tail - this.head > this.capacity) throw new Error('ring is corrupt: tail is more than one capacity ahead of head');
       const pos = this.head % this.capacity;
+      const toEnd = this.capacity - pos;
       const word = this.dv.getUint32(pos, true);
       if (word === WRAP_MARKER) {
-        this.head += this.capacity - pos;
+        if (toEnd > tail - this.head) throw new Error('ring is corrupt: wrap marker beyond the published tail');
+        this.head += toEnd;
         continue;
       }
       const more = (word & FRAG_MORE) !== 0;
-      const len = word & ~FRAG_MORE;
+      const len = (word & ~FRAG_MORE) >>> 0;
+      if (4 + len > toEnd || recordSize(len) > tail - this.head || len > this.capacity / 2) {
+        throw new Error(`ring is corrupt: record length ${len} runs past the ring or the published tail`);
+      }
       const view = this.u8.subarray(pos + 4, pos + 4 + len);
       if (more || this.fragments.length > 0) {
         this.fragments.push(view.slice());
