@@ -1,37 +1,203 @@
-"""BLS (`InferenceRequest.exec`): not wired to Node yet, but with Triton's availability rule."""
+"""BLS: `InferenceRequest.exec()` / `exec(decoupled=True)` / `async_exec()` (docs/ipc.md, "Calls
+from the model").
+
+A call writes its inputs once into the stub's output arena and sends `bls`; Node runs it through
+the server's core and answers with `bls_r` messages whose outputs it copied once into its own
+arena. Outputs become numpy views over that memory; when the model drops the last reference to
+one, its block is handed back to Node (`bls_free`). The stub frees its input blocks when the
+final answer arrives: Node no longer reads them after it.
+"""
+
+import collections
+import itertools
+import weakref
 
 from .errors import TritonError, TritonModelException
 from .response import InferenceResponse
 from .state import STATE
+from .tensor import Tensor
+from .tensor_codec import block_array, free_blocks, write_tensor
+
+_ONLY_EXECUTE = "BLS is only supported during the 'execute' function."
+
+_ids = itertools.count(1)
+# bid -> _Call, guarded by the inbox's condition (every change happens under it).
+_calls = {}
+# (segment, offset) of Node's blocks the model no longer references; appended from finalizers.
+_freed = collections.deque()
+
+
+class _Call:
+    __slots__ = ("bid", "answers", "blocks", "finished", "abandoned")
+
+    def __init__(self, bid, blocks):
+        self.bid = bid
+        self.answers = collections.deque()  # (resp wire map or None, final)
+        self.blocks = blocks  # the stub's input blocks, freed at the final answer
+        self.finished = False  # the final answer arrived
+        self.abandoned = False  # the caller stopped listening (iterator dropped)
+
+
+def route_answer(msg):
+    """A `bls_r` from Node; called by the inbox with its condition held."""
+    call = _calls.get(msg["bid"])
+    resp = msg.get("resp")
+    final = bool(msg.get("final"))
+    if call is None or call.abandoned:
+        if resp is not None:
+            _drop_outputs(resp)
+    else:
+        call.answers.append((resp, final))
+    if final and call is not None:
+        call.finished = True
+        _calls.pop(call.bid, None)
+        free_blocks(STATE.channel, call.blocks)
+        call.blocks = []
+
+
+def _drop_outputs(resp):
+    for d in resp.get("outs") or ():
+        if d[5]:
+            _freed.append((d[3], d[4]))
+
+
+def flush_freed():
+    """Hands Node the output blocks models dropped since the last flush (one message)."""
+    if not _freed or STATE.channel is None:
+        return
+    blocks = []
+    try:
+        while True:
+            seg, off = _freed.popleft()
+            blocks.append([seg, off])
+    except IndexError:
+        pass
+    STATE.channel.send({"t": "bls_free", "blocks": blocks})
+
+
+def _view_output(channel, desc):
+    name, dtype, shape, segment, offset, nbytes = desc
+    array, owner = block_array(channel, dtype, shape, segment, offset, nbytes)
+    if owner is not None:
+        # Views of `owner` keep it alive (numpy stops collapsing bases at the memoryview), so
+        # the block goes back to Node only when no array over it remains.
+        weakref.finalize(owner, _freed.append, (segment, offset))
+    elif nbytes:
+        _freed.append((segment, offset))  # parsed into Python bytes: the block is not needed
+    return Tensor._wrap(name, dtype, array)
+
+
+def _response(resp):
+    """An InferenceResponse from an answer's wire map; None (a flags-only FINAL) -> empty."""
+    if resp is None:
+        return InferenceResponse()
+    err = resp.get("err")
+    if err:
+        for d in resp.get("outs") or ():
+            _freed.append((d[3], d[4]))
+        return InferenceResponse(error=TritonError(err[1], type(TritonError.INTERNAL)(err[0])))
+    channel = STATE.channel
+    response = InferenceResponse([_view_output(channel, d) for d in resp.get("outs") or ()])
+    response._params = resp.get("params")
+    return response
+
+
+def _start(request, decoupled):
+    if not STATE.initialized or STATE.finalizing or STATE.inbox is None:
+        raise TritonModelException(_ONLY_EXECUTE)
+    channel = STATE.channel
+    flush_freed()
+    blocks = []
+    try:
+        inputs = [write_tensor(channel, t, blocks) for t in request._inputs]
+    except BaseException:
+        free_blocks(channel, blocks)
+        raise
+    call = _Call(next(_ids), blocks)
+    with STATE.inbox.cond:
+        _calls[call.bid] = call
+    fields = {
+        "bid": call.bid,
+        "model": request._model_name,
+        "ver": request._model_version,
+        "id": request._request_id,
+        "corr": request._correlation_id,
+        "flags": request._flags,
+        "timeout": request._timeout,
+        "params": request._params or "{}",
+        "outs": request._requested,
+        "inputs": inputs,
+        "dec": decoupled,
+        "rids": STATE.running_rids,
+    }
+    channel.send({"t": "bls", **fields})
+    return call
+
+
+def bls_exec(request, decoupled):
+    """exec(): one response (non-decoupled) or an iterator over the responses (decoupled)."""
+    call = _start(request, decoupled)
+    if decoupled:
+        return ResponseIterator(call)
+    STATE.inbox.wait_for(lambda: call.finished)
+    last = None
+    for resp, _final in call.answers:
+        if resp is not None:
+            last = resp
+    call.answers.clear()
+    return _response(last)
 
 
 class ResponseIterator:
-    """What `exec(decoupled=True)` returns: iterates the responses of one BLS call.
+    """What `exec(decoupled=True)` returns: the responses of one BLS call as they arrive.
 
-    Iterating again replays the responses from the start, as in Triton.
+    A FINAL without a response is yielded as an empty response, as in Triton; iterating again
+    after the end replays the responses from the start.
     """
 
-    def __init__(self, responses):
-        self._responses = list(responses)
+    def __init__(self, call):
+        self._call = call
+        self._seen = []
         self._pos = 0
+        self._done = False
 
     def __iter__(self):
         self._pos = 0
         return self
 
     def __next__(self):
-        if self._pos >= len(self._responses):
+        if self._pos < len(self._seen):
+            self._pos += 1
+            return self._seen[self._pos - 1]
+        if self._done:
             raise StopIteration
+        call = self._call
+        inbox = STATE.inbox
+        inbox.wait_for(lambda: len(call.answers) > 0)
+        with inbox.cond:
+            resp, final = call.answers.popleft()
+        if final:
+            self._done = True
+        response = _response(resp)
+        self._seen.append(response)
         self._pos += 1
-        return self._responses[self._pos - 1]
+        return response
 
     def cancel(self):
-        pass
+        """Asks the server to cancel the call; nothing happens once it finished."""
+        call = self._call
+        if not call.finished and STATE.channel is not None:
+            STATE.channel.send({"t": "bls_cancel", "bid": call.bid})
 
-
-def bls_exec(request, decoupled):
-    # Triton allows BLS from initialize()'s end to finalize(): execute and the threads it starts.
-    if not STATE.initialized or STATE.finalizing:
-        raise TritonModelException("BLS is only supported during the 'execute' function.")
-    response = InferenceResponse(error=TritonError("BLS is not supported by tritium yet", TritonError.UNSUPPORTED))
-    return ResponseIterator([response]) if decoupled else response
+    def __del__(self):
+        # Responses nobody will read: their outputs go back to Node now or when they arrive.
+        call = self._call
+        inbox = STATE.inbox
+        if inbox is None or call.finished and not call.answers:
+            return
+        with inbox.cond:
+            call.abandoned = True
+            while call.answers:
+                resp, _final = call.answers.popleft()
+                if resp is not None:
+                    _drop_outputs(resp)

@@ -166,12 +166,9 @@ class InferenceRequest:
     def async_exec(self, *args, **kwargs):
         decoupled = _decoupled("async_exec", self, args, kwargs)
         loop = asyncio.get_running_loop()  # RuntimeError without one, as in Triton
-        future = loop.create_future()
-        try:
-            future.set_result(bls_exec(self, decoupled))
-        except Exception as e:
-            future.set_exception(e)
-        return future
+        # A thread of the loop's executor waits for the answer (reading ring A when no other
+        # thread does, see inbox.py), so several calls awaited together run in parallel.
+        return loop.run_in_executor(None, bls_exec, self, decoupled)
 
 
 _FLAGS_SIGNATURE = f"(self: {MODULE}.InferenceRequest, arg0: int) -> None"

@@ -7,8 +7,9 @@ import os
 import c_python_backend_utils
 import triton_python_backend_utils as pb_utils
 
-from . import async_loop, logging_bridge, parent_watch, readiness
+from . import async_loop, bls, logging_bridge, model_control, parent_watch, readiness
 from .errors import format_exception
+from .inbox import Inbox
 from .ipc import Channel
 from .loader import StubError, import_model
 from .logger import emit
@@ -75,13 +76,25 @@ class Runtime:
 
     # -- instance stub -----------------------------------------------------------------------
 
+    @staticmethod
+    def _route(msg):
+        """Answers to calls the model made (BLS, model control) go to their waiters; the inbox
+        holds its condition here. Everything else is the main loop's."""
+        kind = msg["t"]
+        if kind == "bls_r":
+            bls.route_answer(msg)
+            return True
+        if kind == "model_ctl_r":
+            model_control.route_answer(msg)
+            return True
+        return False
+
     def _serve_instance(self, channel):
-        recv = channel.recv
+        inbox = STATE.inbox = Inbox(channel.recv, self._route)
+        recv = inbox.next_for_main
         execute_batch = self._exec
         while True:
             msg = recv()
-            if msg is None:
-                continue
             kind = msg["t"]
             if kind == "exec":
                 execute_batch(msg)
@@ -145,6 +158,7 @@ class Runtime:
         if released:  # output blocks Node is done with, piggy-backed on this exec
             self._release(channel, released)
         requests = [InferenceRequest._received(r) for r in msg["reqs"]]
+        STATE.running_rids = [r["rid"] for r in msg["reqs"]]
         done = {"t": "exec_done", "id": msg["id"]}
         try:
             execute = self.execute
@@ -168,6 +182,9 @@ class Runtime:
             close_all([r._slot for r in requests])
             done["err"] = text
             done["resps"] = []
+        # The batch's objects go first, so BLS outputs only they referenced are handed back now.
+        requests = returned = None
+        bls.flush_freed()
         channel.send(done)
 
     def _fin(self):

@@ -17,6 +17,8 @@ class _State:
         "config_outputs",  # frozenset of output names in the config, for sender checks
         "initialized",  # initialize() completed: BLS and model control become legal
         "finalizing",  # fin received: BLS is illegal again
+        "inbox",  # inbox.Inbox reading ring A for the main loop and for calls to Node; None before
+        "running_rids",  # rids of the batch execute runs (a BLS call made meanwhile belongs to it)
     )
 
     def __init__(self):
@@ -29,6 +31,8 @@ class _State:
         self.config_outputs = frozenset()
         self.initialized = False
         self.finalizing = False
+        self.inbox = None
+        self.running_rids = []
 
 
 STATE = _State()

@@ -35,22 +35,28 @@ def parse_bytes(buf, shape):
     return out.reshape(shape)
 
 
-def decode_input(channel, desc):
-    name, dtype, shape, segment, offset, nbytes = desc
+def block_array(channel, dtype, shape, segment, offset, nbytes):
+    """(array, owner) for a tensor in a block: a numpy view of shared memory for fixed-size
+    types, with `owner` the array that holds the view (views of `array` keep it alive); a parsed
+    copy for BYTES and an empty array for zero bytes, with `owner` None (the block is not used)."""
     if nbytes == 0:
         # Zero elements: no block to map (BYTES elements take at least 4 bytes each).
-        array = np.empty(shape, dtype=np.object_ if dtype == "BYTES" else FIXED[dtype])
-    elif dtype == "BYTES":
-        array = parse_bytes(bytes(channel.tensor_view(segment, offset, nbytes)), shape)
-    else:
-        # One numpy call over the whole segment: no intermediate memoryview slice. numpy
-        # checks offset + count against the segment, so a bad descriptor raises ValueError.
-        dt = FIXED[dtype]
-        count = nbytes // dt.itemsize
-        array = np.frombuffer(channel.segment_buffer(segment), dtype=dt, count=count, offset=offset)
-        if len(shape) != 1 or shape[0] != count:
-            array = array.reshape(shape)
-    return Tensor._wrap(name, dtype, array)
+        return np.empty(shape, dtype=np.object_ if dtype == "BYTES" else FIXED[dtype]), None
+    if dtype == "BYTES":
+        return parse_bytes(bytes(channel.tensor_view(segment, offset, nbytes)), shape), None
+    # One numpy call over the whole segment: no intermediate memoryview slice. numpy
+    # checks offset + count against the segment, so a bad descriptor raises ValueError.
+    dt = FIXED[dtype]
+    count = nbytes // dt.itemsize
+    owner = np.frombuffer(channel.segment_buffer(segment), dtype=dt, count=count, offset=offset)
+    if len(shape) != 1 or shape[0] != count:
+        return owner.reshape(shape), owner
+    return owner, owner
+
+
+def decode_input(channel, desc):
+    name, dtype, shape, segment, offset, nbytes = desc
+    return Tensor._wrap(name, dtype, block_array(channel, dtype, shape, segment, offset, nbytes)[0])
 
 
 def bytes_items(array):

@@ -8,7 +8,11 @@ import pytest
 
 import c_python_backend_utils as c_pb
 import triton_python_backend_utils as pb_utils
+from conftest import FakeChannel
+from tritium_stub import bls, runtime
+from tritium_stub.inbox import Inbox
 from tritium_stub.request import InferenceRequest
+from tritium_stub.state import STATE
 
 TME = pb_utils.TritonModelException
 
@@ -67,75 +71,146 @@ def test_bls_constructor_validation():
         pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[], correlation_id=1.5)
 
 
+class NodeAnswers(FakeChannel):
+    """A FakeChannel whose `bls` / `model_ctl` messages are answered by `answer(msg)`, as Node
+    would: the answers wait on ring A (the inbox) for whichever thread reads next."""
+
+    def __init__(self, answer):
+        super().__init__()
+        self.answer = answer
+
+    def send(self, msg):
+        super().send(msg)
+        if msg["t"] in ("bls", "model_ctl"):
+            self.inbox.extend(self.answer(self.sent[-1]))
+
+
+def _node_output(ch, name, values):
+    """An output Node copied into its own arena (n0) for a BLS answer."""
+    return ch.put_input(name, np.array(values, dtype=np.float32))
+
+
+@pytest.fixture
+def node(fresh_state):
+    """Installs a NodeAnswers channel and an inbox over it; yields a setter for the answerer."""
+    saved = STATE.channel
+    holder = {}
+    ch = NodeAnswers(lambda msg: holder["answer"](ch, msg))
+    STATE.channel = ch
+    STATE.initialized = True
+    STATE.inbox = Inbox(ch.recv, runtime.Runtime._route)
+
+    def set_answer(fn):
+        holder["answer"] = fn
+        return ch
+
+    yield set_answer
+    STATE.channel = saved
+
+
 def test_bls_availability(fresh_state):
     r = pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
     fresh_state.initialized = False
     with pytest.raises(TME, match="^BLS is only supported during the 'execute' function.$"):
         r.exec()
     fresh_state.initialized = True
-    response = r.exec()
-    assert response.has_error() and response.error().code() == pb_utils.TritonError.UNSUPPORTED
-    assert response.error().message() == "BLS is not supported by tritium yet"
-    assert [x.has_error() for x in r.exec(decoupled=True)] == [True]
-    with pytest.raises(RuntimeError):
-        r.async_exec()  # needs a running loop
-
-    async def call():
-        return await r.async_exec()
-
-    assert asyncio.run(call()).has_error()
     fresh_state.finalizing = True
     with pytest.raises(TME, match="only supported during the 'execute'"):
         r.exec()
+    with pytest.raises(RuntimeError):
+        r.async_exec()  # needs a running loop
 
 
-def test_inference_response_validation():
-    t = pb_utils.Tensor("x", np.zeros(1))
-    assert pb_utils.InferenceResponse().output_tensors() == []
-    assert pb_utils.InferenceResponse([t]).output_tensors() == [t]
-    assert pb_utils.InferenceResponse().parameters() == "{}"
-    with pytest.raises(TypeError):
-        pb_utils.InferenceResponse(None)
-    with pytest.raises(TypeError):
-        pb_utils.InferenceResponse([t], "plain string error")
-    with pytest.raises(TME, match="^Output tensor for inference response should not be empty.$"):
-        pb_utils.InferenceResponse([None])
-    with pytest.raises(TME, match="found type <class 'float'>"):
-        pb_utils.InferenceResponse(parameters={"f": 1.0})
-    err = pb_utils.TritonError("oops")
-    r = pb_utils.InferenceResponse([t], err)
-    assert r.has_error() and r.error() is err and err.code() == pb_utils.TritonError.INTERNAL
+def test_bls_exec_round_trip(node):
+    given = []
+
+    def answer(ch, msg):
+        given.append(_node_output(ch, "OUT", [1.0, 2.0]))
+        return [{"t": "bls_r", "bid": msg["bid"], "resp": {"outs": given, "params": '{"k": 1}'}, "final": True}]
+
+    ch = node(answer)
+    x = pb_utils.Tensor("IN", np.array([5, 6], dtype=np.int32))
+    r = pb_utils.InferenceRequest(
+        model_name="t", inputs=[x], requested_output_names=["OUT"], request_id="q", correlation_id=9, timeout=7
+    )
+    response = r.exec()
+    sent = ch.of_type("bls")[0]
+    assert (sent["model"], sent["ver"], sent["id"], sent["corr"], sent["timeout"], sent["dec"]) == (
+        "t",
+        -1,
+        "q",
+        9,
+        7,
+        False,
+    )
+    assert sent["outs"] == ["OUT"] and sent["inputs"][0][:3] == ["IN", "INT32", [2]]
+    assert ch.blocks == {}  # the input block is freed once the final answer arrived
+    assert not response.has_error() and response.parameters() == '{"k": 1}'
+    out = pb_utils.get_output_tensor_by_name(response, "OUT").as_numpy()
+    assert out.tolist() == [1.0, 2.0]
+    view = out[1:]
+    del response, out
+    bls.flush_freed()
+    assert ch.of_type("bls_free") == []  # a view still references the block
+    del view
+    bls.flush_freed()
+    assert ch.of_type("bls_free")[0]["blocks"] == [given[0][3:5]]
 
 
-def test_triton_error_codes():
-    E = pb_utils.TritonError
-    assert [
-        E.UNKNOWN,
-        E.INTERNAL,
-        E.NOT_FOUND,
-        E.INVALID_ARG,
-        E.UNAVAILABLE,
-        E.UNSUPPORTED,
-        E.ALREADY_EXISTS,
-        E.CANCELLED,
-    ] == list(range(8))
-    assert E("m", E.NOT_FOUND).code() == E.NOT_FOUND
+def test_bls_errors_and_decoupled_stream(node):
+    def answer(ch, msg):
+        if msg["model"] == "bad":
+            return [{"t": "bls_r", "bid": msg["bid"], "resp": {"outs": [], "err": [1, "nope"]}, "final": True}]
+        items = [
+            {"t": "bls_r", "bid": msg["bid"], "resp": {"outs": [_node_output(ch, "OUT", [float(i)])]}, "final": False}
+            for i in range(2)
+        ]
+        return items + [{"t": "bls_r", "bid": msg["bid"], "resp": None, "final": True}]
+
+    node(answer)
+    err = pb_utils.InferenceRequest(model_name="bad", inputs=[], requested_output_names=[]).exec()
+    assert err.has_error() and err.error().message() == "nope" and err.error().code() == pb_utils.TritonError.INTERNAL
+    it = pb_utils.InferenceRequest(model_name="s", inputs=[], requested_output_names=[]).exec(decoupled=True)
+    got = [[t.as_numpy().tolist() for t in r.output_tensors()] for r in it]
+    assert got == [[[0.0]], [[1.0]], []]  # the flags-only FINAL is an empty response
+    assert [len(r.output_tensors()) for r in it] == [1, 1, 0]  # iterating again replays
+
+    async def gathered():
+        calls = [
+            pb_utils.InferenceRequest(model_name="bad", inputs=[], requested_output_names=[]).async_exec()
+            for _ in range(3)
+        ]
+        return await asyncio.gather(*calls)
+
+    assert [r.error().message() for r in asyncio.run(gathered())] == ["nope"] * 3
+
+
+def test_model_control(node):
+    def answer(ch, msg):
+        if msg["op"] == "ready":
+            return [{"t": "model_ctl_r", "cid": msg["cid"], "ready": msg["model"] == "up"}]
+        return [{"t": "model_ctl_r", "cid": msg["cid"], "err": f"Failed to {msg['op']} model: no"}]
+
+    ch = node(answer)
+    assert pb_utils.is_model_ready("up") is True
+    assert pb_utils.is_model_ready("down", "2") is False
+    assert ch.of_type("model_ctl")[1]["ver"] == "2"
+    with pytest.raises(TME, match="^Failed to load model: no$"):
+        pb_utils.load_model("x", config="{}", files={"file:1/model.py": b"abc"})
+    assert ch.of_type("model_ctl")[2]["files"] == {"file:1/model.py": "YWJj"}
+    with pytest.raises(TME, match="^Failed to unload model: no$"):
+        pb_utils.unload_model("x", unload_dependents=True)
+    assert ch.of_type("model_ctl")[3]["dependents"] is True
+
+
+def test_errors_and_exceptions():
     with pytest.raises(TypeError):
-        E(None)
-    with pytest.raises(TypeError):
-        E("m", 99)
+        pb_utils.TritonError("m", 99)
     assert issubclass(pb_utils.TritonModelException, Exception)
     assert str(pb_utils.TritonModelException("text")) == "text"
 
 
 def test_model_control_and_misc(fresh_state):
-    for call in (
-        lambda: pb_utils.load_model("x"),
-        lambda: pb_utils.unload_model("x"),
-        lambda: pb_utils.is_model_ready("x"),
-    ):
-        with pytest.raises(TME, match="not supported by tritium yet"):
-            call()
     with pytest.raises(TypeError):
         pb_utils.load_model(None)
     fresh_state.version_dir = "/models/m/1"

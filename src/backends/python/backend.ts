@@ -15,6 +15,7 @@ import { runAutoComplete } from './auto-complete.js';
 import { pythonFor } from './stub-paths.js';
 import { StubInstance } from './stub-instance.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
+import type { ModelControl } from './bls.js';
 
 export interface PythonBackendOptions {
   pythonExecutable: string;
@@ -23,6 +24,8 @@ export interface PythonBackendOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
+  /** Explicit model control for pb_utils.load_model / unload_model; absent outside explicit mode. */
+  modelControl?: ModelControl;
 }
 
 export class PythonBackend implements Backend {
@@ -99,6 +102,7 @@ export class PythonBackend implements Backend {
           ipcWait: this.o.ipcWait,
           logger: ctx.logger,
           hooks,
+          calls: { client: ctx.client, modelControl: this.o.modelControl },
         }),
     );
     for (const i of instances) this.instances.add(i);

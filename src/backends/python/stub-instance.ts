@@ -13,6 +13,7 @@ import { Errors, type TritonError } from '../../core/errors.js';
 import { InstanceLifecycle, lifecycleEvents } from '../../core/instance/lifecycle.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
+import { BlsBroker, type ModelCalls } from './bls.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
 import type { LogMsg, StubToNode } from './ipc/messages.js';
 import { LaunchedStub, type StubExit } from './launcher.js';
@@ -38,6 +39,8 @@ export interface StubInstanceOptions {
   hooks: InstanceHooks;
   /** Consecutive failed starts after which the instance gives up. */
   maxRestarts?: number;
+  /** What BLS and model-control calls from model.py reach (bls.ts); without it they are not answered. */
+  calls?: ModelCalls;
 }
 
 /** One running stub of the instance: the process and its channel, its requests, its `is_ready()`. */
@@ -46,6 +49,8 @@ interface Incarnation {
   session: StubSession;
   /** Only when the model defines `is_ready()` (the stub says so in `init_ok`). */
   readiness?: ReadinessProbe;
+  /** The stub's calls to the server (BLS, model control). */
+  bls?: BlsBroker;
 }
 
 export class StubInstance implements BackendInstance {
@@ -135,6 +140,7 @@ export class StubInstance implements BackendInstance {
       },
     });
     const inc: Incarnation = { stub, session: new StubSession(stub.channel, { instanceName: this.name, decoupled: o.decoupled }) };
+    if (o.calls) inc.bls = new BlsBroker(o.calls, this.name, (rid) => inc.session.signalOf(rid));
     stub.onMessage = (m) => this.dispatch(inc, m);
     void stub.exited.then((exit) => this.onExit(inc, exit));
     try {
@@ -166,6 +172,7 @@ export class StubInstance implements BackendInstance {
         inc.readiness?.answered(m);
         break;
       default:
+        inc.bls?.onMessage(inc.stub.channel, m);
         break;
     }
   }
@@ -184,7 +191,10 @@ export class StubInstance implements BackendInstance {
     const err = Errors.stubUnhealthy(this.name, exit.cause);
     inc.readiness?.abandon(err);
     inc.session.fail(err);
-    inc.stub.channel.close();
+    // BLS targets may still read the inputs this stub wrote: its region goes once they answered.
+    const targetsOpen = inc.bls?.abandon();
+    if (targetsOpen) void targetsOpen.then(() => inc.stub.channel.close());
+    else inc.stub.channel.close();
     this.life.died(inc, err.message);
   }
 
@@ -222,6 +232,7 @@ export class StubInstance implements BackendInstance {
       stub.kill(`The server is shutting down and the stub did not stop within the exit timeout (${timeoutMs} ms); it was killed.`);
       await stub.exited;
     }
+    await inc.bls?.abandon();
     stub.channel.close();
   }
 

@@ -9,6 +9,7 @@
  * A session lives and dies with its stub: a restarted instance gets a new session with a new
  * channel, so nothing of a dead region is ever read.
  */
+import type { CancelSignal } from '../../core/cancellation.js';
 import { Errors, type TritonError } from '../../core/errors.js';
 import { readParameters } from '../../core/request/parameters.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
@@ -190,6 +191,11 @@ export class StubSession {
    * The stub is gone: every open request fails now with `error` (not at a client timeout),
    * every batch in flight is answered, and nothing of the region is touched afterwards.
    */
+  /** The cancel signal of open request `rid` (BLS calls made from its batch follow it). */
+  signalOf(rid: number): CancelSignal | undefined {
+    return this.live.get(rid)?.pr.request.signal;
+  }
+
   fail(error: TritonError): void {
     for (const rid of [...this.live.keys()]) this.finish(rid, undefined, error);
     for (const b of this.inFlight.splice(0)) {

@@ -72,6 +72,47 @@ export const python = {
     },
     (code: number, message: string) => ({ message, $code: code as ErrorCode }),
   ),
+  // BLS and model control from model.py (backends/python/bls.ts); texts of tritonserver 2.51.
+  blsModelNotReady: entry(
+    {
+      code: INTERNAL,
+      text: "Model {model} - Error when running inference: Failed for execute the inference request. Model '{model}' is not ready.",
+      when: 'A BLS call names a model or version that is unknown, not loaded or not ready.',
+    },
+    (model: string) => ({ model }),
+  ),
+  blsDecoupledTarget: entry(
+    {
+      code: INTERNAL,
+      text: "Model {model} - Error when running inference: Model {model} is using the decoupled. The current BLS request call doesn't support models using the decoupled transaction policy. Please use 'decoupled=True' argument to the 'exec' or 'async_exec' calls for decoupled models.'",
+      when: 'exec() / async_exec() without decoupled=True calls a decoupled model.',
+    },
+    (model: string) => ({ model }),
+  ),
+  blsInferenceFailed: entry(
+    {
+      code: INTERNAL,
+      text: 'Model {model} - Error when running inference: {message}',
+      when: 'The core refused a BLS request before the model ran (validation); {message} is why.',
+    },
+    (model: string, message: string) => ({ model, message }),
+  ),
+  modelControlOff: entry(
+    {
+      code: INTERNAL,
+      text: "Failed to {op} model: Failed to process the request for model '{instance}', message: explicit model load / unload is not allowed if polling is enabled",
+      when: 'pb_utils.load_model / unload_model while the server is not in explicit model-control mode.',
+    },
+    (op: string, instance: string) => ({ op, instance }),
+  ),
+  modelControlFailed: entry(
+    {
+      code: INTERNAL,
+      text: "Failed to {op} model: Failed to process the request for model '{instance}', message: {message}",
+      when: 'pb_utils.load_model / unload_model failed; {message} is why.',
+    },
+    (op: string, instance: string, message: string) => ({ op, instance, message }),
+  ),
   executeFailed: entry(
     { code: INTERNAL, reason: 'BACKEND', text: '{message}', when: "execute raised for a whole batch; the text is the stub's report of the exception." },
     (message: string) => ({ message }),

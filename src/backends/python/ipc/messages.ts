@@ -41,6 +41,8 @@ export type NodeToStub =
   | { t: 'exec'; id: number; reqs: ExecRequestWire[]; rel?: BlockRef[] }
   | { t: 'release'; blocks: BlockRef[] }
   | { t: 'loglevel'; verbose: number }
+  | { t: 'bls_r'; bid: number; resp: RespWire | null; final: boolean }
+  | { t: 'model_ctl_r'; cid: number; ready?: boolean; err?: string }
   | { t: 'fin' };
 
 // --- stub → Node (ring B) ---------------------------------------------------------------
@@ -103,6 +105,49 @@ export interface ReadyDoneMsg {
   err?: string;
 }
 
+/** A BLS request from model.py (`InferenceRequest.exec`); inputs are in the stub's arena. */
+export interface BlsMsg {
+  t: 'bls';
+  bid: number;
+  model: string;
+  /** -1: the latest ready version. */
+  ver: number;
+  id: string;
+  corr: number | bigint | string;
+  flags: number;
+  /** Microseconds, 0 for none. */
+  timeout: number;
+  params: string;
+  /** Empty: every output of the target. */
+  outs: string[];
+  inputs: TensorDescriptor[];
+  /** exec(decoupled=True): the target may be decoupled. */
+  dec: boolean;
+  /** The batch the call was made from (cancelled with it). */
+  rids: number[];
+}
+/** Blocks of Node's arena (BLS outputs) the model no longer references. */
+export interface BlsFreeMsg {
+  t: 'bls_free';
+  blocks: BlockRef[];
+}
+export interface BlsCancelMsg {
+  t: 'bls_cancel';
+  bid: number;
+}
+/** pb_utils.is_model_ready / load_model / unload_model. */
+export interface ModelCtlMsg {
+  t: 'model_ctl';
+  cid: number;
+  op: 'ready' | 'load' | 'unload';
+  model: string;
+  ver?: string;
+  config?: string;
+  /** `file:<version>/<name>` → base64 content. */
+  files?: Record<string, string>;
+  dependents?: boolean;
+}
+
 export type StubToNode =
   | HelloMsg
   | InitOkMsg
@@ -114,6 +159,10 @@ export type StubToNode =
   | LogMsg
   | SegMsg
   | FinDoneMsg
-  | ReadyDoneMsg;
+  | ReadyDoneMsg
+  | BlsMsg
+  | BlsFreeMsg
+  | BlsCancelMsg
+  | ModelCtlMsg;
 
 export type StubMessageType = StubToNode['t'];

@@ -1,0 +1,73 @@
+"""Ring A shared between the main loop and threads waiting for Node's answers (docs/ipc.md,
+"Calls from the model").
+
+Ring A has one consumer at a time, and the main thread, which normally reads it, may itself be
+the one waiting (a BLS `exec()` inside `execute`), or be busy in `execute` while a model thread
+waits. So whichever thread needs a message next takes the reader role, reads one message, and
+hands it on: answers to calls go to their waiters (`route`), everything else is kept for the
+main loop. One condition guards the role, the kept messages and every waiter's state, so a
+thread woken by the reader re-checks its own answer before reading again.
+"""
+
+import collections
+import threading
+
+
+class Inbox:
+    def __init__(self, recv, route):
+        """recv(timeout) -> message or None (the channel's); route(msg) -> True when the
+        message answered a call (and was delivered under `self.cond`)."""
+        self._recv = recv
+        self._route = route
+        self.cond = threading.Condition(threading.Lock())
+        self._reading = False
+        self._kept = collections.deque()
+
+    def _read_one(self, timeout):
+        """One message, read holding the reader role; answers are routed, the rest kept or returned."""
+        try:
+            msg = self._recv(timeout)
+        finally:
+            with self.cond:
+                self._reading = False
+                self.cond.notify_all()
+        if msg is None:
+            return None
+        with self.cond:
+            if self._route(msg):
+                self.cond.notify_all()
+                return None
+        return msg
+
+    def _take(self, ready):
+        """Under the condition: ready()'s value when it is not None; else None once this thread
+        holds the reader role (it must then read)."""
+        with self.cond:
+            while True:
+                value = ready()
+                if value is not None:
+                    return value
+                if not self._reading:
+                    self._reading = True
+                    return None
+                self.cond.wait()
+
+    def next_for_main(self):
+        """The main loop's next message (blocks)."""
+        kept = self._kept
+        while True:
+            msg = self._take(lambda: kept.popleft() if kept else None)
+            if msg is None:
+                msg = self._read_one(None)
+            if msg is not None:
+                return msg
+
+    def wait_for(self, done):
+        """Blocks until `done()` (checked under `cond`) is true; reads ring A meanwhile when no
+        other thread does. Messages for the main loop are kept for it."""
+        while self._take(lambda: True if done() else None) is None:
+            msg = self._read_one(None)
+            if msg is not None:
+                with self.cond:
+                    self._kept.append(msg)
+                    self.cond.notify_all()
