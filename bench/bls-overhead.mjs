@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+/**
+ * Per-call cost of a BLS `exec()` at concurrency 1, against the client calling the same model
+ * directly. The target is bench/models/empty (an execute that only answers). Measured:
+ *
+ *   - BLS: a caller model (written by this script) runs N `pb_utils.InferenceRequest(...).exec()`
+ *     calls to `empty` in one execute and times each one in the stub (perf_counter around exec);
+ *   - client: N sequential HTTP/JSON infers of `empty` on one keep-alive connection, timed in
+ *     this process from the request write to the parsed response.
+ *
+ * Both include the target's whole path (core, scheduler, stub round trip, its execute). The BLS
+ * figure adds the caller's side (message to Node, copying the outputs into the caller's arena,
+ * the answer back) and drops what the client path pays for HTTP and JSON. Prints p50/p90/p99
+ * and the mean of each and their difference, and the BLS mean minus the target's own server time
+ * per request (its statistics): what the call itself costs. Nothing is asserted.
+ *
+ *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 200]
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { arg, machine } from './grpc-common.mjs';
+import { ROOT, startTritium } from './lib/server.mjs';
+
+const CALLS = Number(arg('calls', '2000'));
+const WARMUP = Number(arg('warmup', '200'));
+
+const CALLER = `import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            n = int(pb_utils.get_input_tensor_by_name(request, "N").as_numpy()[0])
+            x = pb_utils.Tensor("IN", np.array([1.0], dtype=np.float32))
+            times = np.empty(n, dtype=np.float64)
+            for i in range(n):
+                t0 = time.perf_counter()
+                answer = pb_utils.InferenceRequest(model_name="empty", inputs=[x], requested_output_names=["OUT"]).exec()
+                times[i] = (time.perf_counter() - t0) * 1e6
+                if answer.has_error():
+                    raise pb_utils.TritonModelException(answer.error().message())
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("TIMES", times)]))
+        return out
+`;
+
+function repo() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-bls-bench-'));
+  fs.cpSync(path.join(ROOT, 'bench', 'models', 'empty'), path.join(dir, 'empty'), { recursive: true });
+  fs.mkdirSync(path.join(dir, 'bls_loop', '1'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'bls_loop', '1', 'model.py'), CALLER);
+  fs.writeFileSync(
+    path.join(dir, 'bls_loop', 'config.pbtxt'),
+    [
+      'backend: "python"',
+      'max_batch_size: 0',
+      'input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]',
+      'output [ { name: "TIMES" data_type: TYPE_FP64 dims: [ -1 ] } ]',
+      '',
+    ].join('\n'),
+  );
+  return dir;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+function post(port, model, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, method: 'POST', path: `/v2/models/${model}/infer`, agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          if (res.statusCode !== 200) reject(new Error(`${model}: ${res.statusCode} ${json.error}`));
+          else resolve(json);
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function pct(values, p) {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+function stats(values) {
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  return { p50: pct(values, 50), p90: pct(values, 90), p99: pct(values, 99), mean };
+}
+
+async function clientCalls(port, n) {
+  const body = JSON.stringify({ inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [1] }] });
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await post(port, 'empty', body);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e3);
+  }
+  return times;
+}
+
+/** Count and total ns of the target's successful requests (statistics extension). */
+async function targetServerTime(port) {
+  const res = await fetch(`http://127.0.0.1:${port}/v2/models/empty/stats`);
+  const s = (await res.json()).model_stats[0].inference_stats.success;
+  return { count: s.count, ns: s.ns };
+}
+
+async function blsCalls(port, n) {
+  const body = JSON.stringify({ inputs: [{ name: 'N', datatype: 'INT32', shape: [1], data: [n] }] });
+  const json = await post(port, 'bls_loop', body);
+  return json.outputs[0].data;
+}
+
+const server = await startTritium({ repos: [repo()] });
+try {
+  await clientCalls(server.httpPort, WARMUP);
+  await blsCalls(server.httpPort, WARMUP);
+  // Interleaved halves, so a change in machine load during the run touches both paths.
+  const client = [...(await clientCalls(server.httpPort, CALLS / 2))];
+  const before = await targetServerTime(server.httpPort);
+  const bls = [...(await blsCalls(server.httpPort, CALLS / 2))];
+  const after = await targetServerTime(server.httpPort);
+  client.push(...(await clientCalls(server.httpPort, CALLS / 2)));
+  bls.push(...(await blsCalls(server.httpPort, CALLS / 2)));
+  // The target's own time per BLS request in the server (queue + compute, from its statistics).
+  const targetUs = (after.ns - before.ns) / (after.count - before.count) / 1e3;
+  const c = stats(client);
+  const b = stats(bls);
+  const f = (v) => v.toFixed(0).padStart(6);
+  console.log(
+    `machine: ${machine()}; load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(`${CALLS} calls each at concurrency 1, target bench/models/empty (µs)`);
+  console.log('                          p50    p90    p99   mean');
+  console.log(`client HTTP infer     ${f(c.p50)} ${f(c.p90)} ${f(c.p99)} ${f(c.mean)}`);
+  console.log(`BLS exec() in model   ${f(b.p50)} ${f(b.p90)} ${f(b.p99)} ${f(b.mean)}`);
+  console.log(`BLS - client          ${f(b.p50 - c.p50)} ${f(b.p90 - c.p90)} ${f(b.p99 - c.p99)} ${f(b.mean - c.mean)}`);
+  console.log(`target's server time per BLS request (statistics): ${targetUs.toFixed(0)} µs; BLS mean minus it: ${(b.mean - targetUs).toFixed(0)} µs`);
+} finally {
+  agent.destroy();
+  await server.stop();
+}
