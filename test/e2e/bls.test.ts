@@ -90,6 +90,20 @@ res["all"] = probe(${JSON.stringify(call('add_sub', { INPUT0: ['FP32', [4], [1, 
     expect(Object.keys(r.all.responses[0].outputs).sort()).toEqual(['OUTPUT0', 'OUTPUT1']);
   });
 
+  it('a thread of the model calls after execute returned (the main loop routes the answer)', async () => {
+    const file = path.join(markers, 'thread.json');
+    const cmd = {
+      op: 'thread',
+      file,
+      model: 'add_sub',
+      inputs: { INPUT0: ['FP32', [4], [1, 2, 3, 4]], INPUT1: ['FP32', [4], [1, 1, 1, 1]] },
+      outputs: ['OUTPUT0'],
+    };
+    const r = await run(`res["r"] = probe(${JSON.stringify(JSON.stringify(cmd))})`);
+    expect(r.r).toEqual({ started: true });
+    expect(await waitForJson(file, 30_000)).toEqual({ responses: [{ outputs: { OUTPUT0: ['float32', [4], [2, 3, 4, 5]] }, params: '{}' }] });
+  });
+
   it('async_exec: several calls awaited together with asyncio.gather', async () => {
     const r = await run(String.raw`
 n = h.InferInput("N", [1], "INT32"); n.set_data_from_numpy(np.array([4], dtype=np.int32))

@@ -11,6 +11,8 @@ Commands (CMD, JSON):
 * {"op": "arena"} -> {"blocks": blocks in use in this stub's output arenas} (tritium internals,
    to check that BLS calls give back their input blocks)
 * {"op": "die", "model", ...call fields} -> starts the call in a thread, then exits the process
+* {"op": "thread", "file", ...call fields} -> returns at once; a thread makes the call after
+   execute returned and writes its result as JSON to `file`
 """
 
 import json
@@ -78,6 +80,14 @@ def call(cmd):
     return {"responses": out}
 
 
+def write_later(cmd):
+    time.sleep(0.2)  # execute has returned by now: the main loop is reading ring A
+    result = call(cmd)
+    with open(cmd["file"] + ".tmp", "w") as f:
+        json.dump(result, f)
+    os.replace(cmd["file"] + ".tmp", cmd["file"])
+
+
 class TritonPythonModel:
     def initialize(self, args):
         self.init = {
@@ -100,6 +110,9 @@ class TritonPythonModel:
                 from tritium_stub.state import STATE
 
                 result = {"blocks": sum(s.arena.blocks_in_use() for s in STATE.channel._outputs)}
+            elif op == "thread":
+                threading.Thread(target=write_later, args=(cmd,), daemon=True).start()
+                result = {"started": True}
             elif op == "die":
                 threading.Thread(target=call, args=(cmd,), daemon=True).start()
                 time.sleep(cmd.get("die_after_s", 0.5))
