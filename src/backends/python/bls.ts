@@ -16,6 +16,7 @@ import type { Datatype } from '../../core/datatype.js';
 import { asTritonError, ErrorCode, Errors, type TritonError } from '../../core/errors.js';
 import type { InferResponse, Parameters } from '../../core/inference.js';
 import type { InternalClient } from '../../core/internal-client.js';
+import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { BlsMsg, ModelCtlMsg, RespWire, StubToNode, TensorDescriptor } from './ipc/messages.js';
@@ -114,16 +115,27 @@ export class BlsBroker {
     });
     const call: OpenCall = { token: new CancelToken(), channel, abandoned: false, settled, settle };
     // Checked before the request is built, in this order, as Triton's BLS does.
+    let target: ModelHandle | undefined;
+    try {
+      target = client.resolveModel(name, version);
+    } catch {
+      /* unknown model or version: not ready */
+    }
     let refusal: TritonError | undefined;
-    if (!client.isModelReady(name, version)) refusal = Errors.blsModelNotReady(name);
-    else if (client.resolveModel(name, version).decoupled && !m.dec) refusal = Errors.blsDecoupledTarget(name);
+    if (!target?.isReady()) refusal = Errors.blsModelNotReady(name);
+    else if (target.decoupled && !m.dec) refusal = Errors.blsDecoupledTarget(name);
+    let inputs: Tensor[] = [];
+    try {
+      inputs = m.inputs.map((d) => inputView(channel, d));
+    } catch (err) {
+      refusal ??= Errors.blsInferenceFailed(name, (err as Error).message); // a descriptor outside the region
+    }
     if (refusal) {
       answer(errorWire(refusal), true);
       return;
     }
     this.open.set(m.bid, call);
     call.detach = this.followCallers(m.rids, call.token);
-    const inputs: Tensor[] = m.inputs.map((d) => inputView(channel, d));
     client.infer(
       {
         modelName: name,
