@@ -114,7 +114,8 @@ export class BlsBroker {
       settle = r;
     });
     const call: OpenCall = { token: new CancelToken(), channel, abandoned: false, settled, settle };
-    // Checked before the request is built, in this order, as Triton's BLS does.
+    // Checked before the request is built, in this order, as Triton's BLS does
+    // (docs/protocol-notes.md, "BLS calls from a model").
     let target: ModelHandle | undefined;
     try {
       target = client.resolveModel(name, version);
@@ -233,7 +234,7 @@ function requestParameters(m: BlsMsg): Parameters {
 /**
  * Triton's BLS prefixes errors the core raised before the model ran (validation, lookup) with
  * the model name; errors from the model itself and from its queue come back as they are. Every
- * BLS error carries INTERNAL (what tritonserver 2.51 hands the model).
+ * BLS error carries INTERNAL (docs/protocol-notes.md, "BLS calls from a model").
  */
 function callError(model: string, e: TritonError): TritonError {
   if (e.reason === 'BACKEND' || e.reason === 'CANCELED' || e.entry === 'timeoutExpired') return e;
