@@ -21,22 +21,23 @@ class Inbox:
         self._route = route
         self.cond = threading.Condition(threading.Lock())
         self._reading = False
+        self._sleepers = 0  # threads in cond.wait(): only then is a notify worth its cost
         self._kept = collections.deque()
 
     def _read_one(self, timeout):
-        """One message, read holding the reader role; answers are routed, the rest kept or returned."""
+        """One message, read holding the reader role, which it gives up: answers are routed
+        (None is returned), the rest returned."""
+        msg = None
         try:
             msg = self._recv(timeout)
         finally:
+            # One acquisition both gives up the role and delivers an answer.
             with self.cond:
                 self._reading = False
-                self.cond.notify_all()
-        if msg is None:
-            return None
-        with self.cond:
-            if self._route(msg):
-                self.cond.notify_all()
-                return None
+                if msg is not None and self._route(msg):
+                    msg = None
+                if self._sleepers:
+                    self.cond.notify_all()
         return msg
 
     def _take(self, ready):
@@ -50,7 +51,11 @@ class Inbox:
                 if not self._reading:
                     self._reading = True
                     return None
-                self.cond.wait()
+                self._sleepers += 1
+                try:
+                    self.cond.wait()
+                finally:
+                    self._sleepers -= 1
 
     def next_for_main(self):
         """The main loop's next message (blocks)."""
@@ -70,4 +75,5 @@ class Inbox:
             if msg is not None:
                 with self.cond:
                     self._kept.append(msg)
-                    self.cond.notify_all()
+                    if self._sleepers:
+                        self.cond.notify_all()
