@@ -13,6 +13,7 @@ import itertools
 import weakref
 
 from .errors import TritonError, TritonModelException
+from .pybind_args import as_str
 from .response import InferenceResponse
 from .state import STATE
 from .tensor import Tensor
@@ -93,8 +94,7 @@ def _response(resp):
         return InferenceResponse()
     err = resp.get("err")
     if err:
-        for d in resp.get("outs") or ():
-            _freed.append((d[3], d[4]))
+        _drop_outputs(resp)
         return InferenceResponse(error=TritonError(err[1], type(TritonError.INTERNAL)(err[0])))
     channel = STATE.channel
     response = InferenceResponse([_view_output(channel, d) for d in resp.get("outs") or ()])
@@ -125,7 +125,7 @@ def _start(request, decoupled):
         "flags": request._flags,
         "timeout": request._timeout,
         "params": request._params or "{}",
-        "outs": request._requested,
+        "outs": [as_str(n) for n in request._requested],
         "inputs": inputs,
         "dec": decoupled,
         "rids": STATE.running_rids,
@@ -143,6 +143,8 @@ def bls_exec(request, decoupled):
     last = None
     for resp, _final in call.answers:
         if resp is not None:
+            if last is not None:  # only the last response is the call's answer
+                _drop_outputs(last)
             last = resp
     call.answers.clear()
     return _response(last)

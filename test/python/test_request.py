@@ -131,7 +131,7 @@ def test_bls_exec_round_trip(node):
     ch = node(answer)
     x = pb_utils.Tensor("IN", np.array([5, 6], dtype=np.int32))
     r = pb_utils.InferenceRequest(
-        model_name="t", inputs=[x], requested_output_names=["OUT"], request_id="q", correlation_id=9, timeout=7
+        model_name="t", inputs=[x], requested_output_names=[b"OUT"], request_id="q", correlation_id=9, timeout=7
     )
     response = r.exec()
     sent = ch.of_type("bls")[0]
