@@ -3,8 +3,9 @@
  * Wires one tritium server together: core (model manager + inference server), backends,
  * frontends (HTTP, gRPC, metrics), and the shutdown sequence.
  *
- * Start-up: clean stale shared memory → load every model (stubs in parallel) → exit if a load
- * failed and --exit-on-error → start the frontends → ready.
+ * Start-up: clean stale shared memory → load every model, or in explicit mode the --load-model
+ * ones (stubs in parallel) → exit if a load failed and --exit-on-error → start the frontends →
+ * ready → in poll mode, rescan the repository every --repository-poll-secs.
  * Shutdown (SIGINT/SIGTERM): not live → stop accepting → wait for in-flight requests up to
  * --exit-timeout-secs → finalize every instance (bounded by what is left of the timeout) →
  * remove shared memory → exit 0. A second signal exits at once, still removing shared memory.
@@ -69,23 +70,27 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     backends,
     logger: log,
     observer: metricsObserver(metrics),
+    drainTimeoutMs: options.exitTimeoutSecs * 1000,
   });
   const native = loadNative();
   const core = new InferenceServer(models, {
     serverId: options.serverId,
     strictReadiness: options.strictReadiness,
     shmMapper: { open: (key) => native.openShm(key), release: (m) => native.releaseShm(m) },
+    modelControlMode: options.modelControlMode,
   });
 
   const killAll = () => {
     for (const i of python.instances) i.kill();
   };
-  const failed = await models.loadAll();
+  // Explicit mode loads only the --load-model names; the other modes load every model.
+  const failed = await models.loadStartup(options.modelControlMode === 'explicit' ? options.startupModels : ['*']);
   if (failed.length && options.exitOnError) {
     await models.unloadAll(5000);
     throw new StartupError(`failed to load all models: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`);
   }
   core.markReady();
+  if (options.modelControlMode === 'poll') models.poller.start(options.repositoryPollSecs * 1000);
 
   const closables: Closable[] = [];
   const running: RunningServer = {
@@ -140,6 +145,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   running.shutdown = async () => {
     const deadline = Date.now() + options.exitTimeoutSecs * 1000;
     core.markExiting();
+    void models.poller.stop();
     const closing = Promise.all(closables.map((c) => c.close().catch(() => {})));
     // In-flight requests may finish; new ones are refused by the frontends and the core.
     while (models.inflight() > 0 && Date.now() < deadline) {

@@ -43,12 +43,20 @@ export interface ServerOptions {
   grpcMaxMessageSize: number;
   defaultMaxBatchSize: number;
   serverId: string;
+  /** `--model-control-mode`: none (load all, no changes), poll (rescan), explicit (API-driven). */
+  modelControlMode: ModelControlMode;
+  /** `--load-model` names (explicit mode; `*` alone = every model). */
+  startupModels: string[];
+  /** `--repository-poll-secs` (poll mode; 0 = never rescan). */
+  repositoryPollSecs: number;
   python: PythonBackendOptions;
   /** Unrecognised `--backend-config` entries, kept for backends that read them (e.g. onnxruntime). */
   backendConfig: Map<string, Map<string, string>>;
 }
 
 export const MIB = 1024 * 1024;
+
+export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
 function parseBool(flag: string) {
   return (v: string): boolean => {
@@ -138,9 +146,18 @@ export function buildCommand(): Command {
     )
     .addOption(new Option('--id <name>', 'server name reported in metadata').default('triton'))
     .addOption(
-      new Option('--model-control-mode <mode>', 'how models are loaded: none (load every model at start-up)')
+      new Option(
+        '--model-control-mode <mode>',
+        'none: load every model at start-up; poll: also rescan the repository; explicit: load --load-model names, then the repository API',
+      )
         .default('none')
         .choices(['none', 'poll', 'explicit']),
+    )
+    .addOption(new Option('--load-model <name>', 'model to load at start-up in explicit mode (repeatable; * = all)').argParser(collect))
+    .addOption(
+      new Option('--repository-poll-secs <secs>', 'interval between repository scans in poll mode (0 = none)')
+        .default(15)
+        .argParser(parseInteger('--repository-poll-secs', 0)),
     );
   cmd.exitOverride();
   return cmd;
@@ -153,10 +170,13 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts();
   const repos: string[] = [...(o.modelRepository ?? []), ...(o.modelStore ?? [])];
-  if (o.modelControlMode !== 'none') {
-    throw new OptionsError(
-      `--model-control-mode=${o.modelControlMode} is not supported yet: tritium loads every model of the repository at start-up (mode none).`,
-    );
+  const startupModels: string[] = o.loadModel ?? [];
+  // tritonserver's own texts (src/command_line_parser.cc and the server's start-up check).
+  if (startupModels.length > 0 && o.modelControlMode !== 'explicit') {
+    throw new OptionsError("Use of '--load-model' requires setting '--model-control-mode=explicit' as well.");
+  }
+  if (startupModels.includes('*') && startupModels.length > 1) {
+    throw new OptionsError("Invalid argument - Wildcard model name '*' must be the ONLY startup model if specified at all.");
   }
   if (repos.length === 0) throw new OptionsError('--model-repository must be specified at least once.');
 
@@ -224,6 +244,9 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     grpcMaxMessageSize: o.grpcMaxMessageSize,
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,
+    modelControlMode: o.modelControlMode,
+    startupModels,
+    repositoryPollSecs: o.repositoryPollSecs,
     python: {
       shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),
       shmGrowthByteSize: pyInt('shm-growth-byte-size', MIB, 1, 'must be a positive number of bytes'),

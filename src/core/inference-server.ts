@@ -9,7 +9,7 @@ import type { InferRequest, ResponseSink } from './inference.js';
 import type { ModelHandle } from './model-handle.js';
 import type { ModelManager } from './model/model-manager.js';
 import { bindSharedMemory, usesSharedMemory } from './request/shm-binding.js';
-import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from './server-core.js';
+import type { LoadModelOptions, RepositoryIndexEntry, ServerCore, ServerMetadata, UnloadModelOptions } from './server-core.js';
 import type { ModelStatistics } from './stats/types.js';
 
 export const TRITIUM_VERSION = '2.73.0';
@@ -37,7 +37,7 @@ export class InferenceServer implements ServerCore {
 
   constructor(
     readonly models: ModelManager,
-    private readonly o: { serverId: string; strictReadiness: boolean; shmMapper?: ShmMapper },
+    private readonly o: { serverId: string; strictReadiness: boolean; shmMapper?: ShmMapper; modelControlMode?: 'none' | 'poll' | 'explicit' },
   ) {
     this.systemSharedMemory = new SystemSharedMemory(o.shmMapper);
   }
@@ -117,5 +117,20 @@ export class InferenceServer implements ServerCore {
 
   repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[] {
     return this.models.index(readyOnly);
+  }
+
+  /** Explicit model control only: in none and poll modes Triton refuses (Model Analyzer reads the text). */
+  private checkExplicit(): void {
+    if (this.o.modelControlMode !== 'explicit') throw Errors.explicitLoadUnload();
+  }
+
+  async loadModel(name: string, options: LoadModelOptions = {}): Promise<void> {
+    this.checkExplicit();
+    await this.models.control.load(name, options);
+  }
+
+  async unloadModel(name: string, options: UnloadModelOptions = {}): Promise<void> {
+    this.checkExplicit();
+    this.models.control.unload(name, options);
   }
 }

@@ -53,4 +53,22 @@ export interface ServerCore {
   repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
   /** Registered client system shared-memory regions (the shared-memory extension). */
   readonly systemSharedMemory: SystemSharedMemory;
+  /**
+   * Loads or reloads a model (explicit model control), optionally from a JSON config and
+   * `file:<version>/<path>` contents; resolves once it serves, rejects with Triton's errors.
+   */
+  loadModel(name: string, options?: LoadModelOptions): Promise<void>;
+  /** Starts unloading a model (and its dependents); resolves once new requests are refused. */
+  unloadModel(name: string, options?: UnloadModelOptions): Promise<void>;
+}
+
+export interface LoadModelOptions {
+  /** The model config as JSON (protobuf JSON names), replacing config.pbtxt. */
+  config?: string;
+  /** `file:<version>/<path>` → content; with `config`, the whole model directory. */
+  files?: Record<string, Buffer>;
+}
+
+export interface UnloadModelOptions {
+  unloadDependents?: boolean;
 }

@@ -50,7 +50,12 @@ describe('flags', () => {
     [['--model-repository=x', '--backend-config=python,spin-mode=sometimes'], /spin-mode: must be adaptive, always or never, got 'sometimes'/],
     [['--http-port=1'], /--model-repository must be specified/],
     [['--model-repository=x', '--http-port=9000', '--grpc-port=9000'], /same port 9000/],
-    [['--model-repository=x', '--model-control-mode=explicit'], /--model-control-mode=explicit is not supported yet/],
+    [['--model-repository=x', '--load-model=a'], /Use of '--load-model' requires setting '--model-control-mode=explicit' as well\./],
+    [
+      ['--model-repository=x', '--model-control-mode=explicit', '--load-model=*', '--load-model=a'],
+      /Wildcard model name '\*' must be the ONLY startup model if specified at all\./,
+    ],
+    [['--model-repository=x', '--repository-poll-secs=-1'], /--repository-poll-secs must be between 0/],
   ])('refuses %j with a message and a non-zero exit', (args, message) => {
     const r = cli(...args);
     expect(r.status).not.toBe(0);

@@ -140,6 +140,13 @@ class FakeCore implements ServerCore {
   repositoryIndex(): RepositoryIndexEntry[] {
     return [{ name: 'identity', version: '1', state: 'READY' }, { name: 'unloaded' }];
   }
+  // As a core in --model-control-mode=none answers.
+  async loadModel(): Promise<void> {
+    throw Errors.explicitLoadUnload();
+  }
+  async unloadModel(): Promise<void> {
+    throw Errors.explicitLoadUnload();
+  }
 
   infer(req: InferRequest, sink: ResponseSink): void {
     const send = (r: Omit<InferResponse, 'modelName' | 'modelVersion' | 'id'>): void => {

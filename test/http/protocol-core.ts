@@ -162,6 +162,13 @@ export function createProtocolCore(): ProtocolCore {
       ];
       return readyOnly ? all.filter((e) => e.state === 'READY') : all;
     },
+    // As a core in --model-control-mode=none answers.
+    loadModel: async () => {
+      throw Errors.explicitLoadUnload();
+    },
+    unloadModel: async () => {
+      throw Errors.explicitLoadUnload();
+    },
   };
   return core;
 }

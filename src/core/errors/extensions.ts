@@ -149,6 +149,61 @@ export const extensions = {
   explicitLoadUnload: fixed({
     code: UNAVAILABLE,
     text: 'explicit model load / unload is not allowed if polling is enabled',
-    when: 'A model load or unload request (tritium has no explicit model control yet).',
+    when: 'A model load or unload request while --model-control-mode is none or poll.',
   }),
+  loadPollFailed: entry(
+    {
+      code: INTERNAL,
+      text: "failed to load '{model}', failed to poll from model repository",
+      when: 'A load names a model the repository lacks, or its config (file or override) or file overrides are refused; the log says why.',
+    },
+    (model: string) => ({ model }),
+  ),
+  loadFailed: entry(
+    {
+      code: INVALID_ARG,
+      text: "load failed for model '{model}': {versions}",
+      when: "A version failed to load; {versions} is 'version <v> is at UNAVAILABLE state: <reason>;' and a newline per failed version. What served before keeps serving.",
+    },
+    (model: string, failures: Array<{ version: number; reason: string }>) => ({
+      model,
+      versions: failures.map((f) => `version ${f.version} is at UNAVAILABLE state: ${f.reason};\n`).join(''),
+    }),
+  ),
+  loadNotInRepository: fixed({
+    code: NOT_FOUND,
+    text: 'model not found in any model repository.',
+    when: 'Logged (after "failed to poll model \'<m>\': ") when a load names a model no repository holds.',
+  }),
+  loadParamUnknown: fixed({
+    code: INTERNAL,
+    text: 'unexpected error on creating Triton parameter',
+    when: "HTTP load: a string parameter other than 'config' or 'file:<path>'.",
+  }),
+  loadFilesNeedConfig: fixed({
+    code: INVALID_ARG,
+    text: "Load parameter 'config' must be specified for model file override",
+    when: "Logged: a load carries 'file:' overrides without a 'config' override.",
+  }),
+  loadFileEscapes: entry(
+    {
+      code: INVALID_ARG,
+      text: "Invalid file parameter '{param}' with normalized path '{path}' must stay within model directory.",
+      when: "Logged: a 'file:' override names a path outside the model directory (../, absolute).",
+    },
+    (param: string, path: string) => ({ param, path }),
+  ),
+  loadConfigOverride: entry(
+    { code: INVALID_ARG, text: 'Invalid config override: {cause}', when: "Logged: the 'config' override is not a valid JSON model config." },
+    (cause: string) => ({ cause }),
+  ),
+  modelUnloading: entry(
+    {
+      code: UNAVAILABLE,
+      reason: 'BACKEND',
+      text: "model '{model}' version {version} was unloaded before the request completed",
+      when: 'A request still queued on a version when its unload or reload stopped waiting (bounded by --exit-timeout-secs).',
+    },
+    (model: string, version: string) => ({ model, version }),
+  ),
 } as const;

@@ -41,7 +41,7 @@ export function dispatch(ctx: HttpContext, req: HttpRequest, res: HttpResponse):
       case 'repository-index':
         return void handleRepositoryIndex(ctx, req, res);
       case 'repository-control':
-        return handleRepositoryControl(ctx, res, route.repository);
+        return void handleRepositoryControl(ctx, req, res, route.repository, route.model, route.action);
       case 'shared-memory':
         return void handleSharedMemory(ctx, req, res, route.memory, route.region, route.action);
       case 'model':

@@ -1,0 +1,275 @@
+/**
+ * @module core/model/model-control
+ * Loading and unloading models at run time (start-up, the repository API in explicit mode, and
+ * poll mode all come through here). Operations on one model run one at a time, in order.
+ *
+ * A load builds a new generation of the model's versions while the current one keeps
+ * answering; when every new version is READY they replace the old ones at once, and the old
+ * ones drain (requests they accepted finish) and unload. If a version fails, the new generation
+ * is thrown away and what served before keeps serving; the load rejects with Triton's text.
+ * An unload refuses new requests at once and drains in the background; asked for while a load
+ * runs, it waits for that load (which still succeeds, as in Triton) and then unloads.
+ */
+import { asTritonError, Errors } from '../errors.js';
+import type { InternalClient } from '../internal-client.js';
+import { modelConfigToJson } from '../config/json.js';
+import { scanRepositories, type ModelSource } from '../repository/scan.js';
+import { buildModelConfig, type ConfigBuildOptions } from './config-builder.js';
+import { dependenciesOf } from './dependencies.js';
+import { prepareOverrides, type LoadOverrides } from './load-overrides.js';
+import { enqueue, newModelEntry, type ModelEntry, type VersionEntry } from './model-entry.js';
+import type { ModelVersion } from './model-version.js';
+import type { InferenceObserver } from './observer.js';
+import { fingerprintModel } from './repository-fingerprint.js';
+import { drainAndUnload } from './version-drain.js';
+import { loadVersion } from './version-loader.js';
+import { selectVersions } from './version-policy.js';
+
+export interface ModelControlOptions extends ConfigBuildOptions {
+  repositories: string[];
+  observer: InferenceObserver;
+  /** How long a retired version may take to finish the requests it accepted. */
+  drainTimeoutMs: number;
+}
+
+export class ModelControl {
+  constructor(
+    private readonly models: Map<string, ModelEntry>,
+    private readonly o: ModelControlOptions,
+    private readonly client: InternalClient,
+    private readonly onInstanceLost: (name: string, version: number, ve: VersionEntry, mv: ModelVersion) => void,
+  ) {}
+
+  /** Finds `name` in the repositories (a fresh scan: the repository may have changed). */
+  findSource(name: string): ModelSource | { unavailable: string } | undefined {
+    const scan = scanRepositories(this.o.repositories);
+    const bad = scan.unavailable.find((u) => u.name === name);
+    if (bad) return { unavailable: bad.reason };
+    return scan.models.find((m) => m.name === name);
+  }
+
+  private entry(name: string): ModelEntry {
+    let e = this.models.get(name);
+    if (!e) {
+      e = newModelEntry(name);
+      this.models.set(name, e);
+    }
+    return e;
+  }
+
+  /**
+   * Loads (or reloads) `name`; resolves once its versions serve, rejects with Triton's texts:
+   * loadPollFailed when the model or its config cannot be read (the log says why), loadFailed
+   * when a version failed.
+   */
+  load(name: string, overrides?: LoadOverrides, source?: ModelSource): Promise<void> {
+    const entry = this.entry(name);
+    entry.loading++;
+    return enqueue(entry, () => this.runLoad(entry, overrides, source)).finally(() => {
+      entry.loading--;
+      // A load that left nothing behind (model not found, overrides refused) leaves no entry.
+      if (entry.loading === 0 && entry.versions.size === 0 && !entry.error && this.models.get(name) === entry) this.models.delete(name);
+    });
+  }
+
+  private async runLoad(entry: ModelEntry, overrides: LoadOverrides | undefined, given: ModelSource | undefined): Promise<void> {
+    const { name } = entry;
+    const log = this.o.logger;
+    let source = given;
+    if (!source) {
+      const found = this.findSource(name);
+      if (found && 'unavailable' in found) {
+        entry.error = found.unavailable;
+        log.error(`Poll failed for model directory '${name}': ${found.unavailable}`);
+        throw Errors.loadPollFailed(name);
+      }
+      // A model made only of file overrides needs no directory in the repository.
+      source = found ?? (overrides?.files && Object.keys(overrides.files).length > 0 ? emptySource(name) : undefined);
+    }
+    if (!source) {
+      log.error(`failed to poll model '${name}': ${Errors.loadNotInRepository().message}`);
+      throw Errors.loadPollFailed(name);
+    }
+    const fingerprint = overrides ? undefined : fingerprintModel(source.dir);
+    let prepared;
+    let config;
+    try {
+      prepared = prepareOverrides(source, overrides);
+    } catch (err) {
+      log.error(`Poll failed for model directory '${name}': ${(err as Error).message}`);
+      throw Errors.loadPollFailed(name);
+    }
+    try {
+      config = await buildModelConfig(prepared.source, this.o, prepared.config);
+    } catch (err) {
+      prepared.release();
+      const reason = (err as Error).message;
+      if (!hasModels(entry)) entry.error = reason;
+      entry.fingerprint = fingerprint;
+      log.error(`failed to load '${name}': ${reason}`);
+      throw Errors.loadPollFailed(name);
+    }
+    const versions = selectVersions(config, prepared.source.versions);
+    if (versions.length === 0) {
+      prepared.release();
+      const reason = `at least one version must be available under the version policy of model '${name}'`;
+      if (!hasModels(entry)) entry.error = reason;
+      entry.fingerprint = fingerprint;
+      log.error(reason);
+      throw Errors.loadPollFailed(name);
+    }
+
+    const backend = this.o.backends.get(config.backend)!;
+    const json = modelConfigToJson(config) as Record<string, unknown>;
+    // Versions that do not serve now show LOADING; serving ones keep serving meanwhile.
+    for (const v of versions) {
+      const cur = entry.versions.get(v);
+      if (!cur?.model) entry.versions.set(v, { state: entry.unloadPending ? 'UNLOADING' : 'LOADING', reason: '' });
+    }
+    const fresh = new Map<number, VersionEntry>();
+    const failures: Array<{ version: number; reason: string }> = [];
+    await Promise.all(
+      versions.map(async (version) => {
+        const ve: VersionEntry = { state: 'LOADING', reason: '' };
+        try {
+          ve.model = await loadVersion({
+            source: prepared.source,
+            config,
+            json,
+            version,
+            backend,
+            logger: log,
+            client: this.client,
+            observer: this.o.observer,
+            onInstanceLost: (mv) => {
+              if (ve.state === 'READY' && ve.model === mv) this.onInstanceLost(name, version, ve, mv);
+            },
+          });
+          ve.state = 'READY';
+        } catch (err) {
+          ve.state = 'UNAVAILABLE';
+          ve.reason = (err as Error).message;
+          failures.push({ version, reason: ve.reason });
+          log.error(`failed to load '${name}' version ${version}: ${ve.reason}`);
+        }
+        fresh.set(version, ve);
+      }),
+    );
+    entry.fingerprint = fingerprint;
+    if (failures.length > 0 && hasModels(entry)) {
+      // A failed reload: the new generation goes, what served keeps serving.
+      for (const [v, ve] of fresh) {
+        const cur = entry.versions.get(v);
+        if (ve.model) {
+          void ve.model.loaded.unload(this.o.drainTimeoutMs);
+          if (!cur?.model) this.o.observer.modelUnloaded(name, String(v));
+        }
+        if (cur && !cur.model) entry.versions.set(v, { state: 'UNAVAILABLE', reason: ve.reason || 'load of the model failed' });
+      }
+      prepared.release();
+      failures.sort((a, b) => a.version - b.version);
+      log.error(`failed to load '${name}'`);
+      throw Errors.loadFailed(name, failures);
+    }
+    this.swapIn(entry, fresh, prepared.release);
+    entry.config = config;
+    entry.error = undefined;
+    if (failures.length > 0) {
+      failures.sort((a, b) => a.version - b.version);
+      log.error(`failed to load '${name}'`);
+      throw Errors.loadFailed(name, failures);
+    }
+    log.info(`successfully loaded '${name}'`);
+  }
+
+  /** The new generation replaces the old at once; old versions drain and unload behind it. */
+  private swapIn(entry: ModelEntry, fresh: Map<number, VersionEntry>, release: () => void): void {
+    const old = entry.versions;
+    const oldRelease = entry.release;
+    entry.versions = new Map([...fresh].sort(([a], [b]) => a - b));
+    entry.release = release;
+    if (entry.unloadPending) for (const ve of entry.versions.values()) if (ve.model) ve.state = 'UNLOADING';
+    const retiring: Promise<void>[] = [];
+    for (const [v, ve] of old) {
+      if (!ve.model || ve.retiring) {
+        // A version that failed, was unloaded or is unloading and is not in the new set stays listed.
+        if (!entry.versions.has(v)) entry.versions.set(v, ve);
+        continue;
+      }
+      const mv = ve.model;
+      if (entry.versions.has(v)) {
+        // Same version number: the metric series now belongs to the new one.
+        retiring.push(drainAndUnload(mv, this.o.drainTimeoutMs));
+      } else {
+        const gone: VersionEntry = { state: 'UNLOADING', reason: '', model: mv };
+        entry.versions.set(v, gone);
+        retiring.push(this.retire(entry.name, v, gone));
+      }
+    }
+    void Promise.all(retiring).finally(() => oldRelease?.());
+  }
+
+  /** Drains and unloads one listed version, which ends UNAVAILABLE / unloaded. */
+  private async retire(name: string, version: number, ve: VersionEntry): Promise<void> {
+    const mv = ve.model!;
+    ve.state = 'UNLOADING';
+    ve.retiring = true;
+    try {
+      await drainAndUnload(mv, this.o.drainTimeoutMs);
+    } catch (err) {
+      this.o.logger.error(`failed to unload '${name}' version ${version}: ${asTritonError(err).message}`);
+    }
+    ve.model = undefined;
+    ve.retiring = false;
+    ve.state = 'UNAVAILABLE';
+    ve.reason = 'unloaded';
+    // Unless a later load brought the same version back: the series is the new one's then.
+    if (!this.models.get(name)?.versions.get(version)?.model) this.o.observer.modelUnloaded(name, String(version));
+    this.o.logger.info(`successfully unloaded '${name}' version ${version}`);
+  }
+
+  /**
+   * Unloads `name` (and, with `unloadDependents`, the models that depend on it). Resolves once
+   * the unload is under way: new requests are refused from then on, accepted ones finish in the
+   * background. `done` resolves when the versions are gone. Unknown models are not an error.
+   */
+  unload(name: string, options: { unloadDependents?: boolean } = {}): { done: Promise<void> } {
+    const entry = this.models.get(name);
+    const tasks: Promise<void>[] = [];
+    if (entry) {
+      if (entry.loading > 0) {
+        entry.unloadPending = true;
+        for (const ve of entry.versions.values()) if (ve.state === 'LOADING') ve.state = 'UNLOADING';
+      } else {
+        for (const ve of entry.versions.values()) if (ve.model) ve.state = 'UNLOADING';
+      }
+      tasks.push(enqueue(entry, () => this.runUnload(entry)));
+    }
+    if (options.unloadDependents) {
+      for (const other of this.models.values()) {
+        if (other !== entry && other.config && dependenciesOf(other.config).includes(name)) tasks.push(this.unload(other.name, options).done);
+      }
+    }
+    return { done: Promise.all(tasks).then(() => undefined) };
+  }
+
+  private async runUnload(entry: ModelEntry): Promise<void> {
+    entry.unloadPending = false;
+    const release = entry.release;
+    entry.release = undefined;
+    entry.config = undefined;
+    const tasks: Promise<void>[] = [];
+    for (const [v, ve] of entry.versions) if (ve.model && !ve.retiring) tasks.push(this.retire(entry.name, v, ve));
+    await Promise.all(tasks);
+    release?.();
+  }
+}
+
+function hasModels(entry: ModelEntry): boolean {
+  for (const ve of entry.versions.values()) if (ve.model) return true;
+  return false;
+}
+
+function emptySource(name: string): ModelSource {
+  return { name, dir: '', repository: '', configFile: undefined, versions: [] };
+}

@@ -1,0 +1,58 @@
+/**
+ * @module core/model/version-loader
+ * Loads one version of a model through its backend and warms every instance up; the result is a
+ * servable ModelVersion or the reason it is not.
+ */
+import path from 'node:path';
+import type { ModelConfig } from '../../generated/model_config_pb.js';
+import type { Backend, BackendInstance, InstanceHooks } from '../backend.js';
+import type { InternalClient } from '../internal-client.js';
+import type { Logger } from '../logger.js';
+import type { ModelSource } from '../repository/scan.js';
+import { ModelVersion } from './model-version.js';
+import type { InferenceObserver } from './observer.js';
+import { warmupInstance } from './warmup.js';
+
+export interface VersionLoad {
+  source: ModelSource;
+  config: ModelConfig;
+  json: Record<string, unknown>;
+  version: number;
+  backend: Backend;
+  logger: Logger;
+  client: InternalClient;
+  observer: InferenceObserver;
+  /** Called when an instance stops being ready after the version served (supervision gave up?). */
+  onInstanceLost: (mv: ModelVersion) => void;
+}
+
+/** Resolves with the loaded version; rejects with the backend's or the warm-up's error. */
+export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
+  const { source, config, version } = l;
+  l.logger.info(`loading: ${source.name}:${version}`);
+  const started = process.hrtime.bigint();
+  let mv: ModelVersion | undefined;
+  const hooks: InstanceHooks = {
+    onReadinessChange: (_i, ready) => {
+      if (ready) mv?.scheduler.kick();
+      else if (mv) l.onInstanceLost(mv);
+    },
+    onRestart: (i: BackendInstance) => l.observer.stubRestart(source.name, i.name),
+    warmup: (i: BackendInstance) => warmupInstance(source, config, i),
+  };
+  const versionDir = path.join(source.dir, String(version));
+  const configJson = JSON.stringify(l.json);
+  const loaded = await l.backend.load({ source, version, versionDir, config, configJson, logger: l.logger, client: l.client }, hooks);
+  try {
+    for (const instance of loaded.instances) await warmupInstance(source, config, instance);
+  } catch (err) {
+    await loaded.unload(5000);
+    throw err;
+  }
+  // Registered before the version exists: its statistics listener is looked up then.
+  const secs = Number(process.hrtime.bigint() - started) / 1e9;
+  l.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs);
+  mv = new ModelVersion(config, l.json, version, loaded, l.observer);
+  l.logger.info(`successfully loaded '${source.name}' version ${version}`);
+  return mv;
+}
