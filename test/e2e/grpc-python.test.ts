@@ -59,7 +59,7 @@ res["live"] = c.is_server_live()
 res["ready"] = c.is_server_ready()
 res["model_ready"] = c.is_model_ready("add_sub")
 res["version_ready"] = c.is_model_ready("add_sub", "1")
-res["unknown_ready"] = err(lambda: c.is_model_ready("nope"))
+res["unknown_ready"] = c.is_model_ready("nope")
 res["server"] = c.get_server_metadata(as_json=True)
 res["model"] = c.get_model_metadata("add_sub", as_json=True)
 res["unknown_model"] = err(lambda: c.get_model_metadata("nope"))
@@ -77,7 +77,8 @@ res["all_stats"] = sorted(m["name"] for m in c.get_inference_statistics(as_json=
     expect(r.ready).toBe(true);
     expect(r.model_ready).toBe(true);
     expect(r.version_ready).toBe(true);
-    expect(r.unknown_ready.status).toBe('StatusCode.NOT_FOUND');
+    // Triton 2.51 answers ModelReady for a model it does not serve with ready=false, not an error.
+    expect(r.unknown_ready).toBe(false);
     expect(r.server.name).toBe('triton');
     expect(r.server.extensions).toContain('statistics');
     expect(r.model).toMatchObject({ name: 'add_sub', versions: ['1'], platform: 'python' });

@@ -33,8 +33,9 @@ export async function modelReady(ctx: GrpcContext, req: ModelReadyRequest) {
   try {
     ready = await ctx.core.checkModelReady(req.name, req.version);
   } catch (err) {
-    // "version N is not at ready state": the model is known, it is just not ready.
-    if (err instanceof TritonError && err.code === ErrorCode.UNAVAILABLE) ready = false;
+    // As Triton 2.51 answers (checked against tritonserver): a model that is unknown, unloaded
+    // or has no READY version is simply not ready; tritonclient's is_model_ready() says False.
+    if (err instanceof TritonError && (err.code === ErrorCode.UNAVAILABLE || err.code === ErrorCode.NOT_FOUND)) ready = false;
     else throw err;
   }
   return create(ModelReadyResponseSchema, { ready });

@@ -9,7 +9,7 @@ import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { Errors } from '../../../core/errors.js';
 import type { LoadModelOptions } from '../../../core/server-core.js';
 import type { HttpContext } from '../context.js';
-import { sendEmpty, sendError, sendJson } from '../reply.js';
+import { sendError, sendJson } from '../reply.js';
 import { readJsonObject } from './json-body.js';
 
 export async function handleRepositoryIndex(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Promise<void> {
@@ -46,7 +46,8 @@ export async function handleRepositoryControl(
       if (dependents !== undefined && typeof dependents !== 'boolean') throw Errors.jsonValueType('boolean');
       await ctx.core.unloadModel(model, { unloadDependents: dependents === true });
     }
-    sendEmpty(res, 200);
+    // Triton answers 200 with an empty JSON-typed body.
+    sendJson(res, 200, '');
   } catch (err) {
     sendError(res, err);
   }
