@@ -38,24 +38,22 @@ const settleMs = Number(arg('settle-ms', 1000));
 const jsonOut = arg('json', path.join(ROOT, 'bench', '.out', 'reload', 'result.json'));
 const MODEL = 'reload_probe';
 
-function config(generation) {
-  return JSON.stringify({
-    backend: 'python',
-    max_batch_size: 0,
-    input: [{ name: 'MS', data_type: 'TYPE_INT32', dims: [1] }],
-    output: [{ name: 'GEN', data_type: 'TYPE_INT32', dims: [1] }],
-    instance_group: [{ kind: 'KIND_CPU', count: 1 }],
-    parameters: { GENERATION: { string_value: String(generation) }, INIT_SLEEP_S: { string_value: String(initS) } },
-  });
+/** The served config (JSON, as GET .../config gives it) with the generation and load time set. */
+function config(served, generation) {
+  const parameters = { GENERATION: { string_value: String(generation) }, INIT_SLEEP_S: { string_value: String(initS) } };
+  return JSON.stringify({ ...served, parameters });
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency + 2 });
 
-function post(port, p, body) {
+const get = (port, p) => request(port, 'GET', p, '');
+const post = (port, p, body) => request(port, 'POST', p, body);
+
+function request(port, method, p, body) {
   return new Promise((resolve, reject) => {
     const data = Buffer.from(body);
     const req = http.request(
-      { host: '127.0.0.1', port, path: p, method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': data.length } },
+      { host: '127.0.0.1', port, path: p, method, agent, headers: { 'Content-Type': 'application/json', 'Content-Length': data.length } },
       (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
@@ -72,6 +70,7 @@ async function main() {
   fs.cpSync(path.join(ROOT, 'test', 'models', MODEL), path.join(repo, MODEL), { recursive: true });
   const server = await startTritium({ repos: repo, args: ['--model-control-mode=explicit', `--load-model=${MODEL}`] });
   const port = server.httpPort;
+  const servedConfig = JSON.parse((await get(port, `/v2/models/${MODEL}/config`)).body);
   const inferBody = JSON.stringify({ inputs: [{ name: 'MS', datatype: 'INT32', shape: [1], data: [execMs] }] });
 
   let stop = false;
@@ -102,7 +101,7 @@ async function main() {
   for (let g = 2; g <= reloads + 1; g++) {
     const from = answers.length;
     const t0 = performance.now();
-    const r = await post(port, `/v2/repository/models/${MODEL}/load`, JSON.stringify({ parameters: { config: config(g) } }));
+    const r = await post(port, `/v2/repository/models/${MODEL}/load`, JSON.stringify({ parameters: { config: config(servedConfig, g) } }));
     const t1 = performance.now();
     if (r.status !== 200) throw new Error(`load ${g} answered ${r.status} ${r.body}`);
     await new Promise((res) => setTimeout(res, settleMs));

@@ -16,16 +16,14 @@ import { markPath, scrape, waitFor, waitForMark } from './infer-helpers.js';
 
 const POLL_FAILED = (m: string) => `failed to load '${m}', failed to poll from model repository`;
 
-/** The JSON config tritonclient's `load_model(config=...)` would send for reload_probe. */
+/**
+ * A config override for reload_probe as Model Analyzer makes one: the served config (GET
+ * .../config, JSON) with other parameters. Read once from the first server.
+ */
+let served: Record<string, unknown> | undefined;
 function probeConfig(params: Record<string, string>): string {
-  return JSON.stringify({
-    backend: 'python',
-    max_batch_size: 0,
-    input: [{ name: 'MS', data_type: 'TYPE_INT32', dims: [1] }],
-    output: [{ name: 'GEN', data_type: 'TYPE_INT32', dims: [1] }],
-    instance_group: [{ kind: 'KIND_CPU', count: 1 }],
-    parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, { string_value: v }])),
-  });
+  const parameters = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, { string_value: v }]));
+  return JSON.stringify({ ...served, name: '', parameters });
 }
 
 interface Answer {
@@ -74,6 +72,7 @@ describe('explicit model control', () => {
   beforeAll(async () => {
     repo = makeRepo(['reload_probe', { from: path.join(TEST_MODELS, 'reload_probe'), name: 'second' }, 'init_fails']);
     t = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit', '--load-model=reload_probe'] });
+    served = (await (await fetch(`${t.http}/v2/models/reload_probe/config`)).json()) as Record<string, unknown>;
   });
 
   afterAll(async () => {
