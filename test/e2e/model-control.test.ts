@@ -3,7 +3,8 @@
  * (`--load-model` at start, load/unload/reload over HTTP and gRPC, with `config` and `file:`
  * overrides, Python tritonclient's calls unchanged), a reload under load that fails no request,
  * a failed reload that keeps the old version serving, an unload with a request in flight, an
- * unload during a load (as Triton: the load succeeds, then the model is unloaded), metrics of an
+ * unload during a load (as Triton: the load succeeds, then the model is unloaded), an unload cut
+ * short by --exit-timeout-secs answering what it still held, metrics of an
  * unloaded version disappearing, and poll mode picking up changes. Texts are Triton 2.51's.
  *
  * Model: test/models/reload_probe (answers GEN, its config's GENERATION parameter, after MS ms).
@@ -307,6 +308,32 @@ describe('--load-model at start-up', () => {
         ['reload_probe', 'READY'],
         ['second', 'READY'],
       ]);
+    } finally {
+      await stopAndExpectNoShm(t);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an unload bounded by --exit-timeout-secs', () => {
+  it('answers the requests the version still holds when the bound expires, and unloads', async () => {
+    const repo = makeRepo(['reload_probe']);
+    const t = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit', '--load-model=reload_probe', '--exit-timeout-secs=1'] });
+    try {
+      const mark = markPath('bounded');
+      const running = infer(t, 'reload_probe', 4000, mark);
+      await waitForMark(mark);
+      const behind = infer(t, 'reload_probe', 0);
+      expect((await post(t, '/v2/repository/models/reload_probe/unload')).status).toBe(200);
+      // The 4 s execute outlives the 1 s bound: it is cut short and answered with an error, as
+      // is the request behind it (refused, or failed with the unload's text), instead of hanging.
+      const [a, b] = await Promise.all([running, behind]);
+      expect(a.status).not.toBe(200);
+      expect(a.error).toEqual(expect.any(String));
+      expect(b.status).not.toBe(200);
+      expect(b.error).toEqual(expect.any(String));
+      await waitFor('the unload', async () => (await stateOf(t, 'reload_probe'))[0]?.reason === 'unloaded', 60_000);
+      expect(t.log()).toContain("successfully unloaded 'reload_probe' version 1");
     } finally {
       await stopAndExpectNoShm(t);
       fs.rmSync(repo, { recursive: true, force: true });
