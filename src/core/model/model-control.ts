@@ -158,15 +158,16 @@ export class ModelControl {
     entry.fingerprint = fingerprint;
     if (failures.length > 0 && hasModels(entry)) {
       // A failed reload: the new generation goes, what served keeps serving.
+      const discarded: Promise<void>[] = [];
       for (const [v, ve] of fresh) {
         const cur = entry.versions.get(v);
         if (ve.model) {
-          void ve.model.loaded.unload(this.o.drainTimeoutMs);
+          discarded.push(ve.model.loaded.unload(this.o.drainTimeoutMs).catch((err) => this.logUnloadError(name, v, err)));
           if (!cur?.model) this.o.observer.modelUnloaded(name, String(v));
         }
         if (cur && !cur.model) entry.versions.set(v, { state: 'UNAVAILABLE', reason: ve.reason || 'load of the model failed' });
       }
-      prepared.release();
+      void Promise.all(discarded).then(prepared.release);
       failures.sort((a, b) => a.version - b.version);
       log.error(`failed to load '${name}'`);
       throw Errors.loadFailed(name, failures);
@@ -199,7 +200,7 @@ export class ModelControl {
       const mv = ve.model;
       if (entry.versions.has(v)) {
         // Same version number: the metric series now belongs to the new one.
-        retiring.push(drainAndUnload(mv, this.o.drainTimeoutMs));
+        retiring.push(drainAndUnload(mv, this.o.drainTimeoutMs).catch((err) => this.logUnloadError(entry.name, v, err)));
       } else {
         const gone: VersionEntry = { state: 'UNLOADING', reason: '', model: mv };
         entry.versions.set(v, gone);
@@ -214,11 +215,7 @@ export class ModelControl {
     const mv = ve.model!;
     ve.state = 'UNLOADING';
     ve.retiring = true;
-    try {
-      await drainAndUnload(mv, this.o.drainTimeoutMs);
-    } catch (err) {
-      this.o.logger.error(`failed to unload '${name}' version ${version}: ${asTritonError(err).message}`);
-    }
+    await drainAndUnload(mv, this.o.drainTimeoutMs).catch((err) => this.logUnloadError(name, version, err));
     ve.model = undefined;
     ve.retiring = false;
     ve.state = 'UNAVAILABLE';
@@ -226,6 +223,10 @@ export class ModelControl {
     // Unless a later load brought the same version back: the series is the new one's then.
     if (!this.models.get(name)?.versions.get(version)?.model) this.o.observer.modelUnloaded(name, String(version));
     this.o.logger.info(`successfully unloaded '${name}' version ${version}`);
+  }
+
+  private logUnloadError(name: string, version: number, err: unknown): void {
+    this.o.logger.error(`failed to unload '${name}' version ${version}: ${asTritonError(err).message}`);
   }
 
   /**
@@ -250,7 +251,8 @@ export class ModelControl {
         if (other !== entry && other.config && dependenciesOf(other.config).includes(name)) tasks.push(this.unload(other.name, options).done);
       }
     }
-    return { done: Promise.all(tasks).then(() => undefined) };
+    // Never rejects: an unload's failures are logged by retire(), nobody need wait for it.
+    return { done: Promise.allSettled(tasks).then(() => undefined) };
   }
 
   private async runUnload(entry: ModelEntry): Promise<void> {
@@ -265,8 +267,9 @@ export class ModelControl {
   }
 }
 
+/** Whether some version of the model serves (or is about to be unloaded on request). */
 function hasModels(entry: ModelEntry): boolean {
-  for (const ve of entry.versions.values()) if (ve.model) return true;
+  for (const ve of entry.versions.values()) if (ve.model && !ve.retiring) return true;
   return false;
 }
 
