@@ -52,11 +52,16 @@ const stateOf = async (t: Tritium, model: string) => (await index(t)).filter((e)
 function clientPrelude(t: Tritium): string {
   return String.raw`
 import json
+import numpy as np
 import tritonclient.grpc as tg
 import tritonclient.http as th
 from tritonclient.utils import InferenceServerException
 http = th.InferenceServerClient(${JSON.stringify(`127.0.0.1:${t.httpPort}`)}, network_timeout=120)
 grpc = tg.InferenceServerClient(${JSON.stringify(`127.0.0.1:${t.grpcPort}`)})
+def mk_input():
+    i = th.InferInput("MS", [1], "INT32")
+    i.set_data_from_numpy(np.array([0], dtype=np.int32))
+    return i
 def attempt(f, *a, **k):
     try:
         f(*a, **k)
@@ -159,9 +164,13 @@ res["config"] = attempt(http.load_model, "reload_probe", config=${JSON.stringify
       clientPrelude(t),
       String.raw`
 model = ${JSON.stringify(variant)}.encode()
+res["http"] = attempt(http.load_model, "reload_probe", config=${JSON.stringify(probeConfig({}))}, files={"file:1/model.py": model.replace(b"300", b"302")})
+res["gen_http"] = int(http.infer("reload_probe", [mk_input()]).as_numpy("GEN")[0])
 res["grpc"] = attempt(grpc.load_model, "reload_probe", config=${JSON.stringify(probeConfig({}))}, files={"file:1/model.py": model})
 `,
     );
+    expect(files.http).toBe('ok');
+    expect(files.gen_http).toBe(302);
     expect(files.grpc).toBe('ok');
     expect((await infer(t, 'reload_probe')).gen).toBe(300);
     // Over HTTP the contents travel base64-encoded, as Triton takes them.
