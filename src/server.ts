@@ -54,6 +54,14 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     shmGrowthByteSize: options.python.shmGrowthByteSize,
     stubTimeoutSeconds: options.python.stubTimeoutSeconds,
     ipcWait: { spinUs: options.python.spinUs, spinMode: options.python.spinMode },
+    // pb_utils.load_model / unload_model take the repository API's path (explicit mode only).
+    modelControl:
+      options.modelControlMode === 'explicit'
+        ? {
+            load: (name, o): Promise<void> => core.loadModel(name, { config: o.config || undefined, files: o.files }),
+            unload: (name, o): Promise<void> => core.unloadModel(name, { unloadDependents: o.unloadDependents }),
+          }
+        : undefined,
   });
   const gpus = detectGpus();
   const backends = new Map<string, Backend>([

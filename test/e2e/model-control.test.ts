@@ -5,7 +5,8 @@
  * a failed reload that keeps the old version serving, an unload with a request in flight, an
  * unload during a load (as Triton: the load succeeds, then the model is unloaded), an unload cut
  * short by --exit-timeout-secs answering what it still held, metrics of an
- * unloaded version disappearing, and poll mode picking up changes. Texts are Triton 2.51's.
+ * unloaded version disappearing, poll mode picking up changes, and pb_utils.load_model /
+ * unload_model from a Python model taking the same path. Texts are Triton 2.51's.
  *
  * Model: test/models/reload_probe (answers GEN, its config's GENERATION parameter, after MS ms).
  */
@@ -343,6 +344,35 @@ describe('an unload bounded by --exit-timeout-secs', () => {
       expect(b.error).toEqual(expect.any(String));
       await waitFor('the unload', async () => (await stateOf(t, 'reload_probe'))[0]?.reason === 'unloaded', 60_000);
       expect(t.log()).toContain("successfully unloaded 'reload_probe' version 1");
+    } finally {
+      await stopAndExpectNoShm(t);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('pb_utils.load_model / unload_model in explicit mode', () => {
+  it('load, reload with a config override and unload through the same path as the repository API', async () => {
+    const repo = makeRepo(['bls_probe', 'reload_probe']);
+    const t = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit', '--load-model=bls_probe'] });
+    try {
+      const probe = async (cmd: unknown) => {
+        const body = { inputs: [{ name: 'CMD', datatype: 'BYTES', shape: [1], data: [JSON.stringify(cmd)] }] };
+        const res = await fetch(`${t.http}/v2/models/bls_probe/infer`, { method: 'POST', body: JSON.stringify(body) });
+        return JSON.parse(((await res.json()) as { outputs: Array<{ data: string[] }> }).outputs[0]!.data[0]!);
+      };
+      expect(await probe({ op: 'load', args: ['reload_probe'] })).toEqual({ value: null });
+      expect(await probe({ op: 'ready', args: ['reload_probe'] })).toEqual({ value: true });
+      expect((await infer(t, 'reload_probe')).gen).toBe(1);
+      served ??= (await (await fetch(`${t.http}/v2/models/reload_probe/config`)).json()) as Record<string, unknown>;
+      expect(await probe({ op: 'load', args: ['reload_probe', probeConfig({ GENERATION: '5' })] })).toEqual({ value: null });
+      expect((await infer(t, 'reload_probe')).gen).toBe(5);
+      expect(await probe({ op: 'load', args: ['no_such_model'] })).toEqual({
+        raised: expect.stringContaining(POLL_FAILED('no_such_model')),
+      });
+      expect(await probe({ op: 'unload', args: ['reload_probe'] })).toEqual({ value: null });
+      await waitFor('the unload', async () => (await stateOf(t, 'reload_probe'))[0]?.reason === 'unloaded', 60_000);
+      expect(await probe({ op: 'ready', args: ['reload_probe'] })).toEqual({ value: false });
     } finally {
       await stopAndExpectNoShm(t);
       fs.rmSync(repo, { recursive: true, force: true });
