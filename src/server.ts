@@ -14,7 +14,8 @@ import type { ServerOptions } from './cli/options.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { InferenceServer } from './core/inference-server.js';
-import { createLogger, logSettingsStore, type Logger } from './core/logger.js';
+import { modelTable, optionsTable } from './core/startup-tables.js';
+import { createLogger, logSettingsStore, type LogSettings, type Logger } from './core/logger.js';
 import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
 import { PythonBackend } from './backends/python/backend.js';
@@ -43,8 +44,20 @@ interface Closable {
   close(): Promise<void>;
 }
 
+/** The logger's settings from the `--log-*` flags. */
+export function logSettingsOf(options: ServerOptions): LogSettings {
+  return {
+    info: options.logInfo,
+    warning: options.logWarning,
+    error: options.logError,
+    verbose: options.logVerbose,
+    format: options.logFormat,
+    file: options.logFile,
+  };
+}
+
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
-  const log = logger ?? createLogger({ info: options.logInfo, warning: options.logWarning, error: options.logError, verbose: options.logVerbose });
+  const log = logger ?? createLogger(logSettingsOf(options));
   const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
 
@@ -97,6 +110,22 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     await models.unloadAll(5000);
     throw new StartupError(`failed to load all models: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`);
   }
+  // As tritonserver: the model table, then the options table (what tuning guides read back).
+  log.info('');
+  log.raw(modelTable(core.repositoryIndex(false)));
+  log.info('');
+  log.raw(
+    optionsTable({
+      serverId: options.serverId,
+      version: core.serverMetadata().version,
+      extensions: core.serverMetadata().extensions,
+      repositories: options.modelRepositories,
+      modelControlMode: 'none',
+      strictModelConfig: !options.autoCompleteConfig,
+      strictReadiness: options.strictReadiness,
+      exitTimeoutSecs: options.exitTimeoutSecs,
+    }),
+  );
   core.markReady();
   if (options.modelControlMode === 'poll') models.poller.start(options.repositoryPollSecs * 1000);
 

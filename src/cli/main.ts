@@ -9,6 +9,7 @@ import { CommanderError } from 'commander';
 import { SHM_DIR } from '../backends/python/ipc/shm-layout.js';
 import { killAllStubs } from '../backends/python/stub-process.js';
 import { createLogger } from '../core/logger.js';
+import { logSettingsOf } from '../server.js';
 import { startServer, StartupError, type RunningServer } from '../server.js';
 import { OptionsError, parseOptions } from './options.js';
 
@@ -24,7 +25,13 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`tritium: ${(err as Error).message}\nRun 'tritium --help' for the list of flags.\n`);
     process.exit(2);
   }
-  const log = createLogger({ info: options.logInfo, warning: options.logWarning, error: options.logError, verbose: options.logVerbose });
+  let log;
+  try {
+    log = createLogger(logSettingsOf(options));
+  } catch (err) {
+    process.stderr.write(`tritium: cannot open --log-file=${options.logFile}: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
   let server: RunningServer | undefined;
   // Shared memory must not outlive us on any exit path Node sees: normal exit, signals, an
   // uncaught error, a signal during start-up. (SIGKILL leaves files; the next start removes them.)

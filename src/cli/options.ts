@@ -33,6 +33,9 @@ export interface ServerOptions {
   logInfo: boolean;
   logWarning: boolean;
   logError: boolean;
+  logFormat: 'default' | 'ISO8601';
+  /** '' = stderr. */
+  logFile: string;
   strictReadiness: boolean;
   autoCompleteConfig: boolean;
   exitTimeoutSecs: number;
@@ -113,6 +116,8 @@ export function buildCommand(): Command {
     .addOption(new Option('--log-info <bool>', 'log INFO lines').default(true).argParser(parseBool('--log-info')))
     .addOption(new Option('--log-warning <bool>', 'log WARNING lines').default(true).argParser(parseBool('--log-warning')))
     .addOption(new Option('--log-error <bool>', 'log ERROR lines').default(true).argParser(parseBool('--log-error')))
+    .addOption(new Option('--log-format <format>', 'log line prefix: default or ISO8601').default('default').choices(['default', 'ISO8601']))
+    .addOption(new Option('--log-file <path>', 'write the log to this file (appended) instead of stderr').default(''))
     .addOption(
       new Option('--backend-config <backend,key=value>', 'backend setting, e.g. python,shm-default-byte-size=16777216 (repeatable)').argParser(
         parseBackendConfig,
@@ -235,6 +240,8 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     logInfo: o.logInfo,
     logWarning: o.logWarning,
     logError: o.logError,
+    logFormat: o.logFormat,
+    logFile: o.logFile,
     strictReadiness: o.strictReadiness,
     autoCompleteConfig: !(o.disableAutoCompleteConfig === true || o.strictModelConfig === true),
     exitTimeoutSecs: o.exitTimeoutSecs,

@@ -1,17 +1,33 @@
 /**
  * @module core/logger
- * Server log in Triton's line format (`I1121 05:39:57.123456 1234 file:line] message`), because
- * scripts and test harnesses written for tritonserver grep these lines (for example
- * "Started HTTPService at"). Lines go to stderr through one buffered write per line.
+ * Server log in Triton's line format, because scripts and test harnesses written for
+ * tritonserver grep these lines (for example "Started HTTPService at"):
+ *
+ *   default   I1121 05:39:57.123456 1234 source] "message"
+ *   ISO8601   2026-11-21T05:39:57Z I 1234 source] "message"
+ *
+ * As in Triton 2.51 the message is quoted and escaped onto one line (a traceback stays one
+ * record). Lines go to stderr, or to `--log-file`, through an asynchronous writer
+ * (sonic-boom): a slow reader of stderr holds a writer thread, never the event loop; past
+ * 16 MiB of unwritten log, lines are dropped and the count is logged when writing catches up.
+ * Whatever is queued is written synchronously when the process exits.
  */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import type { SonicBoom as SonicBoomType } from 'sonic-boom';
 
 export type LogLevel = 'I' | 'W' | 'E' | 'V';
+export type LogFormat = 'default' | 'ISO8601';
 
 export interface LogSettings {
   info: boolean;
   warning: boolean;
   error: boolean;
   verbose: number;
+  /** Line prefix style (`--log-format`); 'default' when absent. */
+  format?: LogFormat;
+  /** `--log-file`: where lines go instead of stderr ('' or absent: stderr). */
+  file?: string;
 }
 
 export interface Logger {
@@ -20,14 +36,25 @@ export interface Logger {
   error(message: string, source?: string): void;
   /** Logged only when `--log-verbose` is at least `level`. */
   verbose(level: number, message: string, source?: string): void;
+  /**
+   * Lines written as they are, without prefix or quoting (Triton's start-up tables). Shown
+   * with INFO.
+   */
+  raw(text: string): void;
   readonly settings: LogSettings;
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
-function stamp(level: LogLevel): string {
+function prefix(level: LogLevel, format: LogFormat | undefined): string {
   const nowMs = performance.timeOrigin + performance.now();
   const d = new Date(nowMs);
+  if (format === 'ISO8601') {
+    return (
+      `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T` +
+      `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}Z ${level} ${process.pid}`
+    );
+  }
   const micros = Math.floor((nowMs * 1000) % 1_000_000);
   return (
     `${level}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())} ` +
@@ -35,9 +62,73 @@ function stamp(level: LogLevel): string {
   );
 }
 
-export function createLogger(settings: LogSettings, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+/** The message quoted and escaped onto one line, as Triton writes it. */
+export function escapeMessage(message: string): string {
+  return JSON.stringify(message);
+}
+
+// sonic-boom is CommonJS whose typings declare an ES default export; require() matches what it is.
+const SonicBoom = createRequire(import.meta.url)('sonic-boom') as typeof SonicBoomType;
+
+/** Unwritten log past which lines are dropped rather than held. */
+const MAX_UNWRITTEN = 16 * 1024 * 1024;
+
+/**
+ * The default writer: stderr, or the `--log-file` (appended to; an error opening it is thrown
+ * now, so that the CLI can name the flag).
+ */
+export function logWriter(file?: string): (line: string) => void {
+  const key = file ?? '';
+  let w = writers.get(key);
+  if (w === undefined) {
+    w = openWriter(file);
+    writers.set(key, w);
+  }
+  return w;
+}
+
+/** One writer per destination, so that loggers sharing it keep the order of their lines. */
+const writers = new Map<string, (line: string) => void>();
+
+function openWriter(file: string | undefined): (line: string) => void {
+  // Opened here, synchronously, so that a bad path fails start-up with the reason.
+  const fd = file ? fs.openSync(file, 'a') : 2;
+  const boom = new SonicBoom({ fd, sync: false, maxLength: MAX_UNWRITTEN });
+  let dropped = 0;
+  boom.on('drop', () => dropped++);
+  // An unwritable log (a closed stderr) must not take the server down.
+  boom.on('error', () => {});
+  // At exit: what is queued is written now, and later lines (other exit handlers) directly.
+  let exiting = false;
+  process.once('exit', () => {
+    exiting = true;
+    try {
+      boom.flushSync();
+    } catch {
+      // Nothing more can be done about a log that cannot be written.
+    }
+  });
+  return (line) => {
+    if (exiting) {
+      try {
+        fs.writeSync(fd, line);
+      } catch {
+        // as above
+      }
+      return;
+    }
+    if (
+      dropped > 0 &&
+      boom.write(`${prefix('W', undefined)} logger] ${escapeMessage(`${dropped} log lines were dropped: the log was not read fast enough`)}\n`)
+    )
+      dropped = 0;
+    boom.write(line);
+  };
+}
+
+export function createLogger(settings: LogSettings, write: (line: string) => void = logWriter(settings.file)): Logger {
   const emit = (level: LogLevel, message: string, source = 'tritium') => {
-    write(`${stamp(level)} ${source}] ${message}\n`);
+    write(`${prefix(level, settings.format)} ${source}] ${escapeMessage(message)}\n`);
   };
   return {
     settings,
@@ -45,11 +136,12 @@ export function createLogger(settings: LogSettings, write: (line: string) => voi
     warn: (m, s) => settings.warning && emit('W', m, s),
     error: (m, s) => settings.error && emit('E', m, s),
     verbose: (level, m, s) => settings.verbose >= level && emit('I', m, s),
+    raw: (text) => settings.info && write(text.endsWith('\n') ? text : `${text}\n`),
   };
 }
 
 /** A logger that drops everything (tests, tools). */
-export const silentLogger: Logger = createLogger({ info: false, warning: false, error: false, verbose: 0 });
+export const silentLogger: Logger = createLogger({ info: false, warning: false, error: false, verbose: 0 }, () => {});
 
 /** The `logging` extension's view of the server log (HTTP `/v2/logging`, gRPC LogSettings). */
 export interface LogSettingsView {
@@ -89,24 +181,23 @@ export function memoryLogSettings(initial?: Partial<LogSettingsView>): LogSettin
 /** A settings store bound to a logger: changes over the network take effect at once. */
 export function logSettingsStore(logger: Logger): LogSettingsStore {
   const s = logger.settings;
-  let format: 'default' | 'ISO8601' = 'default';
   const listeners: Array<(settings: LogSettingsView) => void> = [];
   const store: LogSettingsStore = {
     onChange: (listener) => listeners.push(listener),
     get: () => ({
-      log_file: '',
+      log_file: s.file ?? '',
       log_info: s.info,
       log_warning: s.warning,
       log_error: s.error,
       log_verbose_level: s.verbose,
-      log_format: format,
+      log_format: s.format ?? 'default',
     }),
     update: (p) => {
       if (p.log_info !== undefined) s.info = p.log_info;
       if (p.log_warning !== undefined) s.warning = p.log_warning;
       if (p.log_error !== undefined) s.error = p.log_error;
       if (p.log_verbose_level !== undefined) s.verbose = p.log_verbose_level;
-      if (p.log_format !== undefined) format = p.log_format;
+      if (p.log_format !== undefined) s.format = p.log_format;
       const now = store.get();
       for (const l of listeners) l(now);
     },

@@ -1,0 +1,48 @@
+/**
+ * @module core/startup-tables
+ * The tables tritonserver prints at start-up (model status, server options), in its ASCII
+ * layout: tuning guides and scripts read them to confirm what a server runs with.
+ */
+import type { RepositoryIndexEntry } from './server-core.js';
+
+/** An ASCII table: a rule, the header row, a rule, the rows, a rule. */
+export function renderTable(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const rule = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
+  const line = (cells: readonly string[]) => `|${widths.map((w, i) => ` ${(cells[i] ?? '').padEnd(w)} `).join('|')}|`;
+  return [rule, line(header), rule, ...rows.map(line), rule].join('\n');
+}
+
+/** Every model version with its state: `READY`, or `UNAVAILABLE: <reason>`. */
+export function modelTable(index: readonly RepositoryIndexEntry[]): string {
+  const rows = index.map((e) => [e.name, e.version ?? '', e.state === 'READY' ? 'READY' : `${e.state ?? 'UNAVAILABLE'}${e.reason ? `: ${e.reason}` : ''}`]);
+  return renderTable(['Model', 'Version', 'Status'], rows);
+}
+
+export interface ServerOptionsSummary {
+  serverId: string;
+  version: string;
+  extensions: readonly string[];
+  repositories: readonly string[];
+  modelControlMode: string;
+  strictModelConfig: boolean;
+  strictReadiness: boolean;
+  exitTimeoutSecs: number;
+}
+
+/** The option/value table, with tritonserver's option names. */
+export function optionsTable(o: ServerOptionsSummary): string {
+  const rows: string[][] = [
+    ['server_id', o.serverId],
+    ['server_version', o.version],
+    ['server_extensions', o.extensions.join(' ')],
+    ...o.repositories.map((r, i) => [`model_repository_path[${i}]`, r]),
+    ['model_control_mode', `MODE_${o.modelControlMode.toUpperCase()}`],
+    ['strict_model_config', o.strictModelConfig ? '1' : '0'],
+    ['rate_limit', 'OFF'],
+    ['strict_readiness', o.strictReadiness ? '1' : '0'],
+    ['exit_timeout', String(o.exitTimeoutSecs)],
+    ['cache_enabled', '0'],
+  ];
+  return renderTable(['Option', 'Value'], rows);
+}
