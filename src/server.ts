@@ -15,6 +15,7 @@ import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { InferenceServer } from './core/inference-server.js';
 import { modelTable, optionsTable } from './core/startup-tables.js';
+import type { PendingRequest } from './core/scheduling/types.js';
 import { createLogger, logSettingsStore, type LogSettings, type Logger } from './core/logger.js';
 import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
@@ -42,6 +43,20 @@ export interface RunningServer {
 
 interface Closable {
   close(): Promise<void>;
+}
+
+/**
+ * Triton's verbose line for each batch handed to an instance (the "grep executing" recipe of
+ * its optimisation guide shows batches forming with it), and the batch's request ids at level 2.
+ */
+function executingLogger(log: Logger) {
+  return (model: string, _version: string, instance: string, requests: readonly PendingRequest[]): void => {
+    if (log.settings.verbose < 1) return;
+    log.verbose(1, `model ${model}, instance ${instance}, executing ${requests.length} requests`);
+    if (log.settings.verbose >= 2) {
+      log.verbose(2, `model ${model}, instance ${instance}, request ids: ${requests.map((r) => r.request.id || '<id_unknown>').join(', ')}`);
+    }
+  };
 }
 
 /** The logger's settings from the `--log-*` flags. */
@@ -90,7 +105,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     gpus,
     backends,
     logger: log,
-    observer: metricsObserver(metrics),
+    observer: { ...metricsObserver(metrics), executing: executingLogger(log) },
     drainTimeoutMs: options.exitTimeoutSecs * 1000,
   });
   const native = loadNative();
@@ -120,7 +135,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
       version: core.serverMetadata().version,
       extensions: core.serverMetadata().extensions,
       repositories: options.modelRepositories,
-      modelControlMode: 'none',
+      modelControlMode: options.modelControlMode,
       strictModelConfig: !options.autoCompleteConfig,
       strictReadiness: options.strictReadiness,
       exitTimeoutSecs: options.exitTimeoutSecs,

@@ -131,7 +131,8 @@ describe('model configuration errors', () => {
     });
     const { code } = await s.exited;
     expect(code).not.toBe(0);
-    expect(s.log()).toMatch(/failed to load 'add_sub'.*is not healthy\. The stub exited with code 3\.\n.*needs numpy and msgpack/);
+    // One record, escaped onto one line (Triton's log format): the newline is written as \n.
+    expect(s.log()).toMatch(/failed to load 'add_sub'.*is not healthy\. The stub exited with code 3\.\\n.*needs numpy and msgpack/);
     expect(s.log()).toContain('-m pip install numpy msgpack');
   });
 

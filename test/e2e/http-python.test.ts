@@ -353,7 +353,7 @@ describe('start-up failures', () => {
     const s = await startTritium({ repos: [repo], args: ['--exit-on-error=false'] });
     try {
       expect(s.log()).toContain(`Failed to preinitialize Python stub: Python model file not found in '${file}'`);
-      expect(s.log()).toMatch(/E\d{4} [\d:.]+ \d+ [^\]]*\] failed to load 'no_model_file'/);
+      expect(s.log()).toMatch(/E\d{4} [\d:.]+ \d+ [^\]]*\] "failed to load 'no_model_file'/);
       const idx = await (await fetch(`http://127.0.0.1:${s.httpPort}/v2/repository/index`, { method: 'POST' })).json();
       expect(idx.find((m: { name: string }) => m.name === 'no_model_file').state).toBe('UNAVAILABLE');
     } finally {

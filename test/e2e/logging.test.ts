@@ -34,8 +34,9 @@ async function lineWith(t: Tritium, tag: string): Promise<string | undefined> {
   return undefined;
 }
 
-// `I0520 20:03:25.829575 <pid> <source>] <message>`
-const lineRe = (letter: string, source: string, message: string) => new RegExp(`^${letter}\\d{4} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\d+ ${source}\\] ${message}$`);
+// `I0520 20:03:25.829575 <pid> <source>] "<message>"` (quoted and escaped, as Triton 2.51 writes it)
+const lineRe = (letter: string, source: string, message: string) =>
+  new RegExp(`^${letter}\\d{4} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\d+ ${source}\\] "${message}"$`);
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 beforeAll(async () => {

@@ -48,7 +48,12 @@ export class ModelVersion implements ModelHandle {
     this.stats = new ModelStats(observer.statsListener(this.name, this.version));
     const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => this.stats.recordExecution(batch, times, batchSize);
     const db = dynamicBatching(config);
-    this.scheduler = db ? new DynamicBatcher([...loaded.instances], db, onExecution) : new DefaultScheduler([...loaded.instances], onExecution);
+    const onDispatch = observer.executing
+      ? (i: { name: string }, batch: readonly PendingRequest[]) => observer.executing!(this.name, this.version, i.name, batch)
+      : undefined;
+    this.scheduler = db
+      ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch)
+      : new DefaultScheduler([...loaded.instances], onExecution, onDispatch);
   }
 
   metadata(): ModelMetadata {

@@ -5,6 +5,7 @@
  * hands out, so statistics and metrics come from one accounting pass. Keeping this interface
  * in the core keeps the core free of frontend imports.
  */
+import type { PendingRequest } from '../scheduling/types.js';
 import type { StatsListener } from '../stats/model-stats.js';
 
 export interface InferenceObserver {
@@ -13,6 +14,8 @@ export interface InferenceObserver {
   modelLoaded(model: string, version: string, pending: () => number, loadSeconds: number): void;
   modelUnloaded(model: string, version: string): void;
   stubRestart(model: string, instance: string): void;
+  /** A batch of `requests` goes to `instance` (Triton's verbose `executing N requests` line). */
+  executing?(model: string, version: string, instance: string, requests: readonly PendingRequest[]): void;
 }
 
 export const nullObserver: InferenceObserver = {

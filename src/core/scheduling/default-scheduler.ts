@@ -11,7 +11,7 @@
 import { Errors, type TritonError } from '../errors.js';
 import { InstancePool } from './instance-pool.js';
 import { Ring } from './queue.js';
-import type { ExecutionInstance, ExecutionObserver, PendingRequest, Scheduler } from './types.js';
+import type { DispatchObserver, ExecutionInstance, ExecutionObserver, PendingRequest, Scheduler } from './types.js';
 
 export class DefaultScheduler implements Scheduler {
   private readonly pool: InstancePool;
@@ -21,10 +21,10 @@ export class DefaultScheduler implements Scheduler {
   private pumping = false;
   private repump = false;
 
-  constructor(instances: ExecutionInstance[], observer: ExecutionObserver) {
+  constructor(instances: ExecutionInstance[], observer: ExecutionObserver, onDispatch?: DispatchObserver) {
     // Every request is its own execution, so nothing is gained by holding the next one back
     // until the instance frees: pipeline into instances that accept it.
-    this.pool = new InstancePool(instances, observer, () => this.pump(), true);
+    this.pool = new InstancePool(instances, observer, () => this.pump(), true, onDispatch);
   }
 
   enqueue(request: PendingRequest): void {

@@ -30,7 +30,7 @@ import { Errors, TritonError } from '../errors.js';
 import type { InferRequest, InferResponse } from '../inference.js';
 import { InstancePool } from './instance-pool.js';
 import { PriorityQueue, Ring, type QueueItem } from './queue.js';
-import type { ExecutionInstance, ExecutionObserver, Nanos, PendingRequest, Scheduler } from './types.js';
+import type { DispatchObserver, ExecutionInstance, ExecutionObserver, Nanos, PendingRequest, Scheduler } from './types.js';
 
 /** `ModelQueuePolicy` of the model configuration. */
 export interface QueuePolicy {
@@ -137,8 +137,8 @@ export class DynamicBatcher implements Scheduler {
     this.pump();
   };
 
-  constructor(instances: ExecutionInstance[], options: DynamicBatchingOptions, observer: ExecutionObserver) {
-    this.pool = new InstancePool(instances, observer, () => this.pump());
+  constructor(instances: ExecutionInstance[], options: DynamicBatchingOptions, observer: ExecutionObserver, onDispatch?: DispatchObserver) {
+    this.pool = new InstancePool(instances, observer, () => this.pump(), false, onDispatch);
 
     // A config without batching still gets sane limits: one row at a time.
     this.maxBatch = Math.max(1, Math.floor(options.maxBatchSize));

@@ -6,7 +6,7 @@
  * how they form batches.
  */
 import { asTritonError } from '../errors.js';
-import type { ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest } from './types.js';
+import type { DispatchObserver, ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest } from './types.js';
 
 export class InstancePool {
   private readonly instances: ExecutionInstance[];
@@ -28,6 +28,7 @@ export class InstancePool {
      * batcher forms a batch when an instance frees, so that the batch holds what came meanwhile.
      */
     pipeline = false,
+    private readonly onDispatch?: DispatchObserver,
   ) {
     this.instances = instances.slice();
     this.running = this.instances.map(() => 0);
@@ -65,6 +66,7 @@ export class InstancePool {
     this.free--;
     let run: Promise<ExecutionTimes>;
     try {
+      this.onDispatch?.(this.instances[idx]!, handed);
       run = this.instances[idx]!.execute(handed);
     } catch (err) {
       run = Promise.reject(err);

@@ -86,3 +86,6 @@ export interface Scheduler {
 
 /** Called once per execution so statistics and metrics can account it. */
 export type ExecutionObserver = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => void;
+
+/** Told when a batch is handed to an instance, before it runs (the verbose `executing` log line). */
+export type DispatchObserver = (instance: ExecutionInstance, batch: readonly PendingRequest[]) => void;
