@@ -12,7 +12,7 @@ import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium, pythonResult 
 let server: Tritium;
 
 beforeAll(async () => {
-  server = await startTritium({ repos: [makeRepo(['sender_after_return'])] });
+  server = await startTritium({ repos: [makeRepo(['sender_after_return', 'reschedule_request'])] });
 }, 120_000);
 
 afterAll(() => stopAndExpectNoShm(server));
@@ -125,5 +125,16 @@ res["kept"] = kept.get(timeout=30)
 `);
     expect(r.kept.status).toBe('StatusCode.INTERNAL');
     expect(r.kept.error).toMatch(/^Stub process 'sender_after_return_0' is not healthy\. The stub was killed by SIGKILL/);
+  });
+});
+
+describe('request rescheduling', () => {
+  it('fails a rescheduled non-decoupled request with a reason instead of leaving it unanswered', async () => {
+    const res = await fetch(`http://127.0.0.1:${server.httpPort}/v2/models/reschedule_request/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [1] }] }),
+    });
+    expect(res.status).toBe(501);
+    expect((await res.json()).error).toContain('re-queuing a request needs iterative sequence batching, which tritium does not support');
   });
 });

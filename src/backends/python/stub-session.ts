@@ -160,8 +160,9 @@ export class StubSession {
       if (resp) {
         this.finish(rid, resp);
       } else if (!this.o.decoupled && rescheduled.has(i)) {
-        // Rescheduling is not implemented on the Node side: answer instead of hanging.
-        this.finish(rid, undefined, Errors.noResponse(this.o.instanceName));
+        // Re-queuing needs iterative sequence batching, which is refused at load: say so
+        // instead of leaving the request waiting.
+        this.finish(rid, undefined, Errors.rescheduleUnsupported(this.o.instanceName));
       } else if (!this.o.decoupled && live.pr.done) {
         this.release(rid);
       }

@@ -5,7 +5,7 @@
 import { entry } from './entry.js';
 import { ErrorCode, type TritonError } from './triton-error.js';
 
-const { INTERNAL } = ErrorCode;
+const { INTERNAL, UNSUPPORTED } = ErrorCode;
 
 export const python = {
   stubUnhealthy: entry(
@@ -16,6 +16,15 @@ export const python = {
       when: 'A stub died, hung past its watchdog or broke the protocol; {cause} is a space and how, or empty.',
     },
     (instance: string, cause?: string) => ({ instance, cause: cause ? ` ${cause}` : '' }),
+  ),
+  rescheduleUnsupported: entry(
+    {
+      code: UNSUPPORTED,
+      reason: 'BACKEND',
+      text: "Python model '{instance}' released a request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: re-queuing a request needs iterative sequence batching, which tritium does not support, so the request fails instead (Triton would wait for it forever).",
+      when: 'A non-decoupled model calls set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) and returns None for the request.',
+    },
+    (instance: string) => ({ instance }),
   ),
   noResponse: entry(
     {
