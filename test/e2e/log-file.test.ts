@@ -74,6 +74,9 @@ describe('--log-file and --log-format', () => {
     expect(lines.length).toBeGreaterThan(3);
     for (const l of lines) expect(l).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z [IWE] \d+ [^\]]+\] ".*"$/);
     expect(text).toContain('"successfully loaded \'add_sub\' version 1"');
+    // One line per instance with its device, as Triton writes it.
+    expect(text).toContain('"TRITONBACKEND_ModelInstanceInitialize: add_sub_0_0 (CPU device 0)"');
+    expect(text).toContain('"TRITONBACKEND_ModelInstanceInitialize: batch_cost_0_0 (CPU device 0)"');
     // The start-up tables, as tritonserver prints them.
     expect(text).toMatch(/\| Model +\| Version \| Status \|\n\+-+\+-+\+-+\+\n\| add_sub +\| 1 +\| READY +\|/);
     expect(text).toMatch(/\| model_control_mode +\| MODE_NONE +\|/);

@@ -43,6 +43,8 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   const versionDir = path.join(source.dir, String(version));
   const configJson = JSON.stringify(l.json);
   const loaded = await l.backend.load({ source, version, versionDir, config, configJson, logger: l.logger, client: l.client }, hooks);
+  // Triton's per-instance line, which tuning guides read to see where each instance runs.
+  for (const i of loaded.instances) l.logger.info(`TRITONBACKEND_ModelInstanceInitialize: ${i.name} (${i.kind} device ${i.deviceId})`);
   try {
     for (const instance of loaded.instances) await warmupInstance(source, config, instance);
   } catch (err) {
