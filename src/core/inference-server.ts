@@ -14,20 +14,21 @@ import type { ModelStatistics } from './stats/types.js';
 
 export const TRITIUM_VERSION = '2.73.0';
 
-/** Extensions in Triton's order (perf_analyzer looks for "statistics"). */
+/**
+ * Extensions in Triton's order (perf_analyzer looks for "statistics"), only those that work:
+ * not `sequence` (sequence batching is refused at load), `cuda_shared_memory` (no CUDA IPC) or
+ * `trace` (no traces are written; the trace endpoints answer with tracing OFF).
+ */
 const EXTENSIONS = [
   'classification',
-  'sequence',
   'model_repository',
   'model_repository(unload_dependents)',
   'schedule_policy',
   'model_configuration',
   'system_shared_memory',
-  'cuda_shared_memory',
   'binary_tensor_data',
   'parameters',
   'statistics',
-  'trace',
   'logging',
 ];
 

@@ -265,6 +265,7 @@ def _():
         "log_bad": err(lambda: client.update_log_settings({"log_format": "weird"})),
         "log_file": err(lambda: client.update_log_settings({"log_file": "/tmp/x.log"})),
         "trace_file": err(lambda: client.update_trace_settings(settings={"trace_file": "/tmp/t"})),
+        "trace_on": err(lambda: client.update_trace_settings(settings={"trace_level": ["TIMESTAMPS"]})),
         "trace_unknown": err(lambda: client.get_trace_settings(model_name="nomodel")),
     }
 

@@ -382,6 +382,10 @@ describe('gRPC frontend against tritonclient.grpc (protocol layer)', () => {
     expect(s.log_file).toEqual({ status: 'StatusCode.UNIMPLEMENTED', message: 'log file location can not be updated through network protocol' });
     expect(s.trace_file).toEqual({ status: 'StatusCode.UNIMPLEMENTED', message: 'trace file location can not be updated through network protocol' });
     expect(s.trace_unknown).toEqual({ status: 'StatusCode.INVALID_ARGUMENT', message: 'Request for unknown model : nomodel' });
+    expect(s.trace_on).toEqual({
+      status: 'StatusCode.UNIMPLEMENTED',
+      message: 'tracing is not supported by tritium: trace_level TIMESTAMPS cannot be set (tracing stays OFF)',
+    });
   });
 
   pyIt('async_infer', () => {

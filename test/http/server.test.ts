@@ -191,10 +191,12 @@ describe('extensions', () => {
     expect(r.status).toBe(200);
   });
 
-  it('trace settings are static and off', async () => {
+  it('trace settings are static and off; turning tracing on is refused, not ignored', async () => {
     let r = await call('GET', '/v2/trace/setting');
     expect((r.json() as { trace_level: string[] }).trace_level).toEqual(['OFF']);
     r = await call('POST', '/v2/models/identity/trace/setting', '{"trace_level":["TIMESTAMPS"]}');
+    expect([r.status, r.json()]).toEqual([501, { error: 'tracing is not supported by tritium: trace_level TIMESTAMPS cannot be set (tracing stays OFF)' }]);
+    r = await call('POST', '/v2/trace/setting', '{"trace_level":["OFF"],"trace_rate":"1"}');
     expect(r.status).toBe(200);
     r = await call('POST', '/v2/trace/setting', '{"trace_file":"x"}');
     expect(r.status).toBe(501);

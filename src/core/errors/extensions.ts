@@ -47,6 +47,14 @@ export const extensions = {
     },
     (value: string) => ({ value }),
   ),
+  traceUnsupported: entry(
+    {
+      code: UNSUPPORTED,
+      text: 'tracing is not supported by tritium: trace_level {level} cannot be set (tracing stays OFF)',
+      when: 'A trace settings update asks for a trace level other than OFF.',
+    },
+    (level: string) => ({ level }),
+  ),
   traceFileUpdate: fixed({
     code: UNSUPPORTED,
     text: 'trace file location can not be updated through network protocol',

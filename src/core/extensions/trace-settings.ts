@@ -1,8 +1,10 @@
 /**
  * @module core/extensions/trace-settings
- * The trace extension, shared by HTTP and gRPC, as a static stub: tracing is off and stays off.
- * Every read and update returns these settings; an update that names `trace_file` is refused as
- * Triton 2.51 refuses it on both protocols.
+ * The trace extension, shared by HTTP and gRPC. tritium writes no traces, so tracing is off and
+ * stays off: reads return these settings, an update that would turn tracing on (a
+ * `trace_level` other than OFF) is refused UNSUPPORTED rather than accepted and ignored, and an
+ * update that names `trace_file` is refused as Triton 2.51 refuses it on both protocols. The
+ * server does not list `trace` among its extensions.
  */
 import { Errors } from '../errors.js';
 
@@ -26,7 +28,10 @@ export function checkTraceModel(core: { resolveModel(name: string, version: stri
   }
 }
 
-/** Checks an update given as the names of the settings it sets; nothing else can change. */
-export function checkTraceUpdate(keys: Iterable<string>): void {
-  for (const key of keys) if (key === 'trace_file') throw Errors.traceFileUpdate();
+/** Checks an update given as the settings it names and their values; nothing can change. */
+export function checkTraceUpdate(settings: Iterable<[string, readonly string[]]>): void {
+  for (const [key, values] of settings) {
+    if (key === 'trace_file') throw Errors.traceFileUpdate();
+    if (key === 'trace_level' && values.some((v) => v !== 'OFF')) throw Errors.traceUnsupported(values.join(', '));
+  }
 }

@@ -13,7 +13,7 @@ import type { GrpcContext } from '../context.js';
 export function traceSetting(ctx: GrpcContext, req: TraceSettingRequest) {
   checkTraceModel(ctx.core, req.modelName);
   // gRPC refuses trace_file whenever the key is present, even with no value (as Triton does).
-  checkTraceUpdate(Object.keys(req.settings));
+  checkTraceUpdate(Object.entries(req.settings).map(([k, v]) => [k, v.value]));
   const settings: Record<string, { value: string[] }> = {};
   for (const [k, v] of Object.entries(TRACE_SETTINGS)) settings[k] = { value: [...v] };
   return create(TraceSettingResponseSchema, { settings });

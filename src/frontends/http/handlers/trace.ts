@@ -1,7 +1,8 @@
 /**
  * @module frontends/http/handlers/trace
  * The trace extension over HTTP (rules in core/extensions/trace-settings.ts): GET and POST
- * (global or per model) return the static settings; a POST that sets `trace_file` is refused.
+ * (global or per model) return the static settings; a POST that sets `trace_file` or turns
+ * tracing on is refused.
  */
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { checkTraceModel, checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
@@ -18,7 +19,10 @@ export async function handleTrace(ctx: HttpContext, req: HttpRequest, res: HttpR
     if (req.method === 'POST') {
       const body = await readJsonObject(ctx, req);
       // A null value leaves a setting alone, so it names nothing.
-      if (body !== undefined) checkTraceUpdate(Object.keys(body).filter((k) => body[k] !== null));
+      if (body !== undefined) {
+        const named = Object.entries(body).filter(([, v]) => v !== null);
+        checkTraceUpdate(named.map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : [String(v)]]));
+      }
     }
     sendJson(res, 200, SETTINGS);
   } catch (err) {
