@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import struct
 import sys
 import time
 
@@ -174,12 +173,15 @@ class Header:
             self.mm = mmap.mmap(fd, ipc.HEADER_SIZE)
         finally:
             os.close(fd)
+        # One aligned load per word (struct's "<Q" reads byte by byte and can see a torn value).
+        self._w32 = memoryview(self.mm).cast("I")
+        self._w64 = memoryview(self.mm).cast("Q")
 
     def u32(self, off: int) -> int:
-        return struct.unpack_from("<I", self.mm, off)[0]
+        return self._w32[off // 4]
 
     def u64(self, off: int) -> int:
-        return struct.unpack_from("<Q", self.mm, off)[0]
+        return self._w64[off // 8]
 
     def cap(self) -> int:
         return self.u64(ipc.OFF_RING_CAPACITY)
@@ -195,6 +197,8 @@ class Header:
         }
 
     def close(self) -> None:
+        self._w32.release()
+        self._w64.release()
         self.mm.close()
 
 

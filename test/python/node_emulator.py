@@ -36,6 +36,8 @@ class NodeEmulator:
         struct.pack_into(
             "<QQQQQ", self.mm, 16, ring_capacity, self.a_data, self.b_data, self.arena_pos, size - self.arena_pos
         )
+        self._words32 = memoryview(self.mm).cast("I")
+        self._words64 = memoryview(self.mm).cast("Q")
         self._anchor = ctypes.c_char.from_buffer(self.mm)
         self._addr = ctypes.addressof(self._anchor)
         self.a_tail = 0
@@ -43,15 +45,18 @@ class NodeEmulator:
         self._frags = []
         self.outputs = {}
 
+    # Header words through memoryview.cast(), as the stub's pure-Python path does: each access is
+    # one aligned machine load or store. struct.pack_into("<Q") writes byte by byte, and a stub
+    # reading a tail torn that way sees it jump backwards (a "corrupt" ring).
     def _u64(self, off, value=None):
         if value is None:
-            return struct.unpack_from("<Q", self.mm, off)[0]
-        struct.pack_into("<Q", self.mm, off, value)
+            return self._words64[off // 8]
+        self._words64[off // 8] = value
 
     def _u32(self, off, value=None):
         if value is None:
-            return struct.unpack_from("<I", self.mm, off)[0]
-        struct.pack_into("<I", self.mm, off, value)
+            return self._words32[off // 4]
+        self._words32[off // 4] = value
 
     def push(self, msg, timeout=10.0):
         """One message onto ring A the way Node writes it (docs/ipc.md, "Rings"): fragments of at
@@ -192,6 +197,8 @@ class NodeEmulator:
 
     def close(self):
         del self._anchor
+        self._words32.release()
+        self._words64.release()
         for mm in list(self.outputs.values()) + [self.mm]:
             mm.close()
         for f in os.listdir("/dev/shm"):
