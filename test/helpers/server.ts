@@ -43,6 +43,8 @@ export interface Tritium {
 
 export interface StartOptions {
   repos: string[];
+  /** The CLI to run (default: this checkout's bin/tritium.js), e.g. an installed package's. */
+  bin?: string;
   args?: string[];
   env?: NodeJS.ProcessEnv;
   /** Resolve without waiting for ports (for start-up failure tests). */
@@ -53,7 +55,7 @@ export interface StartOptions {
 export async function startTritium(o: StartOptions): Promise<Tritium> {
   ensureBuilt();
   const args = [
-    path.join(ROOT, 'bin', 'tritium.js'),
+    o.bin ?? path.join(ROOT, 'bin', 'tritium.js'),
     ...o.repos.map((r) => `--model-repository=${r}`),
     '--http-port=0',
     '--grpc-port=0',

@@ -7,9 +7,10 @@
  * into buffers that move to the worker, outputs move back without a copy. The main-thread
  * runner (`runIn: 'main'`) saves the ~30 µs message round trip for tiny models and tools.
  */
-import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { InferenceSession } from 'onnxruntime-node';
+import { ortEntry } from './ort-location.js';
 import { transferables, type WireTensor } from './tensor-convert.js';
 import { WORKER_SOURCE } from './worker-source.js';
 
@@ -44,22 +45,13 @@ export interface SessionRunner {
   onDeath: ((err: Error) => void) | undefined;
 }
 
-const require = createRequire(import.meta.url);
-
 type OrtModule = typeof import('onnxruntime-node');
 let ortModule: Promise<OrtModule> | undefined;
 
 /** onnxruntime-node, loaded on first use so servers without ONNX models never load it. */
 export function loadOrt(): Promise<OrtModule> {
-  ortModule ??= import('onnxruntime-node').then((m) => ((m as { default?: OrtModule }).default ?? m) as OrtModule);
+  ortModule ??= import(pathToFileURL(ortEntry()).href).then((m) => ((m as { default?: OrtModule }).default ?? m) as OrtModule);
   return ortModule;
-}
-
-/** Where the onnxruntime-node package lives (its native binaries sit under it). */
-export function ortPackageDir(): string {
-  const main = require.resolve('onnxruntime-node');
-  // .../onnxruntime-node/dist/index.js → .../onnxruntime-node
-  return main.slice(0, main.lastIndexOf('/dist/'));
 }
 
 export async function openSession(spec: SessionSpec, runIn: RunIn): Promise<SessionRunner> {
@@ -139,7 +131,7 @@ class WorkerRunner implements SessionRunner {
   static open(spec: SessionSpec): Promise<WorkerRunner> {
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { ortPath: require.resolve('onnxruntime-node'), modelPath: spec.modelPath, options: spec.options },
+      workerData: { ortPath: ortEntry(), modelPath: spec.modelPath, options: spec.options },
     });
     return new Promise<WorkerRunner>((resolve, reject) => {
       const fail = (err: Error) => {

@@ -24,7 +24,7 @@ import path from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import { Errors } from '../../core/errors.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
-import { ortPackageDir } from './runner.js';
+import { ortPackageDir } from './ort-location.js';
 
 export type Provider = 'cpu' | 'cuda';
 
@@ -38,8 +38,9 @@ const CUDA_LIBRARY = process.platform === 'win32' ? 'onnxruntime_providers_cuda.
 
 /**
  * Whether onnxruntime-node has its CUDA provider. The npm package ships it separately: its
- * install script downloads it from NuGet unless told to skip, and tritium's .npmrc skips it so
- * that installing never fetches from outside the npm registry.
+ * install script downloads it from NuGet unless told to skip. A source checkout skips it (the
+ * project's .npmrc); an installed tritium package keeps a CPU-only copy when the download fails
+ * (ort-location.ts).
  */
 export function cudaProviderInstalled(): boolean {
   try {

@@ -10,6 +10,14 @@ const { INVALID_ARG, INTERNAL, UNAVAILABLE } = ErrorCode;
 const fmt = (dims: readonly number[]): string => `[${dims.join(',')}]`;
 
 export const onnx = {
+  onnxRuntimeMissing: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'onnxruntime-node is not installed (neither as a dependency of tritium nor under {vendored}); reinstall tritium, or run `npm install --ignore-scripts onnxruntime-node` in its directory',
+      when: 'An ONNX model is loaded but no copy of onnxruntime-node can be found (docs/deploy.md, "The npm package").',
+    },
+    (vendored: string) => ({ vendored }),
+  ),
   onnxAutofillType: entry(
     {
       code: INVALID_ARG,
