@@ -43,6 +43,8 @@ if (extra.length === 0) {
   check('ruff check', ruff, ['check', '.']);
   check('ruff format', ruff, ['format', '--check', '.']);
   check('import cycles', process.execPath, [path.join(root, 'scripts', 'check-cycles.mjs')]);
+  // hadolint, yamllint and kubernetes-validate over Dockerfile and deploy/.
+  check('deploy lint', process.execPath, [path.join(root, 'scripts', 'lint-deploy.mjs')]);
 }
 
 if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0) {
