@@ -11,6 +11,7 @@
  * remove shared memory → exit 0. A second signal exits at once, still removing shared memory.
  */
 import type { ServerOptions } from './cli/options.js';
+import { recoveryFds } from './core/instance/fd-reserve.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { InferenceServer } from './core/inference-server.js';
@@ -75,6 +76,8 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const log = logger ?? createLogger(logSettingsOf(options));
   const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
+  // Held back before any client can connect: what restarting a stub needs (core/instance/fd-reserve.ts).
+  recoveryFds();
 
   const python = new PythonBackend({
     pythonExecutable: options.python.pythonExecutable,

@@ -6,6 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InstanceLifecycle, type Incarnations, type LifecycleOptions } from '../../src/core/instance/lifecycle.js';
+import { classifyStartFailure } from '../../src/core/instance/resource-failure.js';
 import { createLogger } from '../../src/core/logger.js';
 
 /** A backend whose starts succeed (numbered 1, 2, ...) unless told to fail or to hang. */
@@ -244,22 +245,54 @@ describe('failed restarts', () => {
     expect(backend.discarded).toEqual([2]);
   });
 
-  it('a transient failure is retried at the capped interval and not counted', async () => {
-    const life = lifecycle({ classifyStartFailure: (err) => (err.message.includes('EMFILE') ? 'transient' : 'crash') });
+  it('a resource shortage is retried every 2 s for as long as it lasts, not counted, and logged once', async () => {
+    const life = lifecycle({ classifyStartFailure });
     await life.start();
-    for (let k = 0; k < 7; k++) backend.failures.push(new Error('EMFILE: too many open files'));
+    const emfile = Object.assign(new Error('spawn python3 EMFILE'), { code: 'EMFILE' });
+    for (let k = 0; k < 12; k++) backend.failures.push(emfile);
     life.died(1, 'died');
     await advance(250);
-    for (let k = 0; k < 6; k++) {
+    for (let k = 0; k < 11; k++) {
       const before = backend.starts;
-      await advance(9_999);
+      await advance(1_999);
       expect(backend.starts).toBe(before);
       await advance(1);
       expect(backend.starts).toBe(before + 1);
+      expect(life.reason).toContain('waiting for resources: spawn python3 EMFILE');
     }
     expect(life.gaveUp).toBe(false);
-    await advance(10_000);
+    expect(lines.filter((l) => l.includes('could not get resources'))).toHaveLength(1);
+    await advance(2_000);
     expect(life.state).toBe('ready');
+    expect(life.reason).toBe('');
+  });
+
+  it('crashes after a shortage count towards the give-up with the usual back-off', async () => {
+    const life = lifecycle({ classifyStartFailure });
+    await life.start();
+    backend.failures.push(new Error('/dev/shm is full: cannot create segment'), ...Array.from({ length: 5 }, () => new Error('initialize raised')));
+    life.died(1, 'died');
+    await advance(250); // shortage
+    await advance(2_000); // crash 1, then 500, 1000, 2000, 4000 ms to crashes 2..5
+    await advance(500 + 1_000 + 2_000 + 3_999);
+    expect(life.gaveUp).toBe(false);
+    await advance(1);
+    expect(life.gaveUp).toBe(true);
+    expect(life.reason).toContain('failed 5 times in a row');
+  });
+});
+
+describe('classifyStartFailure', () => {
+  it('tells resource shortages from crashes by errno code, wrapped cause or message', () => {
+    for (const code of ['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'ENOSPC']) {
+      expect(classifyStartFailure(Object.assign(new Error('x'), { code }))).toBe('transient');
+    }
+    expect(classifyStartFailure(new Error('outer', { cause: Object.assign(new Error('inner'), { code: 'EMFILE' }) }))).toBe('transient');
+    expect(classifyStartFailure(new Error('shm_open /tritium_1_a.n0: Too many open files'))).toBe('transient');
+    expect(classifyStartFailure(new Error("Stub process 'm_0' is not healthy. spawn /usr/bin/python3 EAGAIN"))).toBe('transient');
+    expect(classifyStartFailure(new Error('/dev/shm is full: cannot create 1048576-byte segment'))).toBe('transient');
+    expect(classifyStartFailure(new Error('initialize raised ValueError'))).toBe('crash');
+    expect(classifyStartFailure(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBe('crash');
   });
 });
 

@@ -17,6 +17,7 @@ import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
 import type { Datatype } from '../../core/datatype.js';
 import { Errors, type TritonError, asTritonError } from '../../core/errors.js';
 import { InstanceLifecycle, lifecycleEvents, type RestartPolicy } from '../../core/instance/lifecycle.js';
+import { classifyStartFailure } from '../../core/instance/resource-failure.js';
 import type { Logger } from '../../core/logger.js';
 import { datatypeOf } from '../../core/model/config-view.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
@@ -113,6 +114,7 @@ export class OnnxInstance implements BackendInstance {
       logSource: 'onnxruntime',
       logger: o.logger,
       events: lifecycleEvents(this, o.hooks),
+      classifyStartFailure,
       ...(o.restartPolicy ? { policy: o.restartPolicy } : {}),
       incarnations: {
         start: () => this.open(),

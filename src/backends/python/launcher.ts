@@ -13,6 +13,7 @@ import type { Writable } from 'node:stream';
 import type { Logger } from '../../core/logger.js';
 import { StubChannel, newRegionName, type IpcWaitOptions } from './ipc/channel.js';
 import type { StubMessageType, StubToNode } from './ipc/messages.js';
+import { recoveryFds } from '../../core/instance/fd-reserve.js';
 import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
 
 export interface LaunchOptions {
@@ -64,31 +65,13 @@ export class LaunchedStub {
   private gone = false;
 
   constructor(private readonly o: LaunchOptions) {
-    const region = newRegionName(o.regionPrefix);
-    const channel = StubChannel.create({
-      region,
-      defaultByteSize: o.shmDefaultByteSize,
-      growthByteSize: o.shmGrowthByteSize,
-      ...(o.ipcWait ? { wait: o.ipcWait } : {}),
-    });
+    // Region, eventfd, pipes and fork are synchronous: they run on the descriptors held back for
+    // recovery, so a stub can be (re)started while clients hold every other one.
+    const { channel, child } = recoveryFds().use(() => this.launch());
     this.channel = channel;
-    channel.onMessage((m) => this.route(m));
-    const child = spawnStub({
-      python: o.python,
-      env: o.env,
-      modelFile: o.modelFile,
-      region,
-      wakeFd: channel.wakeFd,
-      growthByteSize: o.shmGrowthByteSize,
-      name: o.name,
-      mode: o.mode,
-      logVerbose: o.logger.settings.verbose,
-      logger: o.logger,
-      label: o.label,
-      ipcWait: o.ipcWait,
-    });
     this.child = child;
     this.readinessPipe = readinessPipe(child);
+    channel.onMessage((m) => this.route(m));
     let spawnError: Error | undefined;
     const ended = new Promise<ExitInfo>((resolve) => {
       child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -104,6 +87,38 @@ export class LaunchedStub {
     if (o.signal) {
       if (o.signal.aborted) this.kill();
       else o.signal.addEventListener('abort', () => this.kill(), { once: true });
+    }
+  }
+
+  /** Creates the region and spawns the stub; a failure leaves nothing behind. */
+  private launch(): { channel: StubChannel; child: ChildProcess } {
+    const o = this.o;
+    const region = newRegionName(o.regionPrefix);
+    const channel = StubChannel.create({
+      region,
+      defaultByteSize: o.shmDefaultByteSize,
+      growthByteSize: o.shmGrowthByteSize,
+      ...(o.ipcWait ? { wait: o.ipcWait } : {}),
+    });
+    try {
+      const child = spawnStub({
+        python: o.python,
+        env: o.env,
+        modelFile: o.modelFile,
+        region,
+        wakeFd: channel.wakeFd,
+        growthByteSize: o.shmGrowthByteSize,
+        name: o.name,
+        mode: o.mode,
+        logVerbose: o.logger.settings.verbose,
+        logger: o.logger,
+        label: o.label,
+        ipcWait: o.ipcWait,
+      });
+      return { channel, child };
+    } catch (err) {
+      channel.close();
+      throw err;
     }
   }
 

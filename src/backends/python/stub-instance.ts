@@ -11,6 +11,7 @@
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
 import { Errors, type TritonError } from '../../core/errors.js';
 import { InstanceLifecycle, lifecycleEvents } from '../../core/instance/lifecycle.js';
+import { classifyStartFailure } from '../../core/instance/resource-failure.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import { BlsBroker, type ModelCalls } from './bls.js';
@@ -70,6 +71,7 @@ export class StubInstance implements BackendInstance {
       logSource: o.modelName,
       logger: o.logger,
       events: lifecycleEvents(this, o.hooks),
+      classifyStartFailure,
       ...(o.maxRestarts !== undefined ? { policy: { maxFailedStarts: o.maxRestarts } } : {}),
       incarnations: {
         start: (signal) => this.incarnate(signal),

@@ -138,7 +138,8 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
 
 /** Node's end of an instance stub's readiness pipe (undefined for the auto-complete stub). */
 export function readinessPipe(child: ChildProcess): Writable | undefined {
-  const end = child.stdio[STUB_READY_FD] as Writable | null | undefined;
+  // A spawn that failed (EMFILE, EAGAIN) leaves no stdio at all: its error event reports it.
+  const end = child.stdio?.[STUB_READY_FD] as Writable | null | undefined;
   if (!end) return undefined;
   // A stub that died leaves the write failing with EPIPE: its exit is handled elsewhere.
   end.on('error', () => {});

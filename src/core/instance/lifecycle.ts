@@ -56,14 +56,18 @@ export interface RestartPolicy {
   maxDelayMs: number;
   /** Consecutive failed starts after which the instance gives up. */
   maxFailedStarts: number;
+  /** Interval between attempts while starts fail for lack of resources (never gives up). */
+  transientRetryMs: number;
 }
 
-export const DEFAULT_RESTART_POLICY: RestartPolicy = { firstDelayMs: 250, maxDelayMs: 10_000, maxFailedStarts: 5 };
+export const DEFAULT_RESTART_POLICY: RestartPolicy = { firstDelayMs: 250, maxDelayMs: 10_000, maxFailedStarts: 5, transientRetryMs: 2_000 };
 
 /**
- * How a failed start counts. Today every failure is a `crash` (counted towards the give-up).
- * The seam for resource exhaustion (EMFILE, ENOMEM, no space in /dev/shm): a `transient`
- * failure is retried at the capped interval and not counted, since the instance itself is fine.
+ * How a failed start counts. A `crash` (the stub died on its own, initialize raised) counts
+ * towards the give-up. A `transient` one (the host ran out of descriptors, memory, processes or
+ * /dev/shm space; resource-failure.ts) is retried every `transientRetryMs` for as long as it
+ * lasts and not counted, since the instance itself is fine: it turns ready by itself once the
+ * resource is back.
  */
 export type StartFailureKind = 'crash' | 'transient';
 
@@ -90,6 +94,8 @@ export class InstanceLifecycle<T> {
   restarts = 0;
   private failedStarts = 0;
   private lastStartError = '';
+  /** The last resource shortage logged (logged again only when it changes). */
+  private lastTransient: string | undefined;
   /** Why the last ready incarnation died (kept for the reason shown while restarts fail). */
   private deathCause = '';
   /** The serving incarnation died while warming up: the attempt fails with this. */
@@ -210,6 +216,7 @@ export class InstanceLifecycle<T> {
   }
 
   private markReady(): void {
+    this.lastTransient = undefined;
     this.state_ = 'ready';
     this.reason = '';
     this.deathCause = '';
@@ -280,10 +287,18 @@ export class InstanceLifecycle<T> {
   private startFailed(err: Error): void {
     if (this.o.classifyStartFailure?.(err) === 'transient') {
       this.reason = `${this.deathCause} Restart is waiting for resources: ${err.message}`.trim();
-      this.o.logger.warn(`Restart of '${this.o.name}' could not get resources, retrying: ${err.message}`, this.o.logSource);
-      this.scheduleRestart(this.policy.maxDelayMs);
+      // Once per condition, not once per attempt: a long shortage would flood the log.
+      if (err.message !== this.lastTransient) {
+        this.o.logger.warn(
+          `Restart of '${this.o.name}' could not get resources, retrying every ${this.policy.transientRetryMs} ms until it can: ${err.message}`,
+          this.o.logSource,
+        );
+      }
+      this.lastTransient = err.message;
+      this.scheduleRestart(this.policy.transientRetryMs);
       return;
     }
+    this.lastTransient = undefined;
     this.failedStarts++;
     this.lastStartError = err.message;
     this.reason = `${this.deathCause} Restart ${this.failedStarts} failed: ${err.message}`.trim();

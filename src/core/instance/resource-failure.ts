@@ -1,0 +1,23 @@
+/**
+ * @module core/instance/resource-failure
+ * Which start failures mean "the host is short of something" rather than "this instance is
+ * broken": descriptors (EMFILE, ENFILE), memory (ENOMEM), processes (EAGAIN from fork), space in
+ * /dev/shm (ENOSPC). Such a failure says nothing about the model, so it must not count towards
+ * the crash-loop limit: a client holding every descriptor for a while would otherwise retire an
+ * instance for good (docs/design.md, "Supervision").
+ */
+import type { StartFailureKind } from './lifecycle.js';
+
+const RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'ENOSPC']);
+/** The same conditions when only a message is left (a wrapped error, the stub's own report). */
+const RESOURCE_TEXT =
+  /\b(EMFILE|ENFILE|ENOMEM|EAGAIN|ENOSPC)\b|Too many open files|Cannot allocate memory|Resource temporarily unavailable|No space left on device|\/dev\/shm is full/;
+
+export function classifyStartFailure(err: Error): StartFailureKind {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== undefined && RESOURCE_CODES.has(code)) return 'transient';
+    if (RESOURCE_TEXT.test(e.message)) return 'transient';
+  }
+  return 'crash';
+}

@@ -1,0 +1,121 @@
+/**
+ * A server whose descriptors are all taken by idle clients still recovers a crashed stub. Run
+ * under `prlimit --nofile=128:128`, the suite opens keep-alive connections (each answered one
+ * health check) until the server has no descriptor left, SIGKILLs the model's stub, then closes
+ * the connections: the stub is restarted on the descriptors the server holds back for recovery
+ * (core/instance/fd-reserve.ts) rather than crash-looping on EMFILE until supervision gives up,
+ * and requests succeed again without restarting the server.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+
+const FD_LIMIT = 128;
+let server: Tritium;
+let repo: string;
+
+beforeAll(async () => {
+  repo = makeRepo(['add_sub']);
+  server = await startTritium({ repos: [repo], wrapper: ['prlimit', `--nofile=${FD_LIMIT}:${FD_LIMIT}`] });
+});
+
+afterAll(async () => {
+  await stopAndExpectNoShm(server);
+  fs.rmSync(repo, { recursive: true, force: true });
+});
+
+const openFds = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
+
+/** The server's stub processes (its children running stub/main.py). */
+function stubPids(serverPid: number): number[] {
+  const children = fs.readFileSync(`/proc/${serverPid}/task/${serverPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return children.filter((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('stub/main.py');
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** A keep-alive connection that got its answer to one health check, or undefined if refused. */
+function idleConnection(port: number): Promise<net.Socket | undefined> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    const timer = setTimeout(() => resolve(s), 2_000); // accepted but not (yet) answered: holds a descriptor too
+    s.once('data', () => {
+      clearTimeout(timer);
+      resolve(s);
+    });
+    s.once('error', () => {
+      clearTimeout(timer);
+      resolve(undefined);
+    });
+    s.once('close', () => {
+      clearTimeout(timer);
+      resolve(undefined);
+    });
+    s.write('GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n');
+  });
+}
+
+async function infer(): Promise<number> {
+  const r = await fetch(`${server.http}/v2/models/add_sub/infer`, {
+    method: 'POST',
+    body: JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
+        { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [1, 1, 1, 1] },
+      ],
+    }),
+  });
+  await r.arrayBuffer();
+  return r.status;
+}
+
+async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}\n${server.log().slice(-3000)}`);
+}
+
+describe('descriptor exhaustion', () => {
+  it('restarts a killed stub while idle clients hold every descriptor, and serves once they leave', async () => {
+    const pid = server.proc.pid!;
+    expect(await infer()).toBe(200);
+    const [stub] = stubPids(pid);
+    expect(stub).toBeDefined();
+
+    // Take descriptors until the server has none left to accept with.
+    const held: net.Socket[] = [];
+    for (let i = 0; i < FD_LIMIT * 2 && openFds(pid) < FD_LIMIT; i++) {
+      const s = await idleConnection(server.httpPort);
+      if (s) held.push(s);
+    }
+    expect(openFds(pid)).toBeGreaterThanOrEqual(FD_LIMIT - 2);
+
+    process.kill(stub!, 'SIGKILL');
+    await waitFor('the stub to be restarted', () => server.log().includes("Stub process 'add_sub_0_0' restarted"));
+    expect(server.log()).not.toContain('will not be restarted again');
+    const [restarted] = stubPids(pid);
+    expect(restarted).toBeDefined();
+    expect(restarted).not.toBe(stub);
+
+    for (const s of held) s.destroy();
+    await waitFor('the server to answer again', async () => {
+      try {
+        return (await fetch(`${server.http}/v2/health/ready`)).status === 200;
+      } catch {
+        return false;
+      }
+    });
+    expect(await infer()).toBe(200);
+    // The same server process throughout.
+    expect(server.proc.exitCode).toBeNull();
+    expect(server.proc.pid).toBe(pid);
+  }, 120_000);
+});
