@@ -9,7 +9,7 @@
  * the ensemble's responses.
  *
  * A step fires as soon as every tensor it reads has a value, so independent branches run at the
- * same time. Steps go through the InternalClient, the core path of a client request (validation,
+ * same time. Steps that lead to no requested output are not run (Triton prunes them too). Steps go through the InternalClient, the core path of a client request (validation,
  * scheduling, batching, statistics, cancellation).
  *
  * Decoupled steps: every response of a decoupled step is a new value of the tensors it writes,
@@ -53,6 +53,19 @@ const keyPrefix = (key: string, depth: number): string =>
         .slice(0, depth + 1)
         .join('/');
 
+/** The steps the `wanted` outputs depend on, walking back through the producers. */
+function neededSteps(plan: EnsemblePlan, wanted: string[]): boolean[] {
+  const needed = plan.steps.map(() => false);
+  const pending = [...wanted];
+  while (pending.length > 0) {
+    const p = plan.producer.get(pending.pop()!);
+    if (p === undefined || needed[p]) continue;
+    needed[p] = true;
+    for (const [, tensor] of plan.steps[p]!.inputs) pending.push(tensor);
+  }
+  return needed;
+}
+
 export class EnsembleRun {
   /** Tensor → key → value. */
   private readonly values = new Map<string, Map<string, Tensor>>();
@@ -65,6 +78,8 @@ export class EnsembleRun {
   private readonly token = new CancelToken();
   private readonly sums: ComputeSums = { input: 0n, infer: 0n, output: 0n };
   private readonly wanted: string[];
+  /** Per step: whether it leads to a requested output (others never run, as Triton prunes them). */
+  private readonly needed: boolean[];
   private readonly params: Parameters;
   private inflight = 0;
   /** Step requests that succeeded, and how many of them reported their compute phases yet. */
@@ -85,6 +100,7 @@ export class EnsembleRun {
     this.fired = ctx.plan.steps.map(() => new Set());
     const requested = pr.request.outputs?.map((o) => o.name);
     this.wanted = requested && requested.length > 0 ? requested : ctx.plan.outputs;
+    this.needed = neededSteps(ctx.plan, this.wanted);
     // The composing models see the client's parameters, as in Triton.
     this.params = pr.request.parameters;
     const signal = pr.request.signal;
@@ -125,6 +141,7 @@ export class EnsembleRun {
     const touched = new Set<number>();
     for (const t of arrived) for (const k of this.ctx.plan.consumers.get(t) ?? []) touched.add(k);
     for (const k of [...touched].sort((a, b) => a - b)) {
+      if (!this.needed[k]) continue;
       const step = this.ctx.plan.steps[k]!;
       for (const key of this.candidateKeys(step.inputs.map(([, t]) => t))) {
         if (this.token.aborted) return;
@@ -213,7 +230,6 @@ export class EnsembleRun {
       if (this.ctx.binding.decoupled) {
         this.send(outputs, false);
       } else {
-        // One answer; steps still running (outputs the client did not ask for) are left to end.
         this.complete(outputs);
         return;
       }
@@ -268,8 +284,6 @@ export class EnsembleRun {
     } else {
       this.pr.respond({ modelName: this.pr.request.modelName, modelVersion: '', id: this.pr.request.id, outputs: [], final: true, flagsOnly: true });
     }
-    // Steps still running for outputs nobody asked for are not waited for.
-    if (!this.ctx.binding.decoupled) this.token.abort();
     this.releaseIfDone();
   }
 
