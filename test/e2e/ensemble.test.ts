@@ -395,3 +395,41 @@ describe('ensembles in explicit model control', () => {
     expect(poll.json.error).toBe("failed to load 'bad_cycle', failed to poll from model repository");
   });
 });
+
+describe('the classify example of python_models (Python → ONNX → Python)', () => {
+  let t: Tritium;
+
+  beforeAll(async () => {
+    t = await startTritium({ repos: [makeRepo(['preprocess', 'simple_onnx', 'postprocess', 'classify_pipeline', 'classify_bls'])] });
+  }, 120_000);
+
+  afterAll(async () => {
+    await stopAndExpectNoShm(t);
+  });
+
+  it('answers the same as an ensemble, as BLS and as the three steps called one by one', async () => {
+    const res = await pythonResult(
+      String.raw`
+import json
+import numpy as np
+import tritonclient.http as th
+c = th.InferenceServerClient("127.0.0.1:${t.httpPort}")
+def tensor(name, a, dt):
+    x = th.InferInput(name, list(a.shape), dt)
+    x.set_data_from_numpy(a)
+    return x`,
+      String.raw`
+raw = np.random.default_rng(7).integers(0, 256, size=(5, 16), dtype=np.uint8)
+for m in ("classify_pipeline", "classify_bls"):
+    r = c.infer(m, [tensor("RAW", raw, "UINT8")])
+    res[m] = [r.as_numpy("LABEL").ravel().astype(str).tolist(), r.as_numpy("CONFIDENCE").ravel().tolist()]
+f = c.infer("preprocess", [tensor("RAW", raw, "UINT8")]).as_numpy("FEATURES")
+o = c.infer("simple_onnx", [tensor("FEATURES", f, "FP32")])
+p = c.infer("postprocess", [tensor("PROBABILITIES", o.as_numpy("PROBABILITIES"), "FP32"), tensor("CLASS", o.as_numpy("CLASS"), "INT64")])
+res["chain"] = [p.as_numpy("LABEL").ravel().astype(str).tolist(), p.as_numpy("CONFIDENCE").ravel().tolist()]`,
+    );
+    expect(res.chain[0]).toHaveLength(5);
+    expect(res.classify_pipeline).toEqual(res.chain);
+    expect(res.classify_bls).toEqual(res.chain);
+  });
+});
