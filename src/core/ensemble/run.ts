@@ -85,6 +85,9 @@ export class EnsembleRun {
   /** Step requests that succeeded, and how many of them reported their compute phases yet. */
   private stepSuccesses = 0;
   private computeReports = 0;
+  /** Succeeded, its execution not accounted yet (waiting for its steps' compute phases). */
+  private accountPending = false;
+  private accountTimer = false;
   /** Ensemble responses the client has not released yet. */
   private clientHolds = 0;
   /** No more steps fire: the request succeeded (its final response may be waiting) or failed. */
@@ -184,6 +187,7 @@ export class EnsembleRun {
           this.sums.infer += infer;
           this.sums.output += output;
           this.computeReports++;
+          if (this.accountPending && this.computeReports >= this.stepSuccesses) this.account(3);
         },
       },
       (r: InferResponse) => {
@@ -264,27 +268,39 @@ export class EnsembleRun {
     });
   }
 
-  /**
-   * The request succeeded: account it as one execution, then send the final response. A step's
-   * compute phases reach its statistics (and `onCompute`) just after its final response, when
-   * its execution is recorded (core/stats/model-stats.ts), so the ensemble's accounting waits
-   * for them: a few turns of the event loop at most, then it goes on without.
-   */
-  private complete(outputs: Tensor[] | undefined, turns = 0): void {
+  /** The request succeeded: send the final response, and account the request as one execution. */
+  private complete(outputs: Tensor[] | undefined): void {
     this.finished = true;
-    if (this.computeReports < this.stepSuccesses && turns < 3 && !this.token.aborted) {
-      setImmediate(() => this.complete(outputs, turns + 1));
-      return;
-    }
-    const { input, infer, output } = this.sums;
-    this.ctx.onExecution(this.pr, { startNs: 0n, inputEndNs: input, inferEndNs: input + infer, endNs: input + infer + output });
     this.closed = true;
     if (outputs) {
       this.send(outputs, true);
     } else {
       this.pr.respond({ modelName: this.pr.request.modelName, modelVersion: '', id: this.pr.request.id, outputs: [], final: true, flagsOnly: true });
     }
+    this.accountPending = true;
+    this.account(0);
     this.releaseIfDone();
+  }
+
+  /**
+   * A step's compute phases reach its statistics (and `onCompute`) just after its final
+   * response, when its execution is recorded (core/stats/model-stats.ts), so the ensemble's
+   * execution is accounted once every step that succeeded reported them (from `onCompute`), or
+   * after a few turns of the event loop without the missing ones. Its success was recorded with
+   * the final response already; the statistics pair the two whichever comes first.
+   */
+  private account(turns: number): void {
+    if (!this.accountPending) return;
+    if (this.computeReports < this.stepSuccesses && turns < 3) {
+      if (turns > 0 || !this.accountTimer) {
+        this.accountTimer = true;
+        setImmediate(() => this.account(turns + 1));
+      }
+      return;
+    }
+    this.accountPending = false;
+    const { input, infer, output } = this.sums;
+    this.ctx.onExecution(this.pr, { startNs: 0n, inputEndNs: input, inferEndNs: input + infer, endNs: input + infer + output });
   }
 
   /** A step failed (or the client cancelled): the request fails with that error, the other steps are cancelled. */
