@@ -34,6 +34,7 @@ const MODELS = [
   'ensemble_decoupled',
   'ensemble_step_error',
   'ensemble_warmup',
+  'ensemble_nested',
 ];
 
 async function post(t: Tritium, p: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -131,6 +132,16 @@ describe('ensembles served', () => {
     const bad = await post(t, '/v2/models/ensemble_add_sub/infer', { inputs: [addSubBody([1, 2, 3, 4], [1, 1, 1, 1]).inputs[0]] });
     expect(bad.status).toBe(400);
     expect(bad.json.error).toContain("expected 2 inputs but got 1 inputs for model 'ensemble_add_sub'");
+  });
+
+  it('serves an ensemble of an ensemble, whose compute time includes the inner steps', async () => {
+    const r = await post(t, '/v2/models/ensemble_nested/infer', addSubBody([1, 2, 3, 4], [9, 9, 9, 9]));
+    expect(r.status).toBe(200);
+    expect(outputs(r.json)).toEqual({ OUT: [2, 4, 6, 8] });
+    const s = await stats(t, 'ensemble_nested');
+    expect(s.execution_count).toBe(1);
+    expect(s.inference_stats.compute_infer.count).toBe(1);
+    expect(s.inference_stats.compute_infer.ns).toBeGreaterThan(0);
   });
 
   it('runs independent branches at the same time and a join after both', async () => {
@@ -320,6 +331,14 @@ const INVALID: Record<string, { config: string; text: string }> = {
   bad_shape: {
     config: `${HEAD.replace('name: "A" data_type: TYPE_FP32 dims: [ 4 ]', 'name: "A" data_type: TYPE_FP32 dims: [ 5 ]')}\n${OUT_SUM}\nensemble_scheduling { step [ ${ADD_SUB(AB, 'output_map { key: "OUTPUT0" value: "SUM" }')} ] }`,
     text: 'in ensemble bad_shape, ensemble tensor A: inconsistent shape: [5] is inferred from model bad_shape while [4] is inferred from model add_sub',
+  },
+  bad_circle_a: {
+    config: `${HEAD}\n${OUT_SUM}\nensemble_scheduling { step [ { model_name: "bad_circle_b" model_version: -1 input_map { key: "A" value: "A" } input_map { key: "B" value: "B" } output_map { key: "SUM" value: "SUM" } } ] }`,
+    text: 'circular dependency between ensembles: bad_circle_a -> ... -> bad_circle_b -> bad_circle_a',
+  },
+  bad_circle_b: {
+    config: `${HEAD}\n${OUT_SUM}\nensemble_scheduling { step [ { model_name: "bad_circle_a" model_version: -1 input_map { key: "A" value: "A" } input_map { key: "B" value: "B" } output_map { key: "SUM" value: "SUM" } } ] }`,
+    text: 'circular dependency between ensembles: bad_circle_b -> ... -> bad_circle_a -> bad_circle_b',
   },
   bad_output_dtype: {
     config: `${HEAD}\noutput [ { name: "SUM" data_type: TYPE_INT32 dims: [ 4 ] } ]\nensemble_scheduling { step [ ${ADD_SUB(AB, 'output_map { key: "OUTPUT0" value: "SUM" }')} ] }`,

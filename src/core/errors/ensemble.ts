@@ -93,10 +93,10 @@ export const ensemble = {
   ensembleCircular: entry(
     {
       code: INVALID_ARG,
-      text: 'circular dependency between ensembles: {chain}',
-      when: 'Ensembles name each other as steps, directly or through others ({chain}: the names, arrows between).',
+      text: 'circular dependency between ensembles: {model} -> ... -> {last} -> {model}',
+      when: 'Ensembles name each other as steps, directly or through others; each ensemble of the circle fails with the circle seen from it ({last}: the one that names it).',
     },
-    (chain: string[]) => ({ chain: chain.join(' -> ') }),
+    (model: string, last: string) => ({ model, last }),
   ),
   ensembleBatchSize: entry(
     {

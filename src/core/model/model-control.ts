@@ -14,7 +14,7 @@ import type { Backend } from '../backend.js';
 import { bindEnsemble } from '../ensemble/binding.js';
 import { ensembleBackend } from '../ensemble/backend.js';
 import { planEnsemble } from '../ensemble/plan.js';
-import { asTritonError, Errors } from '../errors.js';
+import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { InternalClient } from '../internal-client.js';
 import { modelConfigToJson } from '../config/json.js';
 import { scanRepositories, type ModelSource } from '../repository/scan.js';
@@ -41,6 +41,8 @@ export interface ModelControlOptions extends ConfigBuildOptions {
 export class ModelControl {
   /** Model → the models whose loads it waits for (its dependencies), to refuse waiting in a circle. */
   private readonly waitingFor = new Map<string, Set<string>>();
+  /** Ensembles found waiting in a circle by another member of it: the error their load ends with. */
+  private readonly circular = new Map<string, TritonError>();
 
   constructor(
     private readonly models: Map<string, ModelEntry>,
@@ -213,12 +215,18 @@ export class ModelControl {
    * checks to name (core/ensemble/binding.ts); ensembles that wait for each other are refused.
    */
   private async loadDependencies(name: string, deps: string[]): Promise<void> {
-    const waits = new Set(deps);
     for (const dep of deps) {
-      const chain = this.waitChain(dep, name);
-      if (dep === name || chain) throw Errors.ensembleCircular([name, ...(chain ?? []), name]);
+      const chain = dep === name ? [name] : this.waitChain(dep, name);
+      if (chain) {
+        // Every ensemble of the circle fails, each seeing it from itself (as Triton reports it).
+        const circle = [name, ...chain];
+        circle.forEach((m, i) => {
+          if (m !== name) this.circular.set(m, Errors.ensembleCircular(m, circle[i === 0 ? circle.length - 1 : i - 1]!));
+        });
+        throw Errors.ensembleCircular(name, circle[circle.length - 1]!);
+      }
     }
-    this.waitingFor.set(name, waits);
+    this.waitingFor.set(name, new Set(deps));
     try {
       await Promise.all(
         deps.map(async (dep) => {
@@ -229,6 +237,11 @@ export class ModelControl {
       );
     } finally {
       this.waitingFor.delete(name);
+    }
+    const circular = this.circular.get(name);
+    if (circular) {
+      this.circular.delete(name);
+      throw circular;
     }
   }
 
