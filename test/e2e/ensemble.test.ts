@@ -3,7 +3,7 @@
  * "Ensembles"; Triton facts in docs/protocol-notes.md, "Ensembles"):
  * - add_sub + an ensemble of it, the shape of Triton's python_backend example, through
  *   tritonclient.http and tritonclient.grpc unchanged (infer, metadata, the config fields
- *   perf_analyzer reads);
+ *   perf_analyzer reads), and perf_analyzer profiling it with its composing model;
  * - parallel branches that overlap (from the timestamps the models record) and a join that
  *   starts after both;
  * - a decoupled step whose every response flows on (gRPC stream; HTTP refuses the ensemble);
@@ -21,6 +21,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { perfAnalyzer } from '../helpers/perf-analyzer.js';
 import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const MODELS = [
@@ -352,6 +353,35 @@ function writeInvalid(repo: string): void {
     fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), `${config}\n`);
   }
 }
+
+describe('perf_analyzer on an ensemble', () => {
+  let t: Tritium;
+
+  beforeAll(async () => {
+    t = await startTritium({ repos: [makeRepo(['add_sub', 'ensemble_add_sub'])] });
+  }, 120_000);
+
+  afterAll(async () => {
+    await stopAndExpectNoShm(t);
+  });
+
+  it('profiles the ensemble and reports its composing model from the statistics', async () => {
+    const { code, out } = await perfAnalyzer([
+      '-m',
+      'ensemble_add_sub',
+      '-u',
+      `127.0.0.1:${t.httpPort}`,
+      '--concurrency-range',
+      '2:2',
+      '--request-count',
+      '200',
+    ]);
+    expect(code, out).toBe(0);
+    expect(out).not.toMatch(/error|failed/i);
+    expect(out).toMatch(/Server:\s+Inference count: \d+\s+Execution count: \d+\s+Successful request count: \d+/);
+    expect(out).toMatch(/Composing models:\s+add_sub, version: 1\s+Inference count: \d+/);
+  });
+});
 
 describe('ensembles refused at load', () => {
   let t: Tritium;
