@@ -11,6 +11,7 @@
  * - statistics of the ensemble (compute = the sums of its steps', as Triton 2.51) and of the
  *   composing models;
  * - warmup of an ensemble with real intermediate tensors (beyond Triton);
+ * - readiness that follows the composing model's (a step's stub that dies and restarts);
  * - every load-time check with its text, in the index and the log;
  * - explicit mode: loading an ensemble loads its composing models, the index shows them, and
  *   unloading a composing model unloads the ensemble.
@@ -19,6 +20,7 @@
  * python_models/add_sub.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { perfAnalyzer } from '../helpers/perf-analyzer.js';
@@ -353,6 +355,42 @@ function writeInvalid(repo: string): void {
     fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), `${config}\n`);
   }
 }
+
+describe('readiness of an ensemble', () => {
+  let t: Tritium;
+
+  beforeAll(async () => {
+    const state = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-ensemble-crash-'));
+    t = await startTritium({ repos: [makeRepo(['crash_modes', 'ensemble_crash'])], env: { MODEL_STATE_DIR: state } });
+  }, 120_000);
+
+  afterAll(async () => {
+    await stopAndExpectNoShm(t);
+  });
+
+  it("follows its composing model's: not ready while a step's stub restarts, ready again after", async () => {
+    const body = (mode: number) => ({
+      inputs: [
+        { name: 'MODE', datatype: 'INT32', shape: [1, 1], data: [mode] },
+        { name: 'VALUE', datatype: 'INT32', shape: [1, 1], data: [21] },
+      ],
+    });
+    expect((await get(t, '/v2/models/ensemble_crash/ready')).status).toBe(200);
+    expect(outputs((await post(t, '/v2/models/ensemble_crash/infer', body(0))).json)).toEqual({ OUT: [42] });
+    const crashed = await post(t, '/v2/models/ensemble_crash/infer', body(2));
+    expect(crashed.json.error).toContain('is not healthy');
+    let sawNotReady = false;
+    for (let i = 0; i < 1200; i++) {
+      const ready = (await get(t, '/v2/models/ensemble_crash/ready')).status === 200;
+      if (!ready) sawNotReady = true;
+      if (sawNotReady && ready) break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    expect(sawNotReady).toBe(true);
+    expect((await get(t, '/v2/models/ensemble_crash/ready')).status).toBe(200);
+    expect(outputs((await post(t, '/v2/models/ensemble_crash/infer', body(0))).json)).toEqual({ OUT: [42] });
+  });
+});
 
 describe('perf_analyzer on an ensemble', () => {
   let t: Tritium;
