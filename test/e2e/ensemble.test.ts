@@ -201,7 +201,8 @@ res["items"] = items`,
     const before = await stats(t, 'stamp_join');
     const r = await post(t, '/v2/models/ensemble_step_error/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1], data: [-2] }] });
     expect(r.status).toBe(500);
-    expect(r.json.error).toBe('negative_fails refuses -2');
+    // The step's code and text, prefixed as tritonserver 2.51 does.
+    expect(r.json.error).toBe("in ensemble 'ensemble_step_error', negative_fails refuses -2");
     const ok = await post(t, '/v2/models/ensemble_step_error/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1], data: [2] }] });
     expect(outputs(ok.json)).toEqual({ Y: [4] });
     const after = await stats(t, 'stamp_join');

@@ -195,7 +195,7 @@ export class EnsembleRun {
         if (r.final && !r.error) this.stepSuccesses++;
         if (r.error) {
           r.release?.();
-          this.fail(r.error);
+          this.fail(Errors.ensembleStepFailed(this.ctx.plan.model, r.error));
         } else if (r.flagsOnly || r.outputs.length === 0 || this.finished) {
           r.release?.();
         } else {
@@ -245,7 +245,7 @@ export class EnsembleRun {
     if (this.inflight > 0) return;
     if (!this.finished) {
       if (this.ctx.binding.decoupled) this.complete(undefined);
-      else this.fail(Errors.ensembleOutputMissing(this.ctx.plan.model, this.wanted.find((n) => !this.values.has(n)) ?? this.wanted[0]!));
+      else this.fail(Errors.ensembleOutputMissing(this.ctx.plan.model, this.pr.request.id));
     }
     this.releaseIfDone();
   }

@@ -5,7 +5,7 @@
  * Triton has no text for are ours and say so in their `when`.
  */
 import { entry } from './entry.js';
-import { ErrorCode } from './triton-error.js';
+import { ErrorCode, type TritonError } from './triton-error.js';
 
 const { INVALID_ARG, INTERNAL } = ErrorCode;
 
@@ -179,9 +179,17 @@ export const ensemble = {
   ensembleOutputMissing: entry(
     {
       code: INTERNAL,
-      text: "in ensemble {model}, every step finished but output '{output}' was not produced",
-      when: 'A (non-decoupled) ensemble request ended without one of its outputs, e.g. a decoupled step that sent no response (tritium text).',
+      text: "in ensemble '{model}', [request id: {id}] unexpected deadlock, at least one output is not set while no more ensemble steps can be made",
+      when: 'A (non-decoupled) ensemble request ended without one of its outputs, e.g. a decoupled step that sent no response ({id}: the request id, `<id_unknown>` when none).',
     },
-    (model: string, output: string) => ({ model, output }),
+    (model: string, id: string) => ({ model, id: id === '' ? '<id_unknown>' : id }),
+  ),
+  ensembleStepFailed: entry(
+    {
+      code: 'varies',
+      text: "in ensemble '{model}', {message}",
+      when: "A step's request failed (the model's error, a validation or lookup error, a cancellation): the ensemble request fails with the step's code and text, prefixed as Triton 2.51 does.",
+    },
+    (model: string, cause: TritonError) => ({ model, message: cause.message, $code: cause.code, $reason: cause.reason }),
   ),
 } as const;
