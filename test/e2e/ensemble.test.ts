@@ -38,6 +38,7 @@ const MODELS = [
   'ensemble_step_error',
   'ensemble_warmup',
   'ensemble_nested',
+  'ensemble_decoupled_join',
 ];
 
 async function post(t: Tritium, p: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -54,6 +55,14 @@ async function get(t: Tritium, p: string): Promise<{ status: number; json: any }
 
 const index = async (t: Tritium) => (await post(t, '/v2/repository/index')).json as Array<Record<string, string>>;
 const stats = async (t: Tritium, model: string) => (await get(t, `/v2/models/${model}/stats`)).json.model_stats[0];
+
+async function eventuallyReady(t: Tritium, model: string): Promise<boolean> {
+  for (let i = 0; i < 600; i++) {
+    if ((await get(t, `/v2/models/${model}/ready`)).status === 200) return true;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  return false;
+}
 
 function outputs(json: any): Record<string, number[]> {
   return Object.fromEntries((json.outputs as Array<{ name: string; data: number[] }>).map((o) => [o.name, o.data]));
@@ -121,10 +130,11 @@ describe('ensembles served', () => {
     expect(config.optimization).toBeUndefined();
     expect(config.model_transaction_policy).toEqual({ decoupled: false });
     expect(config.ensemble_scheduling.step.map((s: any) => s.model_version)).toEqual([-1, 1]);
-    expect((await get(t, '/v2/models/ensemble_add_sub/ready')).status).toBe(200);
+    // Ready as its composing model is (which a loaded host may see restarting: wait, bounded).
+    expect(await eventuallyReady(t, 'ensemble_add_sub'), t.log().slice(-2000)).toBe(true);
 
     const r = await post(t, '/v2/models/ensemble_add_sub/infer', addSubBody([1, 2, 3, 4], [0.5, 0.5, 0.5, 0.5]));
-    expect(r.status).toBe(200);
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
     expect(r.json.model_name).toBe('ensemble_add_sub');
     expect(r.json.model_version).toBe('1');
     expect(outputs(r.json)).toEqual({ SUM: [2, 4, 6, 8], DIFF: [1, 1, 1, 1], FIRST_DIFF: [0.5, 1.5, 2.5, 3.5] });
@@ -195,6 +205,37 @@ res["items"] = items`,
     const values = res.items.filter((i: any[]) => i[0] === 'out' && i[1] !== null).map((i: any[]) => i[1][0]);
     expect(values.sort()).toEqual([1, 2, 3]);
     expect(res.items.at(-1)).toEqual(['out', null, true]);
+  });
+
+  it("pairs each response of a decoupled step with a plain step's one value", async () => {
+    const res = await pythonResult(
+      String.raw`
+import json, queue
+import numpy as np
+import tritonclient.grpc as g
+c = g.InferenceServerClient("127.0.0.1:${t.grpcPort}")`,
+      String.raw`
+q = queue.Queue()
+c.start_stream(callback=lambda result, error: q.put(error.message() if error else result))
+n = g.InferInput("N", [1], "INT32")
+n.set_data_from_numpy(np.array([4], dtype=np.int32))
+x = g.InferInput("X", [1], "FP32")
+x.set_data_from_numpy(np.array([10], dtype=np.float32))
+c.async_stream_infer("ensemble_decoupled_join", [n, x], enable_empty_final_response=True)
+sums = []
+while True:
+    r = q.get(timeout=60)
+    if isinstance(r, str):
+        sums.append(r)
+        break
+    if r.as_numpy("SUM") is not None:
+        sums.append(float(r.as_numpy("SUM")[0]))
+    if r.get_response().parameters["triton_final_response"].bool_param:
+        break
+c.stop_stream()
+res["sums"] = sums`,
+    );
+    expect([...res.sums].sort()).toEqual([11, 12, 13, 14]);
   });
 
   it("fails the ensemble request with a failing step's error; the step after it never runs", async () => {
