@@ -51,6 +51,8 @@ export interface LoadedModel {
   createScheduler?(onExecution: ExecutionObserver): Scheduler;
   /** Readiness beyond its instances (an ensemble: every composing model ready). */
   isReady?(): boolean;
+  /** Why `isReady()` is false, for the repository index. */
+  notReadyReason?(): string;
 }
 
 export interface AutoCompleteContext {

@@ -422,13 +422,18 @@ describe('readiness of an ensemble', () => {
     const crashed = await post(t, '/v2/models/ensemble_crash/infer', body(2));
     expect(crashed.json.error).toContain('is not healthy');
     let sawNotReady = false;
+    let indexReason: string | undefined;
     for (let i = 0; i < 1200; i++) {
       const ready = (await get(t, '/v2/models/ensemble_crash/ready')).status === 200;
+      if (!ready && !sawNotReady) indexReason = (await index(t)).find((e) => e.name === 'ensemble_crash')?.reason;
       if (!ready) sawNotReady = true;
       if (sawNotReady && ready) break;
       await new Promise((res) => setTimeout(res, 25));
     }
     expect(sawNotReady).toBe(true);
+    // The index keeps the ensemble READY and says why it is not ready now (unless the restart
+    // finished between the two requests).
+    if (indexReason !== undefined) expect(indexReason).toBe("composing model 'crash_modes' is not ready");
     expect((await get(t, '/v2/models/ensemble_crash/ready')).status).toBe(200);
     expect(outputs((await post(t, '/v2/models/ensemble_crash/infer', body(0))).json)).toEqual({ OUT: [42] });
   });

@@ -23,6 +23,10 @@ export const ensembleBackend: Backend = {
       unload: async () => {},
       createScheduler: (onExecution: ExecutionObserver) => new EnsembleScheduler(plan, binding, ctx.client, onExecution),
       isReady: () => plan.steps.every((s) => ctx.client.isModelReady(s.modelName, s.modelVersion)),
+      notReadyReason: () =>
+        [...new Set(plan.steps.filter((s) => !ctx.client.isModelReady(s.modelName, s.modelVersion)).map((s) => s.modelName))]
+          .map((m) => `composing model '${m}' is not ready`)
+          .join('; '),
     };
   },
 };
