@@ -9,8 +9,9 @@
  * the ensemble's responses.
  *
  * A step fires as soon as every tensor it reads has a value, so independent branches run at the
- * same time. Steps that lead to no requested output are not run (Triton prunes them too). Steps go through the InternalClient, the core path of a client request (validation,
- * scheduling, batching, statistics, cancellation).
+ * same time; steps that lead to no requested output are not run (docs/protocol-notes.md,
+ * "Ensembles"). Steps go through the InternalClient, the core path of a client request
+ * (validation, scheduling, batching, statistics, cancellation).
  *
  * Decoupled steps: every response of a decoupled step is a new value of the tensors it writes,
  * and the steps after it fire once per value. Values carry a *key*: '' for the ensemble's
@@ -78,7 +79,7 @@ export class EnsembleRun {
   private readonly token = new CancelToken();
   private readonly sums: ComputeSums = { input: 0n, infer: 0n, output: 0n };
   private readonly wanted: string[];
-  /** Per step: whether it leads to a requested output (others never run, as Triton prunes them). */
+  /** Per step: whether it leads to a requested output (the others never run). */
   private readonly needed: boolean[];
   private readonly params: Parameters;
   private inflight = 0;
