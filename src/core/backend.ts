@@ -9,7 +9,7 @@ import type { TritonError } from './errors.js';
 import type { InternalClient } from './internal-client.js';
 import type { Logger } from './logger.js';
 import type { ModelSource } from './repository/scan.js';
-import type { ExecutionInstance } from './scheduling/types.js';
+import type { ExecutionInstance, ExecutionObserver, Scheduler } from './scheduling/types.js';
 
 export interface ModelVersionContext {
   source: ModelSource;
@@ -44,6 +44,15 @@ export interface LoadedModel {
   readonly instances: readonly BackendInstance[];
   /** Finalises and stops every instance, bounded by `timeoutMs`. */
   unload(timeoutMs: number): Promise<void>;
+  /**
+   * A model that schedules its requests itself (an ensemble, which has no instances) instead
+   * of the default scheduler or the dynamic batcher; `onExecution` accounts its executions.
+   */
+  createScheduler?(onExecution: ExecutionObserver): Scheduler;
+  /** Readiness beyond its instances (an ensemble: every composing model ready). */
+  isReady?(): boolean;
+  /** Why `isReady()` is false, for the repository index. */
+  notReadyReason?(): string;
 }
 
 export interface AutoCompleteContext {

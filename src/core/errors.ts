@@ -9,6 +9,7 @@
 import { config } from './errors/config.js';
 import { configRules } from './errors/config-rules.js';
 import { configSyntax } from './errors/config-syntax.js';
+import { ensemble } from './errors/ensemble.js';
 import { nameEntry, type EntrySpec } from './errors/entry.js';
 import { extensions } from './errors/extensions.js';
 import { grpc } from './errors/grpc.js';
@@ -24,7 +25,7 @@ export { ErrorCode, TritonError, httpStatusOf, grpcStatusOf, type FailureReason 
 export { ConfigError, type ConfigLocation } from './errors/config-error.js';
 
 /** The areas, in the order docs/errors.md lists them. */
-export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, config, configSyntax, configRules, internal } as const;
+export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, config, configSyntax, configRules, ensemble, internal } as const;
 
 type Merge<T> = { [A in keyof T]: (x: T[A]) => void }[keyof T] extends (x: infer I) => void ? I : never;
 

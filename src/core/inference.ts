@@ -35,6 +35,12 @@ export interface InferRequest {
   outputs?: RequestedOutput[];
   /** Aborted when the client goes away (gRPC cancel, HTTP disconnect). */
   signal?: CancelSignal;
+  /**
+   * Told the compute phases (ns) of the execution that ran this request once it succeeded, as
+   * its model's statistics count them: an ensemble sums its steps' phases into its own
+   * statistics this way (docs/protocol-notes.md, "Ensembles"). Never set by frontends.
+   */
+  onCompute?: (inputNs: bigint, inferNs: bigint, outputNs: bigint) => void;
 }
 
 export interface InferResponse {

@@ -238,7 +238,7 @@ describe('modelConfigToJson', () => {
     });
   });
 
-  it('renders ensembles with numeric model_version and direct strategy delays', () => {
+  it('renders ensembles with numeric model_version (and without max_inflight_responses, which 2.51 lacks) and direct strategy delays', () => {
     const ens = parseModelConfigText(
       `platform: "ensemble"
        ensemble_scheduling { step [ { model_name: "a" model_version: -1 input_map { key: "x" value: "in" } output_map { key: "y" value: "out" } } ] }`,
@@ -246,7 +246,6 @@ describe('modelConfigToJson', () => {
     );
     expect((modelConfigToJson(ens) as any).ensemble_scheduling).toEqual({
       step: [{ model_name: 'a', model_version: -1, input_map: { x: 'in' }, output_map: { y: 'out' }, model_namespace: '' }],
-      max_inflight_responses: 0,
     });
     const seq = parseModelConfigText('sequence_batching { direct { max_queue_delay_microseconds: 3 minimum_slot_utilization: 0.1 } }', 'c');
     expect((modelConfigToJson(seq) as any).sequence_batching.direct).toEqual({

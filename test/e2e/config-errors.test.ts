@@ -2,7 +2,7 @@
  * Load failures of config.pbtxt as a user sees them: the repository index and the log name the
  * file and line, for a text-format error (a non-repeated field given twice, which Triton refuses)
  * and for a load-time validation error; and settings tritium cannot honour, which are refused
- * (sequence_batching, ensembles) or said out loud (response_cache), never silently ignored.
+ * (sequence_batching) or said out loud (response_cache), never silently ignored.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +14,7 @@ let repo: string;
 
 beforeAll(async () => {
   ensureBuilt();
-  repo = makeRepo(['config_duplicate_field', 'config_invalid_dims', 'config_sequence_batching', 'config_ensemble', 'config_response_cache', 'add_sub']);
+  repo = makeRepo(['config_duplicate_field', 'config_invalid_dims', 'config_sequence_batching', 'config_response_cache', 'add_sub']);
   // The two add_sub variants differ from python_models/add_sub in their config only.
   for (const variant of ['config_sequence_batching', 'config_response_cache']) {
     fs.mkdirSync(path.join(repo, variant, '1'), { recursive: true });
@@ -54,12 +54,6 @@ describe('config.pbtxt load failures', () => {
     expect(reason).toContain("model 'config_sequence_batching' uses sequence_batching, which tritium does not implement yet");
     expect(reason).toMatch(/config_sequence_batching\/config\.pbtxt:\d+/);
     expect(server.log()).toContain(reason!);
-  });
-
-  it('says that ensembles are not served yet', async () => {
-    const reason = await indexReason('config_ensemble');
-    expect(reason).toContain("model 'config_ensemble' is an ensemble");
-    expect(reason).toContain('tritium does not serve yet');
   });
 
   it('loads a model with response_cache enabled, warns that there is no cache, and computes every request', async () => {

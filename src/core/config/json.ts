@@ -43,6 +43,12 @@ export const INT64_FIELDS_KEPT_AS_STRINGS: ReadonlySet<string> = new Set([
   'inference.ModelSequenceBatching.InitialState.dims',
 ]);
 
+/**
+ * Fields of our proto that tritonserver 2.51's has not (added by later Triton releases): 2.51
+ * never prints them, so they are printed only when set to something other than their default.
+ */
+const FIELDS_NEWER_THAN_TRITON: ReadonlySet<string> = new Set(['inference.ModelEnsembling.max_inflight_responses']);
+
 export interface ModelConfigJsonOptions {
   /**
    * 'triton' (default): numbers exactly for INT64_FIELDS_AS_NUMBERS, as
@@ -75,9 +81,11 @@ function messageToJson(msg: ReflectMessage, asNumber: (f: DescField) => boolean)
       case 'scalar':
         // A oneof member is printed only when it is the one set; other
         // proto3 scalars always (always_print_primitive_fields).
+        if (FIELDS_NEWER_THAN_TRITON.has(fieldFullName(f)) && !msg.isSet(f)) break;
         if (f.oneof === undefined || msg.isSet(f)) out[f.name] = scalarToJson(f.scalar, msg.get(f), asNumber(f));
         break;
       case 'enum':
+        if (FIELDS_NEWER_THAN_TRITON.has(fieldFullName(f)) && !msg.isSet(f)) break;
         if (f.oneof === undefined || msg.isSet(f)) out[f.name] = enumToJson(f.enum, msg.get(f));
         break;
       case 'list': {

@@ -168,9 +168,8 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
   }
 
   // warmup (docs/protocol-notes.md, "Model warmup")
-  if (isEnsemble && cfg.modelWarmup.length > 0) {
-    report('model_warmup', Errors.ruleEnsembleWarmup, model);
-  }
+  // model_warmup on an ensemble is accepted, beyond Triton (which refuses it): every step is
+  // warmed with real intermediate tensors (core/model/warmup.ts, docs/design.md "Ensembles").
   cfg.modelWarmup.forEach((w, i) => {
     for (const [inputName, input] of Object.entries(w.inputs)) {
       const path = `model_warmup[${i}].inputs[${inputName}]`;

@@ -110,9 +110,6 @@ export const configRules = {
     },
     (value: string) => ({ value }),
   ),
-  ruleEnsembleWarmup: rule({ text: "model_warmup can not be specified for ensemble '{model}'", when: 'model_warmup on an ensemble.' }, (model: string) => ({
-    model,
-  })),
   ruleWarmupDataType: rule(
     { text: "warmup sample '{sample}' must specify 'data_type' for input '{input}'", when: 'A warmup input without data_type.' },
     (sample: string, input: string) => ({ sample, input }),

@@ -39,13 +39,6 @@ export const config = {
     },
     (backend: string, model: string) => ({ backend, model }),
   ),
-  configEnsembleUnsupported: configEntry(
-    {
-      text: '{where}model \'{model}\' is an ensemble (platform: "ensemble"), which tritium does not serve yet; serve its steps as separate models, or join them with BLS',
-      when: 'The config declares an ensemble; ensembles are not implemented (README, "What tritium does not do yet"). {where} is \'file:line:column: \' when known.',
-    },
-    (file: string, model: string, line?: number, column?: number) => ({ where: line !== undefined ? `${where(file, line, column)}: ` : '', model }),
-  ),
   configSequenceBatchingUnsupported: configEntry(
     {
       text: "{where}model '{model}' uses sequence_batching, which tritium does not implement yet: it would not route a sequence's requests to one instance nor keep its state, so the model is not loaded",

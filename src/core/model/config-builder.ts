@@ -12,6 +12,7 @@ import type { Backend } from '../backend.js';
 import { inferBackend, normalizeModelConfig } from '../config/normalize.js';
 import { parseModelConfigTextWithPositions, type SourceMap } from '../config/parse.js';
 import { validateModelConfig } from '../config/validate.js';
+import { planEnsemble } from '../ensemble/plan.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ModelSource } from '../repository/scan.js';
@@ -48,10 +49,7 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
   const latest = source.versions[source.versions.length - 1];
   const versionDir = latest === undefined ? undefined : path.join(source.dir, String(latest));
   const files = versionDir ? safeList(versionDir) : [];
-  if (config.platform === 'ensemble') {
-    const at = positions?.get('platform');
-    throw Errors.configEnsembleUnsupported({ file, line: at?.line, field: 'platform' }, file, source.name, at?.line, at?.column);
-  }
+  if (config.platform === 'ensemble') return buildEnsembleConfig(config, source, o, file, positions);
   inferBackend(files, config);
   if (!config.backend) {
     throw Errors.configNoBackend({ file, field: 'backend' }, source.name, file);
@@ -81,6 +79,18 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
     o.logger.warn(`model '${source.name}' enables response_cache, but tritium has no response cache: every request is computed`);
   }
   return config;
+}
+
+/**
+ * An ensemble has no backend, model file or instances: normalised and validated like any
+ * config, then its data flow is checked (core/ensemble/plan.ts). What depends on its composing
+ * models is checked once they are loaded (model-control.ts).
+ */
+function buildEnsembleConfig(config: ModelConfig, source: ModelSource, o: ConfigBuildOptions, file: string, positions: SourceMap | undefined): ModelConfig {
+  const out = normalizeModelConfig(config, { modelName: source.name, gpuCount: o.gpus.length, gpus: o.gpus, defaultMaxBatchSize: o.defaultMaxBatchSize });
+  validateModelConfig(out, file, { gpus: o.gpus, modelName: source.name, positions });
+  planEnsemble(out);
+  return out;
 }
 
 function safeList(dir: string): string[] {

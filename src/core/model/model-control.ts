@@ -10,10 +10,16 @@
  * An unload refuses new requests at once and drains in the background; asked for while a load
  * runs, it waits for that load (which still succeeds, as in Triton) and then unloads.
  */
-import { asTritonError, Errors } from '../errors.js';
+import type { Backend } from '../backend.js';
+import { bindEnsemble } from '../ensemble/binding.js';
+import { ensembleBackend } from '../ensemble/backend.js';
+import { planEnsemble } from '../ensemble/plan.js';
+import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { InternalClient } from '../internal-client.js';
 import { modelConfigToJson } from '../config/json.js';
 import { scanRepositories, type ModelSource } from '../repository/scan.js';
+import { create } from '@bufbuild/protobuf';
+import { ModelTransactionPolicySchema, type ModelConfig } from '../../generated/model_config_pb.js';
 import { buildModelConfig, type ConfigBuildOptions } from './config-builder.js';
 import { dependenciesOf } from './dependencies.js';
 import { prepareOverrides, type LoadOverrides } from './load-overrides.js';
@@ -33,6 +39,11 @@ export interface ModelControlOptions extends ConfigBuildOptions {
 }
 
 export class ModelControl {
+  /** Model → the models whose loads it waits for (its dependencies), to refuse waiting in a circle. */
+  private readonly waitingFor = new Map<string, Set<string>>();
+  /** Ensembles found waiting in a circle by another member of it: the error their load ends with. */
+  private readonly circular = new Map<string, TritonError>();
+
   constructor(
     private readonly models: Map<string, ModelEntry>,
     private readonly o: ModelControlOptions,
@@ -119,7 +130,21 @@ export class ModelControl {
       throw Errors.loadPollFailed(name);
     }
 
-    const backend = this.o.backends.get(config.backend)!;
+    const deps = dependenciesOf(config);
+    if (deps.length > 0) {
+      try {
+        await this.loadDependencies(name, deps);
+        if (config.platform === 'ensemble') config = withEnsemblePolicy(config, this.client);
+      } catch (err) {
+        prepared.release();
+        const reason = asTritonError(err).message;
+        if (!hasModels(entry)) entry.error = reason;
+        entry.fingerprint = fingerprint;
+        log.error(`failed to load '${name}': ${reason}`);
+        throw Errors.ensembleDependencyLoadFailed(name, reason);
+      }
+    }
+    const backend: Backend = config.platform === 'ensemble' ? ensembleBackend : this.o.backends.get(config.backend)!;
     const json = modelConfigToJson(config) as Record<string, unknown>;
     // Versions that do not serve now show LOADING; serving ones keep serving meanwhile.
     for (const v of versions) {
@@ -181,6 +206,55 @@ export class ModelControl {
       throw Errors.loadFailed(name, failures);
     }
     log.info(`successfully loaded '${name}'`);
+  }
+
+  /**
+   * Makes sure every model `name` depends on (an ensemble's composing models) serves before it
+   * loads: a model not loaded is loaded (in explicit mode too, as Triton does), a load under way
+   * (start-up loads every model at once) is waited for. Failures are left for the ensemble's own
+   * checks to name (core/ensemble/binding.ts); ensembles that wait for each other are refused.
+   */
+  private async loadDependencies(name: string, deps: string[]): Promise<void> {
+    for (const dep of deps) {
+      const chain = dep === name ? [name] : this.waitChain(dep, name);
+      if (chain) {
+        // Every ensemble of the circle fails, each seeing it from itself (as Triton reports it).
+        const circle = [name, ...chain];
+        circle.forEach((m, i) => {
+          if (m !== name) this.circular.set(m, Errors.ensembleCircular(m, circle[i === 0 ? circle.length - 1 : i - 1]!));
+        });
+        throw Errors.ensembleCircular(name, circle[circle.length - 1]!);
+      }
+    }
+    this.waitingFor.set(name, new Set(deps));
+    try {
+      await Promise.all(
+        deps.map(async (dep) => {
+          const e = this.models.get(dep);
+          if (e && e.loading > 0) await e.queue;
+          else if (!e || !hasModels(e)) await this.load(dep).catch(() => {});
+        }),
+      );
+    } finally {
+      this.waitingFor.delete(name);
+    }
+    const circular = this.circular.get(name);
+    if (circular) {
+      this.circular.delete(name);
+      throw circular;
+    }
+  }
+
+  /** The models through which `from` (transitively) waits for `to`, ending with `to`; undefined if it does not. */
+  private waitChain(from: string, to: string, seen = new Set<string>()): string[] | undefined {
+    if (from === to) return [];
+    if (seen.has(from)) return undefined;
+    seen.add(from);
+    for (const next of this.waitingFor.get(from) ?? []) {
+      const rest = this.waitChain(next, to, seen);
+      if (rest) return [from, ...rest];
+    }
+    return undefined;
   }
 
   /** The new generation replaces the old at once; old versions drain and unload behind it. */
@@ -246,10 +320,11 @@ export class ModelControl {
       }
       tasks.push(enqueue(entry, () => this.runUnload(entry)));
     }
-    if (options.unloadDependents) {
-      for (const other of this.models.values()) {
-        if (other !== entry && other.config && dependenciesOf(other.config).includes(name)) tasks.push(this.unload(other.name, options).done);
-      }
+    // Models that depend on this one (ensembles calling it) cannot serve without it: they are
+    // unloaded with it, with or without unload_dependents, as tritonserver 2.51 does
+    // (docs/protocol-notes.md, "Ensembles").
+    for (const other of this.models.values()) {
+      if (other !== entry && other.config && hasModels(other) && dependenciesOf(other.config).includes(name)) tasks.push(this.unload(other.name, options).done);
     }
     // Never rejects: an unload's failures are logged by retire(), nobody need wait for it.
     return { done: Promise.allSettled(tasks).then(() => undefined) };
@@ -271,6 +346,17 @@ export class ModelControl {
 function hasModels(entry: ModelEntry): boolean {
   for (const ve of entry.versions.values()) if (ve.model && !ve.retiring) return true;
   return false;
+}
+
+/**
+ * An ensemble is decoupled when one of its steps is (each response of that step flows on), and
+ * Triton's rendering of an ensemble's config always carries the policy
+ * (docs/protocol-notes.md, "Ensembles").
+ */
+function withEnsemblePolicy(config: ModelConfig, client: InternalClient): ModelConfig {
+  const binding = bindEnsemble(config, planEnsemble(config), client);
+  config.modelTransactionPolicy = create(ModelTransactionPolicySchema, { decoupled: binding.decoupled });
+  return config;
 }
 
 function emptySource(name: string): ModelSource {

@@ -206,7 +206,9 @@ export class ModelManager {
         const ready = ve.state === 'READY' && ve.model?.isReady() === true;
         if (readyOnly && !ready) continue;
         const entry: RepositoryIndexEntry = { name, version: String(v), state: ve.state };
-        const reason = ve.reason || (ve.state === 'READY' && !ready ? instanceReasons(ve.model!.loaded.instances) || 'not all instances are ready' : '');
+        const loaded = ve.model?.loaded;
+        const notReady = () => loaded?.notReadyReason?.() || instanceReasons(loaded?.instances ?? []) || 'not all instances are ready';
+        const reason = ve.reason || (ve.state === 'READY' && !ready ? notReady() : '');
         if (reason) entry.reason = reason;
         out.push(entry);
       }

@@ -51,9 +51,11 @@ export class ModelVersion implements ModelHandle {
     const onDispatch = observer.executing
       ? (i: { name: string }, batch: readonly PendingRequest[]) => observer.executing!(this.name, this.version, i.name, batch)
       : undefined;
-    this.scheduler = db
-      ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch)
-      : new DefaultScheduler([...loaded.instances], onExecution, onDispatch);
+    this.scheduler = loaded.createScheduler
+      ? loaded.createScheduler(onExecution)
+      : db
+        ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch)
+        : new DefaultScheduler([...loaded.instances], onExecution, onDispatch);
   }
 
   metadata(): ModelMetadata {
@@ -72,11 +74,13 @@ export class ModelVersion implements ModelHandle {
   }
 
   isReady(): boolean {
+    if (this.loaded.isReady) return this.loaded.isReady();
     return this.loaded.instances.every((i) => i.isReady());
   }
 
-  /** At least one instance can take work. */
+  /** At least one instance can take work (an ensemble: every composing model is ready). */
   canServe(): boolean {
+    if (this.loaded.isReady) return this.loaded.isReady();
     return this.loaded.instances.some((i) => i.isReady());
   }
 

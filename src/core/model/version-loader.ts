@@ -11,7 +11,7 @@ import type { Logger } from '../logger.js';
 import type { ModelSource } from '../repository/scan.js';
 import { ModelVersion } from './model-version.js';
 import type { InferenceObserver } from './observer.js';
-import { warmupInstance } from './warmup.js';
+import { warmupInstance, warmupThroughScheduler } from './warmup.js';
 
 export interface VersionLoad {
   source: ModelSource;
@@ -55,6 +55,18 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   l.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs);
   mv = new ModelVersion(config, l.json, version, loaded, l.observer);
+  const runUncounted = mv.scheduler.runUncounted?.bind(mv.scheduler);
+  if (loaded.instances.length === 0 && runUncounted && config.modelWarmup.length > 0) {
+    // A model without instances (an ensemble) warms through its scheduler (warmup.ts).
+    try {
+      await warmupThroughScheduler(source, config, runUncounted);
+    } catch (err) {
+      mv.scheduler.stop();
+      await loaded.unload(5000);
+      l.observer.modelUnloaded(source.name, String(version));
+      throw err;
+    }
+  }
   l.logger.info(`successfully loaded '${source.name}' version ${version}`);
   return mv;
 }

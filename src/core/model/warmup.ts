@@ -4,12 +4,17 @@
  * times, as one execution of `batch_size` batch-1 requests, with zero, random or file data
  * (files from the model's `warmup/` directory). Responses are discarded; any error fails the
  * load naming the sample. Warmup bypasses the scheduler, as in Triton.
+ *
+ * Beyond Triton (which refuses `model_warmup` on an ensemble): an ensemble, which has no
+ * instances, is warmed through its own scheduler with the same samples, so every step runs on
+ * the real intermediate tensors the steps before it produce (`warmupThroughScheduler`; the
+ * ensemble's statistics do not count these requests, its steps' do, as any request of theirs).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig, ModelWarmup } from '../../generated/model_config_pb.js';
-import type { ExecutionInstance } from '../scheduling/types.js';
+import type { ExecutionInstance, PendingRequest } from '../scheduling/types.js';
 import { Errors } from '../errors.js';
 import type { InferResponse } from '../inference.js';
 import { PendingRequestImpl } from '../request/pending.js';
@@ -21,6 +26,19 @@ import { elementSize } from '../datatype.js';
 import { datatypeOf } from './config-view.js';
 
 export async function warmupInstance(source: ModelSource, config: ModelConfig, instance: ExecutionInstance): Promise<void> {
+  await warmup(source, config, async (requests) => {
+    await instance.execute(requests);
+  });
+}
+
+/** Warms a model through `run` (its scheduler's `runUncounted`): each sample's requests at once. */
+export async function warmupThroughScheduler(source: ModelSource, config: ModelConfig, run: (request: PendingRequest) => void): Promise<void> {
+  await warmup(source, config, async (requests) => {
+    for (const r of requests) run(r);
+  });
+}
+
+async function warmup(source: ModelSource, config: ModelConfig, execute: (requests: PendingRequestImpl[]) => Promise<void>): Promise<void> {
   for (const sample of config.modelWarmup) {
     if (sample.batchSize === 0) continue;
     let inputs: Tensor[];
@@ -50,7 +68,7 @@ export async function warmupInstance(source: ModelSource, config: ModelConfig, i
           () => {},
         );
       });
-      await instance.execute(requests);
+      await execute(requests);
       // Decoupled models answer after execute returns; give them until every request closed.
       const deadline = Date.now() + 60_000;
       while (requests.some((q) => !q.done) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));

@@ -82,6 +82,11 @@ export interface Scheduler {
    * error, the shutdown case).
    */
   stop(error?: TritonError): void;
+  /**
+   * Runs a request outside the statistics: warmup of a model without instances of its own (an
+   * ensemble), which warms through its scheduler (core/model/warmup.ts).
+   */
+  runUncounted?(request: PendingRequest): void;
 }
 
 /** Called once per execution so statistics and metrics can account it. */

@@ -94,7 +94,7 @@ export class ModelStats {
     const phases = this.awaitingSuccess.get(req);
     if (phases !== undefined) {
       this.awaitingSuccess.delete(req);
-      this.addCompute(phases, 0n);
+      this.addCompute(req, phases, 0n);
     } else {
       this.awaitingExecution.set(req, endNs);
     }
@@ -138,7 +138,7 @@ export class ModelStats {
         // Request end moves from `end` to the execution's end (never before the arrival).
         const extra = times.endNs > end ? span(req.arrivalNs, times.endNs) - span(req.arrivalNs, end) : 0n;
         this.successNs += extra;
-        this.addCompute(phases, extra);
+        this.addCompute(req, phases, extra);
       } else if (!req.done) {
         this.awaitingSuccess.set(req, phases);
       }
@@ -178,7 +178,8 @@ export class ModelStats {
     };
   }
 
-  private addCompute(p: Phases, extraRequestNs: bigint): void {
+  private addCompute(req: PendingRequest, p: Phases, extraRequestNs: bigint): void {
+    req.request.onCompute?.(p.input, p.infer, p.output);
     this.computeCount += 1n;
     this.inputNs += p.input;
     this.inferNs += p.infer;
