@@ -6,11 +6,11 @@
  * not have that), so on a host that cannot reach that download the package's own fallback
  * (scripts/ensure-onnxruntime.mjs) is what makes the ONNX model load.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAsync } from '../helpers/run.js';
 import { ensureBuilt, MODELS, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-package-'));
@@ -22,17 +22,17 @@ let packed: string[] = [];
 /** The environment of a user's shell: no npm_* settings inherited from the `npm test` that runs us. */
 const userEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || /^npm_config_cache$/i.test(k)));
 
-const npm = (args: string[], cwd: string) => spawnSync('npm', args, { cwd, env: userEnv, encoding: 'utf8', timeout: 300_000 });
+const npm = (args: string[], cwd: string) => runAsync('npm', args, { cwd, env: userEnv, timeoutMs: 480_000 });
 
-beforeAll(() => {
+beforeAll(async () => {
   ensureBuilt();
   // dist/ is fresh (ensureBuilt, and the dist staleness check of the suites), so pack without
   // re-running prepare.
-  const pack = npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT);
+  const pack = await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT);
   expect(pack.status, pack.stderr).toBe(0);
   const info = JSON.parse(pack.stdout)[0] as { filename: string; files: Array<{ path: string }> };
   packed = info.files.map((f) => f.path);
-  const install = npm(['install', '-g', '--prefix', prefix, '--omit=dev', '--no-audit', '--no-fund', path.join(work, info.filename)], work);
+  const install = await npm(['install', '-g', '--prefix', prefix, '--omit=dev', '--no-audit', '--no-fund', path.join(work, info.filename)], work);
   expect(install.status, `${install.stdout}\n${install.stderr}`).toBe(0);
 }, 600_000);
 
