@@ -96,7 +96,11 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     ['python', python],
     ['onnxruntime', new OnnxBackend(onnxBackendOptions(options.backendConfig, options.defaultMaxBatchSize, gpus, log))],
   ]);
-  const metrics = new Metrics();
+  const metrics = new Metrics({
+    cpuMetrics: options.allowCpuMetrics,
+    cpuIntervalMs: options.metricsIntervalMs,
+    counterLatencies: options.metricsCounterLatencies,
+  });
   metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
   const models = new ModelManager({
     repositories: options.modelRepositories,
@@ -107,6 +111,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     logger: log,
     observer: { ...metricsObserver(metrics), executing: executingLogger(log) },
     drainTimeoutMs: options.exitTimeoutSecs * 1000,
+    loadThreadCount: options.modelLoadThreadCount,
   });
   const native = loadNative();
   const core = new InferenceServer(models, {
@@ -163,6 +168,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
         logger: log,
         logSettings,
         shutdownGraceMs: options.exitTimeoutSecs * 1000,
+        keepalive: options.grpcKeepalive,
       });
       closables.push(grpc);
       running.grpcPort = grpc.port;
