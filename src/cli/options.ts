@@ -8,6 +8,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { TRITIUM_VERSION } from '../core/inference-server.js';
 import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
+import { nearestFlag } from './nearest-flag.js';
 
 export interface PythonBackendOptions {
   shmDefaultByteSize: number;
@@ -381,8 +382,22 @@ export function buildCommand(): Command {
 
 export class OptionsError extends Error {}
 
+/** Refuses a flag tritium does not know, naming the one it most likely meant. */
+function checkKnownFlags(argv: readonly string[], cmd: Command): void {
+  const known = [...cmd.options.map((o) => o.long!), '--help', '--version'];
+  for (const arg of argv) {
+    if (arg === '--') return;
+    if (!arg.startsWith('--')) continue;
+    const name = arg.split('=', 1)[0]!;
+    if (known.includes(name)) continue;
+    const near = nearestFlag(name, known);
+    throw new OptionsError(`unknown option '${arg}'${near ? ` (Did you mean ${near}?)` : ''}`);
+  }
+}
+
 /** Parses argv (without node and script) into ServerOptions; throws OptionsError on bad input. */
 export function parseOptions(argv: string[], cmd = buildCommand()): ServerOptions {
+  checkKnownFlags(argv, cmd);
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts();
   const repos: string[] = [...(o.modelRepository ?? []), ...(o.modelStore ?? [])];

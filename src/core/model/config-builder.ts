@@ -53,6 +53,10 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
     throw Errors.configEnsembleUnsupported({ file, line: at?.line, field: 'platform' }, file, source.name, at?.line, at?.column);
   }
   inferBackend(files, config);
+  if (!config.backend && config.platform) {
+    const at = positions?.get('platform');
+    throw Errors.configUnknownPlatform({ file, line: at?.line, field: 'platform' }, file, config.platform, source.name, at?.line, at?.column);
+  }
   if (!config.backend) {
     throw Errors.configNoBackend({ file, field: 'backend' }, source.name, file);
   }
