@@ -15,6 +15,7 @@
 import type { ServerOptions } from './cli/options.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
+import { CustomMetrics } from './core/custom-metrics.js';
 import { InferenceServer } from './core/inference-server.js';
 import { modelTable, optionsTable } from './core/startup-tables.js';
 import type { PendingRequest } from './core/scheduling/types.js';
@@ -133,7 +134,10 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
 
+  // Families models define with pb_utils.MetricFamily, exported with the server's own.
+  const customMetrics = new CustomMetrics();
   const python = new PythonBackend({
+    customMetrics,
     pythonExecutable: options.python.pythonExecutable,
     shmDefaultByteSize: options.python.shmDefaultByteSize,
     shmGrowthByteSize: options.python.shmGrowthByteSize,
@@ -158,6 +162,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     cpuIntervalMs: options.metricsIntervalMs,
     counterLatencies: options.metricsCounterLatencies,
   });
+  metrics.setCustomSource(customMetrics);
   metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
   const models = new ModelManager({
     repositories: options.modelRepositories,

@@ -14,6 +14,7 @@ import { InstanceLifecycle, lifecycleEvents } from '../../core/instance/lifecycl
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import { BlsBroker, type ModelCalls } from './bls.js';
+import { MetricCalls } from './metric-calls.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
 import type { LogMsg, StubToNode } from './ipc/messages.js';
 import { LaunchedStub, type StubExit } from './launcher.js';
@@ -51,6 +52,7 @@ interface Incarnation {
   readiness?: ReadinessProbe;
   /** The stub's calls to the server (BLS, model control). */
   bls?: BlsBroker;
+  metrics?: MetricCalls;
 }
 
 export class StubInstance implements BackendInstance {
@@ -141,6 +143,7 @@ export class StubInstance implements BackendInstance {
     });
     const inc: Incarnation = { stub, session: new StubSession(stub.channel, { instanceName: this.name, decoupled: o.decoupled }) };
     if (o.calls) inc.bls = new BlsBroker(o.calls, this.name, (rid) => inc.session.signalOf(rid));
+    if (o.calls?.customMetrics) inc.metrics = new MetricCalls(o.calls.customMetrics);
     stub.onMessage = (m) => this.dispatch(inc, m);
     void stub.exited.then((exit) => this.onExit(inc, exit));
     try {
@@ -171,6 +174,9 @@ export class StubInstance implements BackendInstance {
       case 'ready_done':
         inc.readiness?.answered(m);
         break;
+      case 'metric':
+        inc.metrics?.onMessage(inc.stub.channel, m);
+        break;
       default:
         inc.bls?.onMessage(inc.stub.channel, m);
         break;
@@ -189,6 +195,7 @@ export class StubInstance implements BackendInstance {
   /** The stub is gone: its requests fail with the cause, its memory goes, the lifecycle decides. */
   private onExit(inc: Incarnation, exit: StubExit): void {
     const err = Errors.stubUnhealthy(this.name, exit.cause);
+    inc.metrics?.release();
     inc.readiness?.abandon(err);
     inc.session.fail(err);
     // BLS targets may still read the inputs this stub wrote: its region goes once they answered.
@@ -233,6 +240,7 @@ export class StubInstance implements BackendInstance {
       await stub.exited;
     }
     await inc.bls?.abandon();
+    inc.metrics?.release();
     stub.channel.close();
   }
 

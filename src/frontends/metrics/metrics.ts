@@ -18,7 +18,9 @@
 import fs from 'node:fs';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { FailureReason } from '../../core/errors.js';
+import type { CustomMetrics } from '../../core/custom-metrics.js';
 import type { StatsListener } from '../../core/stats/model-stats.js';
+import { renderCustomFamilies } from './custom-text.js';
 
 export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
 
@@ -105,6 +107,7 @@ export class Metrics {
   private readonly models = new Map<string, ModelSeries>();
   private readonly restarts = new Map<string, { model: string; instance: string; count: number }>();
   private shmSource: (() => Iterable<ShmBytesSample>) | null = null;
+  private custom: CustomMetrics | null = null;
 
   constructor(options: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -314,9 +317,16 @@ export class Metrics {
     this.shmSource = fn;
   }
 
-  /** The Prometheus text exposition. */
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /** Where the families models define (pb_utils.MetricFamily) are read at each scrape. */
+  setCustomSource(source: CustomMetrics | null): void {
+    this.custom = source;
+  }
+
+  /** The Prometheus text exposition: Triton's and tritium's families, then the models' own. */
+  async render(): Promise<string> {
+    const text = await this.registry.metrics();
+    const custom = this.custom === null ? '' : renderCustomFamilies(this.custom.snapshot());
+    return custom === '' ? text : `${text}\n${custom}`;
   }
 }
 
