@@ -138,6 +138,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const customMetrics = new CustomMetrics();
   const python = new PythonBackend({
     customMetrics,
+    hostPolicies: options.hostPolicies,
     pythonExecutable: options.python.pythonExecutable,
     shmDefaultByteSize: options.python.shmDefaultByteSize,
     shmGrowthByteSize: options.python.shmGrowthByteSize,

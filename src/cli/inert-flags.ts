@@ -194,14 +194,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     why: 'tensors are copied on the event loop and in the stubs; there is no copy thread pool',
   },
   {
-    flag: '--host-policy',
-    group: 'Memory/Device Management',
-    value: 'string',
-    placeholder: '<<string>,<string>=<string>>',
-    repeatable: true,
-    why: 'stubs are not pinned to cores or NUMA nodes',
-  },
-  {
     flag: '--model-load-gpu-limit',
     group: 'Memory/Device Management',
     value: 'string',

@@ -9,6 +9,7 @@ import { TRITIUM_VERSION } from '../core/inference-server.js';
 import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
+import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 
 export interface PythonBackendOptions {
   shmDefaultByteSize: number;
@@ -65,6 +66,8 @@ export interface ServerOptions {
   metricsIntervalMs: number;
   /** `--metrics-config=counter_latencies=<bool>`: the `_duration_us` counters. */
   metricsCounterLatencies: boolean;
+  /** `--host-policy`: the CPUs of each policy name (cli/host-policy.ts). */
+  hostPolicies: Map<string, number[]>;
   /** One line per flag given that has no effect here (cli/inert-flags.ts); logged at start-up. */
   warnings: string[];
   python: PythonBackendOptions;
@@ -369,7 +372,15 @@ export function buildCommand(): Command {
       parseBackendConfig,
     ),
   );
-  for (const group of [G.backend, G.repoagent, G.cache, G.rateLimiter, G.memory]) inertIn(group);
+  for (const group of [G.backend, G.repoagent, G.cache, G.rateLimiter]) inertIn(group);
+  add(
+    G.memory,
+    new Option(
+      '--host-policy <<string>,<string>=<string>>',
+      'CPUs for the stubs of instances under a policy: <name>,cpu-cores=0-3 or <name>,numa-node=0 (repeatable)',
+    ).argParser(parseHostPolicy),
+  );
+  inertIn(G.memory);
 
   add(
     G.deprecated,
@@ -453,6 +464,12 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
 
   const warnings = inertWarnings(cmd);
   const metricsCounterLatencies = metricsConfig(o.metricsConfig ?? [], warnings);
+  let hostPolicies: Map<string, number[]>;
+  try {
+    hostPolicies = resolveHostPolicies((o.hostPolicy ?? []) as HostPolicyEntry[], warnings);
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
   const options: ServerOptions = {
     modelRepositories: repos,
     httpPort: o.httpPort,
@@ -496,6 +513,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     allowCpuMetrics: o.allowCpuMetrics,
     metricsIntervalMs: o.metricsIntervalMs,
     metricsCounterLatencies,
+    hostPolicies,
     warnings,
     python: {
       shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),

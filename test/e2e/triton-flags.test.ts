@@ -126,6 +126,7 @@ const WORKING: Record<string, string> = {
   '--metrics-interval-ms': '2000',
   '--metrics-config': 'counter_latencies=true',
   '--strict-model-config': 'false',
+  '--host-policy': 'gpu_0,cpu-cores=0',
 };
 
 /** Flags with no effect here, each with a valid value that asks for what tritium lacks. */
@@ -165,7 +166,6 @@ const INERT: Record<string, string> = {
   '--cuda-virtual-address-size': '0:1073741824',
   '--min-supported-compute-capability': '6.0',
   '--buffer-manager-thread-count': '2',
-  '--host-policy': 'gpu0,numa-node=0',
   '--model-load-gpu-limit': '0:0.8',
   '--response-cache-byte-size': '1048576',
   '--trace-file': '/tmp/trace.json',

@@ -29,6 +29,8 @@ export interface PythonBackendOptions {
   modelControl?: ModelControl;
   /** The server's families for pb_utils.MetricFamily (exported on /metrics). */
   customMetrics?: CustomMetrics;
+  /** `--host-policy`: the CPUs of each policy name; an instance's stub runs on its policy's. */
+  hostPolicies?: ReadonlyMap<string, readonly number[]>;
 }
 
 export class PythonBackend implements Backend {
@@ -106,6 +108,7 @@ export class PythonBackend implements Backend {
           logger: ctx.logger,
           hooks,
           calls: { client: ctx.client, modelControl: this.o.modelControl, customMetrics: this.o.customMetrics },
+          cpus: this.o.hostPolicies?.get(spec.hostPolicy),
         }),
     );
     for (const i of instances) this.instances.add(i);

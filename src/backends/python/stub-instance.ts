@@ -42,6 +42,8 @@ export interface StubInstanceOptions {
   maxRestarts?: number;
   /** What BLS and model-control calls from model.py reach (bls.ts); without it they are not answered. */
   calls?: ModelCalls;
+  /** CPUs of the instance's host policy (`--host-policy`). */
+  cpus?: readonly number[];
 }
 
 /** One running stub of the instance: the process and its channel, its requests, its `is_ready()`. */
@@ -135,6 +137,7 @@ export class StubInstance implements BackendInstance {
       label: `${o.modelName}/${this.name}`,
       logSource: o.modelName,
       stubTimeoutSeconds: o.stubTimeoutSeconds,
+      ...(o.cpus ? { cpus: o.cpus } : {}),
       signal,
       deathError: (exit, tail) => {
         const err = Errors.stubUnhealthy(this.name, exit.cause);
