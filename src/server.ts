@@ -3,7 +3,9 @@
  * Wires one tritium server together: core (model manager + inference server), backends,
  * frontends (HTTP, gRPC, metrics), and the shutdown sequence.
  *
- * Start-up: clean stale shared memory → load every model, or in explicit mode the --load-model
+ * Start-up: check the repository paths and that every frontend can listen where its flags say
+ * (frontends/listen-check.ts; tritonserver learns it only after loading) → clean stale shared
+ * memory → load every model, or in explicit mode the --load-model
  * ones (stubs in parallel) → exit if a load failed and --exit-on-error → start the frontends →
  * ready → in poll mode, rescan the repository every --repository-poll-secs.
  * Shutdown (SIGINT/SIGTERM): not live → stop accepting → wait for in-flight requests up to
@@ -14,6 +16,7 @@ import type { ServerOptions } from './cli/options.js';
 import { recoveryFds } from './core/instance/fd-reserve.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
+import { CustomMetrics } from './core/custom-metrics.js';
 import { InferenceServer } from './core/inference-server.js';
 import { modelTable, optionsTable } from './core/startup-tables.js';
 import type { PendingRequest } from './core/scheduling/types.js';
@@ -28,6 +31,8 @@ import { startHttpServer } from './frontends/http/server.js';
 import { Metrics } from './frontends/metrics/metrics.js';
 import { metricsObserver } from './frontends/metrics/observer.js';
 import { startMetricsServer } from './frontends/metrics/server.js';
+import { checkListeners, listenFailure, type Listener } from './frontends/listen-check.js';
+import fs from 'node:fs';
 
 export interface RunningServer {
   core: InferenceServer;
@@ -72,14 +77,71 @@ export function logSettingsOf(options: ServerOptions): LogSettings {
   };
 }
 
+/** The frontends the flags enable, with the flags that place them. */
+function listenersOf(options: ServerOptions): Record<'http' | 'grpc' | 'metrics', Listener | undefined> {
+  return {
+    http: options.allowHttp
+      ? { service: 'HTTP', address: options.httpAddress, port: options.httpPort, portFlag: '--http-port', addressFlag: '--http-address' }
+      : undefined,
+    grpc: options.allowGrpc
+      ? { service: 'GRPC', address: options.grpcAddress, port: options.grpcPort, portFlag: '--grpc-port', addressFlag: '--grpc-address' }
+      : undefined,
+    metrics: options.allowMetrics
+      ? {
+          service: 'Metrics',
+          address: options.metricsAddress ?? options.httpAddress,
+          port: options.metricsPort,
+          portFlag: '--metrics-port',
+          addressFlag: options.metricsAddress === undefined ? '--http-address (or set --metrics-address)' : '--metrics-address',
+        }
+      : undefined,
+  };
+}
+
+/** Starts a frontend; a listen error becomes the start-up error naming the flag to change. */
+async function listening<T>(l: Listener, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code && ['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL', 'ENOTFOUND'].includes(code)) {
+      throw new StartupError(listenFailure(l, err as NodeJS.ErrnoException));
+    }
+    throw err;
+  }
+}
+
+/** tritonserver's check of each repository path, with the flag named (docs/protocol-notes.md, "Command line"). */
+function checkRepositories(repositories: readonly string[]): void {
+  for (const repo of repositories) {
+    let isDir = false;
+    try {
+      isDir = fs.statSync(repo).isDirectory();
+    } catch (err) {
+      const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (err as Error).message;
+      throw new StartupError(`failed to stat file ${repo}: ${why}; --model-repository must name a model repository directory`);
+    }
+    if (!isDir) throw new StartupError(`model repository path ${repo} is not a directory; --model-repository must name a model repository directory`);
+  }
+}
+
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
   const log = logger ?? createLogger(logSettingsOf(options));
+  checkRepositories(options.modelRepositories);
+  const listeners = listenersOf(options);
+  // Before any model loads (they may take minutes): every frontend can listen where asked.
+  const cannotListen = await checkListeners([listeners.grpc, listeners.http, listeners.metrics].filter((l) => l !== undefined));
+  if (cannotListen !== undefined) throw new StartupError(cannotListen);
   const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
   // Held back before any client can connect: what restarting a stub needs (core/instance/fd-reserve.ts).
   recoveryFds();
 
+  // Families models define with pb_utils.MetricFamily, exported with the server's own.
+  const customMetrics = new CustomMetrics();
   const python = new PythonBackend({
+    customMetrics,
+    hostPolicies: options.hostPolicies,
     pythonExecutable: options.python.pythonExecutable,
     shmDefaultByteSize: options.python.shmDefaultByteSize,
     shmGrowthByteSize: options.python.shmGrowthByteSize,
@@ -99,7 +161,12 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     ['python', python],
     ['onnxruntime', new OnnxBackend(onnxBackendOptions(options.backendConfig, options.defaultMaxBatchSize, gpus, log))],
   ]);
-  const metrics = new Metrics();
+  const metrics = new Metrics({
+    cpuMetrics: options.allowCpuMetrics,
+    cpuIntervalMs: options.metricsIntervalMs,
+    counterLatencies: options.metricsCounterLatencies,
+  });
+  metrics.setCustomSource(customMetrics);
   metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
   const models = new ModelManager({
     repositories: options.modelRepositories,
@@ -110,6 +177,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     logger: log,
     observer: { ...metricsObserver(metrics), executing: executingLogger(log) },
     drainTimeoutMs: options.exitTimeoutSecs * 1000,
+    loadThreadCount: options.modelLoadThreadCount,
   });
   const native = loadNative();
   const core = new InferenceServer(models, {
@@ -159,34 +227,39 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   logSettings.onChange?.((s) => python.setLogVerbose(s.log_verbose_level));
   try {
     if (options.allowGrpc) {
-      const grpc = await startGrpcServer(core, {
-        port: options.grpcPort,
-        address: options.grpcAddress,
-        maxMessageSize: options.grpcMaxMessageSize,
-        logger: log,
-        logSettings,
-        shutdownGraceMs: options.exitTimeoutSecs * 1000,
-      });
+      const grpc = await listening(listeners.grpc!, () =>
+        startGrpcServer(core, {
+          port: options.grpcPort,
+          address: options.grpcAddress,
+          maxMessageSize: options.grpcMaxMessageSize,
+          logger: log,
+          logSettings,
+          shutdownGraceMs: options.exitTimeoutSecs * 1000,
+          keepalive: options.grpcKeepalive,
+        }),
+      );
       closables.push(grpc);
       running.grpcPort = grpc.port;
       log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}`);
     }
     if (options.allowHttp) {
-      const http = await startHttpServer(core, {
-        port: options.httpPort,
-        address: options.httpAddress,
-        maxInputSize: options.httpMaxInputSize,
-        maxBodyMemory: options.httpMaxBodyMemory,
-        logger: log,
-        logSettings,
-      });
+      const http = await listening(listeners.http!, () =>
+        startHttpServer(core, {
+          port: options.httpPort,
+          address: options.httpAddress,
+          maxInputSize: options.httpMaxInputSize,
+          maxBodyMemory: options.httpMaxBodyMemory,
+          logger: log,
+          logSettings,
+        }),
+      );
       closables.push(http);
       running.httpPort = http.port;
       log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
     }
     if (options.allowMetrics) {
       const address = options.metricsAddress ?? options.httpAddress;
-      const m = await startMetricsServer(metrics, { port: options.metricsPort, address });
+      const m = await listening(listeners.metrics!, () => startMetricsServer(metrics, { port: options.metricsPort, address }));
       closables.push(m);
       running.metricsPort = m.port;
       log.info(`Started Metrics Service at ${address}:${m.port}`);

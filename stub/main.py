@@ -27,7 +27,16 @@ def _importable(module):
         return False
 
 
+def _pin_to_host_policy():
+    """The instance's host policy (--host-policy): Node cannot set a child's CPU affinity before
+    exec, so the stub sets its own before any thread or model code exists (threads inherit it)."""
+    cpus = os.environ.pop("TRITIUM_STUB_CPUS", "")
+    if cpus:
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+
+
 def main():
+    _pin_to_host_policy()
     stub_dir = os.path.dirname(os.path.realpath(__file__))
     # Python put this script's directory first on sys.path; Triton's interpreter has no such
     # entry, and model code must not find our modules ahead of its own.

@@ -19,8 +19,9 @@ export async function main(argv: string[]): Promise<void> {
     options = parseOptions(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help and --version print and exit 0; everything else is a usage error.
-      process.exit(err.exitCode);
+      // --help and --version print and exit 0; everything else is a usage error (commander has
+      // printed it, with the nearest known flag for an unknown one).
+      process.exit(err.exitCode === 0 ? 0 : 2);
     }
     process.stderr.write(`tritium: ${(err as Error).message}\nRun 'tritium --help' for the list of flags.\n`);
     process.exit(2);
@@ -32,6 +33,7 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`tritium: cannot open --log-file=${options.logFile}: ${(err as Error).message}\n`);
     process.exit(2);
   }
+  for (const w of options.warnings) log.warn(w);
   let server: RunningServer | undefined;
   // Shared memory must not outlive us on any exit path Node sees: normal exit, signals, an
   // uncaught error, a signal during start-up. (SIGKILL leaves files; the next start removes them.)

@@ -5,6 +5,11 @@
  * `ServerOptions` every other layer receives.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { TRITIUM_VERSION } from '../core/inference-server.js';
+import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/transport/keepalive.js';
+import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
+import { nearestFlag } from './nearest-flag.js';
+import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 
 export interface PythonBackendOptions {
   shmDefaultByteSize: number;
@@ -52,6 +57,19 @@ export interface ServerOptions {
   startupModels: string[];
   /** `--repository-poll-secs` (poll mode; 0 = never rescan). */
   repositoryPollSecs: number;
+  /** `--model-load-thread-count`: models loading at once at start-up. */
+  modelLoadThreadCount: number;
+  /** `--grpc-keepalive-*`, `--grpc-http2-*`, `--grpc-max-connection-age*`. */
+  grpcKeepalive: KeepaliveOptions;
+  allowCpuMetrics: boolean;
+  /** `--metrics-interval-ms`: how often the CPU metrics are read. */
+  metricsIntervalMs: number;
+  /** `--metrics-config=counter_latencies=<bool>`: the `_duration_us` counters. */
+  metricsCounterLatencies: boolean;
+  /** `--host-policy`: the CPUs of each policy name (cli/host-policy.ts). */
+  hostPolicies: Map<string, number[]>;
+  /** One line per flag given that has no effect here (cli/inert-flags.ts); logged at start-up. */
+  warnings: string[];
   python: PythonBackendOptions;
   /** Unrecognised `--backend-config` entries, kept for backends that read them (e.g. onnxruntime). */
   backendConfig: Map<string, Map<string, string>>;
@@ -96,82 +114,301 @@ function parseBackendConfig(value: string, previous: Array<[string, string, stri
   return [...(previous ?? []), entry];
 }
 
+/** An enum flag: tritonserver compares the value case-insensitively (`POLL`, `Explicit`). */
+function parseChoice<T extends string>(flag: string, choices: readonly T[]) {
+  return (v: string): T => {
+    const found = choices.find((c) => c.toLowerCase() === v.toLowerCase());
+    if (found === undefined) throw new InvalidArgumentError(`${flag} expects one of ${choices.join(', ')}, got '${v}'.`);
+    return found;
+  };
+}
+
+/** A flag tritium takes only with the value that is its behaviour (e.g. plaintext gRPC). */
+function parseOnlyFalse(flag: string, why: string) {
+  const bool = parseBool(flag);
+  return (v: string): boolean => {
+    if (bool(v)) throw new InvalidArgumentError(`${flag}=${v} is refused: ${why}.`);
+    return false;
+  };
+}
+
+/** `--metrics-config=<setting>=<value>` (repeatable). */
+function parseSetting(flag: string) {
+  return (value: string, previous: Array<[string, string]> | undefined): Array<[string, string]> => {
+    const m = /^([^=]+)=(.*)$/.exec(value);
+    if (!m) throw new InvalidArgumentError(`${flag} expects <setting>=<value>, got '${value}'.`);
+    return [...(previous ?? []), [m[1]!, m[2]!]];
+  };
+}
+
+function parseFloatFlag(flag: string, min: number) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`${flag} expects a number, got '${v}'.`);
+    if (n < min) throw new InvalidArgumentError(`${flag} must be at least ${min}, got ${n}.`);
+    return n;
+  };
+}
+
+/** The value checks of an inert flag: its type as tritonserver parses it, nothing more. */
+function inertParser(f: InertFlag) {
+  const check =
+    f.value === 'integer'
+      ? parseInteger(f.flag, Number.MIN_SAFE_INTEGER)
+      : f.value === 'boolean'
+        ? parseBool(f.flag)
+        : f.value === 'float'
+          ? parseFloatFlag(f.flag, -Infinity)
+          : (v: string) => v;
+  return (v: string, previous: string[] | undefined): string[] => {
+    check(v);
+    return [...(previous ?? []), v];
+  };
+}
+
+/** tritonserver's `--help` groups, in its order (tritium's own flags go with the group they belong to). */
+const G = {
+  server: 'Server:',
+  logging: 'Logging:',
+  repository: 'Model Repository:',
+  http: 'HTTP:',
+  grpc: 'GRPC:',
+  sagemaker: 'Sagemaker:',
+  vertex: 'Vertex:',
+  metrics: 'Metrics:',
+  tracing: 'Tracing:',
+  backend: 'Backend:',
+  repoagent: 'Repository Agent:',
+  cache: 'Response Cache:',
+  rateLimiter: 'Rate Limiter:',
+  memory: 'Memory/Device Management:',
+  deprecated: 'DEPRECATED:',
+} as const;
+
+const PLAINTEXT = 'tritium serves gRPC in plaintext only';
+const UNRESTRICTED = 'tritium cannot restrict APIs by header, and will not serve them unrestricted instead';
+
 export function buildCommand(): Command {
   const cmd = new Command('tritium')
     .description('Serve a Triton model repository (Python-backend and ONNX models) over KServe v2 HTTP and gRPC.')
     .allowExcessArguments(false)
     .showHelpAfterError(false)
-    .addOption(new Option('--model-repository <path>', 'model repository path (repeatable)').argParser(collect))
-    .addOption(new Option('--model-store <path>', 'alias of --model-repository').argParser(collect).hideHelp())
-    .addOption(new Option('--http-port <port>', 'HTTP port').default(8000).argParser(port('--http-port')))
-    .addOption(new Option('--http-address <addr>', 'HTTP listen address').default('0.0.0.0'))
-    .addOption(new Option('--grpc-port <port>', 'gRPC port').default(8001).argParser(port('--grpc-port')))
-    .addOption(new Option('--grpc-address <addr>', 'gRPC listen address').default('0.0.0.0'))
-    .addOption(new Option('--metrics-port <port>', 'Prometheus metrics port').default(8002).argParser(port('--metrics-port')))
-    .addOption(new Option('--metrics-address <addr>', 'metrics listen address (default: the HTTP address)'))
-    .addOption(new Option('--allow-http <bool>', 'serve HTTP').default(true).argParser(parseBool('--allow-http')))
-    .addOption(new Option('--allow-grpc <bool>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')))
-    .addOption(new Option('--allow-metrics <bool>', 'serve Prometheus metrics').default(true).argParser(parseBool('--allow-metrics')))
-    .addOption(new Option('--log-verbose <level>', 'verbose log level (0 = off)').default(0).argParser(parseInteger('--log-verbose', 0)))
-    .addOption(new Option('--log-info <bool>', 'log INFO lines').default(true).argParser(parseBool('--log-info')))
-    .addOption(new Option('--log-warning <bool>', 'log WARNING lines').default(true).argParser(parseBool('--log-warning')))
-    .addOption(new Option('--log-error <bool>', 'log ERROR lines').default(true).argParser(parseBool('--log-error')))
-    .addOption(new Option('--log-format <format>', 'log line prefix: default or ISO8601').default('default').choices(['default', 'ISO8601']))
-    .addOption(new Option('--log-file <path>', 'write the log to this file (appended) instead of stderr').default(''))
-    .addOption(
-      new Option('--backend-config <backend,key=value>', 'backend setting, e.g. python,shm-default-byte-size=16777216 (repeatable)').argParser(
-        parseBackendConfig,
-      ),
+    .showSuggestionAfterError(true)
+    .helpOption('--help', 'print usage')
+    .version(`tritium ${TRITIUM_VERSION} (tritonserver 2.51 command line)`, '--version', 'print the version');
+  const add = (group: string, o: Option) => cmd.addOption(o.helpGroup(group));
+  const inert = new Map(INERT_FLAGS.map((f) => [f.flag, f]));
+  const addInert = (flag: string) => {
+    const f = inert.get(flag)!;
+    add(`${f.group}:`, new Option(`${f.flag} ${f.placeholder ?? `<${f.value}>`}`, `accepted, no effect: ${f.why}`).argParser(inertParser(f)));
+  };
+  const inertIn = (group: string) => {
+    for (const f of INERT_FLAGS) if (`${f.group}:` === group) addInert(f.flag);
+  };
+
+  add(G.server, new Option('--id <string>', 'server name reported in metadata').default('triton'));
+  add(
+    G.server,
+    new Option('--exit-timeout-secs <integer>', 'time allowed for in-flight requests and finalize at shutdown')
+      .default(30)
+      .argParser(parseInteger('--exit-timeout-secs', 0)),
+  );
+
+  add(G.logging, new Option('--log-verbose <integer>', 'verbose log level (0 = off)').default(0).argParser(parseInteger('--log-verbose', 0)));
+  add(G.logging, new Option('--log-info <boolean>', 'log INFO lines').default(true).argParser(parseBool('--log-info')));
+  add(G.logging, new Option('--log-warning <boolean>', 'log WARNING lines').default(true).argParser(parseBool('--log-warning')));
+  add(G.logging, new Option('--log-error <boolean>', 'log ERROR lines').default(true).argParser(parseBool('--log-error')));
+  add(G.logging, new Option('--log-format <string>', 'log line prefix: default or ISO8601').default('default').choices(['default', 'ISO8601']));
+  add(G.logging, new Option('--log-file <string>', 'write the log to this file (appended) instead of stderr').default(''));
+
+  add(G.repository, new Option('--model-store <string>', 'alias of --model-repository').argParser(collect));
+  add(G.repository, new Option('--model-repository <string>', 'model repository path (repeatable)').argParser(collect));
+  add(
+    G.repository,
+    new Option('--exit-on-error <boolean>', 'exit when a model fails to load at start-up').default(true).argParser(parseBool('--exit-on-error')),
+  );
+  add(G.repository, new Option('--disable-auto-complete-config', 'do not complete model configs from the model'));
+  add(
+    G.repository,
+    new Option('--strict-readiness <boolean>', 'ready only when every model is ready').default(true).argParser(parseBool('--strict-readiness')),
+  );
+  add(
+    G.repository,
+    new Option(
+      '--model-control-mode <string>',
+      'none: load every model at start-up; poll: also rescan the repository; explicit: load --load-model names, then the repository API',
     )
-    .addOption(
-      new Option('--strict-model-config <bool>', 'deprecated: true disables auto-complete of model configs').argParser(parseBool('--strict-model-config')),
-    )
-    .addOption(new Option('--disable-auto-complete-config', 'do not complete model configs from the model'))
-    .addOption(new Option('--strict-readiness <bool>', 'ready only when every model is ready').default(true).argParser(parseBool('--strict-readiness')))
-    .addOption(
-      new Option('--exit-timeout-secs <secs>', 'time allowed for in-flight requests and finalize at shutdown')
-        .default(30)
-        .argParser(parseInteger('--exit-timeout-secs', 0)),
-    )
-    .addOption(new Option('--exit-on-error <bool>', 'exit when a model fails to load at start-up').default(true).argParser(parseBool('--exit-on-error')))
-    .addOption(
-      new Option('--http-max-input-size <bytes>', 'largest JSON header, raw binary body or decompressed HTTP body (binary tensor data not counted)')
-        .default(64 * MIB)
-        .argParser(parseInteger('--http-max-input-size', 1)),
-    )
-    .addOption(
-      new Option('--http-max-body-memory <bytes>', 'tritium: memory all HTTP request bodies may hold at once (default: a quarter of RAM, at most 2 GiB)')
-        .default(0)
-        .argParser(parseInteger('--http-max-body-memory', 0)),
-    )
-    .addOption(
-      new Option('--grpc-max-message-size <bytes>', 'largest gRPC message in either direction')
-        .default(2 ** 31 - 1)
-        .argParser(parseInteger('--grpc-max-message-size', 1, 2 ** 31 - 1)),
-    )
-    .addOption(new Option('--id <name>', 'server name reported in metadata').default('triton'))
-    .addOption(
-      new Option(
-        '--model-control-mode <mode>',
-        'none: load every model at start-up; poll: also rescan the repository; explicit: load --load-model names, then the repository API',
-      )
-        .default('none')
-        .choices(['none', 'poll', 'explicit']),
-    )
-    .addOption(new Option('--load-model <name>', 'model to load at start-up in explicit mode (repeatable; * = all)').argParser(collect))
-    .addOption(
-      new Option('--repository-poll-secs <secs>', 'interval between repository scans in poll mode (0 = none)')
-        .default(15)
-        .argParser(parseInteger('--repository-poll-secs', 0)),
-    );
+      .default('none')
+      .argParser(parseChoice('--model-control-mode', ['none', 'poll', 'explicit'] as const)),
+  );
+  add(
+    G.repository,
+    new Option('--repository-poll-secs <integer>', 'interval between repository scans in poll mode (0 = none)')
+      .default(15)
+      .argParser(parseInteger('--repository-poll-secs', 0)),
+  );
+  add(G.repository, new Option('--load-model <string>', 'model to load at start-up in explicit mode (repeatable; * = all)').argParser(collect));
+  add(
+    G.repository,
+    new Option('--model-load-thread-count <integer>', 'how many models load at once at start-up')
+      .default(4)
+      .argParser(parseInteger('--model-load-thread-count', 1)),
+  );
+  inertIn(G.repository);
+
+  add(G.http, new Option('--allow-http <boolean>', 'serve HTTP').default(true).argParser(parseBool('--allow-http')));
+  add(G.http, new Option('--http-address <string>', 'HTTP listen address').default('0.0.0.0'));
+  add(G.http, new Option('--http-port <integer>', 'HTTP port').default(8000).argParser(port('--http-port')));
+  add(
+    G.http,
+    new Option('--http-restricted-api <<string>:<string>=<string>>', `refused: ${UNRESTRICTED}`).argParser((v: string) => {
+      throw new InvalidArgumentError(`--http-restricted-api=${v} is refused: ${UNRESTRICTED}.`);
+    }),
+  );
+  add(
+    G.http,
+    new Option('--http-max-input-size <integer>', 'tritium: largest JSON header, raw binary body or decompressed HTTP body (binary tensor data not counted)')
+      .default(64 * MIB)
+      .argParser(parseInteger('--http-max-input-size', 1)),
+  );
+  add(
+    G.http,
+    new Option('--http-max-body-memory <integer>', 'tritium: memory all HTTP request bodies may hold at once (default: a quarter of RAM, at most 2 GiB)')
+      .default(0)
+      .argParser(parseInteger('--http-max-body-memory', 0)),
+  );
+  inertIn(G.http);
+
+  add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
+  add(G.grpc, new Option('--grpc-address <string>', 'gRPC listen address').default('0.0.0.0'));
+  add(G.grpc, new Option('--grpc-port <integer>', 'gRPC port').default(8001).argParser(port('--grpc-port')));
+  add(G.grpc, new Option('--grpc-use-ssl <boolean>', `only false: ${PLAINTEXT}`).argParser(parseOnlyFalse('--grpc-use-ssl', PLAINTEXT)));
+  add(G.grpc, new Option('--grpc-use-ssl-mutual <boolean>', `only false: ${PLAINTEXT}`).argParser(parseOnlyFalse('--grpc-use-ssl-mutual', PLAINTEXT)));
+  const ka = KEEPALIVE_DEFAULTS;
+  add(
+    G.grpc,
+    new Option('--grpc-keepalive-time <integer>', 'ms between keepalive pings the server sends')
+      .default(ka.timeMs)
+      .argParser(parseInteger('--grpc-keepalive-time', 1)),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-keepalive-timeout <integer>', 'ms to wait for a keepalive ping acknowledgement before closing the connection')
+      .default(ka.timeoutMs)
+      .argParser(parseInteger('--grpc-keepalive-timeout', 1)),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-keepalive-permit-without-calls <boolean>', 'send and accept keepalive pings while no call is open')
+      .default(ka.permitWithoutCalls)
+      .argParser(parseBool('--grpc-keepalive-permit-without-calls')),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-http2-max-pings-without-data <integer>', 'as tritonserver 2.51: its keepalive pings are not limited by it (docs/protocol-notes.md)')
+      .default(ka.maxPingsWithoutData)
+      .argParser(parseInteger('--grpc-http2-max-pings-without-data', 0)),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-http2-min-recv-ping-interval-without-data <integer>', 'ms expected between client pings; a sooner one is a ping strike')
+      .default(ka.minRecvPingIntervalWithoutDataMs)
+      .argParser(parseInteger('--grpc-http2-min-recv-ping-interval-without-data', 0)),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-http2-max-ping-strikes <integer>', 'ping strikes tolerated before GOAWAY (0 = no limit)')
+      .default(ka.maxPingStrikes)
+      .argParser(parseInteger('--grpc-http2-max-ping-strikes', 0)),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-max-connection-age <integer>', 'ms after which a connection gets GOAWAY (default: none)').argParser(
+      parseInteger('--grpc-max-connection-age', 1),
+    ),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-max-connection-age-grace <integer>', 'ms its open calls get after that GOAWAY (default: no limit)').argParser(
+      parseInteger('--grpc-max-connection-age-grace', 1),
+    ),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-restricted-protocol <<string>:<string>=<string>>', `refused: ${UNRESTRICTED}`).argParser((v: string) => {
+      throw new InvalidArgumentError(`--grpc-restricted-protocol=${v} is refused: ${UNRESTRICTED}.`);
+    }),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-max-message-size <integer>', 'tritium: largest gRPC message in either direction')
+      .default(2 ** 31 - 1)
+      .argParser(parseInteger('--grpc-max-message-size', 1, 2 ** 31 - 1)),
+  );
+  inertIn(G.grpc);
+  inertIn(G.sagemaker);
+  inertIn(G.vertex);
+
+  add(G.metrics, new Option('--allow-metrics <boolean>', 'serve Prometheus metrics').default(true).argParser(parseBool('--allow-metrics')));
+  add(G.metrics, new Option('--allow-cpu-metrics <boolean>', 'export nv_cpu_* metrics').default(true).argParser(parseBool('--allow-cpu-metrics')));
+  add(G.metrics, new Option('--metrics-address <string>', 'metrics listen address (default: the HTTP address)'));
+  add(G.metrics, new Option('--metrics-port <integer>', 'Prometheus metrics port').default(8002).argParser(port('--metrics-port')));
+  add(
+    G.metrics,
+    new Option('--metrics-interval-ms <float>', 'ms between readings of the CPU metrics').default(2000).argParser(parseFloatFlag('--metrics-interval-ms', 1)),
+  );
+  add(
+    G.metrics,
+    new Option('--metrics-config <<string>=<string>>', 'metrics setting, e.g. counter_latencies=false (repeatable)').argParser(
+      parseSetting('--metrics-config'),
+    ),
+  );
+  inertIn(G.metrics);
+  inertIn(G.tracing);
+
+  add(
+    G.backend,
+    new Option('--backend-config <<string>,<string>=<string>>', 'backend setting, e.g. python,shm-default-byte-size=16777216 (repeatable)').argParser(
+      parseBackendConfig,
+    ),
+  );
+  for (const group of [G.backend, G.repoagent, G.cache, G.rateLimiter]) inertIn(group);
+  add(
+    G.memory,
+    new Option(
+      '--host-policy <<string>,<string>=<string>>',
+      'CPUs for the stubs of instances under a policy: <name>,cpu-cores=0-3 or <name>,numa-node=0 (repeatable)',
+    ).argParser(parseHostPolicy),
+  );
+  inertIn(G.memory);
+
+  add(
+    G.deprecated,
+    new Option('--strict-model-config <boolean>', 'deprecated: true disables auto-complete of model configs').argParser(parseBool('--strict-model-config')),
+  );
+  inertIn(G.deprecated);
   cmd.exitOverride();
   return cmd;
 }
 
 export class OptionsError extends Error {}
 
+/** Refuses a flag tritium does not know, naming the one it most likely meant. */
+function checkKnownFlags(argv: readonly string[], cmd: Command): void {
+  const known = [...cmd.options.map((o) => o.long!), '--help', '--version'];
+  for (const arg of argv) {
+    if (arg === '--') return;
+    if (!arg.startsWith('--')) continue;
+    const name = arg.split('=', 1)[0]!;
+    if (known.includes(name)) continue;
+    const near = nearestFlag(name, known);
+    throw new OptionsError(`unknown option '${arg}'${near ? ` (Did you mean ${near}?)` : ''}`);
+  }
+}
+
 /** Parses argv (without node and script) into ServerOptions; throws OptionsError on bad input. */
 export function parseOptions(argv: string[], cmd = buildCommand()): ServerOptions {
+  checkKnownFlags(argv, cmd);
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts();
   const repos: string[] = [...(o.modelRepository ?? []), ...(o.modelStore ?? [])];
@@ -225,6 +462,14 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     throw new OptionsError(`--backend-config=default-max-batch-size expects a non-negative integer, got '${dmbs}'.`);
   }
 
+  const warnings = inertWarnings(cmd);
+  const metricsCounterLatencies = metricsConfig(o.metricsConfig ?? [], warnings);
+  let hostPolicies: Map<string, number[]>;
+  try {
+    hostPolicies = resolveHostPolicies((o.hostPolicy ?? []) as HostPolicyEntry[], warnings);
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
   const options: ServerOptions = {
     modelRepositories: repos,
     httpPort: o.httpPort,
@@ -254,6 +499,22 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     modelControlMode: o.modelControlMode,
     startupModels,
     repositoryPollSecs: o.repositoryPollSecs,
+    modelLoadThreadCount: o.modelLoadThreadCount,
+    grpcKeepalive: {
+      timeMs: o.grpcKeepaliveTime,
+      timeoutMs: o.grpcKeepaliveTimeout,
+      permitWithoutCalls: o.grpcKeepalivePermitWithoutCalls,
+      maxPingsWithoutData: o.grpcHttp2MaxPingsWithoutData,
+      minRecvPingIntervalWithoutDataMs: o.grpcHttp2MinRecvPingIntervalWithoutData,
+      maxPingStrikes: o.grpcHttp2MaxPingStrikes,
+      maxConnectionAgeMs: o.grpcMaxConnectionAge ?? 0,
+      maxConnectionAgeGraceMs: o.grpcMaxConnectionAgeGrace ?? 0,
+    },
+    allowCpuMetrics: o.allowCpuMetrics,
+    metricsIntervalMs: o.metricsIntervalMs,
+    metricsCounterLatencies,
+    hostPolicies,
+    warnings,
     python: {
       shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),
       shmGrowthByteSize: pyInt('shm-growth-byte-size', MIB, 1, 'must be a positive number of bytes'),
@@ -266,6 +527,29 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
   };
   checkPorts(options);
   return options;
+}
+
+/** `--metrics-config` entries: counter_latencies works; any other setting is one warning. */
+function metricsConfig(entries: Array<[string, string]>, warnings: string[]): boolean {
+  let counterLatencies = true;
+  for (const [key, value] of entries) {
+    if (key === 'counter_latencies') counterLatencies = parseBool('--metrics-config=counter_latencies')(value);
+    else warnings.push(`--metrics-config=${key}=${value} has no effect in tritium: only counter_latencies is read (no summary or histogram latencies)`);
+  }
+  return counterLatencies;
+}
+
+/** One warning per inert flag given on the command line (cli/inert-flags.ts). */
+function inertWarnings(cmd: Command): string[] {
+  const out: string[] = [];
+  for (const f of INERT_FLAGS) {
+    const key = cmd.options.find((o) => o.long === f.flag)!.attributeName();
+    const values = cmd.getOptionValue(key) as string[] | undefined;
+    if (values === undefined) continue;
+    const w = inertWarning(f, values);
+    if (w !== undefined) out.push(w);
+  }
+  return out;
 }
 
 function checkPorts(o: ServerOptions): void {

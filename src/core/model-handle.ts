@@ -11,6 +11,8 @@ export interface TensorSpec {
   /** Config dims, without the batch dimension. */
   dims: number[];
   optional: boolean;
+  /** Outputs: the lines of the config's `label_filename`, read at load (classification). */
+  labels?: readonly string[];
 }
 
 export interface ModelMetadata {

@@ -7,7 +7,7 @@ import os
 import c_python_backend_utils
 import triton_python_backend_utils as pb_utils
 
-from . import async_loop, bls, logging_bridge, model_control, parent_watch, readiness
+from . import async_loop, bls, logging_bridge, metrics, model_control, parent_watch, readiness
 from .errors import format_exception
 from .inbox import Inbox
 from .ipc import Channel
@@ -86,6 +86,9 @@ class Runtime:
             return True
         if kind == "model_ctl_r":
             model_control.route_answer(msg)
+            return True
+        if kind == "metric_r":
+            metrics.route_answer(msg)
             return True
         return False
 

@@ -55,8 +55,23 @@ describe('expandInstances', () => {
       gpus: [],
     });
     expect(expandInstances(cfg)).toEqual([
-      { name: 'p_0', kind: 'CPU', deviceId: 0, groupName: 'p', index: 0, passive: true },
-      { name: 'p_1', kind: 'CPU', deviceId: 0, groupName: 'p', index: 1, passive: true },
+      { name: 'p_0', kind: 'CPU', deviceId: 0, groupName: 'p', index: 0, passive: true, hostPolicy: 'cpu' },
+      { name: 'p_1', kind: 'CPU', deviceId: 0, groupName: 'p', index: 1, passive: true, hostPolicy: 'cpu' },
+    ]);
+  });
+
+  it("takes the group's host_policy, else Triton's default for the kind", () => {
+    const cfg = normalizeModelConfig(
+      parseModelConfigText(
+        'backend: "python" instance_group [{ name: "a" count: 1 kind: KIND_CPU host_policy: "pinned" }, { name: "b" count: 1 kind: KIND_CPU }, { name: "c" count: 1 kind: KIND_MODEL }]',
+        'c',
+      ),
+      { modelName: 'm', gpuCount: 0, gpus: [] },
+    );
+    expect(expandInstances(cfg).map((i) => [i.name, i.hostPolicy])).toEqual([
+      ['a_0', 'pinned'],
+      ['b_0', 'cpu'],
+      ['c_0', 'model'],
     ]);
   });
 });

@@ -3,6 +3,7 @@
  * The Python backend: each instance of a model is a stub process running the unchanged
  * `model.py` (see stub-instance.ts); auto-complete runs in a throw-away stub.
  */
+import type { CustomMetrics } from '../../core/custom-metrics.js';
 import fs from 'node:fs';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
 import { Errors } from '../../core/errors.js';
@@ -26,6 +27,10 @@ export interface PythonBackendOptions {
   stubTimeoutSeconds: number;
   /** Explicit model control for pb_utils.load_model / unload_model; absent outside explicit mode. */
   modelControl?: ModelControl;
+  /** The server's families for pb_utils.MetricFamily (exported on /metrics). */
+  customMetrics?: CustomMetrics;
+  /** `--host-policy`: the CPUs of each policy name; an instance's stub runs on its policy's. */
+  hostPolicies?: ReadonlyMap<string, readonly number[]>;
 }
 
 export class PythonBackend implements Backend {
@@ -102,7 +107,8 @@ export class PythonBackend implements Backend {
           ipcWait: this.o.ipcWait,
           logger: ctx.logger,
           hooks,
-          calls: { client: ctx.client, modelControl: this.o.modelControl },
+          calls: { client: ctx.client, modelControl: this.o.modelControl, customMetrics: this.o.customMetrics },
+          cpus: this.o.hostPolicies?.get(spec.hostPolicy),
         }),
     );
     for (const i of instances) this.instances.add(i);

@@ -12,6 +12,7 @@
  * them.
  */
 import { CancelToken, type CancelSignal } from '../../core/cancellation.js';
+import type { CustomMetrics } from '../../core/custom-metrics.js';
 import type { Datatype } from '../../core/datatype.js';
 import { asTritonError, ErrorCode, Errors, type TritonError } from '../../core/errors.js';
 import type { InferResponse, Parameters } from '../../core/inference.js';
@@ -34,6 +35,8 @@ export interface ModelControl {
 export interface ModelCalls {
   client: InternalClient;
   modelControl?: ModelControl;
+  /** Where pb_utils.MetricFamily metrics go (metric-calls.ts); without it they are not answered. */
+  customMetrics?: CustomMetrics;
 }
 
 interface OpenCall {

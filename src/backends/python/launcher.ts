@@ -37,6 +37,8 @@ export interface LaunchOptions {
   stubTimeoutSeconds?: number;
   /** Kills the stub when aborted (the instance was stopped while this stub started). */
   signal?: AbortSignal;
+  /** CPUs of the instance's host policy (`--host-policy`); any CPU when absent. */
+  cpus?: readonly number[];
   /** The error a pending `expect` rejects with when the stub ends first. */
   deathError(exit: StubExit, stderrTail: string): Error;
 }
@@ -114,6 +116,7 @@ export class LaunchedStub {
         logger: o.logger,
         label: o.label,
         ipcWait: o.ipcWait,
+        ...(o.cpus ? { cpus: o.cpus } : {}),
       });
       return { channel, child };
     } catch (err) {

@@ -15,6 +15,7 @@ import { classifyStartFailure } from '../../core/instance/resource-failure.js';
 import type { Logger } from '../../core/logger.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import { BlsBroker, type ModelCalls } from './bls.js';
+import { MetricCalls } from './metric-calls.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
 import type { LogMsg, StubToNode } from './ipc/messages.js';
 import { LaunchedStub, type StubExit } from './launcher.js';
@@ -42,6 +43,8 @@ export interface StubInstanceOptions {
   maxRestarts?: number;
   /** What BLS and model-control calls from model.py reach (bls.ts); without it they are not answered. */
   calls?: ModelCalls;
+  /** CPUs of the instance's host policy (`--host-policy`). */
+  cpus?: readonly number[];
 }
 
 /** One running stub of the instance: the process and its channel, its requests, its `is_ready()`. */
@@ -52,6 +55,7 @@ interface Incarnation {
   readiness?: ReadinessProbe;
   /** The stub's calls to the server (BLS, model control). */
   bls?: BlsBroker;
+  metrics?: MetricCalls;
 }
 
 export class StubInstance implements BackendInstance {
@@ -135,6 +139,7 @@ export class StubInstance implements BackendInstance {
       label: `${o.modelName}/${this.name}`,
       logSource: o.modelName,
       stubTimeoutSeconds: o.stubTimeoutSeconds,
+      ...(o.cpus ? { cpus: o.cpus } : {}),
       signal,
       deathError: (exit, tail) => {
         const err = Errors.stubUnhealthy(this.name, exit.cause);
@@ -143,6 +148,7 @@ export class StubInstance implements BackendInstance {
     });
     const inc: Incarnation = { stub, session: new StubSession(stub.channel, { instanceName: this.name, decoupled: o.decoupled }) };
     if (o.calls) inc.bls = new BlsBroker(o.calls, this.name, (rid) => inc.session.signalOf(rid));
+    if (o.calls?.customMetrics) inc.metrics = new MetricCalls(o.calls.customMetrics);
     stub.onMessage = (m) => this.dispatch(inc, m);
     void stub.exited.then((exit) => this.onExit(inc, exit));
     try {
@@ -173,6 +179,9 @@ export class StubInstance implements BackendInstance {
       case 'ready_done':
         inc.readiness?.answered(m);
         break;
+      case 'metric':
+        inc.metrics?.onMessage(inc.stub.channel, m);
+        break;
       default:
         inc.bls?.onMessage(inc.stub.channel, m);
         break;
@@ -191,6 +200,7 @@ export class StubInstance implements BackendInstance {
   /** The stub is gone: its requests fail with the cause, its memory goes, the lifecycle decides. */
   private onExit(inc: Incarnation, exit: StubExit): void {
     const err = Errors.stubUnhealthy(this.name, exit.cause);
+    inc.metrics?.release();
     inc.readiness?.abandon(err);
     inc.session.fail(err);
     // BLS targets may still read the inputs this stub wrote: its region goes once they answered.
@@ -235,6 +245,7 @@ export class StubInstance implements BackendInstance {
       await stub.exited;
     }
     await inc.bls?.abandon();
+    inc.metrics?.release();
     stub.channel.close();
   }
 

@@ -29,6 +29,8 @@ export interface StubSpawnOptions {
   ipcWait?: IpcWaitOptions;
   /** The channel's wake eventfd (`StubChannel.wakeFd`): inherited as the stub's fd 3. */
   wakeFd: number;
+  /** CPUs the stub runs on (its host policy); the stub pins itself before importing model.py. */
+  cpus?: readonly number[];
 }
 
 /** Where the stub finds the wake eventfd (docs/ipc.md, "Waking Node"). */
@@ -100,6 +102,9 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
     env.TRITIUM_STUB_SPIN_MODE = o.ipcWait.spinMode;
   }
   env.TRITIUM_STUB_WAKE_FD = String(STUB_WAKE_FD);
+  // Node cannot set a child's affinity before exec; the stub does it first thing (stub/main.py).
+  if (o.cpus !== undefined && o.cpus.length > 0) env.TRITIUM_STUB_CPUS = o.cpus.join(',');
+  else delete env.TRITIUM_STUB_CPUS;
   // An instance may serve `is_ready()`: its requests come through a pipe of their own, which a
   // stub thread blocks on while the main thread may be busy in execute.
   const instance = o.mode === 'instance';

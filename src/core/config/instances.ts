@@ -22,6 +22,8 @@ export interface InstanceSpec {
   index: number;
   /** Passive instances are loaded but get no requests from the scheduler. */
   passive: boolean;
+  /** The group's `host_policy`, else Triton's default for the kind (`cpu`, `model`, `gpu_<id>`). */
+  hostPolicy: string;
 }
 
 /**
@@ -37,9 +39,10 @@ export function expandInstances(cfg: ModelConfig): InstanceSpec[] {
     for (let c = 0; c < group.count; c++) {
       const base = { name: `${group.name}_${c}`, groupName: group.name, index: c, passive: group.passive };
       if (kind === ModelInstanceGroup_Kind.GPU) {
-        for (const gpu of group.gpus) out.push({ ...base, kind: 'GPU', deviceId: gpu });
+        for (const gpu of group.gpus) out.push({ ...base, kind: 'GPU', deviceId: gpu, hostPolicy: group.hostPolicy || `gpu_${gpu}` });
       } else {
-        out.push({ ...base, kind: kind === ModelInstanceGroup_Kind.MODEL ? 'MODEL' : 'CPU', deviceId: 0 });
+        const k = kind === ModelInstanceGroup_Kind.MODEL ? 'MODEL' : 'CPU';
+        out.push({ ...base, kind: k, deviceId: 0, hostPolicy: group.hostPolicy || (k === 'MODEL' ? 'model' : 'cpu') });
       }
     }
   }

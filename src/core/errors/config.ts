@@ -32,6 +32,17 @@ export const config = {
     },
     (model: string, file: string) => ({ model, file }),
   ),
+  configUnknownPlatform: configEntry(
+    {
+      text: "{where}unexpected platform type '{platform}' for {model}: tritium serves the platform onnxruntime_onnx and the python and onnxruntime backends; set 'backend' (or 'platform') to one of them",
+      when: "The config names a platform Triton does not know (Triton's own words, then what tritium has). {where} is 'file:line:column: ' when known.",
+    },
+    (file: string, platform: string, model: string, line?: number, column?: number) => ({
+      where: line !== undefined ? `${where(file, line, column)}: ` : '',
+      platform,
+      model,
+    }),
+  ),
   configUnsupportedBackend: configEntry(
     {
       text: "backend '{backend}' of model '{model}' is not supported by tritium (python, onnxruntime)",

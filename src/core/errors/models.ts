@@ -64,6 +64,14 @@ export const models = {
     },
     (file: string, model: string) => ({ file, model }),
   ),
+  labelFileRead: entry(
+    {
+      code: INTERNAL,
+      text: 'failed to open text file for read {file}: {reason}',
+      when: "An output's label_filename cannot be read (Triton's text; {reason} is strerror's, e.g. 'No such file or directory'). The version fails to load.",
+    },
+    (file: string, reason: string) => ({ file, reason }),
+  ),
 
   // Files a model config names (core/repository/safe-path.ts): they must stay inside the model directory.
   pathNul: entry(

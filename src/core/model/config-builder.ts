@@ -51,6 +51,10 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
   const files = versionDir ? safeList(versionDir) : [];
   if (config.platform === 'ensemble') return buildEnsembleConfig(config, source, o, file, positions);
   inferBackend(files, config);
+  if (!config.backend && config.platform) {
+    const at = positions?.get('platform');
+    throw Errors.configUnknownPlatform({ file, line: at?.line, field: 'platform' }, file, config.platform, source.name, at?.line, at?.column);
+  }
   if (!config.backend) {
     throw Errors.configNoBackend({ file, field: 'backend' }, source.name, file);
   }

@@ -28,6 +28,8 @@ export interface ModelManagerOptions {
   observer: InferenceObserver;
   /** How long an unloaded or replaced version may take to finish its requests (default 30 s). */
   drainTimeoutMs?: number;
+  /** `--model-load-thread-count`: start-up models loading at once (default 4, as tritonserver). */
+  loadThreadCount?: number;
 }
 
 export class ModelManager {
@@ -77,20 +79,23 @@ export class ModelManager {
     const all = names.includes('*');
     const failed: Array<{ name: string; reason: string }> = [];
     const wanted = all ? [...scan.models.map((m) => m.name), ...scan.unavailable.map((u) => u.name)] : [...new Set(names)];
-    await Promise.all(
-      wanted.map((name) =>
-        this.control
-          .load(
-            name,
-            undefined,
-            scan.models.find((m) => m.name === name),
-          )
-          .catch((err) => {
-            const entry = this.models.get(name);
-            if (!entry) failed.push({ name, reason: asTritonError(err).message });
-          }),
-      ),
-    );
+    const loadOne = (name: string): Promise<void> =>
+      this.control
+        .load(
+          name,
+          undefined,
+          scan.models.find((m) => m.name === name),
+        )
+        .catch((err) => {
+          const entry = this.models.get(name);
+          if (!entry) failed.push({ name, reason: asTritonError(err).message });
+        });
+    // `loadThreadCount` loaders take the next model as each finishes (tritonserver's load threads).
+    const queue = [...wanted];
+    const loader = async (): Promise<void> => {
+      for (let name = queue.shift(); name !== undefined; name = queue.shift()) await loadOne(name);
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.o.loadThreadCount ?? 4) }, loader));
     for (const entry of this.models.values()) {
       if (!wanted.includes(entry.name)) continue;
       if (entry.error) failed.push({ name: entry.name, reason: entry.error });

@@ -37,13 +37,14 @@ export class ModelVersion implements ModelHandle {
     versionNumber: number,
     readonly loaded: LoadedModel,
     observer: InferenceObserver,
+    labels?: ReadonlyMap<string, readonly string[]>,
   ) {
     this.name = config.name;
     this.version = String(versionNumber);
     this.maxBatchSize = config.maxBatchSize;
     this.decoupled = isDecoupled(config);
     this.inputs = inputSpecs(config);
-    this.outputs = outputSpecs(config);
+    this.outputs = outputSpecs(config).map((s) => (labels?.has(s.name) ? { ...s, labels: labels.get(s.name)! } : s));
     this.platform = config.platform || config.backend;
     this.stats = new ModelStats(observer.statsListener(this.name, this.version));
     const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => this.stats.recordExecution(batch, times, batchSize);

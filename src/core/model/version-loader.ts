@@ -10,6 +10,7 @@ import type { InternalClient } from '../internal-client.js';
 import type { Logger } from '../logger.js';
 import type { ModelSource } from '../repository/scan.js';
 import { ModelVersion } from './model-version.js';
+import { readOutputLabels } from './output-labels.js';
 import type { InferenceObserver } from './observer.js';
 import { warmupInstance, warmupThroughScheduler } from './warmup.js';
 
@@ -40,6 +41,8 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
     onRestart: (i: BackendInstance) => l.observer.stubRestart(source.name, i.name),
     warmup: (i: BackendInstance) => warmupInstance(source, config, i),
   };
+  // Before any instance starts: a missing label file fails the load at once.
+  const labels = readOutputLabels(source.dir, config);
   const versionDir = path.join(source.dir, String(version));
   const configJson = JSON.stringify(l.json);
   const loaded = await l.backend.load({ source, version, versionDir, config, configJson, logger: l.logger, client: l.client }, hooks);
@@ -54,7 +57,7 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   // Registered before the version exists: its statistics listener is looked up then.
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   l.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs);
-  mv = new ModelVersion(config, l.json, version, loaded, l.observer);
+  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels);
   const runUncounted = mv.scheduler.runUncounted?.bind(mv.scheduler);
   if (loaded.instances.length === 0 && runUncounted && config.modelWarmup.length > 0) {
     // A model without instances (an ensemble) warms through its scheduler (warmup.ts).

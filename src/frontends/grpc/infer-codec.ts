@@ -32,6 +32,8 @@ import { encodeTypedContents } from './typed-contents.js';
 export interface OutputPlan {
   /** Requested outputs with `classification: K` (K > 0), by name. */
   classification?: Map<string, number>;
+  /** Label lines of those outputs (from the model, set by the handler). */
+  labels?: Map<string, readonly string[]>;
 }
 
 export interface DecodedInferRequest {
@@ -146,7 +148,7 @@ function prepare(response: InferResponse, plan: OutputPlan, batching: boolean, e
   let outputs = response.outputs;
   if (plan.classification !== undefined) {
     const k = plan.classification;
-    outputs = outputs.map((o) => (k.has(o.name) ? classify(o, k.get(o.name)!, batching) : o));
+    outputs = outputs.map((o) => (k.has(o.name) ? classify(o, k.get(o.name)!, batching, plan.labels?.get(o.name)) : o));
   }
   const params = extra === undefined ? response.parameters : { ...response.parameters, ...extra };
   const p = prepareResponse(response, params, outputs);

@@ -19,7 +19,9 @@ import { inferenceHandlers } from './handlers/index.js';
 import { addServiceRoutes } from './service.js';
 import { toStatusError } from './status.js';
 import { Errors } from '../../core/errors.js';
+import type { KeepaliveOptions } from './transport/keepalive.js';
 import { createTransport, type Route, type Transport } from './transport/server.js';
+
 export interface GrpcServerOptions {
   port: number;
   address: string;
@@ -30,6 +32,8 @@ export interface GrpcServerOptions {
   logSettings?: LogSettingsStore;
   /** How long `close()` lets calls in flight finish before forcing them down (default 30 s). */
   shutdownGraceMs?: number;
+  /** `--grpc-keepalive-*`, `--grpc-http2-*`, `--grpc-max-connection-age*` (tritonserver's defaults when absent). */
+  keepalive?: KeepaliveOptions;
 }
 
 export interface GrpcServerHandle {
@@ -53,7 +57,11 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
   addServiceRoutes(routes, GRPCInferenceService, inferenceHandlers, ctx);
   addServiceRoutes(routes, Health, { check: healthCheck }, ctx);
   const refusal = toStatusError(Errors.shuttingDown());
-  const transport = createTransport(routes, { maxMessageBytes: maxMessage, refuseWith: () => (closing ? refusal : undefined) });
+  const transport = createTransport(routes, {
+    maxMessageBytes: maxMessage,
+    refuseWith: () => (closing ? refusal : undefined),
+    ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
+  });
 
   const port = await new Promise<number>((resolve, reject) => {
     transport.server.once('error', reject);

@@ -1,9 +1,9 @@
 /**
  * @module frontends/http/classification
  * The classification extension: an output requested with `classification: K` is replaced by
- * a BYTES tensor of the top K `"<value>:<index>"` strings per batch item, highest first.
- * Labels (`"<value>:<index>:<label>"`) need the output's `label_filename`, which the
- * `ModelHandle` contract does not expose yet, so they are left out.
+ * a BYTES tensor of the top K `"<value>:<index>"` strings per batch item, highest first, with
+ * `":<label>"` added where the output's `label_filename` has a non-empty line for the index
+ * (docs/protocol-notes.md, "Classification").
  */
 import type { Datatype } from '../../core/datatype.js';
 import { elementSize } from '../../core/datatype.js';
@@ -28,9 +28,10 @@ const READ: Partial<Record<Datatype, Read>> = {
 
 /**
  * @param batching the model batches (max_batch_size > 0): the first dim is the batch.
+ * @param labels the output's label lines, by index.
  * @throws TritonError INVALID_ARG for datatypes that cannot be classified.
  */
-export function classify(output: Tensor, k: number, batching: boolean): Tensor {
+export function classify(output: Tensor, k: number, batching: boolean, labels?: readonly string[]): Tensor {
   const read = READ[output.datatype];
   if (read === undefined) {
     throw Errors.classificationType(output.datatype);
@@ -50,8 +51,16 @@ export function classify(output: Tensor, k: number, batching: boolean): Tensor {
     const idx = Array.from({ length: n }, (_, i) => i);
     const vals = idx.map((i) => read(view, base + i));
     idx.sort((a, c) => vals[c]! - vals[a]! || a - c);
-    for (let j = 0; j < Math.min(take, n); j++) strings.push(`${vals[idx[j]!]!.toFixed(6)}:${idx[j]}`);
+    for (let j = 0; j < Math.min(take, n); j++) {
+      const label = labels?.[idx[j]!];
+      strings.push(`${vals[idx[j]!]!.toFixed(6)}:${idx[j]}${label ? `:${label}` : ''}`);
+    }
   }
   const shape = batch > 0 ? [batch, take] : [take];
   return { name: output.name, datatype: 'BYTES', shape, data: joinBytesElements(strings) };
+}
+
+/** The label lines of a model's output, for the outputs a request classifies. */
+export function outputLabels(model: { outputs: readonly { name: string; labels?: readonly string[] }[] }, name: string): readonly string[] | undefined {
+  return model.outputs.find((o) => o.name === name)?.labels;
 }

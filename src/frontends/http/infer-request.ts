@@ -27,6 +27,8 @@ export interface OutputChoice {
   binary: boolean;
   /** Top-K classification (0 = off). */
   classification: number;
+  /** The output's label lines (from the model, set by the handler), for classification. */
+  labels?: readonly string[];
 }
 
 /** How the response encodes its outputs. */

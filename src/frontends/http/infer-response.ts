@@ -52,7 +52,7 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
     let out: Tensor = outputs[i]!;
     const choice = plan.requested?.get(out.name);
     const binary = choice !== undefined ? choice.binary : plan.defaultBinary;
-    if (choice !== undefined && choice.classification > 0) out = classify(out, choice.classification, batching);
+    if (choice !== undefined && choice.classification > 0) out = classify(out, choice.classification, batching, choice.labels);
     if (i > 0) json += ',';
     json += '{"name":' + JSON.stringify(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
     if (out.shm !== undefined) {

@@ -18,7 +18,9 @@
 import fs from 'node:fs';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { FailureReason } from '../../core/errors.js';
+import type { CustomMetrics } from '../../core/custom-metrics.js';
 import type { StatsListener } from '../../core/stats/model-stats.js';
+import { renderCustomFamilies } from './custom-text.js';
 
 export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
 
@@ -30,6 +32,8 @@ export interface MetricsOptions {
    * `nv_cpu_memory_used_bytes`), read from /proc; default true, omitted where /proc is missing.
    */
   cpuMetrics?: boolean;
+  /** `--metrics-interval-ms`: how often the CPU families are read (default 2000). */
+  cpuIntervalMs?: number;
 }
 
 /** One sample of `tritium_shm_bytes`. */
@@ -103,6 +107,7 @@ export class Metrics {
   private readonly models = new Map<string, ModelSeries>();
   private readonly restarts = new Map<string, { model: string; instance: string; count: number }>();
   private shmSource: (() => Iterable<ShmBytesSample>) | null = null;
+  private custom: CustomMetrics | null = null;
 
   constructor(options: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -215,7 +220,7 @@ export class Metrics {
         for (const s of samples) this.set({ instance: s.instance, model: s.model }, plain(s.bytes));
       },
     });
-    if (options.cpuMetrics !== false) this.registerCpuFamilies();
+    if (options.cpuMetrics !== false) this.registerCpuFamilies(options.cpuIntervalMs ?? 2000);
   }
 
   /**
@@ -223,16 +228,16 @@ export class Metrics {
    * (busy / total jiffies of the aggregate `cpu` line of /proc/stat, 0.0–1.0), and RAM from
    * /proc/meminfo (used = MemTotal − MemAvailable). Labels: none.
    */
-  private registerCpuFamilies(): void {
+  private registerCpuFamilies(intervalMs: number): void {
     const registers = [this.registry];
-    const cpu = new CpuSampler();
+    const cpu = new CpuReadings(intervalMs);
     if (!cpu.available()) return;
     new Gauge({
       name: 'nv_cpu_utilization',
       help: 'CPU utilization rate [0.0 - 1.0]',
       registers,
       collect() {
-        this.set(plain(cpu.utilization(), 6));
+        this.set(plain(cpu.utilization, 6));
       },
     });
     new Gauge({
@@ -240,7 +245,7 @@ export class Metrics {
       help: 'CPU total memory (RAM), in bytes',
       registers,
       collect() {
-        this.set(plain(readMeminfo().total));
+        this.set(plain(cpu.memory.total));
       },
     });
     new Gauge({
@@ -248,8 +253,7 @@ export class Metrics {
       help: 'CPU used memory (RAM), in bytes',
       registers,
       collect() {
-        const m = readMeminfo();
-        this.set(plain(m.total - m.available));
+        this.set(plain(cpu.memory.total - cpu.memory.available));
       },
     });
   }
@@ -313,9 +317,16 @@ export class Metrics {
     this.shmSource = fn;
   }
 
-  /** The Prometheus text exposition. */
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /** Where the families models define (pb_utils.MetricFamily) are read at each scrape. */
+  setCustomSource(source: CustomMetrics | null): void {
+    this.custom = source;
+  }
+
+  /** The Prometheus text exposition: Triton's and tritium's families, then the models' own. */
+  async render(): Promise<string> {
+    const text = await this.registry.metrics();
+    const custom = this.custom === null ? '' : renderCustomFamilies(this.custom.snapshot());
+    return custom === '' ? text : `${text}\n${custom}`;
   }
 }
 
@@ -337,26 +348,33 @@ function readCpuTimes(): { busy: number; total: number } | null {
 }
 
 /** Utilisation between successive readings; the first reading compares with construction. */
-class CpuSampler {
+/**
+ * The CPU figures, read every `intervalMs` (`--metrics-interval-ms`, Triton's default 2000) on
+ * an unref'd timer, as Triton's metrics thread does: a scrape shows the latest reading, and the
+ * utilisation is the share of busy jiffies between the last two readings.
+ */
+class CpuReadings {
   private last = readCpuTimes();
-  private lastAt = Date.now();
-  private value = 0;
+  utilization = 0;
+  memory = readMeminfo();
+
+  constructor(intervalMs: number) {
+    if (this.last === null) return;
+    setInterval(() => this.read(), intervalMs).unref();
+  }
 
   available(): boolean {
     return this.last !== null;
   }
 
-  utilization(): number {
-    // Scrapes closer together than this reuse the last figure (jiffies are 10 ms).
-    if (Date.now() - this.lastAt < 100) return this.value;
+  private read(): void {
     const now = readCpuTimes();
-    if (now === null || this.last === null) return this.value;
+    if (now === null || this.last === null) return;
     const dTotal = now.total - this.last.total;
     const dBusy = now.busy - this.last.busy;
-    if (dTotal > 0) this.value = Math.min(1, Math.max(0, dBusy / dTotal));
+    if (dTotal > 0) this.utilization = Math.min(1, Math.max(0, dBusy / dTotal));
     this.last = now;
-    this.lastAt = Date.now();
-    return this.value;
+    this.memory = readMeminfo();
   }
 }
 

@@ -43,6 +43,7 @@ export type NodeToStub =
   | { t: 'loglevel'; verbose: number }
   | { t: 'bls_r'; bid: number; resp: RespWire | null; final: boolean }
   | { t: 'model_ctl_r'; cid: number; ready?: boolean; err?: string }
+  | { t: 'metric_r'; cid: number; value?: number; err?: string }
   | { t: 'fin' };
 
 // --- stub → Node (ring B) ---------------------------------------------------------------
@@ -163,6 +164,15 @@ export type StubToNode =
   | BlsMsg
   | BlsFreeMsg
   | BlsCancelMsg
-  | ModelCtlMsg;
+  | ModelCtlMsg
+  // pb_utils.MetricFamily / Metric (docs/ipc.md, "Custom metrics"): `family_new` and `value`
+  // carry a `cid` and are answered by `metric_r`; the others are not answered.
+  | { t: 'metric'; op: 'family_new'; cid: number; name: string; description: string; kind: 'counter' | 'gauge' | 'histogram' }
+  | { t: 'metric'; op: 'family_del'; name: string }
+  | { t: 'metric'; op: 'new'; name: string; labels: Record<string, string>; buckets?: number[] }
+  | { t: 'metric'; op: 'inc' | 'set' | 'observe'; name: string; labels: Record<string, string>; v: number }
+  | { t: 'metric'; op: 'value'; cid: number; name: string; labels: Record<string, string> };
+
+export type MetricMsg = Extract<StubToNode, { t: 'metric' }>;
 
 export type StubMessageType = StubToNode['t'];

@@ -12,12 +12,17 @@ import type { GrpcContext } from '../context.js';
 import type { UnaryCall } from '../transport/call.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import { decodeInferRequest, encodeInferResponse } from '../infer-codec.js';
+import { outputLabels } from '../../http/classification.js';
 
 export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>): Promise<Buffer> {
   const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
   if (handle.decoupled) throw Errors.decoupledGrpc();
   const { request, plan } = decodeInferRequest(msg);
   const batching = handle.maxBatchSize > 0;
+  for (const name of plan.classification?.keys() ?? []) {
+    const labels = outputLabels(handle, name);
+    if (labels) (plan.labels ??= new Map()).set(name, labels);
+  }
 
   return new Promise<Buffer>((resolve, reject) => {
     // A CancelToken rather than an AbortController: an EventTarget per request costs more

@@ -25,6 +25,7 @@ import { decodeInferRequest, encodeStreamError, encodeStreamResponse } from '../
 import type { StatusError } from '../status.js';
 import { statusError } from '../status.js';
 import type { DuplexCall } from '../transport/call.js';
+import { outputLabels } from '../../http/classification.js';
 
 interface RequestIdentity {
   id: string;
@@ -61,6 +62,10 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
       const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
       batching = handle.maxBatchSize > 0;
       decoded = decodeInferRequest(msg);
+      for (const name of decoded.plan.classification?.keys() ?? []) {
+        const labels = outputLabels(handle, name);
+        if (labels) (decoded.plan.labels ??= new Map()).set(name, labels);
+      }
     } catch (err) {
       fail(asTritonError(err), { id: msg.id, modelName: msg.modelName, modelVersion: msg.modelVersion }, true);
       return;

@@ -9,6 +9,7 @@
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { inflateSync, gunzipSync } from 'node:zlib';
 import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
+import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
 import { GrpcStatus, StatusError } from './status.js';
@@ -32,6 +33,8 @@ export interface TransportOptions {
   maxMessageBytes: number;
   /** A new call is refused with this status while set (server shutting down). */
   refuseWith(): StatusError | undefined;
+  /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
+  keepalive?: KeepaliveOptions;
 }
 
 export interface Transport {
@@ -49,6 +52,7 @@ const SESSION_WINDOW = 16 * 1024 * 1024;
 
 export function createTransport(routes: ReadonlyMap<string, Route>, opts: TransportOptions): Transport {
   const sessions = new Set<Http2Session>();
+  const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
   let active = 0;
   const t: Transport = {
     server: createServer({
@@ -67,6 +71,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   };
   t.server.on('session', (session) => {
     sessions.add(session);
+    keepalive.set(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS));
     session.once('close', () => sessions.delete(session));
     session.on('error', () => {}); // a broken connection ends its calls through their streams
     session.once('connect', () => {
@@ -87,8 +92,14 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     }
     const route = routes.get(headers[':path'] as string)!;
     active++;
+    const ka = keepalive.get(stream.session!);
+    ka?.callStarted();
+    const ended = (): void => {
+      ka?.callEnded();
+      onCallEnd();
+    };
     const metadata = new Metadata(headers);
-    const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, onCallEnd) : new DuplexCall(stream, metadata, onCallEnd);
+    const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended) : new DuplexCall(stream, metadata, ended);
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';

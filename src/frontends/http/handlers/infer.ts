@@ -17,6 +17,7 @@ import { parseHeaderLength, parseInferRequest } from '../infer-request.js';
 import { writeInferResponse } from '../infer-response.js';
 import { sendError } from '../reply.js';
 import { checkVersion } from './version.js';
+import { outputLabels } from '../classification.js';
 
 export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {
   let handle: ModelHandle;
@@ -88,6 +89,7 @@ function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mode
   }
   const { request, plan } = parsed;
   const batching = handle.maxBatchSize > 0;
+  for (const [name, choice] of plan.requested ?? []) if (choice.classification > 0) choice.labels = outputLabels(handle, name);
   const encoding = responseEncoding(req.headers['accept-encoding']);
 
   // A CancelToken rather than an AbortController: building an EventTarget per request cost

@@ -1,0 +1,118 @@
+/**
+ * tritonserver flags that change what the server does, checked on a running server:
+ * `--model-load-thread-count` (how many models initialise at once), `--allow-cpu-metrics`,
+ * `--metrics-interval-ms` and `--metrics-config=counter_latencies` on `/metrics` (parsed as
+ * Prometheus text), and the GPU families' absence on a host without GPUs.
+ */
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt, makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { scrape, writeVariant } from './infer-helpers.js';
+
+const PROBE = (sleepS: number) => `backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [
+  { name: "ARGS" data_type: TYPE_STRING dims: [ 1 ] },
+  { name: "PID" data_type: TYPE_INT64 dims: [ 1 ] },
+  { name: "TIMES" data_type: TYPE_FP64 dims: [ 4 ] }
+]
+instance_group [ { count: 1, kind: KIND_CPU } ]
+parameters { key: "INIT_SLEEP_S" value: { string_value: "${sleepS}" } }
+`;
+
+/** [initialize start, initialize end] of each model's one instance, from the probe's TIMES output. */
+async function initWindows(s: Tritium, models: string[]): Promise<Array<[number, number]>> {
+  const out: Array<[number, number]> = [];
+  for (const m of models) {
+    const res = await fetch(`${s.http}/v2/models/${m}/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'IN', shape: [1], datatype: 'FP32', data: [0] }] }),
+    });
+    const json = await res.json();
+    const times = json.outputs.find((o: { name: string }) => o.name === 'TIMES').data as number[];
+    out.push([times[0]!, times[1]!]);
+  }
+  return out;
+}
+
+const overlap = ([a0, a1]: [number, number], [b0, b1]: [number, number]) => a0 < b1 && b0 < a1;
+
+beforeAll(() => ensureBuilt());
+
+describe('--model-load-thread-count', () => {
+  it('initialises one model at a time with 1', async () => {
+    const repo = makeRepo([]);
+    writeVariant(repo, 'instance_probe', 'probe_a', PROBE(1));
+    writeVariant(repo, 'instance_probe', 'probe_b', PROBE(1));
+    const s = await startTritium({ repos: [repo], args: ['--model-load-thread-count=1'] });
+    try {
+      const [a, b] = await initWindows(s, ['probe_a', 'probe_b']);
+      expect(overlap(a!, b!)).toBe(false);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+
+  it('initialises models side by side with 2', async () => {
+    const repo = makeRepo([]);
+    // Long enough that the second stub starts within the first one's initialize().
+    writeVariant(repo, 'instance_probe', 'probe_a', PROBE(4));
+    writeVariant(repo, 'instance_probe', 'probe_b', PROBE(4));
+    const s = await startTritium({ repos: [repo], args: ['--model-load-thread-count=2'] });
+    try {
+      const [a, b] = await initWindows(s, ['probe_a', 'probe_b']);
+      expect(overlap(a!, b!)).toBe(true);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('metrics flags', () => {
+  const repo = makeRepo(['add_sub']);
+  afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
+
+  it('has no nv_gpu_* family on a host without GPUs, and the nv_cpu_* ones by default', async () => {
+    const s = await startTritium({ repos: [repo] });
+    try {
+      const m = await scrape(s.metricsPort!);
+      expect([...m.type.keys()].filter((n) => n.startsWith('nv_gpu_'))).toEqual([]);
+      expect(m.type.get('nv_cpu_utilization')).toBe('gauge');
+      expect(m.type.get('nv_inference_request_duration_us')).toBe('counter');
+    } finally {
+      await stopAndExpectNoShm(s);
+    }
+  });
+
+  it('drops the nv_cpu_* families with --allow-cpu-metrics=false and the latency counters with counter_latencies=false', async () => {
+    const s = await startTritium({ repos: [repo], args: ['--allow-cpu-metrics=false', '--metrics-config=counter_latencies=false'] });
+    try {
+      const m = await scrape(s.metricsPort!);
+      const names = [...m.type.keys()];
+      expect(names.filter((n) => n.startsWith('nv_cpu_'))).toEqual([]);
+      expect(names.filter((n) => n.endsWith('_duration_us'))).toEqual([]);
+      expect(m.type.get('nv_inference_count')).toBe('counter');
+    } finally {
+      await stopAndExpectNoShm(s);
+    }
+  });
+
+  it('reads the CPU figures once per --metrics-interval-ms, not per scrape', async () => {
+    const s = await startTritium({ repos: [repo], args: ['--metrics-interval-ms=3600000'] });
+    try {
+      const cpu = async () => (await scrape(s.metricsPort!)).samples.filter((x) => x.name.startsWith('nv_cpu_')).map((x) => `${x.name} ${x.value}`);
+      const first = await cpu();
+      // Memory in use moves by the page between readings; with an hour's interval nothing is read again.
+      const garbage = Array.from({ length: 200_000 }, (_, i) => ({ i }));
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await cpu()).toEqual(first);
+      expect(first).toHaveLength(3);
+      void garbage;
+    } finally {
+      await stopAndExpectNoShm(s);
+    }
+  });
+});
