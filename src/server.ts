@@ -236,9 +236,11 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           logSettings,
           shutdownGraceMs: options.exitTimeoutSecs * 1000,
           keepalive: options.grpcKeepalive,
+          ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
         }),
       );
       closables.push(grpc);
+      metrics.addConnectionCounts('grpc', grpc.connectionCounts);
       running.grpcPort = grpc.port;
       log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}`);
     }
@@ -251,9 +253,11 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           maxBodyMemory: options.httpMaxBodyMemory,
           logger: log,
           logSettings,
+          ...(options.httpMaxConnections !== undefined ? { maxConnections: options.httpMaxConnections } : {}),
         }),
       );
       closables.push(http);
+      metrics.addConnectionCounts('http', http.connectionCounts);
       running.httpPort = http.port;
       log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
     }

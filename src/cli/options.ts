@@ -49,6 +49,9 @@ export interface ServerOptions {
   /** tritium: memory all HTTP request bodies may hold at once; 0 = the default. */
   httpMaxBodyMemory: number;
   grpcMaxMessageSize: number;
+  /** `--http-max-connections` / `--grpc-max-connections`; absent = from the descriptor limit. */
+  httpMaxConnections?: number;
+  grpcMaxConnections?: number;
   defaultMaxBatchSize: number;
   serverId: string;
   /** `--model-control-mode`: none (load all, no changes), poll (rescan), explicit (API-driven). */
@@ -277,6 +280,13 @@ export function buildCommand(): Command {
       .default(0)
       .argParser(parseInteger('--http-max-body-memory', 0)),
   );
+  add(
+    G.http,
+    new Option(
+      '--http-max-connections <integer>',
+      'tritium: client connections kept open; past it a new one replaces the oldest idle one (default: from the descriptor limit; 0 = no limit)',
+    ).argParser(parseInteger('--http-max-connections', 0)),
+  );
   inertIn(G.http);
 
   add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
@@ -344,6 +354,13 @@ export function buildCommand(): Command {
     new Option('--grpc-max-message-size <integer>', 'tritium: largest gRPC message in either direction')
       .default(2 ** 31 - 1)
       .argParser(parseInteger('--grpc-max-message-size', 1, 2 ** 31 - 1)),
+  );
+  add(
+    G.grpc,
+    new Option(
+      '--grpc-max-connections <integer>',
+      'tritium: client connections kept open; past it a new one replaces the oldest idle one (default: from the descriptor limit; 0 = no limit)',
+    ).argParser(parseInteger('--grpc-max-connections', 0)),
   );
   inertIn(G.grpc);
   inertIn(G.sagemaker);
@@ -494,6 +511,8 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     httpMaxInputSize: o.httpMaxInputSize,
     httpMaxBodyMemory: o.httpMaxBodyMemory,
     grpcMaxMessageSize: o.grpcMaxMessageSize,
+    ...(o.httpMaxConnections !== undefined ? { httpMaxConnections: o.httpMaxConnections } : {}),
+    ...(o.grpcMaxConnections !== undefined ? { grpcMaxConnections: o.grpcMaxConnections } : {}),
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,
     modelControlMode: o.modelControlMode,

@@ -20,6 +20,7 @@ import { addServiceRoutes } from './service.js';
 import { toStatusError } from './status.js';
 import { Errors } from '../../core/errors.js';
 import type { KeepaliveOptions } from './transport/keepalive.js';
+import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts } from '../connection-limit.js';
 import { createTransport, type Route, type Transport } from './transport/server.js';
 
 export interface GrpcServerOptions {
@@ -34,11 +35,15 @@ export interface GrpcServerOptions {
   shutdownGraceMs?: number;
   /** `--grpc-keepalive-*`, `--grpc-http2-*`, `--grpc-max-connection-age*` (tritonserver's defaults when absent). */
   keepalive?: KeepaliveOptions;
+  /** Client connections kept open (`--grpc-max-connections`); default from the descriptor limit, 0 = no limit. */
+  maxConnections?: number;
 }
 
 export interface GrpcServerHandle {
   /** The bound port (useful with port 0). */
   port: number;
+  /** Connections refused or evicted at the connection limit (metrics). */
+  readonly connectionCounts: ConnectionLimitCounts;
   /** Graceful stop; resolves once the server is down. */
   close(): Promise<void>;
 }
@@ -57,8 +62,10 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
   addServiceRoutes(routes, GRPCInferenceService, inferenceHandlers, ctx);
   addServiceRoutes(routes, Health, { check: healthCheck }, ctx);
   const refusal = toStatusError(Errors.shuttingDown());
+  const connectionLimit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'GRPC', (line) => opts.logger?.warn(line));
   const transport = createTransport(routes, {
     maxMessageBytes: maxMessage,
+    connectionLimit,
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
   });
@@ -86,7 +93,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     })();
     return closed;
   };
-  return { port, close };
+  return { port, close, connectionCounts: connectionLimit.counts };
 }
 
 /** Resolves once no call is active, or at `deadline`. */

@@ -14,6 +14,7 @@ import { BodyBudget } from './body-budget.js';
 import { dispatch } from './dispatch.js';
 import type { LogSettingsStore } from '../../core/logger.js';
 import { memoryLogSettings } from '../../core/logger.js';
+import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts, type LimitedConnection } from '../connection-limit.js';
 import { Connection } from './wire/connection.js';
 
 export interface HttpServerOptions {
@@ -26,11 +27,15 @@ export interface HttpServerOptions {
   logger?: HttpLogger;
   /** Backs `/v2/logging`; defaults to an in-memory store. */
   logSettings?: LogSettingsStore;
+  /** Client connections kept open (`--http-max-connections`); default from the descriptor limit, 0 = no limit. */
+  maxConnections?: number;
 }
 
 export interface HttpServerHandle {
   /** The bound port (useful with port 0). */
   port: number;
+  /** Connections refused or evicted at the connection limit (metrics). */
+  readonly connectionCounts: ConnectionLimitCounts;
   /** Stops accepting, lets in-flight requests finish, closes idle keep-alive sockets. */
   close(): Promise<void>;
 }
@@ -68,8 +73,13 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     closing: () => closing,
   };
+  const limit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'HTTP', (line) => opts.logger?.warn?.(line));
+  // Insertion order is age: the oldest idle connection is the one evicted at the limit.
+  function* limited(): Generator<LimitedConnection> {
+    for (const c of connections) yield { idle: c.idle, evict: () => c.socket.destroy() };
+  }
   const server = net.createServer((socket: Socket) => {
-    if (closing) {
+    if (closing || !limit.admit(limited(), connections.size)) {
       socket.destroy();
       return;
     }
@@ -88,6 +98,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
       let closed: Promise<void> | undefined;
       resolve({
         port,
+        connectionCounts: limit.counts,
         close: () => {
           closed ??= new Promise<void>((done) => {
             closing = true;

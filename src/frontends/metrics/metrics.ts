@@ -15,6 +15,7 @@
  * are truncated per request like Triton's) or rounded so that nothing prints with an exponent,
  * which perf_analyzer's `\d+\.?\d*` parser would not accept.
  */
+import type { ConnectionLimitCounts } from '../connection-limit.js';
 import fs from 'node:fs';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { FailureReason } from '../../core/errors.js';
@@ -107,6 +108,7 @@ export class Metrics {
   private readonly models = new Map<string, ModelSeries>();
   private readonly restarts = new Map<string, { model: string; instance: string; count: number }>();
   private shmSource: (() => Iterable<ShmBytesSample>) | null = null;
+  private readonly connections = new Map<string, ConnectionLimitCounts>();
   private custom: CustomMetrics | null = null;
 
   constructor(options: MetricsOptions = {}) {
@@ -220,7 +222,28 @@ export class Metrics {
         for (const s of samples) this.set({ instance: s.instance, model: s.model }, plain(s.bytes));
       },
     });
+    const connections = this.connections;
+    for (const [what, help] of [
+      ['refused', 'Client connections closed at once because the connection limit was reached with every connection busy, per frontend'],
+      ['evicted', 'Idle client connections closed to make room for a new one at the connection limit, per frontend'],
+    ] as const) {
+      new Counter({
+        name: `tritium_connections_${what}_total`,
+        help,
+        labelNames: ['frontend'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const [frontend, counts] of connections) this.inc({ frontend }, counts[what]);
+        },
+      });
+    }
     if (options.cpuMetrics !== false) this.registerCpuFamilies(options.cpuIntervalMs ?? 2000);
+  }
+
+  /** A frontend's connection-limit counts, read at each scrape (frontends/connection-limit.ts). */
+  addConnectionCounts(frontend: 'http' | 'grpc', counts: ConnectionLimitCounts): void {
+    this.connections.set(frontend, counts);
   }
 
   /**

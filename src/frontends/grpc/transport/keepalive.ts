@@ -54,6 +54,8 @@ const IDLE_PING_INTERVAL_MS = 7_200_000;
 export interface SessionKeepalive {
   callStarted(): void;
   callEnded(): void;
+  /** Calls open on the connection now (none: it is idle, and may make room at the connection limit). */
+  readonly openCalls: number;
 }
 
 export function superviseSession(session: Http2Session, o: KeepaliveOptions): SessionKeepalive {
@@ -116,6 +118,9 @@ export function superviseSession(session: Http2Session, o: KeepaliveOptions): Se
     callEnded: () => {
       calls--;
       sentHeadersOrData();
+    },
+    get openCalls() {
+      return calls;
     },
   };
 }

@@ -8,6 +8,7 @@
  */
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { inflateSync, gunzipSync } from 'node:zlib';
+import type { ConnectionLimit, LimitedConnection } from '../../connection-limit.js';
 import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
 import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
@@ -31,6 +32,8 @@ export type Route = UnaryRoute | BidiRoute;
 
 export interface TransportOptions {
   maxMessageBytes: number;
+  /** Connections (HTTP/2 sessions) kept open; see frontends/connection-limit.ts. */
+  connectionLimit?: ConnectionLimit;
   /** A new call is refused with this status while set (server shutting down). */
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
@@ -69,7 +72,15 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   const onCallEnd = (): void => {
     if (--active === 0) t.onIdle?.();
   };
+  // Insertion order is age: the oldest session without open calls makes room at the limit.
+  function* limited(): Generator<LimitedConnection> {
+    for (const s of sessions) yield { idle: !keepalive.get(s)?.openCalls, evict: () => s.destroy() };
+  }
   t.server.on('session', (session) => {
+    if (opts.connectionLimit && !opts.connectionLimit.admit(limited(), sessions.size)) {
+      session.destroy();
+      return;
+    }
     sessions.add(session);
     keepalive.set(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS));
     session.once('close', () => sessions.delete(session));

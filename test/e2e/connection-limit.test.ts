@@ -1,0 +1,117 @@
+/**
+ * The connection limit of the HTTP and gRPC frontends (frontends/connection-limit.ts): past it,
+ * a new connection replaces the oldest idle one, so idle clients cannot keep a health probe out;
+ * when every connection has a request in flight, a new one is refused, once-per-burst logged and
+ * counted. Real sockets, a real server; the limits are set low with the flags.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import http2 from 'node:http2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parsePrometheus } from './infer-helpers.js';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+
+const LIMIT = 4;
+let server: Tritium;
+let repo: string;
+
+beforeAll(async () => {
+  repo = makeRepo(['slow_execute']);
+  server = await startTritium({ repos: [repo], args: [`--http-max-connections=${LIMIT}`, `--grpc-max-connections=${LIMIT}`] });
+});
+
+afterAll(async () => {
+  await stopAndExpectNoShm(server);
+  fs.rmSync(repo, { recursive: true, force: true });
+});
+
+/** What the server answered to one request on the socket; '' when it closed or reset it unanswered. */
+function answered(socket: net.Socket, request: string): Promise<string> {
+  return new Promise((resolve) => {
+    let got = '';
+    socket.on('data', (d) => {
+      got += d;
+      if (/\r\n\r\n/.test(got)) resolve(got);
+    });
+    socket.once('error', () => resolve(got));
+    socket.once('close', () => resolve(got));
+    socket.write(request);
+  });
+}
+
+const closed = (s: net.Socket) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
+
+async function metric(name: string, frontend: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  return parsePrometheus(text).samples.find((s) => s.name === name && s.labels.frontend === frontend)?.value ?? 0;
+}
+
+const slowInfer = (ms: number) =>
+  JSON.stringify({
+    inputs: [
+      { name: 'MS', shape: [1], datatype: 'INT32', data: [ms] },
+      { name: 'VALUE', shape: [1], datatype: 'INT32', data: [1] },
+    ],
+  });
+
+describe('HTTP connection limit', () => {
+  it('a new connection replaces the oldest idle one: a probe gets through while idle clients hold the limit', async () => {
+    const idle: net.Socket[] = [];
+    for (let i = 0; i < LIMIT * 3; i++) {
+      const s = net.connect(server.httpPort, '127.0.0.1');
+      s.on('error', () => {});
+      await answered(s, 'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n');
+      idle.push(s);
+    }
+    // The oldest ones made room for the newer ones.
+    await Promise.all(idle.slice(0, LIMIT * 2).map(closed));
+    expect(idle.slice(LIMIT * 2).every((s) => !s.destroyed)).toBe(true);
+    const probe = await fetch(`${server.http}/v2/health/ready`);
+    expect(probe.status).toBe(200);
+    expect(await metric('tritium_connections_evicted_total', 'http')).toBeGreaterThanOrEqual(LIMIT * 2);
+    for (const s of idle) s.destroy();
+  });
+
+  it('refuses a new connection while every one has a request in flight, and logs it once', async () => {
+    const body = slowInfer(3000);
+    const busy: net.Socket[] = [];
+    const answers: Promise<string>[] = [];
+    for (let i = 0; i < LIMIT; i++) {
+      const s = net.connect(server.httpPort, '127.0.0.1');
+      s.on('error', () => {});
+      answers.push(answered(s, `POST /v2/models/slow_execute/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`));
+      busy.push(s);
+    }
+    // Wait until the server has every one of them (the model sleeps 3 s in each).
+    await new Promise((r) => setTimeout(r, 500));
+    for (let k = 0; k < 3; k++) {
+      const extra = net.connect(server.httpPort, '127.0.0.1');
+      extra.on('error', () => {});
+      const got = await answered(extra, 'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(got).toBe('');
+    }
+    expect(await metric('tritium_connections_refused_total', 'http')).toBeGreaterThanOrEqual(3);
+    expect(server.log().match(/HTTP: 4 connections are open and every one has a request in flight/g)).toHaveLength(1);
+    // The busy ones are answered normally.
+    for (const a of await Promise.all(answers)) expect(a).toMatch(/^HTTP\/1\.1 200/);
+    for (const s of busy) s.destroy();
+  }, 60_000);
+});
+
+describe('gRPC connection limit', () => {
+  it('a new connection replaces the oldest idle HTTP/2 session', async () => {
+    const sessions: http2.ClientHttp2Session[] = [];
+    for (let i = 0; i < LIMIT * 2; i++) {
+      const s = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+      s.on('error', () => {});
+      await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+      sessions.push(s);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sessions.slice(0, LIMIT).every((s) => s.destroyed || s.closed)).toBe(true);
+    expect(sessions.slice(LIMIT).some((s) => !s.destroyed && !s.closed)).toBe(true);
+    expect(await metric('tritium_connections_evicted_total', 'grpc')).toBeGreaterThanOrEqual(LIMIT);
+    for (const s of sessions) s.destroy();
+  });
+});
