@@ -14,8 +14,9 @@
  * - warmup of an ensemble with real intermediate tensors (beyond Triton);
  * - readiness that follows the composing model's (a step's stub that dies and restarts);
  * - every load-time check with its text, in the index and the log;
- * - explicit mode: loading an ensemble loads its composing models, the index shows them, and
- *   unloading a composing model unloads the ensemble.
+ * - explicit mode: loading an ensemble loads its composing models, the index shows them,
+ *   unloading a composing model unloads the ensemble, and unload_dependents on the ensemble
+ *   unloads its composing models.
  *
  * Models: test/models/{stamp_sleep, stamp_join, count_up, negative_fails, ensemble_*} and
  * python_models/add_sub.
@@ -557,6 +558,26 @@ describe('ensembles in explicit model control', () => {
     expect(await state('ensemble_add_sub')).toEqual({ name: 'ensemble_add_sub', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
     const after = await post(t, '/v2/models/ensemble_add_sub/infer', addSubBody([1, 2, 3, 4], [1, 1, 1, 1]));
     expect(after.json.error).toBe("Request for unknown model: 'ensemble_add_sub' has no available versions");
+  });
+
+  it('unloads the composing models with the ensemble only when asked (unload_dependents)', async () => {
+    const state = async (m: string) => (await index(t)).find((e) => e.name === m)?.state;
+    const settled = async (want: Record<string, string>) => {
+      for (let i = 0; i < 200; i++) {
+        const now = await Promise.all(Object.keys(want).map(state));
+        if (now.every((s, k) => s === Object.values(want)[k])) return;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    };
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/load')).status).toBe(200);
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/unload')).status).toBe(200);
+    await settled({ ensemble_add_sub: 'UNAVAILABLE' });
+    expect([await state('ensemble_add_sub'), await state('add_sub')]).toEqual(['UNAVAILABLE', 'READY']);
+
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/load')).status).toBe(200);
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/unload', { parameters: { unload_dependents: true } })).status).toBe(200);
+    await settled({ ensemble_add_sub: 'UNAVAILABLE', add_sub: 'UNAVAILABLE' });
+    expect([await state('ensemble_add_sub'), await state('add_sub')]).toEqual(['UNAVAILABLE', 'UNAVAILABLE']);
   });
 
   it("answers a load whose composing models fail the checks with Triton's text", async () => {
