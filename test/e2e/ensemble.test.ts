@@ -8,13 +8,15 @@
  *   starts after both;
  * - a decoupled step whose every response flows on (gRPC stream; HTTP refuses the ensemble);
  * - a failing step failing the ensemble request with its error, the step after it never run;
+ * - a client that goes away cancelling the ensemble request and the steps not started;
  * - statistics of the ensemble (compute = the sums of its steps', as Triton 2.51) and of the
  *   composing models;
  * - warmup of an ensemble with real intermediate tensors (beyond Triton);
  * - readiness that follows the composing model's (a step's stub that dies and restarts);
  * - every load-time check with its text, in the index and the log;
- * - explicit mode: loading an ensemble loads its composing models, the index shows them, and
- *   unloading a composing model unloads the ensemble.
+ * - explicit mode: loading an ensemble loads its composing models, the index shows them,
+ *   unloading a composing model unloads the ensemble, and unload_dependents on the ensemble
+ *   unloads its composing models.
  *
  * Models: test/models/{stamp_sleep, stamp_join, count_up, negative_fails, ensemble_*} and
  * python_models/add_sub.
@@ -205,6 +207,43 @@ res["items"] = items`,
     const values = res.items.filter((i: any[]) => i[0] === 'out' && i[1] !== null).map((i: any[]) => i[1][0]);
     expect(values.sort()).toEqual([1, 2, 3]);
     expect(res.items.at(-1)).toEqual(['out', null, true]);
+  });
+
+  it('cancels an ensemble request whose client went away: it fails, and the steps not started never run', async () => {
+    const join = await stats(t, 'stamp_join');
+    const own = await stats(t, 'ensemble_parallel');
+    const branches = await stats(t, 'stamp_sleep');
+    const abort = new AbortController();
+    const sent = fetch(`${t.http}/v2/models/ensemble_parallel/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'X', datatype: 'FP32', shape: [1], data: [7] }] }),
+      signal: abort.signal,
+    }).catch((err: Error) => err);
+    // Abort once both branches run (each records its input before sleeping 300 ms).
+    const seen = () =>
+      fs
+        .readdirSync(path.join(repo, 'stamp_sleep'))
+        .filter((f) => f.startsWith('seen-'))
+        .flatMap((f) =>
+          fs
+            .readFileSync(path.join(repo, 'stamp_sleep', f), 'utf8')
+            .trim()
+            .split('\n'),
+        )
+        .filter((v) => v === '7').length;
+    for (let i = 0; i < 600 && seen() < 2; i++) await new Promise((res) => setTimeout(res, 10));
+    abort.abort();
+    expect(await sent).toBeInstanceOf(Error);
+    // The branches finish (they do not look at is_cancelled); the ensemble then counts a failure.
+    for (let i = 0; i < 600; i++) {
+      const done = (await stats(t, 'stamp_sleep')).inference_stats.success.count - branches.inference_stats.success.count;
+      const failed = (await stats(t, 'ensemble_parallel')).inference_stats.fail.count - own.inference_stats.fail.count;
+      if (done === 2 && failed === 1) break;
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    expect((await stats(t, 'ensemble_parallel')).inference_stats.fail.count - own.inference_stats.fail.count).toBe(1);
+    expect((await stats(t, 'stamp_sleep')).inference_stats.success.count - branches.inference_stats.success.count).toBe(2);
+    expect((await stats(t, 'stamp_join')).inference_stats.success.count).toBe(join.inference_stats.success.count);
   });
 
   it("pairs each response of a decoupled step with a plain step's one value", async () => {
@@ -519,6 +558,26 @@ describe('ensembles in explicit model control', () => {
     expect(await state('ensemble_add_sub')).toEqual({ name: 'ensemble_add_sub', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
     const after = await post(t, '/v2/models/ensemble_add_sub/infer', addSubBody([1, 2, 3, 4], [1, 1, 1, 1]));
     expect(after.json.error).toBe("Request for unknown model: 'ensemble_add_sub' has no available versions");
+  });
+
+  it('unloads the composing models with the ensemble only when asked (unload_dependents)', async () => {
+    const state = async (m: string) => (await index(t)).find((e) => e.name === m)?.state;
+    const settled = async (want: Record<string, string>) => {
+      for (let i = 0; i < 200; i++) {
+        const now = await Promise.all(Object.keys(want).map(state));
+        if (now.every((s, k) => s === Object.values(want)[k])) return;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    };
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/load')).status).toBe(200);
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/unload')).status).toBe(200);
+    await settled({ ensemble_add_sub: 'UNAVAILABLE' });
+    expect([await state('ensemble_add_sub'), await state('add_sub')]).toEqual(['UNAVAILABLE', 'READY']);
+
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/load')).status).toBe(200);
+    expect((await post(t, '/v2/repository/models/ensemble_add_sub/unload', { parameters: { unload_dependents: true } })).status).toBe(200);
+    await settled({ ensemble_add_sub: 'UNAVAILABLE', add_sub: 'UNAVAILABLE' });
+    expect([await state('ensemble_add_sub'), await state('add_sub')]).toEqual(['UNAVAILABLE', 'UNAVAILABLE']);
   });
 
   it("answers a load whose composing models fail the checks with Triton's text", async () => {

@@ -304,13 +304,19 @@ export class ModelControl {
   }
 
   /**
-   * Unloads `name` (and, with `unloadDependents`, the models that depend on it). Resolves once
-   * the unload is under way: new requests are refused from then on, accepted ones finish in the
-   * background. `done` resolves when the versions are gone. Unknown models are not an error.
+   * Unloads `name`. Resolves once the unload is under way: new requests are refused from then
+   * on, accepted ones finish in the background. `done` resolves when the versions are gone.
+   * Unknown models are not an error. As tritonserver 2.51 (docs/protocol-notes.md, "Ensembles"):
+   * the models that depend on `name` (ensembles calling it) cannot serve without it and are
+   * unloaded with it, with or without `unloadDependents`; with it, an ensemble's composing
+   * models are unloaded too, unless another model that stays loaded uses them.
    */
-  unload(name: string, options: { unloadDependents?: boolean } = {}): { done: Promise<void> } {
+  unload(name: string, options: { unloadDependents?: boolean } = {}, unloading = new Set<string>()): { done: Promise<void> } {
+    if (unloading.has(name)) return { done: Promise.resolve() };
+    unloading.add(name);
     const entry = this.models.get(name);
     const tasks: Promise<void>[] = [];
+    const config = entry?.config;
     if (entry) {
       if (entry.loading > 0) {
         entry.unloadPending = true;
@@ -320,11 +326,18 @@ export class ModelControl {
       }
       tasks.push(enqueue(entry, () => this.runUnload(entry)));
     }
-    // Models that depend on this one (ensembles calling it) cannot serve without it: they are
-    // unloaded with it, with or without unload_dependents, as tritonserver 2.51 does
-    // (docs/protocol-notes.md, "Ensembles").
     for (const other of this.models.values()) {
-      if (other !== entry && other.config && hasModels(other) && dependenciesOf(other.config).includes(name)) tasks.push(this.unload(other.name, options).done);
+      if (other !== entry && other.config && hasModels(other) && dependenciesOf(other.config).includes(name)) {
+        tasks.push(this.unload(other.name, options, unloading).done);
+      }
+    }
+    if (options.unloadDependents && config) {
+      for (const dep of dependenciesOf(config)) {
+        const usedElsewhere = [...this.models.values()].some(
+          (o) => !unloading.has(o.name) && o.name !== dep && o.config && hasModels(o) && dependenciesOf(o.config).includes(dep),
+        );
+        if (!usedElsewhere) tasks.push(this.unload(dep, options, unloading).done);
+      }
     }
     // Never rejects: an unload's failures are logged by retire(), nobody need wait for it.
     return { done: Promise.allSettled(tasks).then(() => undefined) };
