@@ -254,6 +254,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           logger: log,
           logSettings,
           ...(options.httpMaxConnections !== undefined ? { maxConnections: options.httpMaxConnections } : {}),
+          idleTimeoutMs: options.httpIdleTimeoutSecs * 1000,
         }),
       );
       closables.push(http);

@@ -52,6 +52,8 @@ export interface ServerOptions {
   /** `--http-max-connections` / `--grpc-max-connections`; absent = from the descriptor limit. */
   httpMaxConnections?: number;
   grpcMaxConnections?: number;
+  /** `--http-idle-timeout-secs`. */
+  httpIdleTimeoutSecs: number;
   defaultMaxBatchSize: number;
   serverId: string;
   /** `--model-control-mode`: none (load all, no changes), poll (rescan), explicit (API-driven). */
@@ -287,6 +289,15 @@ export function buildCommand(): Command {
       'tritium: client connections kept open; past it a new one replaces the oldest idle one (default: from the descriptor limit; 0 = no limit)',
     ).argParser(parseInteger('--http-max-connections', 0)),
   );
+  add(
+    G.http,
+    new Option(
+      '--http-idle-timeout-secs <integer>',
+      'tritium: a connection that sends nothing for this long while idle, or while sending a request head or body, is closed (no limit while a model runs)',
+    )
+      .default(120)
+      .argParser(parseInteger('--http-idle-timeout-secs', 1)),
+  );
   inertIn(G.http);
 
   add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
@@ -512,6 +523,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     httpMaxBodyMemory: o.httpMaxBodyMemory,
     grpcMaxMessageSize: o.grpcMaxMessageSize,
     ...(o.httpMaxConnections !== undefined ? { httpMaxConnections: o.httpMaxConnections } : {}),
+    httpIdleTimeoutSecs: o.httpIdleTimeoutSecs,
     ...(o.grpcMaxConnections !== undefined ? { grpcMaxConnections: o.grpcMaxConnections } : {}),
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,

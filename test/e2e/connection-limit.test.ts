@@ -115,3 +115,38 @@ describe('gRPC connection limit', () => {
     for (const s of sessions) s.destroy();
   });
 });
+
+describe('HTTP idle and slow-sender timeout', () => {
+  let timed: Tritium;
+  beforeAll(async () => {
+    timed = await startTritium({ repos: [repo], args: ['--http-idle-timeout-secs=1'] });
+  });
+  afterAll(async () => {
+    await stopAndExpectNoShm(timed);
+  });
+
+  /** Resolves once the server closed the socket (bounded by the test timeout). */
+  const closedByServer = (s: net.Socket) => new Promise<void>((resolve) => s.once('close', () => resolve()));
+
+  it('closes an idle keep-alive connection, a slow request head and a slow body', async () => {
+    const idle = net.connect(timed.httpPort, '127.0.0.1');
+    idle.on('error', () => {});
+    expect(await answered(idle, 'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n')).toMatch(/^HTTP\/1\.1 200/);
+    const slowHead = net.connect(timed.httpPort, '127.0.0.1');
+    slowHead.on('error', () => {});
+    slowHead.write('GET /v2/health/live HTTP/1.1\r\nHo');
+    const slowBody = net.connect(timed.httpPort, '127.0.0.1');
+    slowBody.on('error', () => {});
+    slowBody.write('POST /v2/models/slow_execute/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"inputs":');
+    await Promise.all([closedByServer(idle), closedByServer(slowHead), closedByServer(slowBody)]);
+  }, 30_000);
+
+  it('does not bound a request whose model runs longer than the timeout', async () => {
+    const s = net.connect(timed.httpPort, '127.0.0.1');
+    s.on('error', () => {});
+    const body = slowInfer(2500);
+    const got = await answered(s, `POST /v2/models/slow_execute/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    expect(got).toMatch(/^HTTP\/1\.1 200/);
+    s.destroy();
+  }, 30_000);
+});

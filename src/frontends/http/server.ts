@@ -29,6 +29,8 @@ export interface HttpServerOptions {
   logSettings?: LogSettingsStore;
   /** Client connections kept open (`--http-max-connections`); default from the descriptor limit, 0 = no limit. */
   maxConnections?: number;
+  /** `--http-idle-timeout-secs` in ms: idle keep-alive, slow head and slow body bound. */
+  idleTimeoutMs?: number;
 }
 
 export interface HttpServerHandle {
@@ -47,7 +49,7 @@ export const DEFAULT_HTTP_MAX_INPUT_SIZE = 64 * 1024 * 1024;
  * closing them early makes a client race a reused socket against the FIN. The same bound
  * applies to a client that sends a head or body too slowly.
  */
-const IDLE_TIMEOUT_MS = 120_000;
+export const DEFAULT_HTTP_IDLE_TIMEOUT_MS = 120_000;
 
 /**
  * What request bodies may hold at once unless `--http-max-body-memory` says otherwise: a
@@ -70,7 +72,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
   const connections = new Set<Connection>();
   const connectionOptions = {
     handler: (req: Parameters<typeof dispatch>[1], res: Parameters<typeof dispatch>[2]) => dispatch(ctx, req, res),
-    idleTimeoutMs: IDLE_TIMEOUT_MS,
+    idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_HTTP_IDLE_TIMEOUT_MS,
     closing: () => closing,
   };
   const limit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'HTTP', (line) => opts.logger?.warn?.(line));
