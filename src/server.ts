@@ -174,6 +174,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
         address: options.httpAddress,
         maxInputSize: options.httpMaxInputSize,
         maxBodyMemory: options.httpMaxBodyMemory,
+        maxJsonOutputSize: options.httpMaxJsonOutputSize,
         logger: log,
         logSettings,
       });

@@ -43,6 +43,8 @@ export interface ServerOptions {
   httpMaxInputSize: number;
   /** tritium: memory all HTTP request bodies may hold at once; 0 = the default. */
   httpMaxBodyMemory: number;
+  /** tritium: the largest output (tensor bytes) an HTTP response sends as JSON. */
+  httpMaxJsonOutputSize: number;
   grpcMaxMessageSize: number;
   defaultMaxBatchSize: number;
   serverId: string;
@@ -143,6 +145,14 @@ export function buildCommand(): Command {
       new Option('--http-max-body-memory <bytes>', 'tritium: memory all HTTP request bodies may hold at once (default: a quarter of RAM, at most 2 GiB)')
         .default(0)
         .argParser(parseInteger('--http-max-body-memory', 0)),
+    )
+    .addOption(
+      new Option(
+        '--http-max-json-output-size <bytes>',
+        'tritium: the largest output, in bytes of tensor data, an HTTP response sends as JSON; larger ones must be requested as binary data',
+      )
+        .default(256 * MIB)
+        .argParser(parseInteger('--http-max-json-output-size', 1)),
     )
     .addOption(
       new Option('--grpc-max-message-size <bytes>', 'largest gRPC message in either direction')
@@ -248,6 +258,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     exitOnError: o.exitOnError,
     httpMaxInputSize: o.httpMaxInputSize,
     httpMaxBodyMemory: o.httpMaxBodyMemory,
+    httpMaxJsonOutputSize: o.httpMaxJsonOutputSize,
     grpcMaxMessageSize: o.grpcMaxMessageSize,
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,

@@ -241,6 +241,15 @@ export const http = {
     },
     (datatype: string) => ({ datatype }),
   ),
+  jsonOutputTooLarge: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "output '{output}' holds {size} bytes of tensor data, more than the {limit} bytes tritium sends as JSON. Request it as binary data (the binary data extension: parameter binary_data=true on the output, or binary_data_output=true on the request), or raise --http-max-json-output-size.",
+      when: 'An output requested as JSON is larger than --http-max-json-output-size (tritium policy: its JSON text would be about ten times larger).',
+    },
+    (output: string, size: number, limit: number) => ({ output, size, limit }),
+  ),
   outputSizeMismatch: entry(
     { code: INTERNAL, text: "output tensor shape does not match size of output for '{output}'", when: "A model's output bytes disagree with its shape." },
     (output: string) => ({ output }),

@@ -140,6 +140,64 @@ export function dataToJsonText(outputName: string, datatype: Datatype, data: Buf
   return '[' + parts.join(',') + ']';
 }
 
+/**
+ * The text of one output's JSON array, produced a slice at a time (`next(n)` renders up to `n`
+ * elements). A large output is streamed with it (infer-response-stream.ts), so neither the
+ * element strings nor the whole text of a tensor ever sit in the JS heap at once.
+ */
+export class JsonArrayText {
+  private index = 0;
+  private byteOff = 0;
+  private readonly get: Get | undefined;
+  private readonly view: DataView;
+
+  /** @throws as dataToJsonText, before any text is produced. */
+  constructor(
+    private readonly outputName: string,
+    datatype: Datatype,
+    private readonly data: Buffer,
+    private readonly count: number,
+  ) {
+    if (datatype === 'FP16' || datatype === 'BF16') throw Errors.jsonOutputHalf(datatype);
+    if (datatype !== 'BYTES' && data.length !== count * elementSize(datatype)) throw Errors.outputSizeMismatch(outputName);
+    this.get = GET[datatype];
+    this.view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  get done(): boolean {
+    return this.index >= this.count;
+  }
+
+  /** The next slice of the array's text: `[` before the first element, `]` after the last. */
+  next(maxElements: number): string {
+    const start = this.index;
+    const end = Math.min(this.count, start + maxElements);
+    const parts = new Array<string>(end - start);
+    const get = this.get;
+    if (get !== undefined) {
+      for (let i = start; i < end; i++) parts[i - start] = get(this.view, i);
+    } else {
+      const data = this.data;
+      let off = this.byteOff;
+      for (let i = start; i < end; i++) {
+        if (off + 4 > data.length) throw Errors.outputSizeMismatch(this.outputName);
+        const len = data.readUInt32LE(off);
+        off += 4;
+        if (off + len > data.length) throw Errors.outputSizeMismatch(this.outputName);
+        parts[i - start] = JSON.stringify(data.toString('utf8', off, off + len));
+        off += len;
+      }
+      this.byteOff = off;
+    }
+    this.index = end;
+    let text = parts.join(',');
+    if (start === 0) text = '[' + text;
+    else if (end > start) text = ',' + text;
+    if (end >= this.count) text += ']';
+    return this.count === 0 ? '[]' : text;
+  }
+}
+
 function bytesToJsonText(outputName: string, data: Buffer, count: number): string {
   const parts = new Array<string>(count);
   let off = 0;

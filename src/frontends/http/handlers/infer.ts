@@ -116,7 +116,7 @@ function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mode
     answered = true;
     res.offClose(onClose);
     try {
-      writeInferResponse(res, response, plan, batching, encoding);
+      writeInferResponse(res, response, plan, batching, encoding, ctx.maxJsonOutputSize);
     } catch (err) {
       ctx.logger?.error(`HTTP infer response for '${model}' failed: ${asTritonError(err).message}`);
       res.destroy();
