@@ -128,11 +128,11 @@ describe('JSON data → binary, every datatype', () => {
   });
 
   it('checks element types', () => {
-    expectError(() => encodeJsonData('x', 'BOOL', [1], 1), ErrorCode.INVALID_ARG, /non-boolean as boolean/);
-    expectError(() => encodeJsonData('x', 'INT32', [1.5], 1), ErrorCode.INVALID_ARG, /non-signed-integer/);
-    expectError(() => encodeJsonData('x', 'UINT8', [-1], 1), ErrorCode.INVALID_ARG, /non-unsigned-integer/);
-    expectError(() => encodeJsonData('x', 'FP32', ['1'], 1), ErrorCode.INVALID_ARG, /non-number/);
-    expectError(() => encodeJsonData('x', 'BYTES', [1], 1), ErrorCode.INVALID_ARG, /non-string as string/);
+    expectError(() => encodeJsonData('x', 'BOOL', [1], 1), ErrorCode.INTERNAL, /non-boolean as boolean/);
+    expectError(() => encodeJsonData('x', 'INT32', [1.5], 1), ErrorCode.INTERNAL, /non-signed-integer/);
+    expectError(() => encodeJsonData('x', 'UINT8', [-1], 1), ErrorCode.INTERNAL, /non-unsigned-integer/);
+    expectError(() => encodeJsonData('x', 'FP32', ['1'], 1), ErrorCode.INTERNAL, /non-number/);
+    expectError(() => encodeJsonData('x', 'BYTES', [1], 1), ErrorCode.INTERNAL, /non-string as string/);
   });
 
   it('prints 64-bit integers exactly, never through a double', () => {

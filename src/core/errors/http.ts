@@ -216,10 +216,10 @@ export const http = {
   }),
   jsonDataKind: entry(
     {
-      code: INVALID_ARG,
+      code: INTERNAL,
       reason: REJECTED,
       text: "Unable to parse 'data': attempt to access JSON non-{kind} as {kind}",
-      when: "A JSON 'data' element of the wrong kind.",
+      when: "A JSON 'data' element of the wrong kind, or an integer beyond 64 bits (1e20 for INT32); Triton answers it with 500.",
     },
     (kind: string) => ({ kind }),
   ),

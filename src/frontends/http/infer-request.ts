@@ -246,7 +246,8 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
     const parameters: Parameters = {};
     for (const key of Object.keys(p)) if (isParamValue(p[key])) setOwn(parameters, key, p[key] as ParamValue);
     outputs[i] = { name, parameters };
-    requested.set(name, { binary: p.binary_data === true, classification });
+    // A name listed twice is one output (core/request/validate.ts): the first entry's choices stand, as in Triton.
+    if (!requested.has(name)) requested.set(name, { binary: p.binary_data === true, classification });
   }
   plan.requested = requested;
   return outputs;

@@ -10,16 +10,25 @@ import { Errors } from '../../core/errors.js';
 
 type Put = (view: DataView, index: number, v: unknown) => void;
 
+const TWO_63 = 2 ** 63;
+const TWO_64 = 2 ** 64;
+
+/**
+ * A JSON integer as Triton reads one: rapidjson holds an integer literal as int64 or uint64, and
+ * anything else (a fraction, or a literal beyond 64 bits, which it keeps as a double) is not an
+ * integer: refused with Triton's text, e.g. 1e20 for INT32 (checked against tritonserver 2.51).
+ */
 function int(v: unknown, unsigned: boolean): number | bigint {
   if (typeof v === 'number') {
-    if (Number.isInteger(v) && (!unsigned || v >= 0)) return v;
+    if (Number.isInteger(v) && (unsigned ? v >= 0 && v < TWO_64 : v >= -TWO_63 && v < TWO_63)) return v;
   } else if (typeof v === 'bigint') {
-    if (!unsigned || v >= 0n) return v;
+    if (unsigned ? v >= 0n && v < 1n << 64n : v >= -(1n << 63n) && v < 1n << 63n) return v;
   }
   throw Errors.jsonDataKind(unsigned ? 'unsigned-integer' : 'signed-integer');
 }
 
-// Out-of-range values wrap like Triton's C casts (DataView setters reduce modulo 2^bits).
+// A 64-bit integer beyond a narrower type wraps like Triton's C casts (DataView setters reduce
+// modulo 2^bits): tritonserver 2.51 answers 2^40 for INT32 with 0 and 256 for UINT8 with 0.
 const small = (v: number | bigint): number => (typeof v === 'bigint' ? Number(BigInt.asIntN(53, v)) : v);
 const big = (v: number | bigint): bigint => (typeof v === 'bigint' ? v : BigInt(v));
 
