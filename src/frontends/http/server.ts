@@ -72,7 +72,9 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     closing: () => closing,
   };
-  const server = net.createServer((socket: Socket) => {
+  // Half-open: a client that shuts down its sending side after a whole request still gets its
+  // answer (wire/connection.ts, onEnd).
+  const server = net.createServer({ allowHalfOpen: true }, (socket: Socket) => {
     if (closing) {
       socket.destroy();
       return;
