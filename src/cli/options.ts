@@ -10,6 +10,8 @@ export interface PythonBackendOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
+  /** `initialize-timeout-seconds`: how long an instance's `initialize` may run before its load fails; 0 = no bound. */
+  initializeTimeoutSeconds: number;
   /** Interpreter that runs the stubs (`python-executable` key); python3 from PATH by default. */
   pythonExecutable: string;
   /** `spin-us`: how long a stub and Node's event loop may poll for the next message before sleeping (0..1000000 µs, default 50). */
@@ -212,6 +214,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     'shm-default-byte-size',
     'shm-growth-byte-size',
     'stub-timeout-seconds',
+    'initialize-timeout-seconds',
     'python-executable',
     'shm-region-prefix-name',
     'thread-pool-size',
@@ -269,6 +272,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
       shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),
       shmGrowthByteSize: pyInt('shm-growth-byte-size', MIB, 1, 'must be a positive number of bytes'),
       stubTimeoutSeconds: pyInt('stub-timeout-seconds', 30, 1, 'must be a positive number of seconds'),
+      initializeTimeoutSeconds: pyInt('initialize-timeout-seconds', 0, 0, 'must be a number of seconds (0: no bound)'),
       pythonExecutable: py.get('python-executable') ?? 'python3',
       spinUs,
       spinMode,
