@@ -34,7 +34,7 @@ export interface StubInstanceOptions {
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
   /** `--backend-config=python,initialize-timeout-seconds`: 0 = `initialize` may run for ever. */
-  initializeTimeoutSeconds: number;
+  initializeTimeoutSeconds?: number;
   /** spin-us / spin-mode for this instance's stub and its wake listener on the event loop. */
   ipcWait?: IpcWaitOptions;
   logger: Logger;
@@ -163,7 +163,7 @@ export class StubInstance implements BackendInstance {
    * the setting (the caller disposes of the stub, killing it). Unbounded by default, as in Triton.
    */
   private bounded<T>(reply: Promise<T>): Promise<T> {
-    const secs = this.o.initializeTimeoutSeconds;
+    const secs = this.o.initializeTimeoutSeconds ?? 0;
     if (!(secs > 0)) return reply;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
