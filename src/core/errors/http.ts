@@ -4,7 +4,7 @@
  * response. These conditions exist only on HTTP; their texts are Triton's http_server texts.
  */
 import { entry, fixed } from './entry.js';
-import { ErrorCode, type TritonError } from './triton-error.js';
+import { ErrorCode, type FailureReason, type TritonError } from './triton-error.js';
 
 const { INVALID_ARG, UNSUPPORTED, INTERNAL, CANCELLED } = ErrorCode;
 const REJECTED = 'REJECTED' as const;
@@ -249,6 +249,14 @@ export const http = {
       when: 'An output requested as JSON is larger than --http-max-json-output-size (tritium policy: its JSON text would be about ten times larger).',
     },
     (output: string, size: number, limit: number) => ({ output, size, limit }),
+  ),
+  parsedInWorker: entry(
+    {
+      code: 'varies',
+      text: '{message}',
+      when: 'A large JSON request is parsed on a worker thread (json-parse-worker.ts): the catalogue error it raised there, carried back with its code, reason and text.',
+    },
+    (e: { code: ErrorCode; message: string; reason: FailureReason }) => ({ message: e.message, $code: e.code, $reason: e.reason }),
   ),
   outputSizeMismatch: entry(
     { code: INTERNAL, text: "output tensor shape does not match size of output for '{output}'", when: "A model's output bytes disagree with its shape." },
