@@ -133,4 +133,10 @@ describe('--http-max-json-output-size', () => {
     expect(data.length).toBe(4 * MIB);
     expect(data.readInt32LE(4 * (count - 1))).toBe(count - 1);
   }, 60_000);
+
+  it('applies to generate answers, which are JSON only', async () => {
+    const refused = await post(small.httpPort, '/v2/models/large_output/generate', JSON.stringify({ COUNT: MIB }));
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.body.toString()).error).toContain(`more than the ${2 * MIB} bytes tritium sends as JSON`);
+  }, 60_000);
 });

@@ -108,7 +108,7 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
       sendError(res, response.error);
       return;
     }
-    const { text, error } = render(response);
+    const { text, error } = render(response, ctx.maxJsonOutputSize);
     if (count++ === 0) status = error === undefined ? 200 : httpStatusOf(error.code);
     if (response.final) {
       finished = true;
@@ -140,11 +140,11 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
  * The JSON text of one response (undefined for a decoupled model's flags-only FINAL, which
  * carries nothing to show), and the error it stands for, if any.
  */
-function render(response: InferResponse): { text?: string; error?: TritonError } {
+function render(response: InferResponse, maxJsonOutputSize: number): { text?: string; error?: TritonError } {
   try {
     if (response.error !== undefined) return { text: errorJson(response.error.message), error: response.error };
     if (response.flagsOnly === true) return {};
-    return { text: renderGenerateResponse(response) };
+    return { text: renderGenerateResponse(response, maxJsonOutputSize) };
   } catch (err) {
     const e = asTritonError(err);
     return { text: errorJson(e.message), error: e };
