@@ -1,7 +1,7 @@
 /**
  * JSON tensor data and requested outputs as tritonserver 2.51 treats them (each answer below was
- * taken from it): an integer literal beyond 64 bits (1e20) is not an integer and is refused with
- * 500, a 64-bit integer beyond a narrower type wraps like a C cast, an output named twice is one
+ * taken from it): an integer literal beyond 64 bits (1e20), or one written as a float (1.0,
+ * 1e2), is not an integer and is refused with 500, a 64-bit integer beyond a narrower type wraps like a C cast, an output named twice is one
  * output (the first entry's choices stand), an undeclared output is refused, and a 0-d output
  * has shape [].
  */
@@ -38,6 +38,10 @@ describe('JSON tensor data', () => {
     ['UINT64', '-1', 'unsigned-integer'],
     ['UINT8', '-1', 'unsigned-integer'],
     ['BOOL', '1', 'boolean'],
+    // rapidjson keeps a literal with a fraction or exponent as a double, whole or not
+    ['INT32', '2147483647.0', 'signed-integer'],
+    ['INT32', '1e2', 'signed-integer'],
+    ['UINT8', '2e0', 'unsigned-integer'],
   ])('refuses %s %s as Triton does', async (datatype, literal, kind) => {
     const r = await infer('identity_all', one(datatype, literal));
     expect(r).toEqual({ status: 500, body: { error: `Unable to parse 'data': attempt to access JSON non-${kind} as ${kind}` } });
@@ -53,6 +57,15 @@ describe('JSON tensor data', () => {
     const r = await infer('identity_all', one(datatype, literal));
     expect(r.status).toBe(200);
     expect(r.body.outputs[0].data).toEqual([expected]);
+  });
+
+  it('takes float literals for float tensors beside integer ones', async () => {
+    const r = await infer(
+      'identity_all',
+      '{"inputs":[{"name":"IN_FP32","datatype":"FP32","shape":[2],"data":[1.0,2.5e0]},{"name":"IN_INT32","datatype":"INT32","shape":[1],"data":[3]}],"outputs":[{"name":"OUT_FP32"},{"name":"OUT_INT32"}]}',
+    );
+    expect(r.status).toBe(200);
+    expect(r.body.outputs.map((o: { data: number[] }) => o.data)).toEqual([[1, 2.5], [3]]);
   });
 
   it('keeps the 64-bit extremes exact', async () => {
