@@ -146,6 +146,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     shmDefaultByteSize: options.python.shmDefaultByteSize,
     shmGrowthByteSize: options.python.shmGrowthByteSize,
     stubTimeoutSeconds: options.python.stubTimeoutSeconds,
+    initializeTimeoutSeconds: options.python.initializeTimeoutSeconds,
     ipcWait: { spinUs: options.python.spinUs, spinMode: options.python.spinMode },
     // pb_utils.load_model / unload_model take the repository API's path (explicit mode only).
     modelControl:
@@ -251,6 +252,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           address: options.httpAddress,
           maxInputSize: options.httpMaxInputSize,
           maxBodyMemory: options.httpMaxBodyMemory,
+          maxJsonOutputSize: options.httpMaxJsonOutputSize,
           logger: log,
           logSettings,
           ...(options.httpMaxConnections !== undefined ? { maxConnections: options.httpMaxConnections } : {}),

@@ -237,6 +237,41 @@ describe.each([
     await stopPeer(p);
   });
 
+  it('hollows a grown segment when its last block is freed, on both sides, and reuses it', async () => {
+    const p = await startPeer({ defaultByteSize: MiB, growthByteSize: MiB });
+    const held = (seg: string): number => fs.statSync(`/dev/shm/${p.ch.region}.${seg}`).blocks * 512;
+    const n = 3 * MiB;
+    // Node's side: a 3 MiB input grows n1 (larger than the growth size).
+    const big = p.ch.allocInput(n);
+    expect(big.seg).toBe('n1');
+    big.view.set(pattern(n, 3));
+    expect(held('n1')).toBeGreaterThanOrEqual(n);
+    p.ch.freeInput(big.seg, big.off);
+    expect(held('n1')).toBe(0); // the pages went back to /dev/shm
+    const again = p.ch.allocInput(n);
+    expect([again.seg, again.off]).toEqual([big.seg, big.off]);
+    expect(held('n1')).toBeGreaterThanOrEqual(n); // reserved again before use
+    again.view.set(pattern(n, 4));
+    p.ch.send({ t: 'read', seg: again.seg, off: again.off, n });
+    expect((await p.next((m) => m.t === 'read_ok')).sum).toBe(byteSum(pattern(n, 4)));
+
+    // The stub's side: a 3 MiB output grows s0; released, its pages go; the next lands there.
+    const expected = Buffer.alloc(n);
+    for (let i = 0; i < n; i++) expected[i] = (i * 7) & 0xff;
+    p.ch.send({ t: 'write', n });
+    expect(await p.next((m) => m.t === 'seg')).toEqual({ t: 'seg', name: 's0', size: n });
+    const w = await p.next((m) => m.t === 'write_ok');
+    expect(held('s0')).toBeGreaterThanOrEqual(n);
+    p.ch.releaseOutputs([[w.seg, w.off]]);
+    expect(await p.next((m) => m.t === 'released')).toEqual({ t: 'released', n: 1 });
+    expect(held('s0')).toBe(0);
+    p.ch.send({ t: 'write', n });
+    const w2 = await p.next((m) => m.t === 'write_ok' || m.t === 'seg');
+    expect([w2.t, w2.seg, w2.off]).toEqual(['write_ok', w.seg, w.off]);
+    expect(p.ch.view(w2.seg, w2.off, n).equals(expected)).toBe(true);
+    await stopPeer(p);
+  });
+
   it('reports a full /dev/shm with the bytes needed and the flag to change', async () => {
     const p = await startPeer();
     const st = fs.statfsSync('/dev/shm');

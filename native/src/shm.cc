@@ -145,6 +145,44 @@ Napi::Value ReleaseShm(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// hollowShm(sab): hand the segment's pages back to tmpfs (MADV_REMOVE, a hole punched in the
+// file) while every mapping of it stays valid: a later touch reads zeros and a later write takes
+// a fresh page. Node calls it when the last block of a grown segment is freed (docs/ipc.md,
+// "Segments"), so a large tensor's space returns without unmapping anything the stub maps too.
+Napi::Value HollowShm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint8_t* data;
+  size_t length;
+  if (info.Length() < 1 || !SabInfo(info[0], &data, &length)) {
+    Napi::TypeError::New(env, "hollowShm(buffer: SharedArrayBuffer)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (madvise(data, length, MADV_REMOVE) != 0) return ThrowErrno(env, errno, "hollowShm");
+  return env.Undefined();
+}
+
+// reserveShm(name, offset, length): allocate the tmpfs pages of a range of a hollowed segment
+// before a block there is written, so a full /dev/shm is a catchable ENOSPC here and not a
+// SIGBUS on first touch (the reason createShm reserves every page).
+Napi::Value ReserveShm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber()) {
+    Napi::TypeError::New(env, "reserveShm(name: string, offset: number, length: number)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::string name = ShmName(info[0]);
+  if (!ValidName(name)) return ThrowErrno(env, EINVAL, "reserveShm " + name);
+  int64_t off = info[1].As<Napi::Number>().Int64Value();
+  int64_t len = info[2].As<Napi::Number>().Int64Value();
+  if (off < 0 || len <= 0) return ThrowErrno(env, EINVAL, "reserveShm " + name + " range");
+  int fd = shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) return ThrowErrno(env, errno, "shm_open " + name);
+  int err = posix_fallocate(fd, static_cast<off_t>(off), static_cast<off_t>(len));
+  close(fd);
+  if (err != 0) return ThrowErrno(env, err, "reserveShm " + name + " (" + std::to_string(len) + " bytes)");
+  return env.Undefined();
+}
+
 // futexWake(sab, byteOffset): wake the other process sleeping on a doorbell word.
 Napi::Value FutexWakeJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -171,6 +209,8 @@ void InitShm(Napi::Env env, Napi::Object exports) {
   exports.Set("openShm", Napi::Function::New(env, OpenShm, "openShm"));
   exports.Set("unlinkShm", Napi::Function::New(env, UnlinkShm, "unlinkShm"));
   exports.Set("releaseShm", Napi::Function::New(env, ReleaseShm, "releaseShm"));
+  exports.Set("hollowShm", Napi::Function::New(env, HollowShm, "hollowShm"));
+  exports.Set("reserveShm", Napi::Function::New(env, ReserveShm, "reserveShm"));
   exports.Set("futexWake", Napi::Function::New(env, FutexWakeJs, "futexWake"));
 }
 

@@ -15,6 +15,8 @@ export interface PythonBackendOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
+  /** `initialize-timeout-seconds`: how long an instance's `initialize` may run before its load fails; 0 = no bound. */
+  initializeTimeoutSeconds: number;
   /** Interpreter that runs the stubs (`python-executable` key); python3 from PATH by default. */
   pythonExecutable: string;
   /** `spin-us`: how long a stub and Node's event loop may poll for the next message before sleeping (0..1000000 µs, default 50). */
@@ -48,6 +50,8 @@ export interface ServerOptions {
   httpMaxInputSize: number;
   /** tritium: memory all HTTP request bodies may hold at once; 0 = the default. */
   httpMaxBodyMemory: number;
+  /** tritium: the largest output (tensor bytes) an HTTP response sends as JSON. */
+  httpMaxJsonOutputSize: number;
   grpcMaxMessageSize: number;
   /** `--http-max-connections` / `--grpc-max-connections`; absent = from the descriptor limit. */
   httpMaxConnections?: number;
@@ -298,6 +302,15 @@ export function buildCommand(): Command {
       .default(120)
       .argParser(parseInteger('--http-idle-timeout-secs', 1)),
   );
+  add(
+    G.http,
+    new Option(
+      '--http-max-json-output-size <integer>',
+      'tritium: the largest output, in bytes of tensor data, an HTTP response sends as JSON; larger ones must be requested as binary data',
+    )
+      .default(256 * MIB)
+      .argParser(parseInteger('--http-max-json-output-size', 1)),
+  );
   inertIn(G.http);
 
   add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
@@ -467,6 +480,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     'shm-default-byte-size',
     'shm-growth-byte-size',
     'stub-timeout-seconds',
+    'initialize-timeout-seconds',
     'python-executable',
     'shm-region-prefix-name',
     'thread-pool-size',
@@ -521,6 +535,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     exitOnError: o.exitOnError,
     httpMaxInputSize: o.httpMaxInputSize,
     httpMaxBodyMemory: o.httpMaxBodyMemory,
+    httpMaxJsonOutputSize: o.httpMaxJsonOutputSize,
     grpcMaxMessageSize: o.grpcMaxMessageSize,
     ...(o.httpMaxConnections !== undefined ? { httpMaxConnections: o.httpMaxConnections } : {}),
     httpIdleTimeoutSecs: o.httpIdleTimeoutSecs,
@@ -550,6 +565,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
       shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),
       shmGrowthByteSize: pyInt('shm-growth-byte-size', MIB, 1, 'must be a positive number of bytes'),
       stubTimeoutSeconds: pyInt('stub-timeout-seconds', 30, 1, 'must be a positive number of seconds'),
+      initializeTimeoutSeconds: pyInt('initialize-timeout-seconds', 0, 0, 'must be a number of seconds (0: no bound)'),
       pythonExecutable: py.get('python-executable') ?? 'python3',
       spinUs,
       spinMode,

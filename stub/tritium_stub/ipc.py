@@ -239,6 +239,38 @@ def _check_rings(cap: int, a: int, b: int, size: int) -> None:
         raise RuntimeError("ring data areas overlap")
 
 
+PAGE_SIZE = mmap.PAGESIZE
+# Punches a hole in a shared mapping's file (Linux; absent elsewhere, where nothing is hollowed).
+_MADV_REMOVE = getattr(mmap, "MADV_REMOVE", None)
+
+
+def _shm_full_text(what: str, nbytes: int) -> str:
+    """The "/dev/shm is full" text: how full, what holds the space, what helps."""
+    st = os.statvfs(SHM_DIR)
+    held = 0
+    region_prefix = "tritium_"
+    theirs = []
+    for name in os.listdir(SHM_DIR):
+        try:
+            b = os.stat(os.path.join(SHM_DIR, name)).st_blocks * 512
+        except OSError:
+            continue
+        if name.startswith(region_prefix):
+            held += b
+        else:
+            theirs.append((b, name))
+    theirs.sort(reverse=True)
+    largest = ", ".join(f"{n} {b}" for b, n in theirs[:3])
+    return (
+        f"/dev/shm is full: cannot {what} for {nbytes} bytes of tensor data. "
+        f"{st.f_bavail * st.f_frsize} of {st.f_blocks * st.f_frsize} bytes of {SHM_DIR} are free; "
+        f"tritium's stubs and servers hold {held} bytes (n0 segments of shm-default-byte-size each, and tensors of requests in flight), "
+        f"other files {sum(b for b, _ in theirs)} bytes{f' (largest: {largest})' if largest else ''}. "
+        "Give /dev/shm more room (e.g. docker run --shm-size), send fewer large tensors at once, or lower "
+        "--backend-config=python,shm-default-byte-size or the instance count when the n0 segments fill it."
+    )
+
+
 def _round_up(n: int, m: int) -> int:
     return (n + m - 1) // m * m
 
@@ -297,7 +329,7 @@ class Arena:
 
 
 class _Segment:
-    __slots__ = ("name", "mm", "mv", "size", "arena")
+    __slots__ = ("name", "mm", "mv", "size", "arena", "hollow")
 
     def __init__(self, name: str, mm: mmap.mmap):
         self.name = name
@@ -305,6 +337,9 @@ class _Segment:
         self.mv = memoryview(mm)
         self.size = len(mm)
         self.arena: Arena | None = None
+        # Its pages went back to tmpfs when its last block was freed (docs/ipc.md, "Segments"):
+        # a block allocated in it reserves its pages first.
+        self.hollow = False
 
     def close(self) -> None:
         try:
@@ -464,6 +499,8 @@ class Channel:
             for s in self._outputs:
                 off = s.arena.alloc(nbytes)
                 if off >= 0:
+                    if s.hollow:
+                        self._reserve(s, off, nbytes)
                     return s.name, off, s.mv[off : off + nbytes]
             name = f"s{len(self._outputs)}"
             size = max(self.growth_byte_size, _round_up(max(nbytes, 1), SEGMENT_ROUND))
@@ -475,6 +512,34 @@ class Channel:
         # Before the block is referenced by any message, so Node learns of it in ring order.
         self.send({"t": "seg", "name": name, "size": size})
         return name, off, s.mv[off : off + nbytes]
+
+    def _reserve(self, s: _Segment, off: int, nbytes: int) -> None:
+        """Allocates the pages of a block in a hollowed segment, so a full /dev/shm is an error
+        here rather than a SIGBUS on first write; on failure the block is freed again."""
+        start = off & ~(PAGE_SIZE - 1)
+        end = min(s.size, _round_up(off + max(nbytes, 1), PAGE_SIZE))
+        path = os.path.join(SHM_DIR, f"{self.region}.{s.name}")
+        try:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                os.posix_fallocate(fd, start, end - start)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            s.arena.free(off)
+            if e.errno == errno.ENOSPC:
+                raise MemoryError(
+                    _shm_full_text(f"reserve {end - start} bytes of output segment {path}", nbytes)
+                ) from e
+            raise
+
+    def _hollow_if_empty(self, s: _Segment) -> None:
+        """A segment grown for a large tensor hands its pages back once nothing is in it, so
+        the space returns to /dev/shm after a large request; growth-sized segments stay."""
+        if s.size <= self.growth_byte_size or s.arena.blocks_in_use() != 0 or _MADV_REMOVE is None:
+            return
+        s.mm.madvise(_MADV_REMOVE)
+        s.hollow = True
 
     def _create(self, name: str, size: int, nbytes: int) -> _Segment:
         path = os.path.join(SHM_DIR, f"{self.region}.{name}")
@@ -488,12 +553,7 @@ class Channel:
             os.close(fd)
             os.unlink(path)
             if e.errno == errno.ENOSPC:
-                st = os.statvfs(SHM_DIR)
-                raise MemoryError(
-                    f"/dev/shm is full: cannot create {size}-byte output segment {path} for {nbytes} bytes "
-                    f"({st.f_bavail * st.f_frsize} bytes free). Enlarge /dev/shm or lower "
-                    f"--backend-config=python,shm-growth-byte-size=..."
-                ) from e
+                raise MemoryError(_shm_full_text(f"create {size}-byte output segment {path}", nbytes)) from e
             raise
         os.close(fd)
         return _Segment(name, mm)
@@ -509,6 +569,7 @@ class Channel:
                     if s is None or s.arena is None:
                         raise ValueError(f"free: {seg!r} is not an output segment of this stub")
                     s.arena.free(off)
+                    self._hollow_if_empty(s)
                 except (ValueError, TypeError) as e:
                     errors.append(e)
         return errors
@@ -519,6 +580,7 @@ class Channel:
             if s is None or s.arena is None:
                 raise ValueError(f"free: {seg!r} is not an output segment of this stub")
             s.arena.free(off)
+            self._hollow_if_empty(s)
 
     # ---- ring A (Node -> stub), single consumer ----
     def _try_pop(self):

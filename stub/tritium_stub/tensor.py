@@ -32,7 +32,9 @@ class Tensor:
             raise TritonModelException("Tensor name cannot be an empty string.")
         self._name = name
         self._dtype = dtype
-        self._array = np.ascontiguousarray(array)
+        # np.ascontiguousarray makes a 0-d array 1-d, which reported a scalar output as [1]
+        # (Triton reports shape []); a contiguous array, 0-d ones included, is kept as it is.
+        self._array = array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
     @classmethod
     def _wrap(cls, name, dtype, array):

@@ -19,7 +19,7 @@ beforeAll(async () => {
   repo = makeRepo(['add_sub']);
   // No connection limit: this suite is about what happens when clients do get every descriptor
   // (connection-limit.test.ts covers the limit that normally prevents it).
-  server = await startTritium({ repos: [repo], args: ['--http-max-connections=0'], wrapper: ['prlimit', `--nofile=${FD_LIMIT}:${FD_LIMIT}`] });
+  server = await startTritium({ repos: [repo], args: ['--http-max-connections=0'], wrap: ['prlimit', `--nofile=${FD_LIMIT}:${FD_LIMIT}`] });
 });
 
 afterAll(async () => {

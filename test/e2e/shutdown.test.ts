@@ -341,7 +341,9 @@ describe.skipIf(!canUnshare)('a /dev/shm too small for a request', () => {
       const tooBig = await echo(32 * 2 ** 20);
       expect(tooBig.status).toBe(500);
       const inError = JSON.parse(tooBig.body.toString()).error as string;
-      expect(inError).toMatch(/^\/dev\/shm is full: cannot create \d+-byte segment \S+ for 33554432 bytes of tensor data \(\d+ bytes free in \/dev\/shm\)/);
+      expect(inError).toMatch(
+        /^\/dev\/shm is full: cannot create \d+-byte segment \S+ for 33554432 bytes of tensor data\. \d+ of \d+ bytes of \/dev\/shm are free\. This server holds \d+ bytes: \d+ in the n0 segments of its 1 Python instances/,
+      );
       expect(inError).toContain('--shm-size');
       expect(inError).toContain('--backend-config=python,shm-default-byte-size');
 
@@ -349,8 +351,11 @@ describe.skipIf(!canUnshare)('a /dev/shm too small for a request', () => {
       const noRoomForOutput = await echo(6 * 2 ** 20);
       expect(noRoomForOutput.status).toBe(500);
       const outError = JSON.parse(noRoomForOutput.body.toString()).error as string;
-      expect(outError).toMatch(/\/dev\/shm is full: cannot create \d+-byte output segment \S+ for 6291456 bytes \(\d+ bytes free\)/);
-      expect(outError).toContain('--backend-config=python,shm-growth-byte-size');
+      expect(outError).toMatch(
+        /\/dev\/shm is full: cannot create \d+-byte output segment \S+ for 6291456 bytes of tensor data\. \d+ of \d+ bytes of \/dev\/shm are free/,
+      );
+      expect(outError).toContain('--shm-size');
+      expect(outError).toContain('--backend-config=python,shm-default-byte-size');
 
       // Only those requests failed: the instance is ready and serves what fits.
       const small = await echo(1000);

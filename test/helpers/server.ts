@@ -45,13 +45,13 @@ export interface StartOptions {
   repos: string[];
   /** The CLI to run (default: this checkout's bin/tritium.js), e.g. an installed package's. */
   bin?: string;
-  /** A command the server runs under, e.g. `['prlimit', '--nofile=128:128']`. */
-  wrapper?: string[];
   args?: string[];
   env?: NodeJS.ProcessEnv;
   /** Resolve without waiting for ports (for start-up failure tests). */
   expectFailure?: boolean;
   timeoutMs?: number;
+  /** A command the server runs under (e.g. `unshare -m sh -c '...; exec "$0" "$@"'`): node and its arguments follow it. */
+  wrap?: string[];
 }
 
 export async function startTritium(o: StartOptions): Promise<Tritium> {
@@ -67,8 +67,8 @@ export async function startTritium(o: StartOptions): Promise<Tritium> {
     `--backend-config=python,python-executable=${PYTHON}`,
     ...(o.args ?? []),
   ];
-  const [cmd, ...cmdArgs] = [...(o.wrapper ?? []), process.execPath, ...args];
-  const proc = spawn(cmd!, cmdArgs, { cwd: ROOT, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [cmd, cmdArgs] = o.wrap ? [o.wrap[0]!, [...o.wrap.slice(1), process.execPath, ...args]] : [process.execPath, args];
+  const proc = spawn(cmd, cmdArgs, { cwd: ROOT, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));

@@ -18,7 +18,7 @@ import { encodeInferResponse } from '../../src/frontends/http/infer-response.js'
 import { parseJsonBuffer } from '../../src/frontends/http/json-parse.js';
 import { stringifyJson } from '../../src/frontends/http/json.js';
 import { allowedMethods, matchRoute } from '../../src/frontends/http/router.js';
-import { dataToJsonText, encodeJsonData } from '../../src/frontends/http/tensor-json.js';
+import { dataToJsonText, encodeJsonData, JsonArrayText } from '../../src/frontends/http/tensor-json.js';
 
 function model(inputs: TensorSpec[], maxBatchSize = 0): ModelHandle {
   return {
@@ -128,11 +128,11 @@ describe('JSON data → binary, every datatype', () => {
   });
 
   it('checks element types', () => {
-    expectError(() => encodeJsonData('x', 'BOOL', [1], 1), ErrorCode.INVALID_ARG, /non-boolean as boolean/);
-    expectError(() => encodeJsonData('x', 'INT32', [1.5], 1), ErrorCode.INVALID_ARG, /non-signed-integer/);
-    expectError(() => encodeJsonData('x', 'UINT8', [-1], 1), ErrorCode.INVALID_ARG, /non-unsigned-integer/);
-    expectError(() => encodeJsonData('x', 'FP32', ['1'], 1), ErrorCode.INVALID_ARG, /non-number/);
-    expectError(() => encodeJsonData('x', 'BYTES', [1], 1), ErrorCode.INVALID_ARG, /non-string as string/);
+    expectError(() => encodeJsonData('x', 'BOOL', [1], 1), ErrorCode.INTERNAL, /non-boolean as boolean/);
+    expectError(() => encodeJsonData('x', 'INT32', [1.5], 1), ErrorCode.INTERNAL, /non-signed-integer/);
+    expectError(() => encodeJsonData('x', 'UINT8', [-1], 1), ErrorCode.INTERNAL, /non-unsigned-integer/);
+    expectError(() => encodeJsonData('x', 'FP32', ['1'], 1), ErrorCode.INTERNAL, /non-number/);
+    expectError(() => encodeJsonData('x', 'BYTES', [1], 1), ErrorCode.INTERNAL, /non-string as string/);
   });
 
   it('prints 64-bit integers exactly, never through a double', () => {
@@ -145,6 +145,42 @@ describe('JSON data → binary, every datatype', () => {
   it('reports an output whose bytes do not match its shape as INTERNAL', () => {
     expectError(() => dataToJsonText('o', 'FP32', Buffer.alloc(7), 2), ErrorCode.INTERNAL, "output tensor shape does not match size of output for 'o'");
     expectError(() => dataToJsonText('o', 'BYTES', Buffer.from([5, 0, 0, 0, 1]), 1), ErrorCode.INTERNAL, /does not match/);
+  });
+});
+
+describe('JSON array text a slice at a time (large outputs)', () => {
+  /** Every slice of `n` elements, joined: must be the one-string rendering exactly. */
+  const sliced = (datatype: Parameters<typeof dataToJsonText>[1], data: Buffer, count: number, n: number): string => {
+    const t = new JsonArrayText('o', datatype, data, count);
+    let text = '';
+    do text += t.next(n);
+    while (!t.done);
+    return text;
+  };
+
+  it('matches dataToJsonText for every slice size, datatype and count', () => {
+    const i64 = Buffer.from(new BigInt64Array([2n ** 53n + 1n, -(2n ** 63n), 0n, 7n, -1n]).buffer);
+    const f32 = Buffer.from(new Float32Array([0.5, -1, Number.NaN, Number.POSITIVE_INFINITY, 3.25]).buffer);
+    const u8 = Buffer.from([0, 1, 255, 7, 9]);
+    const bytes = joinBytesElements(['a', 'é"\\', '', 'x'.repeat(100), '\n'].map((s) => Buffer.from(s)));
+    for (const [dt, data] of [
+      ['INT64', i64],
+      ['FP32', f32],
+      ['UINT8', u8],
+      ['BYTES', bytes],
+    ] as const) {
+      for (const count of [5, 1]) {
+        const d = dt === 'BYTES' ? (count === 5 ? bytes : joinBytesElements([Buffer.from('a')])) : data.subarray(0, (data.length / 5) * count);
+        const whole = dataToJsonText('o', dt, d, count);
+        for (const n of [1, 2, 3, 5, 100]) expect(sliced(dt, d, count, n)).toBe(whole);
+      }
+    }
+    expect(sliced('INT32', Buffer.alloc(0), 0, 4)).toBe('[]');
+  });
+
+  it('refuses what dataToJsonText refuses, before any text', () => {
+    expect(() => new JsonArrayText('o', 'FP16', Buffer.alloc(2), 1)).toThrow(/sending FP16 data via JSON is not supported/);
+    expect(() => new JsonArrayText('o', 'INT32', Buffer.alloc(3), 1)).toThrow(/does not match size of output for 'o'/);
   });
 });
 

@@ -25,6 +25,8 @@ export interface PythonBackendOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
+  /** Bound of each instance's `initialize` in seconds; 0 or absent = none. */
+  initializeTimeoutSeconds?: number;
   /** Explicit model control for pb_utils.load_model / unload_model; absent outside explicit mode. */
   modelControl?: ModelControl;
   /** The server's families for pb_utils.MetricFamily (exported on /metrics). */
@@ -104,6 +106,7 @@ export class PythonBackend implements Backend {
           shmDefaultByteSize: this.o.shmDefaultByteSize,
           shmGrowthByteSize: this.o.shmGrowthByteSize,
           stubTimeoutSeconds: this.o.stubTimeoutSeconds,
+          initializeTimeoutSeconds: this.o.initializeTimeoutSeconds ?? 0,
           ipcWait: this.o.ipcWait,
           logger: ctx.logger,
           hooks,

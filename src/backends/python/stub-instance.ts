@@ -35,6 +35,8 @@ export interface StubInstanceOptions {
   shmDefaultByteSize: number;
   shmGrowthByteSize: number;
   stubTimeoutSeconds: number;
+  /** `--backend-config=python,initialize-timeout-seconds`: 0 = `initialize` may run for ever. */
+  initializeTimeoutSeconds?: number;
   /** spin-us / spin-mode for this instance's stub and its wake listener on the event loop. */
   ipcWait?: IpcWaitOptions;
   logger: Logger;
@@ -154,7 +156,7 @@ export class StubInstance implements BackendInstance {
     try {
       await stub.expect(['hello']);
       stub.channel.send({ t: 'init', args: o.initArgs });
-      const reply = await stub.expect(['init_ok', 'init_err']);
+      const reply = await this.bounded(stub.expect(['init_ok', 'init_err']));
       if (reply.t === 'init_err') throw Errors.initializeFailed(String(reply.msg));
       if (reply.ready_fn === true && stub.readinessPipe) inc.readiness = new ReadinessProbe(stub.readinessPipe, this.name);
       return inc;
@@ -162,6 +164,20 @@ export class StubInstance implements BackendInstance {
       await stub.dispose();
       throw err;
     }
+  }
+
+  /**
+   * `initialize` under `initialize-timeout-seconds`: past it the load fails with a text naming
+   * the setting (the caller disposes of the stub, killing it). Unbounded by default, as in Triton.
+   */
+  private bounded<T>(reply: Promise<T>): Promise<T> {
+    const secs = this.o.initializeTimeoutSeconds ?? 0;
+    if (!(secs > 0)) return reply;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Errors.initializeTimeout(this.name, secs)), secs * 1000);
+    });
+    return Promise.race([reply, timeout]).finally(() => clearTimeout(timer));
   }
 
   /** Every message of a stub that no handshake waits for. */

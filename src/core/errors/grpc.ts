@@ -10,6 +10,14 @@ const { INVALID_ARG, INTERNAL, UNAVAILABLE } = ErrorCode;
 const REJECTED = 'REJECTED' as const;
 
 export const grpc = {
+  streamNotRead: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'the client of this ModelStreamInfer stream does not read its responses: {queued} bytes wait to be sent, more than the {limit} bytes a stream may hold. The stream ends and its requests are cancelled.',
+      when: "tritium policy: a stream's unread responses pass the per-stream bound (a decoupled model answering faster than its client reads).",
+    },
+    (queued: number, limit: number) => ({ queued, limit }),
+  ),
   parameterTypeSequenceId: fixed({
     code: INVALID_ARG,
     reason: REJECTED,

@@ -4,7 +4,7 @@
  * response. These conditions exist only on HTTP; their texts are Triton's http_server texts.
  */
 import { entry, fixed } from './entry.js';
-import { ErrorCode, type TritonError } from './triton-error.js';
+import { ErrorCode, type FailureReason, type TritonError } from './triton-error.js';
 
 const { INVALID_ARG, UNSUPPORTED, INTERNAL, CANCELLED } = ErrorCode;
 const REJECTED = 'REJECTED' as const;
@@ -216,10 +216,10 @@ export const http = {
   }),
   jsonDataKind: entry(
     {
-      code: INVALID_ARG,
+      code: INTERNAL,
       reason: REJECTED,
       text: "Unable to parse 'data': attempt to access JSON non-{kind} as {kind}",
-      when: "A JSON 'data' element of the wrong kind.",
+      when: "A JSON 'data' element of the wrong kind, or an integer beyond 64 bits (1e20 for INT32); Triton answers it with 500.",
     },
     (kind: string) => ({ kind }),
   ),
@@ -240,6 +240,23 @@ export const http = {
       when: 'An FP16/BF16 output requested as JSON.',
     },
     (datatype: string) => ({ datatype }),
+  ),
+  jsonOutputTooLarge: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "output '{output}' holds {size} bytes of tensor data, more than the {limit} bytes tritium sends as JSON. Request it as binary data (the binary data extension: parameter binary_data=true on the output, or binary_data_output=true on the request), or raise --http-max-json-output-size.",
+      when: 'An output requested as JSON is larger than --http-max-json-output-size (tritium policy: its JSON text would be about ten times larger).',
+    },
+    (output: string, size: number, limit: number) => ({ output, size, limit }),
+  ),
+  parsedInWorker: entry(
+    {
+      code: 'varies',
+      text: '{message}',
+      when: 'A large JSON request is parsed on a worker thread (json-parse-worker.ts): the catalogue error it raised there, carried back with its code, reason and text.',
+    },
+    (e: { code: ErrorCode; message: string; reason: FailureReason }) => ({ message: e.message, $code: e.code, $reason: e.reason }),
   ),
   outputSizeMismatch: entry(
     { code: INTERNAL, text: "output tensor shape does not match size of output for '{output}'", when: "A model's output bytes disagree with its shape." },

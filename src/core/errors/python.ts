@@ -130,6 +130,14 @@ export const python = {
     { code: INTERNAL, text: '{message}', when: "initialize (or importing model.py) raised; the text is the stub's report of the exception." },
     (message: string) => ({ message }),
   ),
+  initializeTimeout: entry(
+    {
+      code: INTERNAL,
+      text: "initialize of instance '{instance}' did not return within {seconds} s (--backend-config=python,initialize-timeout-seconds); the stub was stopped",
+      when: 'tritium policy: an instance whose initialize runs past --backend-config=python,initialize-timeout-seconds fails the load.',
+    },
+    (instance: string, seconds: number) => ({ instance, seconds }),
+  ),
   batchSendFailed: entry(
     { code: INTERNAL, text: '{message}', when: 'A batch could not be handed to the stub (shared memory exhausted); the text says what ran out.' },
     (message: string) => ({ message }),

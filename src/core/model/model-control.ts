@@ -169,6 +169,10 @@ export class ModelControl {
             onInstanceLost: (mv) => {
               if (ve.state === 'READY' && ve.model === mv) this.onInstanceLost(name, version, ve, mv);
             },
+            onProgress: (reason) => {
+              const shown = entry.versions.get(version);
+              if (shown?.state === 'LOADING') shown.reason = reason;
+            },
           });
           ve.state = 'READY';
         } catch (err) {

@@ -25,7 +25,16 @@ export interface VersionLoad {
   observer: InferenceObserver;
   /** Called when an instance stops being ready after the version served (supervision gave up?). */
   onInstanceLost: (mv: ModelVersion) => void;
+  /** While the backend loads: a short note for the repository index (`initializing for 10 s`). */
+  onProgress?: (reason: string) => void;
 }
+
+/**
+ * How often a load that has not finished says so. A model's `initialize` may run for as long as
+ * it likes (Triton does not bound it; `--backend-config=python,initialize-timeout-seconds` can),
+ * so a load that seems stuck is visible in the log and the repository index, not silent.
+ */
+export const LOAD_PROGRESS_MS = 5000;
 
 /** Resolves with the loaded version; rejects with the backend's or the warm-up's error. */
 export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
@@ -45,7 +54,18 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   const labels = readOutputLabels(source.dir, config);
   const versionDir = path.join(source.dir, String(version));
   const configJson = JSON.stringify(l.json);
-  const loaded = await l.backend.load({ source, version, versionDir, config, configJson, logger: l.logger, client: l.client }, hooks);
+  const progress = setInterval(() => {
+    const secs = Math.round(Number(process.hrtime.bigint() - started) / 1e9);
+    l.logger.info(`loading: ${source.name}:${version} is still initializing its instances after ${secs} s`);
+    l.onProgress?.(`initializing for ${secs} s`);
+  }, LOAD_PROGRESS_MS);
+  progress.unref();
+  let loaded;
+  try {
+    loaded = await l.backend.load({ source, version, versionDir, config, configJson, logger: l.logger, client: l.client }, hooks);
+  } finally {
+    clearInterval(progress);
+  }
   // Triton's per-instance line, which tuning guides read to see where each instance runs.
   for (const i of loaded.instances) l.logger.info(`TRITONBACKEND_ModelInstanceInitialize: ${i.name} (${i.kind} device ${i.deviceId})`);
   try {

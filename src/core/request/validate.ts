@@ -78,8 +78,15 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
 
   if (req.outputs) {
     const outNames = new Set(model.outputs.map((o) => o.name));
+    let seen: Set<string> | undefined;
     for (const o of req.outputs) {
       if (!outNames.has(o.name)) throw Errors.unexpectedOutput(model.name, o.name);
+      if (req.outputs.length > 1) (seen ??= new Set()).add(o.name);
+    }
+    // A name asked for twice is one requested output, as in Triton (a set of names): the model
+    // sees it once and the response carries it once; the first request's choices stand.
+    if (seen !== undefined && seen.size < req.outputs.length) {
+      req.outputs = req.outputs.filter((o, i, all) => all.findIndex((p) => p.name === o.name) === i);
     }
   }
   return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature.join(';') };

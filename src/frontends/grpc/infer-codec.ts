@@ -96,7 +96,7 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
       const k = params['classification'];
       if (k !== undefined) {
         if (typeof k !== 'number' || !Number.isInteger(k) || k < 0) throw Errors.classificationParam();
-        if (k > 0) (plan.classification ??= new Map()).set(o.name, k);
+        if (k > 0 && !plan.classification?.has(o.name)) (plan.classification ??= new Map()).set(o.name, k);
       }
       outputs[i] = { name: o.name, parameters: params };
     }

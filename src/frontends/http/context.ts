@@ -16,6 +16,8 @@ export interface HttpContext {
   readonly core: ServerCore;
   /** `--http-max-input-size`: cap on a body, compressed or inflated. */
   readonly maxInputSize: number;
+  /** `--http-max-json-output-size`: the largest output (tensor bytes) sent as JSON. */
+  readonly maxJsonOutputSize: number;
   /** `--http-max-body-memory`: what all request bodies may hold at once. */
   readonly bodyBudget: BodyBudget;
   readonly logger?: HttpLogger;

@@ -117,7 +117,7 @@ function toTensor(name: string, input: InputMeta, value: unknown): Tensor {
  * One response as generate JSON text. @throws TritonError when an output has no JSON form
  * (FP16/BF16) or its bytes do not match its shape.
  */
-export function renderGenerateResponse(response: InferResponse): string {
+export function renderGenerateResponse(response: InferResponse, maxJsonOutputSize: number): string {
   // First writer of a key wins, as with std::map::emplace in Triton.
   const fields = new Map<string, string>();
   const put = (k: string, text: string) => {
@@ -130,6 +130,8 @@ export function renderGenerateResponse(response: InferResponse): string {
   for (const o of response.outputs) {
     if (fields.has(o.name)) continue;
     const count = elementCount(o.shape);
+    // generate answers are JSON only: the same bound as /infer's JSON outputs (infer-response.ts).
+    if (o.data.length > maxJsonOutputSize) throw Errors.jsonOutputTooLarge(o.name, o.data.length, maxJsonOutputSize);
     const arr = dataToJsonText(o.name, o.datatype, o.data, count);
     // One element: the array is stripped to its value.
     put(o.name, count === 1 ? arr.slice(1, -1) : arr);

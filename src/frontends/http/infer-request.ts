@@ -19,7 +19,7 @@ import type { InferRequest, ParamValue, Parameters, RequestedOutput } from '../.
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
-import { parseJsonBuffer } from './json-parse.js';
+import { FloatLiteral, type JsonScanInfo, parseJsonBuffer, parseJsonMarkingFloats } from './json-parse.js';
 import { encodeJsonData } from './tensor-json.js';
 
 /** How one requested output is to be returned. */
@@ -66,7 +66,8 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
   // Triton treats a zero header length as raw binary, even with the header absent on an empty body.
   if (headerLength === 0) return parseRawRequest(body, model, modelName, modelVersion);
 
-  const doc = parseJsonBuffer(body, 0, headerLength);
+  const scanned: JsonScanInfo = { floatLiterals: false };
+  const doc = parseJsonBuffer(body, 0, headerLength, scanned);
   if (!isObject(doc)) throw Errors.unableToParseKind('inputs', 'a JSON object', kindOf(doc));
 
   let id = '';
@@ -83,10 +84,20 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
     throw inputsJson === undefined ? Errors.unableToParseMissing('inputs') : Errors.unableToParseKind('inputs', 'an array', kindOf(inputsJson));
   const inputs: Tensor[] = new Array(inputsJson.length);
   let offset = headerLength;
+  // Only when some number has a fraction or exponent: the inputs again, with those marked.
+  let marked: unknown[] | undefined;
+  const markedData = (i: number): unknown => {
+    if (marked === undefined) {
+      const again = parseJsonMarkingFloats(body, 0, headerLength);
+      marked = isObject(again) && Array.isArray(again.inputs) ? again.inputs : [];
+    }
+    const m = marked[i];
+    return isObject(m) ? m.data : undefined;
+  };
   for (let i = 0; i < inputsJson.length; i++) {
     const input = inputsJson[i];
     if (!isObject(input)) throw Errors.unableToParseItem('inputs', i);
-    const tensor = parseInput(input, body, offset, headerLength, modelName);
+    const tensor = parseInput(input, body, offset, headerLength, modelName, scanned.floatLiterals ? () => markedData(i) : undefined);
     offset += tensor.fromBody;
     inputs[i] = tensor.tensor;
   }
@@ -106,7 +117,15 @@ interface ParsedInput {
   fromBody: number;
 }
 
-function parseInput(input: Record<string, unknown>, body: Buffer, offset: number, headerLength: number, modelName: string): ParsedInput {
+function parseInput(
+  input: Record<string, unknown>,
+  body: Buffer,
+  offset: number,
+  headerLength: number,
+  modelName: string,
+  /** This input's `data` with float literals marked; given only when the document has some. */
+  markedData?: () => unknown,
+): ParsedInput {
   const params = input.parameters;
   if (params !== undefined && !isObject(params)) throw Errors.unableToParseKind('parameters', 'a JSON object', kindOf(params));
   const hasData = input.data !== undefined;
@@ -136,7 +155,29 @@ function parseInput(input: Record<string, unknown>, body: Buffer, offset: number
     // The core finds the bytes in the registered region (core/request/shm-binding.ts).
     return { tensor: { name, datatype: dt, shape, data: EMPTY, shm: shmRef(params!) }, fromBody: 0 };
   }
+  if (markedData !== undefined && INTEGER_KIND[dt] !== undefined && elementCount(shape) > 0 && holdsFloatLiteral(markedData())) {
+    throw Errors.jsonDataKind(INTEGER_KIND[dt]);
+  }
   return { tensor: { name, datatype: dt, shape, data: jsonData(input.data, name, dt, shape, headerLength) }, fromBody: 0 };
+}
+
+/** What Triton calls the integer types in its JSON errors. */
+const INTEGER_KIND: Partial<Record<string, string>> = {
+  UINT8: 'unsigned-integer',
+  UINT16: 'unsigned-integer',
+  UINT32: 'unsigned-integer',
+  UINT64: 'unsigned-integer',
+  INT8: 'signed-integer',
+  INT16: 'signed-integer',
+  INT32: 'signed-integer',
+  INT64: 'signed-integer',
+};
+
+/** Whether a `data` value holds a number written as a float (`1.0`, `1e2`), which Triton refuses for integers. */
+function holdsFloatLiteral(v: unknown): boolean {
+  if (v instanceof FloatLiteral) return true;
+  if (Array.isArray(v)) for (const e of v) if (holdsFloatLiteral(e)) return true;
+  return false;
 }
 
 /** The `shared_memory_*` parameters of an input or output (byte size 0 when absent: refused by the core). */
@@ -248,7 +289,8 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
     const parameters: Parameters = {};
     for (const key of Object.keys(p)) if (isParamValue(p[key])) setOwn(parameters, key, p[key] as ParamValue);
     outputs[i] = { name, parameters };
-    requested.set(name, { binary: p.binary_data === true, classification });
+    // A name listed twice is one output (core/request/validate.ts): the first entry's choices stand, as in Triton.
+    if (!requested.has(name)) requested.set(name, { binary: p.binary_data === true, classification });
   }
   plan.requested = requested;
   return outputs;

@@ -10,7 +10,7 @@
  * and `response.release()` runs once the socket is done with them.
  */
 import type { HttpResponse } from './wire/exchange.js';
-import { asTritonError } from '../../core/errors.js';
+import { asTritonError, Errors } from '../../core/errors.js';
 import type { InferResponse } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
@@ -20,7 +20,18 @@ import { compress } from './compression.js';
 import type { OutputPlan } from './infer-request.js';
 import { stringifyJson } from './json.js';
 import { sendError } from './reply.js';
-import { dataToJsonText } from './tensor-json.js';
+import { sendLargeJsonResponse } from './infer-response-stream.js';
+import { dataToJsonText, JsonArrayText } from './tensor-json.js';
+
+/**
+ * Outputs sent as JSON from this many bytes of tensor data on are rendered a slice at a time
+ * (infer-response-stream.ts): their text is about ten times the data, and rendering it in one
+ * go held the event loop for seconds and the heap for gigabytes. Smaller ones keep the one-string path.
+ */
+export const STREAM_JSON_OUTPUT_BYTES = 1 << 20;
+
+/** `--http-max-json-output-size` unless the server says otherwise. */
+export const DEFAULT_MAX_JSON_OUTPUT_SIZE = 256 * 1024 * 1024;
 
 export interface EncodedInferResponse {
   /** The JSON header text. */
@@ -30,6 +41,11 @@ export interface EncodedInferResponse {
   /** Non-empty binary outputs, in output order (views, not copies). */
   blobs: Buffer[];
   blobBytes: number;
+  /**
+   * Set when some output is large and sent as JSON: the JSON header in order, literal text and
+   * array texts to render slice by slice; `json` and `jsonBytes` are then unset (empty, 0).
+   */
+  pieces?: Array<string | JsonArrayText>;
 }
 
 /**
@@ -37,7 +53,13 @@ export interface EncodedInferResponse {
  * @param batching the model batches (first output dim is the batch), for classification.
  * @throws TritonError when an output cannot be encoded as asked (e.g. FP16 as JSON).
  */
-export function encodeInferResponse(response: InferResponse, plan: OutputPlan, batching: boolean): EncodedInferResponse {
+export function encodeInferResponse(
+  response: InferResponse,
+  plan: OutputPlan,
+  batching: boolean,
+  maxJsonOutputSize = DEFAULT_MAX_JSON_OUTPUT_SIZE,
+): EncodedInferResponse {
+  let pieces: Array<string | JsonArrayText> | undefined;
   let json = '{';
   if (response.id !== '') json += '"id":' + JSON.stringify(response.id) + ',';
   json += '"model_name":' + JSON.stringify(response.modelName) + ',"model_version":' + JSON.stringify(response.modelVersion);
@@ -64,11 +86,19 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
         blobs.push(out.data);
         blobBytes += out.data.length;
       }
-    } else {
+    } else if (out.data.length < STREAM_JSON_OUTPUT_BYTES) {
       json += ',"data":' + dataToJsonText(out.name, out.datatype, out.data, elementCount(out.shape)) + '}';
+    } else {
+      if (out.data.length > maxJsonOutputSize) throw Errors.jsonOutputTooLarge(out.name, out.data.length, maxJsonOutputSize);
+      (pieces ??= []).push(json + ',"data":', new JsonArrayText(out.name, out.datatype, out.data, elementCount(out.shape)));
+      json = '}';
     }
   }
   json += ']}';
+  if (pieces !== undefined) {
+    pieces.push(json);
+    return { json: '', jsonBytes: 0, blobs, blobBytes, pieces };
+  }
   return { json, jsonBytes: Buffer.byteLength(json), blobs, blobBytes };
 }
 
@@ -76,7 +106,14 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
  * Sends the final response of a request (an error response included) and releases its
  * buffers once written. Never throws.
  */
-export function writeInferResponse(res: HttpResponse, response: InferResponse, plan: OutputPlan, batching: boolean, encoding: ResponseEncoding): void {
+export function writeInferResponse(
+  res: HttpResponse,
+  response: InferResponse,
+  plan: OutputPlan,
+  batching: boolean,
+  encoding: ResponseEncoding,
+  maxJsonOutputSize = DEFAULT_MAX_JSON_OUTPUT_SIZE,
+): void {
   let released = false;
   const release = (): void => {
     if (released) return;
@@ -100,7 +137,7 @@ export function writeInferResponse(res: HttpResponse, response: InferResponse, p
 
   let enc: EncodedInferResponse;
   try {
-    enc = encodeInferResponse(response, plan, batching);
+    enc = encodeInferResponse(response, plan, batching, maxJsonOutputSize);
   } catch (err) {
     sendError(res, asTritonError(err));
     release();
@@ -113,6 +150,10 @@ export function writeInferResponse(res: HttpResponse, response: InferResponse, p
     headers['Inference-Header-Content-Length'] = enc.jsonBytes;
   } else {
     headers['Content-Type'] = 'application/json';
+  }
+  if (enc.pieces !== undefined) {
+    sendLargeJsonResponse(res, { pieces: enc.pieces, blobs: enc.blobs, blobBytes: enc.blobBytes }, headers, encoding, release);
+    return;
   }
 
   if (encoding !== 'identity') {

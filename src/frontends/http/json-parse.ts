@@ -31,14 +31,16 @@ const NINE = 0x39;
  * come back as bigint; everything else as `JSON.parse` would return it.
  * @throws TritonError INVALID_ARG on malformed JSON or nesting deeper than MAX_JSON_DEPTH.
  */
-export function parseJsonBuffer(buf: Buffer, start = 0, end = buf.length): unknown {
+export function parseJsonBuffer(buf: Buffer, start = 0, end = buf.length, info?: JsonScanInfo): unknown {
   if (end <= start) throw Errors.jsonParse('The document is empty. at 0');
   // JSON text is UTF-8 (RFC 8259). Decoding would silently turn bad bytes into U+FFFD, so a
   // name or id would reach the model altered; refuse instead (simdutf: costs next to nothing).
   if (!isUtf8(buf.subarray(start, end))) {
     throw Errors.jsonParse(`Invalid encoding in string. at ${firstInvalidUtf8(buf, start, end) - start}`);
   }
-  const needsSlowParser = scan(buf, start, end);
+  const found = scan(buf, start, end);
+  if (info !== undefined) info.floatLiterals = (found & FLOAT_LITERAL) !== 0;
+  const needsSlowParser = (found & NEEDS_SLOW) !== 0;
   const text = buf.toString('utf8', start, end);
   if (!needsSlowParser) {
     try {
@@ -49,6 +51,33 @@ export function parseJsonBuffer(buf: Buffer, start = 0, end = buf.length): unkno
   }
   return new SlowParser(text).parseDocument();
 }
+
+/** What the byte scan saw besides nesting. */
+export interface JsonScanInfo {
+  /** Some number is written with a fraction or an exponent (`1.0`, `1e2`, `0.5`). */
+  floatLiterals: boolean;
+}
+
+/**
+ * A number written with a fraction or an exponent, as `parseJsonMarkingFloats` returns it.
+ * rapidjson (Triton) holds such a literal as a double even when its value is whole, so Triton
+ * refuses `1.0` and `1e2` for an integer tensor; `JSON.parse` cannot tell them from `1`.
+ */
+export class FloatLiteral {
+  constructor(readonly value: number) {}
+}
+
+/**
+ * Parses again, returning every number written with a fraction or an exponent as a
+ * `FloatLiteral`. Only for the rare request whose integer tensors must be checked for such
+ * literals (infer-request.ts); everything else reads the `parseJsonBuffer` result.
+ */
+export function parseJsonMarkingFloats(buf: Buffer, start = 0, end = buf.length): unknown {
+  return new SlowParser(buf.toString('utf8', start, end), true).parseDocument();
+}
+
+const NEEDS_SLOW = 1;
+const FLOAT_LITERAL = 2;
 
 /** Offset of the first byte that does not start a well-formed UTF-8 sequence (error text only). */
 function firstInvalidUtf8(buf: Buffer, start: number, end: number): number {
@@ -81,9 +110,9 @@ function firstInvalidUtf8(buf: Buffer, start: number, end: number): number {
  * One pass over the raw bytes: enforces the depth limit and reports whether the slow parser
  * is needed (a long integer literal, or a letter that may start NaN/Infinity).
  */
-function scan(buf: Buffer, start: number, end: number): boolean {
+function scan(buf: Buffer, start: number, end: number): number {
   let depth = 0;
-  let slow = false;
+  let found = 0;
   for (let i = start; i < end; i++) {
     const c = buf[i]!;
     if (c === QUOTE) {
@@ -109,18 +138,23 @@ function scan(buf: Buffer, start: number, end: number): boolean {
         else if (d !== MINUS && d !== 0x2b /* + */) break;
       }
       i--;
-      if (integer && digits > SAFE_DIGITS) slow = true;
+      if (!integer) found |= FLOAT_LITERAL;
+      else if (digits > SAFE_DIGITS) found |= NEEDS_SLOW;
     } else if (c === 0x4e /* N */ || c === 0x49 /* I */) {
-      slow = true;
+      found |= NEEDS_SLOW;
     }
   }
-  return slow;
+  return found;
 }
 
 /** Recursive-descent JSON parser; depth is already bounded by `scan`. */
 class SlowParser {
   private pos = 0;
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    /** Return fraction/exponent literals as FloatLiteral (parseJsonMarkingFloats). */
+    private readonly markFloats = false,
+  ) {}
 
   parseDocument(): unknown {
     const value = this.value();
@@ -236,7 +270,7 @@ class SlowParser {
     return this.fail('Missing a closing quotation mark in string.');
   }
 
-  private number(): number | bigint {
+  private number(): number | bigint | FloatLiteral {
     const t = this.text;
     const m = NUMBER.exec(t.slice(this.pos, this.pos + 400));
     if (m === null) return this.fail('Invalid value.');
@@ -252,8 +286,8 @@ class SlowParser {
       return this.fail('Invalid value.');
     }
     const n = Number(lit);
-    if (m[2] === undefined && m[3] === undefined && !Number.isSafeInteger(n)) return BigInt(lit);
-    return n;
+    if (m[2] === undefined && m[3] === undefined) return Number.isSafeInteger(n) ? n : BigInt(lit);
+    return this.markFloats ? new FloatLiteral(n) : n;
   }
 }
 

@@ -12,6 +12,7 @@ import type { ServerCore } from '../../core/server-core.js';
 import type { HttpContext, HttpLogger } from './context.js';
 import { BodyBudget } from './body-budget.js';
 import { dispatch } from './dispatch.js';
+import { DEFAULT_MAX_JSON_OUTPUT_SIZE } from './infer-response.js';
 import type { LogSettingsStore } from '../../core/logger.js';
 import { memoryLogSettings } from '../../core/logger.js';
 import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts, type LimitedConnection } from '../connection-limit.js';
@@ -24,6 +25,8 @@ export interface HttpServerOptions {
   maxInputSize: number;
   /** `--http-max-body-memory` in bytes; 0 = the default (defaultBodyMemory()). */
   maxBodyMemory?: number;
+  /** `--http-max-json-output-size` in bytes; 0 = the default (256 MiB). */
+  maxJsonOutputSize?: number;
   logger?: HttpLogger;
   /** Backs `/v2/logging`; defaults to an in-memory store. */
   logSettings?: LogSettingsStore;
@@ -64,6 +67,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
   const ctx: HttpContext = {
     core,
     maxInputSize,
+    maxJsonOutputSize: opts.maxJsonOutputSize ? opts.maxJsonOutputSize : DEFAULT_MAX_JSON_OUTPUT_SIZE,
     bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(maxInputSize)),
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
@@ -80,7 +84,9 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
   function* limited(): Generator<LimitedConnection> {
     for (const c of connections) yield { idle: c.idle, evict: () => c.socket.destroy() };
   }
-  const server = net.createServer((socket: Socket) => {
+  // Half-open: a client that shuts down its sending side after a whole request still gets its
+  // answer (wire/connection.ts, onEnd).
+  const server = net.createServer({ allowHalfOpen: true }, (socket: Socket) => {
     if (closing || !limit.admit(limited(), connections.size)) {
       socket.destroy();
       return;

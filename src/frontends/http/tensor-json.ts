@@ -10,16 +10,25 @@ import { Errors } from '../../core/errors.js';
 
 type Put = (view: DataView, index: number, v: unknown) => void;
 
+const TWO_63 = 2 ** 63;
+const TWO_64 = 2 ** 64;
+
+/**
+ * A JSON integer as Triton reads one: rapidjson holds an integer literal as int64 or uint64, and
+ * anything else (a fraction, or a literal beyond 64 bits, which it keeps as a double) is not an
+ * integer: refused with Triton's text, e.g. 1e20 for INT32 (checked against tritonserver 2.51).
+ */
 function int(v: unknown, unsigned: boolean): number | bigint {
   if (typeof v === 'number') {
-    if (Number.isInteger(v) && (!unsigned || v >= 0)) return v;
+    if (Number.isInteger(v) && (unsigned ? v >= 0 && v < TWO_64 : v >= -TWO_63 && v < TWO_63)) return v;
   } else if (typeof v === 'bigint') {
-    if (!unsigned || v >= 0n) return v;
+    if (unsigned ? v >= 0n && v < 1n << 64n : v >= -(1n << 63n) && v < 1n << 63n) return v;
   }
   throw Errors.jsonDataKind(unsigned ? 'unsigned-integer' : 'signed-integer');
 }
 
-// Out-of-range values wrap like Triton's C casts (DataView setters reduce modulo 2^bits).
+// A 64-bit integer beyond a narrower type wraps like Triton's C casts (DataView setters reduce
+// modulo 2^bits): tritonserver 2.51 answers 2^40 for INT32 with 0 and 256 for UINT8 with 0.
 const small = (v: number | bigint): number => (typeof v === 'bigint' ? Number(BigInt.asIntN(53, v)) : v);
 const big = (v: number | bigint): bigint => (typeof v === 'bigint' ? v : BigInt(v));
 
@@ -138,6 +147,64 @@ export function dataToJsonText(outputName: string, datatype: Datatype, data: Buf
   const parts = new Array<string>(count);
   for (let i = 0; i < count; i++) parts[i] = get(view, i);
   return '[' + parts.join(',') + ']';
+}
+
+/**
+ * The text of one output's JSON array, produced a slice at a time (`next(n)` renders up to `n`
+ * elements). A large output is streamed with it (infer-response-stream.ts), so neither the
+ * element strings nor the whole text of a tensor ever sit in the JS heap at once.
+ */
+export class JsonArrayText {
+  private index = 0;
+  private byteOff = 0;
+  private readonly get: Get | undefined;
+  private readonly view: DataView;
+
+  /** @throws as dataToJsonText, before any text is produced. */
+  constructor(
+    private readonly outputName: string,
+    datatype: Datatype,
+    private readonly data: Buffer,
+    private readonly count: number,
+  ) {
+    if (datatype === 'FP16' || datatype === 'BF16') throw Errors.jsonOutputHalf(datatype);
+    if (datatype !== 'BYTES' && data.length !== count * elementSize(datatype)) throw Errors.outputSizeMismatch(outputName);
+    this.get = GET[datatype];
+    this.view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  get done(): boolean {
+    return this.index >= this.count;
+  }
+
+  /** The next slice of the array's text: `[` before the first element, `]` after the last. */
+  next(maxElements: number): string {
+    const start = this.index;
+    const end = Math.min(this.count, start + maxElements);
+    const parts = new Array<string>(end - start);
+    const get = this.get;
+    if (get !== undefined) {
+      for (let i = start; i < end; i++) parts[i - start] = get(this.view, i);
+    } else {
+      const data = this.data;
+      let off = this.byteOff;
+      for (let i = start; i < end; i++) {
+        if (off + 4 > data.length) throw Errors.outputSizeMismatch(this.outputName);
+        const len = data.readUInt32LE(off);
+        off += 4;
+        if (off + len > data.length) throw Errors.outputSizeMismatch(this.outputName);
+        parts[i - start] = JSON.stringify(data.toString('utf8', off, off + len));
+        off += len;
+      }
+      this.byteOff = off;
+    }
+    this.index = end;
+    let text = parts.join(',');
+    if (start === 0) text = '[' + text;
+    else if (end > start) text = ',' + text;
+    if (end >= this.count) text += ']';
+    return this.count === 0 ? '[]' : text;
+  }
 }
 
 function bytesToJsonText(outputName: string, data: Buffer, count: number): string {

@@ -11,7 +11,7 @@ import { decode, encode } from './codec.js';
 import type { NodeToStub, StubToNode } from './messages.js';
 import { loadNative, type NativeAddon, type WakeListener } from './native.js';
 import { RingConsumer, RingProducer } from './ring.js';
-import { removeRegion, shmFreeBytes } from './shm-cleanup.js';
+import { describeShmUse, removeRegion } from './shm-cleanup.js';
 import {
   DEFAULT_RING_BYTES,
   HEADER_SIZE,
@@ -66,12 +66,18 @@ interface Segment {
   buf: Buffer;
   /** Only on Node's own input segments (n<k>). */
   arena?: Arena;
+  /**
+   * Its pages were handed back to tmpfs when its last block was freed (a grown segment, larger
+   * than the growth size): a block allocated in it reserves its pages first.
+   */
+  hollow?: boolean;
 }
 
 /** Region names are `/dev/shm` file names: keep them to a safe alphabet. */
 const REGION_RE = /^[A-Za-z0-9_.-]+$/;
 const SEGMENT_RE = /^[ns][0-9]+$/;
 const SEGMENT_ROUND = 1 << 16;
+const PAGE = 4096;
 /** Fallback poll while ring A is full, in case the stub's "space freed" signal was missed. */
 const FULL_RETRY_MS = 1;
 /**
@@ -232,7 +238,9 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new RangeError(`allocInput: bad size ${nbytes}`);
     for (const s of this.inputs) {
       const off = s.arena!.alloc(nbytes);
-      if (off >= 0) return { seg: s.name, off, view: s.buf.subarray(off, off + nbytes) };
+      if (off < 0) continue;
+      if (s.hollow) this.reserve(s, off, nbytes);
+      return { seg: s.name, off, view: s.buf.subarray(off, off + nbytes) };
     }
     const name = `n${this.inputs.length}`;
     const size = Math.max(this.growthByteSize, roundUp(nbytes, SEGMENT_ROUND));
@@ -247,6 +255,31 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     const s = this.segments.get(seg);
     if (!s?.arena) throw new Error(`freeInput: '${seg}' is not an input segment of ${this.region}`);
     s.arena.release(off);
+    // A segment grown for large tensors gives its pages back once nothing is in it, so the
+    // space returns to /dev/shm after a large request; n0 and growth-sized segments stay.
+    if (s !== this.inputs[0] && s.arena.blocksInUse() === 0 && s.buf.byteLength > this.growthByteSize) {
+      this.native.hollowShm(s.sab);
+      s.hollow = true;
+    }
+  }
+
+  /** Reserves the pages of a block in a hollowed segment; on a full /dev/shm frees it again and throws. */
+  private reserve(s: Segment, off: number, nbytes: number): void {
+    const start = off & ~(PAGE - 1);
+    const end = Math.min(s.buf.byteLength, roundUp(off + Math.max(nbytes, 1), PAGE));
+    try {
+      this.native.reserveShm(`${this.region}.${s.name}`, start, end - start);
+    } catch (e) {
+      s.arena!.release(off);
+      if ((e as NodeJS.ErrnoException).code === 'ENOSPC')
+        throw new Error(this.shmFullText(`reserve ${end - start} bytes of segment ${this.region}.${s.name}`, nbytes));
+      throw e;
+    }
+  }
+
+  /** The "/dev/shm is full" text: what holds the space, and what helps. */
+  private shmFullText(what: string, needed: number): string {
+    return `/dev/shm is full: cannot ${what} for ${needed} bytes of tensor data. ${describeShmUse()}`;
   }
 
   /** Zero-copy view into any segment of the region; maps the stub's s<k> segments on first use. */
@@ -348,14 +381,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     try {
       sab = this.native.createShm(file, size);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
-        const free = shmFreeBytes();
-        throw new Error(
-          `/dev/shm is full: cannot create ${size}-byte segment ${file} for ${needed} bytes of tensor data ` +
-            `(${free === undefined ? 'unknown' : free} bytes free in /dev/shm). Enlarge /dev/shm (e.g. docker --shm-size) ` +
-            `or lower --backend-config=python,shm-default-byte-size=... / shm-growth-byte-size=...`,
-        );
-      }
+      if ((e as NodeJS.ErrnoException).code === 'ENOSPC') throw new Error(this.shmFullText(`create ${size}-byte segment ${file}`, needed));
       throw e;
     }
     const seg: Segment = { name, sab, buf: Buffer.from(sab) };

@@ -30,6 +30,10 @@ export interface NativeAddon {
   unlinkShm(name: string): boolean;
   /** Returns the shared pages now (the range becomes private zero memory until GC unmaps it). */
   releaseShm(buffer: SharedArrayBuffer): void;
+  /** Punches the whole segment out of tmpfs (MADV_REMOVE); mappings stay valid and read zeros. */
+  hollowShm(buffer: SharedArrayBuffer): void;
+  /** posix_fallocate of [offset, offset + length) of the named segment; throws with `code` ENOSPC when /dev/shm is full. */
+  reserveShm(name: string, offset: number, length: number): void;
   /** FUTEX_WAKE (non-private) on the u32 at byteOffset; returns the number of woken waiters. */
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
   /**

@@ -64,12 +64,50 @@ export function removeStaleFiles(dir: string = SHM_DIR): string[] {
   return removed;
 }
 
-/** Free bytes of the /dev/shm filesystem, or undefined when it cannot be read. */
-export function shmFreeBytes(dir: string = SHM_DIR): number | undefined {
+/**
+ * The second half of a "/dev/shm is full" error: how full it is, what holds the space (this
+ * server's instances — their n0 segments, sized by shm-default-byte-size, and tensors of
+ * requests in flight — and other files, the largest named) and what helps. Sizes are the pages
+ * each file really holds (hollowed segments count for nothing).
+ */
+export function describeShmUse(dir: string = SHM_DIR): string {
+  let head = '';
   try {
     const st = fs.statfsSync(dir);
-    return st.bavail * st.bsize;
+    head = `${st.bavail * st.bsize} of ${st.blocks * st.bsize} bytes of ${dir} are free. `;
   } catch {
-    return undefined;
+    // unknown; the rest still helps
   }
+  const ours = `tritium_${process.pid}_`;
+  let n0Bytes = 0;
+  let n0Count = 0;
+  let tensorBytes = 0;
+  const others: Array<{ name: string; bytes: number }> = [];
+  for (const name of listShm(dir)) {
+    let bytes: number;
+    try {
+      bytes = fs.statSync(path.join(dir, name)).blocks * 512;
+    } catch {
+      continue; // removed meanwhile
+    }
+    if (!name.startsWith(ours)) others.push({ name, bytes });
+    else if (name.endsWith('.n0')) {
+      n0Bytes += bytes;
+      n0Count++;
+    } else tensorBytes += bytes;
+  }
+  others.sort((a, b) => b.bytes - a.bytes);
+  const otherBytes = others.reduce((n, o) => n + o.bytes, 0);
+  const largest = others
+    .slice(0, 3)
+    .map((o) => `${o.name} ${o.bytes}`)
+    .join(', ');
+  return (
+    head +
+    `This server holds ${n0Bytes + tensorBytes} bytes: ${n0Bytes} in the n0 segments of its ${n0Count} Python instances ` +
+    `(each sized by --backend-config=python,shm-default-byte-size) and ${tensorBytes} in tensors of requests in flight; ` +
+    `other files hold ${otherBytes} bytes${largest ? ` (largest: ${largest})` : ''}. ` +
+    'Give /dev/shm more room (e.g. docker run --shm-size), send fewer large tensors at once, or, when the n0 segments fill it, ' +
+    'lower shm-default-byte-size or the instance count.'
+  );
 }

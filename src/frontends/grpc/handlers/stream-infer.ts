@@ -13,19 +13,33 @@
  * metadata `triton_grpc_error: true`: then the first error ends the stream with its status and
  * aborts the other requests in flight. The stream ends OK once the client has half-closed and
  * every request has had its final response. A cancelled call aborts every request in flight.
+ *
+ * Backpressure (docs/design.md, "gRPC transport"): the stream stops reading request messages
+ * while MAX_IN_FLIGHT of its requests are unanswered or QUEUE_HIGH bytes of responses wait for
+ * the client to read them, so HTTP/2 flow control holds a client that sends and never reads.
+ * Responses of requests already running still arrive (a decoupled model may send many): past
+ * QUEUE_LIMIT unread bytes the stream ends with `streamNotRead` and its requests are cancelled,
+ * which the model sees in `is_cancelled()`, instead of the server buffering without end.
  */
 import { CancelToken } from '../../../core/cancellation.js';
 import type { TritonError } from '../../../core/errors.js';
-import { asTritonError, grpcStatusOf } from '../../../core/errors.js';
+import { asTritonError, Errors, grpcStatusOf } from '../../../core/errors.js';
 import type { InferResponse } from '../../../core/inference.js';
 import type { ModelInferRequest } from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
 import type { OutputPlan } from '../infer-codec.js';
 import { decodeInferRequest, encodeStreamError, encodeStreamResponse } from '../infer-codec.js';
 import type { StatusError } from '../status.js';
-import { statusError } from '../status.js';
+import { statusError, toStatusError } from '../status.js';
 import type { DuplexCall } from '../transport/call.js';
 import { outputLabels } from '../../http/classification.js';
+
+/** Requests of one stream running at once before it stops reading more. */
+export const MAX_IN_FLIGHT = 64;
+/** Unread response bytes at which the stream stops reading requests. */
+export const QUEUE_HIGH = 4 * 1024 * 1024;
+/** Unread response bytes at which the stream is ended (see the module comment). */
+export const QUEUE_LIMIT = 128 * 1024 * 1024;
 
 interface RequestIdentity {
   id: string;
@@ -38,6 +52,27 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
   const inflight = new Set<CancelToken>();
   let halfClosed = false;
   let done = false;
+  let paused = false;
+  let drainWait = false;
+
+  /** Pauses or resumes reading as the stream's load says; called whenever it changes. */
+  const throttle = (): void => {
+    if (done) return;
+    const backlog = call.queuedBytes >= QUEUE_HIGH;
+    const full = backlog || inflight.size >= MAX_IN_FLIGHT;
+    if (full !== paused) {
+      paused = full;
+      if (full) call.pauseReading();
+      else call.resumeReading();
+    }
+    if (backlog && !drainWait) {
+      drainWait = true;
+      call.onDrain(() => {
+        drainWait = false;
+        throttle();
+      });
+    }
+  };
 
   const finish = (status?: StatusError): void => {
     if (done) return;
@@ -74,6 +109,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
     const abort = new CancelToken();
     request.signal = abort;
     inflight.add(abort);
+    if (inflight.size >= MAX_IN_FLIGHT) throttle();
     ctx.core.infer(request, (response: InferResponse) => {
       if (response.final) inflight.delete(abort);
       if (done) {
@@ -86,6 +122,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
       if (emptyFinal && !enableEmptyFinal) response.release?.();
       else deliver(response, plan, batching);
       if (response.final) endIfIdle();
+      throttle();
     });
   });
 
@@ -105,6 +142,8 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
       response.release?.();
     }
     call.write(bytes);
+    const queued = call.queuedBytes;
+    if (queued > QUEUE_LIMIT) finish(toStatusError(Errors.streamNotRead(queued, QUEUE_LIMIT)));
   };
 
   call.on('end', () => {

@@ -156,6 +156,32 @@ export class DuplexCall<I = unknown> extends BaseCall {
     this.sendMessage(payload);
   }
 
+  /** Bytes written and not yet taken by HTTP/2: flow control holds them while the client does not read. */
+  get queuedBytes(): number {
+    return this.stream.writableLength;
+  }
+
+  /** Stops reading request messages (HTTP/2 flow control then holds the client back) until resumeReading(). */
+  pauseReading(): void {
+    this.stream.pause();
+  }
+
+  resumeReading(): void {
+    if (!this.ended) this.stream.resume();
+  }
+
+  /** `fn` runs once when the queued responses have been taken by HTTP/2, or the stream closed. */
+  onDrain(fn: () => void): void {
+    const stream = this.stream;
+    const done = (): void => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      fn();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  }
+
   end(status?: StatusError): void {
     this.sendStatus(status);
   }

@@ -71,6 +71,15 @@ export function handleGenerate(ctx: HttpContext, req: HttpRequest, res: HttpResp
   );
 }
 
+/**
+ * Unread bytes at which a generate_stream client that does not read is dropped: a decoupled model
+ * may send faster than any client reads, and the server must not buffer without end. The request
+ * is cancelled (the model sees `is_cancelled()`) and the connection closed. Lower than a gRPC
+ * stream's bound (frontends/grpc/handlers/stream-infer.ts, QUEUE_LIMIT): what waits here is
+ * JSON text, several times the tensor bytes it carries and held as JS strings.
+ */
+const UNREAD_LIMIT = 32 * 1024 * 1024;
+
 function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streaming: boolean): void {
   const abort = new CancelToken();
   request.signal = abort;
@@ -99,7 +108,7 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
       sendError(res, response.error);
       return;
     }
-    const { text, error } = render(response);
+    const { text, error } = render(response, ctx.maxJsonOutputSize);
     if (count++ === 0) status = error === undefined ? 200 : httpStatusOf(error.code);
     if (response.final) {
       finished = true;
@@ -110,6 +119,15 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
       if (!res.headersSent) res.writeHead(status, { 'Content-Type': EVENT_STREAM });
       if (text !== undefined) res.write('data: ' + text + '\n\n');
       if (response.final) res.end();
+      else if (res.queuedBytes > UNREAD_LIMIT) {
+        finished = true;
+        res.offClose(onClose);
+        abort.abort();
+        ctx.logger?.warn(
+          `generate_stream of '${request.modelName}': the client does not read its responses (${res.queuedBytes} bytes unread); request cancelled, connection closed`,
+        );
+        res.destroy();
+      }
     } else {
       if (text !== undefined) bodies.push(text);
       if (response.final) sendJson(res, status, bodies.length === 1 ? bodies[0]! : errorJson(NOT_ONE_RESPONSE));
@@ -122,11 +140,11 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
  * The JSON text of one response (undefined for a decoupled model's flags-only FINAL, which
  * carries nothing to show), and the error it stands for, if any.
  */
-function render(response: InferResponse): { text?: string; error?: TritonError } {
+function render(response: InferResponse, maxJsonOutputSize: number): { text?: string; error?: TritonError } {
   try {
     if (response.error !== undefined) return { text: errorJson(response.error.message), error: response.error };
     if (response.flagsOnly === true) return {};
-    return { text: renderGenerateResponse(response) };
+    return { text: renderGenerateResponse(response, maxJsonOutputSize) };
   } catch (err) {
     const e = asTritonError(err);
     return { text: errorJson(e.message), error: e };

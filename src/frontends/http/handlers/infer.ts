@@ -13,7 +13,8 @@ import type { ModelHandle } from '../../../core/model-handle.js';
 import { decodeBody, inputSizeLimit, readBody, requestEncoding, type Body, type BodyLimit } from '../body.js';
 import { responseEncoding } from '../compression.js';
 import type { HttpContext } from '../context.js';
-import { parseHeaderLength, parseInferRequest } from '../infer-request.js';
+import { parseHeaderLength, parseInferRequest, type ParsedInferRequest } from '../infer-request.js';
+import { LARGE_JSON_BYTES, parseInferRequestOffLoop } from '../json-parse-worker.js';
 import { writeInferResponse } from '../infer-response.js';
 import { sendError } from '../reply.js';
 import { checkVersion } from './version.js';
@@ -78,15 +79,31 @@ function bodyLimit(ctx: HttpContext, req: HttpRequest, encoding: string): BodyLi
 }
 
 function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, version: string, body: Body): void {
+  const headerField = req.headers['inference-header-content-length'];
+  if (headerField === undefined && body.data.length >= LARGE_JSON_BYTES) {
+    // A large JSON body is parsed off the event loop (json-parse-worker.ts).
+    parseInferRequestOffLoop(body.data, model, version).then(
+      (parsed) => infer(ctx, req, res, handle, model, parsed, body),
+      (err) => {
+        body.release();
+        sendError(res, err);
+      },
+    );
+    return;
+  }
   let parsed;
   try {
-    const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.data.length);
+    const headerLength = parseHeaderLength(headerField, body.data.length);
     parsed = parseInferRequest(body.data, headerLength, handle, model, version);
   } catch (err) {
     body.release();
     sendError(res, err);
     return;
   }
+  infer(ctx, req, res, handle, model, parsed, body);
+}
+
+function infer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, parsed: ParsedInferRequest, body: Body): void {
   const { request, plan } = parsed;
   const batching = handle.maxBatchSize > 0;
   for (const [name, choice] of plan.requested ?? []) if (choice.classification > 0) choice.labels = outputLabels(handle, name);
@@ -118,7 +135,7 @@ function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mode
     answered = true;
     res.offClose(onClose);
     try {
-      writeInferResponse(res, response, plan, batching, encoding);
+      writeInferResponse(res, response, plan, batching, encoding, ctx.maxJsonOutputSize);
     } catch (err) {
       ctx.logger?.error(`HTTP infer response for '${model}' failed: ${asTritonError(err).message}`);
       res.destroy();

@@ -38,6 +38,10 @@ const DISCARD_MAX = 1 << 20;
 /** After answering a broken request: how long its remaining bytes are read and dropped. */
 const LINGER_MS = 5_000;
 
+/** When a half-closed client's answer is not started yet, probe whether it is still there (onEnd). */
+const HALF_CLOSE_PROBES_MS = [0, 20, 200];
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
+
 export class Connection implements ResponseOwner {
   private pending: Buffer | undefined;
   private req: HttpRequest | undefined;
@@ -50,6 +54,8 @@ export class Connection implements ResponseOwner {
   /** No more requests on this connection (answered a broken one, or keep-alive ended). */
   private ending = false;
   private gone = false;
+  /** The client half-closed (FIN): it sends nothing more, but may still read our answer. */
+  private peerEnded = false;
 
   /**
    * A body reader holds the socket while it waits for memory: no idle timeout meanwhile (the
@@ -78,6 +84,38 @@ export class Connection implements ResponseOwner {
     socket.on('timeout', () => socket.destroy());
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.onClose());
+    socket.on('end', () => this.onEnd());
+  }
+
+  /**
+   * The client sent FIN. A request it sent whole is still answered (a client may shut down its
+   * sending side once the request is out) and the connection closes after that answer; with no
+   * request in flight, or one whose body will never be complete, the client is gone.
+   *
+   * A FIN is also what a client that closed altogether sends, and only a write tells the two
+   * apart: a closed peer answers it with RST and the write after that fails, which closes the
+   * connection and cancels the request (docs/design.md, "Policies beyond Triton"). So while the
+   * answer is not started an HTTP/1.1 client gets interim `100 Continue` responses (which every
+   * HTTP/1.1 client must skip, RFC 9110 15.2), a few spaced out to cover the round trip.
+   */
+  private onEnd(): void {
+    this.peerEnded = true;
+    const req = this.req;
+    if (req === undefined || this.ending) {
+      this.socket.end();
+      return;
+    }
+    if (!req.complete) {
+      this.socket.destroy();
+      return;
+    }
+    const res = this.res;
+    if (req.httpVersionMinor !== 1 || res === undefined) return;
+    for (const ms of HALF_CLOSE_PROBES_MS) {
+      setTimeout(() => {
+        if (this.res === res && !res.headersSent && !this.gone) this.socket.write(CONTINUE, 'latin1');
+      }, ms).unref();
+    }
   }
 
   /** No request in flight and nothing buffered: safe to close during shutdown. */
@@ -247,7 +285,7 @@ export class Connection implements ResponseOwner {
   }
 
   private next(keepAlive: boolean): void {
-    if (!keepAlive || this.o.closing()) {
+    if (!keepAlive || this.o.closing() || this.peerEnded) {
       this.finish();
       return;
     }

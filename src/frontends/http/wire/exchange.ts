@@ -260,6 +260,30 @@ export class HttpResponse {
     (this.closeListeners ??= []).push(fn);
   }
 
+  /** Bytes written and not yet taken by the kernel: they grow while the client does not read. */
+  get queuedBytes(): number {
+    return this.owner.socket.writableLength;
+  }
+
+  /**
+   * `fn` runs once, when the socket has written out what it buffered (after a write() that
+   * returned false) or the connection is gone: the pace of a response streamed in parts.
+   */
+  onDrain(fn: () => void): void {
+    if (this.destroyed) {
+      fn();
+      return;
+    }
+    const socket = this.owner.socket;
+    const done = (): void => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      fn();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  }
+
   offClose(fn: () => void): void {
     const all = this.closeListeners;
     if (all === undefined) return;
