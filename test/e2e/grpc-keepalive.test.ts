@@ -4,6 +4,8 @@
  * tritonserver 2.51 does with the same client (docs/protocol-notes.md, "gRPC keepalive").
  */
 import http2 from 'node:http2';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
@@ -111,4 +113,53 @@ describe('gRPC keepalive flags', () => {
     await waitFor(() => c.goaway !== undefined);
     expect(c.goaway?.code).toBe(http2.constants.NGHTTP2_NO_ERROR);
   });
+});
+
+describe('gRPC ping policy on a long stream', () => {
+  it('forgives pings while a stream sends responses: a client pinging after each one is never told too_many_pings', async () => {
+    const repo = makeRepo(['repeat_int32']);
+    const server = await startTritium({ repos: [repo] });
+    const c = await connect(server.grpcPort!);
+    try {
+      const n = 12;
+      const request = create(ModelInferRequestSchema, {
+        modelName: 'repeat_int32',
+        inputs: [
+          { name: 'IN', datatype: 'INT32', shape: [BigInt(n)] },
+          { name: 'DELAY', datatype: 'UINT32', shape: [BigInt(n)] },
+          { name: 'WAIT', datatype: 'UINT32', shape: [1n] },
+        ],
+        rawInputContents: [
+          Buffer.from(new Int32Array(n).fill(7).buffer),
+          Buffer.from(new Uint32Array(n).fill(50).buffer),
+          Buffer.from(new Uint32Array([0]).buffer),
+        ],
+      });
+      const bytes = toBinary(ModelInferRequestSchema, request);
+      const frame = Buffer.alloc(5 + bytes.length);
+      frame.writeUInt32BE(bytes.length, 1);
+      frame.set(bytes, 5);
+      const stream = c.session.request({
+        ':method': 'POST',
+        ':path': '/inference.GRPCInferenceService/ModelStreamInfer',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      stream.on('error', () => {});
+      let pings = 0;
+      // As a gRPC client's BDP probe does: a ping when response data arrives.
+      stream.on('data', () => {
+        pings++;
+        void c.ping();
+      });
+      stream.write(frame);
+      await waitFor(() => pings >= n || c.goaway !== undefined, 30_000);
+      expect(c.goaway).toBeUndefined();
+      expect(pings).toBeGreaterThanOrEqual(n);
+      stream.close();
+    } finally {
+      c.session.destroy();
+      await stopAndExpectNoShm(server);
+    }
+  }, 60_000);
 });

@@ -36,6 +36,8 @@ export abstract class BaseCall {
     protected readonly stream: ServerHttp2Stream,
     readonly metadata: Metadata,
     private readonly onEnd: CallEndListener,
+    /** Told at each response message written (the connection's ping policy forgives then). */
+    private readonly onSend?: () => void,
   ) {
     stream.on('close', () => {
       if (!this.#ended) this.#cancel();
@@ -60,6 +62,7 @@ export abstract class BaseCall {
   sendMessage(payload: Uint8Array): void {
     if (this.#ended || this.stream.destroyed) return;
     this.#sendHeaders();
+    this.onSend?.();
     if (payload.length <= COPY_LIMIT) {
       this.stream.write(frameMessage(payload));
     } else {

@@ -16,8 +16,10 @@
  * Sending headers or data forgives: strikes start again.
  *
  * node:http2 does not tell us about frames it writes, so "sent headers or data" is taken at
- * the points where the transport writes them: when a call starts (its response headers follow)
- * and when it ends (its trailers).
+ * the points where the transport writes them: when a call starts (its response headers follow),
+ * at each response message, and when it ends (its trailers). The messages matter for a long
+ * stream: gRPC clients send BDP pings as responses arrive, and without forgiving at each one a
+ * busy decoupled stream is closed for "too_many_pings".
  */
 import { constants, type Http2Session } from 'node:http2';
 
@@ -54,6 +56,8 @@ const IDLE_PING_INTERVAL_MS = 7_200_000;
 export interface SessionKeepalive {
   callStarted(): void;
   callEnded(): void;
+  /** A response message was written on one of its calls (DATA frames: strikes are forgiven). */
+  sentData(): void;
   /** Calls open on the connection now (none: it is idle, and may make room at the connection limit). */
   readonly openCalls: number;
 }
@@ -119,6 +123,7 @@ export function superviseSession(session: Http2Session, o: KeepaliveOptions): Se
       calls--;
       sentHeadersOrData();
     },
+    sentData: sentHeadersOrData,
     get openCalls() {
       return calls;
     },

@@ -110,7 +110,8 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
       onCallEnd();
     };
     const metadata = new Metadata(headers);
-    const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended) : new DuplexCall(stream, metadata, ended);
+    const sent = ka ? () => ka.sentData() : undefined;
+    const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended, sent) : new DuplexCall(stream, metadata, ended, sent);
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
