@@ -343,7 +343,8 @@ describe('an unload bounded by --exit-timeout-secs', () => {
       expect(b.status).not.toBe(200);
       expect(b.error).toEqual(expect.any(String));
       await waitFor('the unload', async () => (await stateOf(t, 'reload_probe'))[0]?.reason === 'unloaded', 60_000);
-      expect(t.log()).toContain("successfully unloaded 'reload_probe' version 1");
+      // The log line reaches us through the server's stdout pipe, after the index changed.
+      await waitFor('the unload log line', async () => t.log().includes("successfully unloaded 'reload_probe' version 1"), 10_000);
     } finally {
       await stopAndExpectNoShm(t);
       fs.rmSync(repo, { recursive: true, force: true });
