@@ -137,20 +137,18 @@ describe('on a host without GPUs', () => {
     return index.find((x) => x.name === name);
   }
 
+  // Triton 2.51's version failure (the config itself is valid): the index names the version.
+  const NO_GPU = (m: string) => `Invalid argument: instance group ${m}_0 of model ${m} has kind KIND_GPU but no GPUs are available`;
+
   it('fails to load a KIND_GPU model with a message saying the host has no GPU', async () => {
-    const e = await indexEntry('var_gpu_any');
-    expect(e?.state).toBe('UNAVAILABLE');
-    expect(e?.reason).toMatch(/KIND_GPU/);
-    expect(e?.reason).toMatch(/no GPU/);
+    expect(await indexEntry('var_gpu_any')).toEqual({ name: 'var_gpu_any', version: '1', state: 'UNAVAILABLE', reason: NO_GPU('var_gpu_any') });
+    expect(server.log()).toContain(`"failed to load 'var_gpu_any' version 1: ${NO_GPU('var_gpu_any')}"`);
     expect((await fetch(`${server.http}/v2/models/var_gpu_any/ready`)).status).not.toBe(200);
     expect((await fetch(`${server.http}/v2/models/instance_probe/ready`)).status).toBe(200);
   });
 
   it('fails to load a KIND_GPU model that lists a GPU the host does not have', async () => {
-    const e = await indexEntry('var_gpu_listed');
-    expect(e?.state).toBe('UNAVAILABLE');
-    expect(e?.reason).toMatch(/KIND_GPU/);
-    expect(e?.reason).toMatch(/no GPU/);
+    expect(await indexEntry('var_gpu_listed')).toEqual({ name: 'var_gpu_listed', version: '1', state: 'UNAVAILABLE', reason: NO_GPU('var_gpu_listed') });
   });
 });
 
@@ -192,6 +190,34 @@ describe('with GPUs (faked: TRITIUM_GPUS=0,1)', () => {
       ['var_default_gpu_0', 'GPU', '0'],
       ['var_default_gpu_0', 'GPU', '1'],
     ]);
+  });
+});
+
+describe('a load with a KIND_GPU config override on a host without GPUs (as Model Analyzer makes one)', () => {
+  it("fails the version, not the config, with Triton 2.51's text; a KIND_CPU override then loads", async () => {
+    const repo = makeRepo(['instance_probe']);
+    const server = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit'], env: { TRITIUM_GPUS: '' } });
+    try {
+      const load = async (kind: string) => {
+        const config = JSON.stringify({ backend: 'python', instance_group: [{ kind, count: 1 }] });
+        const res = await fetch(`${server.http}/v2/repository/models/instance_probe/load`, {
+          method: 'POST',
+          body: JSON.stringify({ parameters: { config } }),
+        });
+        return { status: res.status, text: await res.text() };
+      };
+      const reason = 'Invalid argument: instance group instance_probe_0 of model instance_probe has kind KIND_GPU but no GPUs are available';
+      expect(await load('KIND_GPU')).toEqual({
+        status: 400,
+        text: JSON.stringify({ error: `load failed for model 'instance_probe': version 1 is at UNAVAILABLE state: ${reason};\n` }),
+      });
+      const index = await (await fetch(`${server.http}/v2/repository/index`, { method: 'POST' })).json();
+      expect(index).toEqual([{ name: 'instance_probe', version: '1', state: 'UNAVAILABLE', reason }]);
+      expect(await load('KIND_CPU')).toEqual({ status: 200, text: '' });
+      expect((await fetch(`${server.http}/v2/models/instance_probe/ready`)).status).toBe(200);
+    } finally {
+      await stopAndExpectNoShm(server);
+    }
   });
 });
 

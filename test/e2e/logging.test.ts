@@ -69,6 +69,17 @@ describe('pb_utils.Logger', () => {
   });
 });
 
+describe('the configuration a load serves', () => {
+  it('is logged at --log-verbose=1 as Triton 2.51 logs it: `model configuration:` and the served config, 4-space JSON', async () => {
+    const served = await (await fetch(`${verbose.http}/v2/models/log_channels/config`)).json();
+    const line = await lineWith(verbose, '"model configuration:');
+    expect(line).toMatch(/^I\d{4} [\d:.]+ \d+ tritium\] "model configuration:\\n\{\\n {4}\\"name\\": \\"log_channels\\",/);
+    const message = JSON.parse(line!.slice(line!.indexOf('] ') + 2)) as string;
+    expect(message).toBe(`model configuration:\n${JSON.stringify(served, null, 4)}`);
+    expect(quiet.log()).not.toContain('model configuration:');
+  });
+});
+
 describe('print() and Python logging', () => {
   it('print() to stdout arrives at once, as INFO labelled with model and instance', async () => {
     expect(await lineWith(quiet, 'tag-print-initialize')).toMatch(lineRe('I', esc(LABEL), 'tag-print-initialize'));

@@ -82,6 +82,9 @@ export class PythonBackend implements Backend {
     const { config } = ctx;
     const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
     const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
+    // Triton's Python backend logs the configuration it loads at verbose level 1 (python_be.cc):
+    // how Model Analyzer's users see, in the server log, which configuration each load served.
+    ctx.logger.verbose(1, `model configuration:\n${JSON.stringify(JSON.parse(ctx.configJson), null, 4)}`);
     const decoupled = config.modelTransactionPolicy?.decoupled === true;
     const instances = expandInstances(config).map(
       (spec) =>

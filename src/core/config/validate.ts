@@ -133,9 +133,11 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
     switch (g.kind) {
       case ModelInstanceGroup_Kind.GPU: {
         const hostGpus = ctx.gpus;
-        if ((hostGpus !== undefined && hostGpus.length === 0) || (hostGpus === undefined && g.gpus.length === 0)) {
+        // A host known to have no GPU: the config is valid, each version's load fails (as in
+        // Triton 2.51, a version failure, not a refused config: core/model/model-control.ts).
+        if (hostGpus === undefined && g.gpus.length === 0) {
           report(`${path}.kind`, Errors.ruleInstanceNoGpu, g.name, model);
-        } else if (hostGpus !== undefined) {
+        } else if (hostGpus !== undefined && hostGpus.length > 0) {
           for (const id of g.gpus) {
             if (!hostGpus.includes(id)) {
               report(`${path}.gpus`, Errors.ruleInstanceGpuId, g.name, model, id, hostGpus);

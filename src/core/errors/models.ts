@@ -47,6 +47,14 @@ export const models = {
     { code: INVALID_ARG, text: "requested model '{model}' is not available", when: 'A load or unload names a model the repository does not hold.' },
     (model: string) => ({ model }),
   ),
+  instanceNoGpu: entry(
+    {
+      code: INVALID_ARG,
+      text: 'Invalid argument: instance group {group} of model {model} has kind KIND_GPU but no GPUs are available',
+      when: "A version's load on a host without GPUs, when an instance group has kind KIND_GPU (Triton 2.51's version failure, status included: the load API answers 400 and the index holds the version UNAVAILABLE with this reason).",
+    },
+    (group: string, model: string) => ({ group, model }),
+  ),
   versionUnavailable: entry(
     {
       code: UNAVAILABLE,

@@ -19,7 +19,7 @@ import type { InternalClient } from '../internal-client.js';
 import { modelConfigToJson } from '../config/json.js';
 import { scanRepositories, type ModelSource } from '../repository/scan.js';
 import { create } from '@bufbuild/protobuf';
-import { ModelTransactionPolicySchema, type ModelConfig } from '../../generated/model_config_pb.js';
+import { ModelInstanceGroup_Kind, ModelTransactionPolicySchema, type ModelConfig } from '../../generated/model_config_pb.js';
 import { buildModelConfig, type ConfigBuildOptions } from './config-builder.js';
 import { dependenciesOf } from './dependencies.js';
 import { prepareOverrides, type LoadOverrides } from './load-overrides.js';
@@ -157,6 +157,8 @@ export class ModelControl {
       versions.map(async (version) => {
         const ve: VersionEntry = { state: 'LOADING', reason: '' };
         try {
+          const noGpu = this.o.gpus.length === 0 ? config.instanceGroup.find((g) => g.kind === ModelInstanceGroup_Kind.GPU) : undefined;
+          if (noGpu) throw Errors.instanceNoGpu(noGpu.name, name);
           ve.model = await loadVersion({
             source: prepared.source,
             config,
