@@ -16,8 +16,8 @@
  *
  *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 200]
  */
+import { jsonClient } from './lib/json-client.mjs';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { arg, machine } from './grpc-common.mjs';
@@ -66,25 +66,11 @@ function repo() {
   return dir;
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-
+const clients = new Map();
+/** One keep-alive connection per port, as the measurement has always used. */
 function post(port, model, body) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, method: 'POST', path: `/v2/models/${model}/infer`, agent, headers: { 'content-type': 'application/json' } },
-      (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-          if (res.statusCode !== 200) reject(new Error(`${model}: ${res.statusCode} ${json.error}`));
-          else resolve(json);
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  if (!clients.has(port)) clients.set(port, jsonClient(port));
+  return clients.get(port).post(model, body);
 }
 
 function pct(values, p) {
@@ -150,6 +136,6 @@ try {
   console.log(`BLS - client          ${f(b.p50 - c.p50)} ${f(b.p90 - c.p90)} ${f(b.p99 - c.p99)} ${f(b.mean - c.mean)}`);
   console.log(`target's server time per BLS request (statistics): ${targetUs.toFixed(0)} µs; BLS mean minus it: ${(b.mean - targetUs).toFixed(0)} µs`);
 } finally {
-  agent.destroy();
+  for (const c of clients.values()) c.close();
   await server.stop();
 }

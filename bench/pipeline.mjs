@@ -18,8 +18,8 @@
  *
  *   npm run build && node bench/pipeline.mjs [--seconds 5] [--rounds 2] [--concurrency 1,16]
  */
+import { jsonClient } from './lib/json-client.mjs';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { arg, machine } from './grpc-common.mjs';
@@ -42,28 +42,7 @@ function repo() {
   return dir;
 }
 
-/** One keep-alive connection per worker: POST a JSON body, resolve with the parsed answer. */
-function client(port) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const post = (model, body) =>
-    new Promise((resolve, reject) => {
-      const req = http.request(
-        { host: '127.0.0.1', port, method: 'POST', path: `/v2/models/${model}/infer`, agent, headers: { 'content-type': 'application/json' } },
-        (res) => {
-          const chunks = [];
-          res.on('data', (c) => chunks.push(c));
-          res.on('end', () => {
-            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            if (res.statusCode !== 200) reject(new Error(`${model}: ${res.statusCode} ${json.error}`));
-            else resolve(json);
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(JSON.stringify(body));
-    });
-  return { post, close: () => agent.destroy() };
-}
+const client = (port) => jsonClient(port);
 
 const tensor = (name, datatype, shape, data) => ({ name, datatype, shape, data });
 const output = (json, name) => json.outputs.find((o) => o.name === name);
