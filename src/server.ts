@@ -16,6 +16,8 @@ import type { ServerOptions } from './cli/options.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { CustomMetrics } from './core/custom-metrics.js';
+import { TraceSettingsStore } from './core/extensions/trace-settings.js';
+import { Tracer } from './core/trace/tracer.js';
 import { InferenceServer } from './core/inference-server.js';
 import { modelTable, optionsTable } from './core/startup-tables.js';
 import type { PendingRequest } from './core/scheduling/types.js';
@@ -182,6 +184,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     strictReadiness: options.strictReadiness,
     shmMapper: { open: (key) => native.openShm(key), release: (m) => native.releaseShm(m) },
     modelControlMode: options.modelControlMode,
+    tracer: new Tracer(new TraceSettingsStore(options.traceSettings)),
   });
 
   const killAll = () => {
@@ -284,6 +287,8 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     models.stopSchedulers();
     await models.unloadAll(Math.max(1000, deadline - Date.now()));
     await Promise.race([closing, new Promise((r) => setTimeout(r, 1000))]);
+    // Traces not yet written (log_frequency 0 writes them all now, as Triton at exit).
+    core.tracer.flush();
     return code;
   };
   return running;

@@ -126,14 +126,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     warnIf: isTrue,
   },
   {
-    flag: '--trace-config',
-    group: 'Tracing',
-    value: 'string',
-    placeholder: '<<string>,<string>=<string>>',
-    repeatable: true,
-    why: 'tritium writes no traces; tracing stays OFF',
-  },
-  {
     flag: '--backend-directory',
     group: 'Backend',
     value: 'string',
@@ -202,11 +194,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     why: NO_GPU,
   },
   { flag: '--response-cache-byte-size', group: 'DEPRECATED', value: 'integer', why: 'tritium has no response cache' },
-  { flag: '--trace-file', group: 'DEPRECATED', value: 'string', why: 'tritium writes no traces' },
-  { flag: '--trace-level', group: 'DEPRECATED', value: 'string', repeatable: true, why: 'tritium writes no traces; tracing stays OFF' },
-  { flag: '--trace-rate', group: 'DEPRECATED', value: 'integer', why: 'tritium writes no traces' },
-  { flag: '--trace-count', group: 'DEPRECATED', value: 'integer', why: 'tritium writes no traces' },
-  { flag: '--trace-log-frequency', group: 'DEPRECATED', value: 'integer', why: 'tritium writes no traces' },
 ];
 
 function isTrue(v: string): boolean {

@@ -9,6 +9,7 @@ import { TRITIUM_VERSION } from '../core/inference-server.js';
 import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
+import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 
 export interface PythonBackendOptions {
@@ -66,6 +67,8 @@ export interface ServerOptions {
   metricsIntervalMs: number;
   /** `--metrics-config=counter_latencies=<bool>`: the `_duration_us` counters. */
   metricsCounterLatencies: boolean;
+  /** `--trace-config` (and the deprecated `--trace-*` flags) as the trace extension's initial settings. */
+  traceSettings: TraceSettings;
   /** `--host-policy`: the CPUs of each policy name (cli/host-policy.ts). */
   hostPolicies: Map<string, number[]>;
   /** One line per flag given that has no effect here (cli/inert-flags.ts); logged at start-up. */
@@ -148,6 +151,20 @@ function parseFloatFlag(flag: string, min: number) {
     if (n < min) throw new InvalidArgumentError(`${flag} must be at least ${min}, got ${n}.`);
     return n;
   };
+}
+
+/** `--trace-config [<mode>,]<setting>=<value>` (repeatable): [mode, setting, value]. */
+function parseTraceConfig(value: string, previous: Array<[string, string, string]> | undefined): Array<[string, string, string]> {
+  const m = /^(?:(triton|opentelemetry),)?([^,=]+)=(.*)$/.exec(value);
+  if (!m) throw new InvalidArgumentError(`--trace-config expects [triton|opentelemetry,]<setting>=<value>, got '${value}'.`);
+  const [, mode = '', key, v] = m as unknown as [string, string | undefined, string, string];
+  if (mode === '' && key === 'level' && !['OFF', 'TIMESTAMPS', 'TENSORS'].includes(v.toUpperCase())) {
+    throw new InvalidArgumentError(`--trace-config level expects OFF, TIMESTAMPS or TENSORS, got '${v}'.`);
+  }
+  if (((mode === '' && (key === 'rate' || key === 'count')) || (mode === 'triton' && key === 'log-frequency')) && !/^-?\d+$/.test(v)) {
+    throw new InvalidArgumentError(`--trace-config ${mode ? `${mode},` : ''}${key} expects an integer, got '${v}'.`);
+  }
+  return [...(previous ?? []), [mode, key, v]];
 }
 
 /** The value checks of an inert flag: its type as tritonserver parses it, nothing more. */
@@ -364,7 +381,13 @@ export function buildCommand(): Command {
     ),
   );
   inertIn(G.metrics);
-  inertIn(G.tracing);
+  add(
+    G.tracing,
+    new Option(
+      '--trace-config <<string>,<string>=<string>>',
+      'trace setting: level=OFF|TIMESTAMPS, rate=N, count=N, triton,file=<path>, triton,log-frequency=N (repeatable)',
+    ).argParser(parseTraceConfig),
+  );
 
   add(
     G.backend,
@@ -386,6 +409,13 @@ export function buildCommand(): Command {
     G.deprecated,
     new Option('--strict-model-config <boolean>', 'deprecated: true disables auto-complete of model configs').argParser(parseBool('--strict-model-config')),
   );
+  const deprecatedTrace = (flag: string, to: string, value: string) =>
+    add(G.deprecated, new Option(`${flag} <${value}>`, `deprecated: --trace-config ${to}=<value>`).argParser(collect));
+  deprecatedTrace('--trace-file', 'triton,file', 'string');
+  deprecatedTrace('--trace-level', 'level', 'string');
+  deprecatedTrace('--trace-rate', 'rate', 'integer');
+  deprecatedTrace('--trace-count', 'count', 'integer');
+  deprecatedTrace('--trace-log-frequency', 'triton,log-frequency', 'integer');
   inertIn(G.deprecated);
   cmd.exitOverride();
   return cmd;
@@ -514,6 +544,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     metricsIntervalMs: o.metricsIntervalMs,
     metricsCounterLatencies,
     hostPolicies,
+    traceSettings: traceSettingsOf(o, warnings),
     warnings,
     python: {
       shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),
@@ -537,6 +568,23 @@ function metricsConfig(entries: Array<[string, string]>, warnings: string[]): bo
     else warnings.push(`--metrics-config=${key}=${value} has no effect in tritium: only counter_latencies is read (no summary or histogram latencies)`);
   }
   return counterLatencies;
+}
+
+/** The trace settings the flags give; settings of the opentelemetry mode are one warning each. */
+function traceSettingsOf(o: Record<string, unknown>, warnings: string[]): TraceSettings {
+  const entries: Array<[string, string, string]> = [];
+  const last = (v: unknown) => (v as string[] | undefined)?.at(-1);
+  if (last(o.traceFile) !== undefined) entries.push(['triton', 'file', last(o.traceFile)!]);
+  for (const l of (o.traceLevel as string[] | undefined) ?? []) entries.push(['', 'level', l]);
+  if (last(o.traceRate) !== undefined) entries.push(['', 'rate', last(o.traceRate)!]);
+  if (last(o.traceCount) !== undefined) entries.push(['', 'count', last(o.traceCount)!]);
+  if (last(o.traceLogFrequency) !== undefined) entries.push(['triton', 'log-frequency', last(o.traceLogFrequency)!]);
+  for (const e of (o.traceConfig as Array<[string, string, string]> | undefined) ?? []) {
+    if (e[0] === 'opentelemetry' || (e[1] === 'mode' && e[2] !== 'triton')) {
+      warnings.push(`--trace-config=${e[0] ? `${e[0]},` : ''}${e[1]}=${e[2]} has no effect in tritium: it writes Triton-mode traces (TIMESTAMPS) only`);
+    } else entries.push(e);
+  }
+  return traceSettingsFromFlags(entries);
 }
 
 /** One warning per inert flag given on the command line (cli/inert-flags.ts). */

@@ -4,6 +4,7 @@
  * frontend turns its wire message into an `InferRequest`; the core validates and schedules it;
  * a backend produces `InferResponse`s that go back through the `ResponseSink` the frontend gave.
  */
+import type { RequestTrace } from './trace/request-trace.js';
 import type { CancelSignal } from './cancellation.js';
 import type { TritonError } from './errors.js';
 import type { Tensor } from './tensor.js';
@@ -35,6 +36,8 @@ export interface InferRequest {
   outputs?: RequestedOutput[];
   /** Aborted when the client goes away (gRPC cancel, HTTP disconnect). */
   signal?: CancelSignal;
+  /** Set by the frontend when the tracer sampled the request (core/trace/). */
+  trace?: RequestTrace;
 }
 
 export interface InferResponse {

@@ -127,6 +127,12 @@ const WORKING: Record<string, string> = {
   '--metrics-config': 'counter_latencies=true',
   '--strict-model-config': 'false',
   '--host-policy': 'gpu_0,cpu-cores=0',
+  '--trace-config': 'rate=1000',
+  '--trace-file': path.join(os.tmpdir(), 'tritium-flags-trace.json'),
+  '--trace-level': 'OFF',
+  '--trace-rate': '1000',
+  '--trace-count': '-1',
+  '--trace-log-frequency': '0',
 };
 
 /** Flags with no effect here, each with a valid value that asks for what tritium lacks. */
@@ -154,7 +160,6 @@ const INERT: Record<string, string> = {
   '--vertex-ai-thread-count': '8',
   '--vertex-ai-default-model': 'add_sub',
   '--allow-gpu-metrics': 'true',
-  '--trace-config': 'level=TIMESTAMPS',
   '--backend-directory': '/opt/tritonserver/backends',
   '--repoagent-directory': '/opt/tritonserver/repoagents',
   '--cache-config': 'local,size=1048576',
@@ -168,11 +173,6 @@ const INERT: Record<string, string> = {
   '--buffer-manager-thread-count': '2',
   '--model-load-gpu-limit': '0:0.8',
   '--response-cache-byte-size': '1048576',
-  '--trace-file': '/tmp/trace.json',
-  '--trace-level': 'TIMESTAMPS',
-  '--trace-rate': '1000',
-  '--trace-count': '-1',
-  '--trace-log-frequency': '0',
 };
 
 /** Refused with a message (accepting them would serve without the protection they ask for). */

@@ -31,6 +31,8 @@ export abstract class BaseCall {
   #ended = false;
   #trailers: Record<string, string> = OK_TRAILERS;
   #timer: NodeJS.Timeout | undefined;
+  /** When the call's stream opened (monotonic ns): the start of the wait for its request (traces). */
+  readonly startNs = process.hrtime.bigint();
 
   constructor(
     protected readonly stream: ServerHttp2Stream,

@@ -20,6 +20,7 @@ import { checkVersion } from './version.js';
 import { outputLabels } from '../classification.js';
 
 export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {
+  const recvStartNs = process.hrtime.bigint();
   let handle: ModelHandle;
   let v: string;
   try {
@@ -50,7 +51,7 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
   readBody(req, limit)
     .then((raw) => decodeBody(raw, encoding, ctx.maxInputSize, ctx.bodyBudget))
     .then(
-      (body) => run(ctx, req, res, handle, model, v, body),
+      (body) => run(ctx, req, res, handle, model, v, body, recvStartNs),
       (err) => {
         // Refused before the end of the body (too large): close rather than read and discard
         // the rest of a possibly huge upload.
@@ -77,7 +78,17 @@ function bodyLimit(ctx: HttpContext, req: HttpRequest, encoding: string): BodyLi
   return { max: capacity, tooLarge: (size) => Errors.bodyOverMemory(size, capacity), budget: ctx.bodyBudget };
 }
 
-function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, version: string, body: Body): void {
+function run(
+  ctx: HttpContext,
+  req: HttpRequest,
+  res: HttpResponse,
+  handle: ModelHandle,
+  model: string,
+  version: string,
+  body: Body,
+  recvStartNs: bigint,
+): void {
+  const recvEndNs = process.hrtime.bigint();
   let parsed;
   try {
     const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.data.length);
@@ -88,6 +99,13 @@ function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mode
     return;
   }
   const { request, plan } = parsed;
+  // Triton's HTTP trace events around the core's (docs/protocol-notes.md, "Trace").
+  const trace = ctx.core.tracer.sample(model);
+  if (trace !== undefined) {
+    trace.add('HTTP_RECV_START', recvStartNs);
+    trace.add('HTTP_RECV_END', recvEndNs);
+    request.trace = trace;
+  }
   const batching = handle.maxBatchSize > 0;
   for (const [name, choice] of plan.requested ?? []) if (choice.classification > 0) choice.labels = outputLabels(handle, name);
   const encoding = responseEncoding(req.headers['accept-encoding']);
@@ -117,11 +135,16 @@ function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mode
     }
     answered = true;
     res.offClose(onClose);
+    trace?.add('HTTP_SEND_START');
     try {
       writeInferResponse(res, response, plan, batching, encoding);
     } catch (err) {
       ctx.logger?.error(`HTTP infer response for '${model}' failed: ${asTritonError(err).message}`);
       res.destroy();
+    }
+    if (trace !== undefined) {
+      trace.add('HTTP_SEND_END');
+      trace.done();
     }
   });
 }
