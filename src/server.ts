@@ -177,6 +177,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     observer: { ...metricsObserver(metrics), executing: executingLogger(log) },
     drainTimeoutMs: options.exitTimeoutSecs * 1000,
     loadThreadCount: options.modelLoadThreadCount,
+    configName: options.modelConfigName,
   });
   const native = loadNative();
   const core = new InferenceServer(models, {

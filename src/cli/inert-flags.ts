@@ -30,12 +30,6 @@ const NO_GPU = 'tritium runs models on the CPU and manages no GPU memory';
 
 export const INERT_FLAGS: readonly InertFlag[] = [
   {
-    flag: '--model-config-name',
-    group: 'Model Repository',
-    value: 'string',
-    why: 'each model loads its config.pbtxt; configuration files under configs/ are not read',
-  },
-  {
     flag: '--model-load-retry-count',
     group: 'Model Repository',
     value: 'integer',

@@ -58,6 +58,8 @@ export interface ServerOptions {
   startupModels: string[];
   /** `--repository-poll-secs` (poll mode; 0 = never rescan). */
   repositoryPollSecs: number;
+  /** `--model-config-name` ('' = every model's config.pbtxt). */
+  modelConfigName: string;
   /** `--model-load-thread-count`: models loading at once at start-up. */
   modelLoadThreadCount: number;
   /** `--grpc-keepalive-*`, `--grpc-http2-*`, `--grpc-max-connection-age*`. */
@@ -265,6 +267,14 @@ export function buildCommand(): Command {
       .argParser(parseInteger('--repository-poll-secs', 0)),
   );
   add(G.repository, new Option('--load-model <string>', 'model to load at start-up in explicit mode (repeatable; * = all)').argParser(collect));
+  add(
+    G.repository,
+    new Option('--model-config-name <string>', "load each model's configs/<name>.pbtxt where it has one, else its config.pbtxt").argParser((v: string) => {
+      // tritonserver's rule: the name has no space.
+      if (v === '' || /\s/.test(v)) throw new InvalidArgumentError(`--model-config-name must be a name without spaces, got '${v}'.`);
+      return v;
+    }),
+  );
   add(
     G.repository,
     new Option('--model-load-thread-count <integer>', 'how many models load at once at start-up')
@@ -530,6 +540,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     startupModels,
     repositoryPollSecs: o.repositoryPollSecs,
     modelLoadThreadCount: o.modelLoadThreadCount,
+    modelConfigName: o.modelConfigName ?? '',
     grpcKeepalive: {
       timeMs: o.grpcKeepaliveTime,
       timeoutMs: o.grpcKeepaliveTimeout,

@@ -1,12 +1,13 @@
 /**
  * tritonserver flags that change what the server does, checked on a running server:
- * `--model-load-thread-count` (how many models initialise at once), `--allow-cpu-metrics`,
+ * `--model-load-thread-count` (how many models initialise at once), `--model-config-name`, `--allow-cpu-metrics`,
  * `--metrics-interval-ms` and `--metrics-config=counter_latencies` on `/metrics` (parsed as
  * Prometheus text), and the GPU families' absence on a host without GPUs.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { ensureBuilt, makeRepo, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
 import { scrape, writeVariant } from './infer-helpers.js';
 
 const PROBE = (sleepS: number) => `backend: "python"
@@ -64,6 +65,26 @@ describe('--model-load-thread-count', () => {
     try {
       const [a, b] = await initWindows(s, ['probe_a', 'probe_b']);
       expect(overlap(a!, b!)).toBe(true);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--model-config-name', () => {
+  it("loads a model's configs/<name>.pbtxt where it has one, else its config.pbtxt", async () => {
+    const repo = makeRepo([
+      { from: path.join(TEST_MODELS, 'label_classes'), name: 'custom' },
+      { from: path.join(TEST_MODELS, 'label_classes'), name: 'plain' },
+    ]);
+    const base = fs.readFileSync(path.join(repo, 'custom', 'config.pbtxt'), 'utf8');
+    fs.mkdirSync(path.join(repo, 'custom', 'configs'));
+    fs.writeFileSync(path.join(repo, 'custom', 'configs', 'h100.pbtxt'), base.replace('max_batch_size: 4', 'max_batch_size: 2'));
+    const s = await startTritium({ repos: [repo], args: ['--model-config-name=h100'] });
+    try {
+      const batch = async (m: string) => (await (await fetch(`${s.http}/v2/models/${m}/config`)).json()).max_batch_size;
+      expect([await batch('custom'), await batch('plain')]).toEqual([2, 4]);
     } finally {
       await stopAndExpectNoShm(s);
       fs.rmSync(repo, { recursive: true, force: true });

@@ -108,6 +108,7 @@ const WORKING: Record<string, string> = {
   '--repository-poll-secs': '15',
   '--load-model': 'add_sub',
   '--model-load-thread-count': '2',
+  '--model-config-name': 'h100',
   '--allow-http': 'true',
   '--allow-grpc': 'true',
   '--grpc-use-ssl': 'false',
@@ -137,7 +138,6 @@ const WORKING: Record<string, string> = {
 
 /** Flags with no effect here, each with a valid value that asks for what tritium lacks. */
 const INERT: Record<string, string> = {
-  '--model-config-name': 'h100',
   '--model-load-retry-count': '2',
   '--model-namespacing': 'true',
   '--enable-peer-access': 'true',

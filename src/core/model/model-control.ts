@@ -27,6 +27,8 @@ import { selectVersions } from './version-policy.js';
 
 export interface ModelControlOptions extends ConfigBuildOptions {
   repositories: string[];
+  /** `--model-config-name` ('' = config.pbtxt). */
+  configName?: string;
   observer: InferenceObserver;
   /** How long a retired version may take to finish the requests it accepted. */
   drainTimeoutMs: number;
@@ -42,7 +44,7 @@ export class ModelControl {
 
   /** Finds `name` in the repositories (a fresh scan: the repository may have changed). */
   findSource(name: string): ModelSource | { unavailable: string } | undefined {
-    const scan = scanRepositories(this.o.repositories);
+    const scan = scanRepositories(this.o.repositories, this.o.configName);
     const bad = scan.unavailable.find((u) => u.name === name);
     if (bad) return { unavailable: bad.reason };
     return scan.models.find((m) => m.name === name);
