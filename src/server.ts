@@ -237,6 +237,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           logSettings,
           shutdownGraceMs: options.exitTimeoutSecs * 1000,
           keepalive: options.grpcKeepalive,
+          ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
         }),
       );
       closables.push(grpc);
@@ -252,6 +253,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           maxBodyMemory: options.httpMaxBodyMemory,
           logger: log,
           logSettings,
+          ...(options.httpHeaderForward ? { headerForward: options.httpHeaderForward } : {}),
         }),
       );
       closables.push(http);

@@ -52,12 +52,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     warnIf: isTrue,
   },
   {
-    flag: '--http-header-forward-pattern',
-    group: 'HTTP',
-    value: 'string',
-    why: 'HTTP headers are not forwarded as request parameters',
-  },
-  {
     flag: '--http-thread-count',
     group: 'HTTP',
     value: 'integer',
@@ -69,12 +63,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     value: 'boolean',
     why: 'Node 20 cannot share a listening port (SO_REUSEPORT); the gRPC port is bound exclusively',
     warnIf: isTrue,
-  },
-  {
-    flag: '--grpc-header-forward-pattern',
-    group: 'GRPC',
-    value: 'string',
-    why: 'gRPC metadata is not forwarded as request parameters',
   },
   {
     flag: '--grpc-infer-allocation-pool-size',

@@ -9,6 +9,7 @@ import { TRITIUM_VERSION } from '../core/inference-server.js';
 import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
+import { headerPattern } from '../frontends/header-forward.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 
@@ -58,6 +59,9 @@ export interface ServerOptions {
   startupModels: string[];
   /** `--repository-poll-secs` (poll mode; 0 = never rescan). */
   repositoryPollSecs: number;
+  /** `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, compiled. */
+  httpHeaderForward: RegExp | undefined;
+  grpcHeaderForward: RegExp | undefined;
   /** `--model-config-name` ('' = every model's config.pbtxt). */
   modelConfigName: string;
   /** `--model-load-thread-count`: models loading at once at start-up. */
@@ -304,6 +308,7 @@ export function buildCommand(): Command {
       .default(0)
       .argParser(parseInteger('--http-max-body-memory', 0)),
   );
+  add(G.http, new Option('--http-header-forward-pattern <string>', 'HTTP headers whose name matches this regular expression become request parameters'));
   inertIn(G.http);
 
   add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
@@ -372,6 +377,7 @@ export function buildCommand(): Command {
       .default(2 ** 31 - 1)
       .argParser(parseInteger('--grpc-max-message-size', 1, 2 ** 31 - 1)),
   );
+  add(G.grpc, new Option('--grpc-header-forward-pattern <string>', 'gRPC metadata whose name matches this regular expression become request parameters'));
   inertIn(G.grpc);
   inertIn(G.sagemaker);
   inertIn(G.vertex);
@@ -541,6 +547,8 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     repositoryPollSecs: o.repositoryPollSecs,
     modelLoadThreadCount: o.modelLoadThreadCount,
     modelConfigName: o.modelConfigName ?? '',
+    httpHeaderForward: o.httpHeaderForwardPattern === undefined ? undefined : pattern('--http-header-forward-pattern', o.httpHeaderForwardPattern),
+    grpcHeaderForward: o.grpcHeaderForwardPattern === undefined ? undefined : pattern('--grpc-header-forward-pattern', o.grpcHeaderForwardPattern),
     grpcKeepalive: {
       timeMs: o.grpcKeepaliveTime,
       timeoutMs: o.grpcKeepaliveTimeout,
@@ -596,6 +604,14 @@ function traceSettingsOf(o: Record<string, unknown>, warnings: string[]): TraceS
     } else entries.push(e);
   }
   return traceSettingsFromFlags(entries);
+}
+
+function pattern(flag: string, value: string): RegExp {
+  try {
+    return headerPattern(flag, value);
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
 }
 
 /** One warning per inert flag given on the command line (cli/inert-flags.ts). */

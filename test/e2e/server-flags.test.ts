@@ -1,13 +1,14 @@
 /**
  * tritonserver flags that change what the server does, checked on a running server:
- * `--model-load-thread-count` (how many models initialise at once), `--model-config-name`, `--allow-cpu-metrics`,
+ * `--model-load-thread-count` (how many models initialise at once), `--model-config-name`,
+ * `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, `--allow-cpu-metrics`,
  * `--metrics-interval-ms` and `--metrics-config=counter_latencies` on `/metrics` (parsed as
  * Prometheus text), and the GPU families' absence on a host without GPUs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, makeRepo, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { ensureBuilt, makeRepo, python, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
 import { scrape, writeVariant } from './infer-helpers.js';
 
 const PROBE = (sleepS: number) => `backend: "python"
@@ -85,6 +86,50 @@ describe('--model-config-name', () => {
     try {
       const batch = async (m: string) => (await (await fetch(`${s.http}/v2/models/${m}/config`)).json()).max_batch_size;
       expect([await batch('custom'), await batch('plain')]).toEqual([2, 4]);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('header forwarding', () => {
+  it('forwards headers and gRPC metadata whose name matches the pattern as request parameters', async () => {
+    const repo = makeRepo(['request_params']);
+    const s = await startTritium({ repos: [repo], args: ['--http-header-forward-pattern=x-.*', '--grpc-header-forward-pattern=x-.*'] });
+    try {
+      const res = await fetch(`${s.http}/v2/models/request_params/infer`, {
+        method: 'POST',
+        headers: { 'X-Trace-Tag': 'abc', 'my-x-thing': '1', Xavier: '2' },
+        body: JSON.stringify({ parameters: { p: 1 }, inputs: [{ name: 'IN', shape: [1], datatype: 'FP32', data: [1] }] }),
+      });
+      const http = JSON.parse((await res.json()).outputs[0].data[0]);
+      // Any part of the name, any case (tritonserver 2.51); names as the server reads them, in lower case.
+      expect(http).toEqual({ p: 1, 'x-trace-tag': 'abc', 'my-x-thing': '1' });
+      const grpc = python(`
+import numpy as np, tritonclient.grpc as g
+c = g.InferenceServerClient("127.0.0.1:${s.grpcPort}")
+i = g.InferInput("IN", [1], "FP32"); i.set_data_from_numpy(np.array([1], dtype=np.float32))
+r = c.infer("request_params", [i], headers={"x-trace-tag": "abc", "other": "1", "my-x-thing": "2"})
+print(r.as_numpy("PARAMS")[0].decode())
+`);
+      expect(JSON.parse(grpc)).toEqual({ 'x-trace-tag': 'abc', 'my-x-thing': '2' });
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+
+  it('forwards nothing without a pattern', async () => {
+    const repo = makeRepo(['request_params']);
+    const s = await startTritium({ repos: [repo] });
+    try {
+      const res = await fetch(`${s.http}/v2/models/request_params/infer`, {
+        method: 'POST',
+        headers: { 'X-Trace-Tag': 'abc' },
+        body: JSON.stringify({ inputs: [{ name: 'IN', shape: [1], datatype: 'FP32', data: [1] }] }),
+      });
+      expect(JSON.parse((await res.json()).outputs[0].data[0])).toEqual({});
     } finally {
       await stopAndExpectNoShm(s);
       fs.rmSync(repo, { recursive: true, force: true });

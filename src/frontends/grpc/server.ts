@@ -34,6 +34,8 @@ export interface GrpcServerOptions {
   shutdownGraceMs?: number;
   /** `--grpc-keepalive-*`, `--grpc-http2-*`, `--grpc-max-connection-age*` (tritonserver's defaults when absent). */
   keepalive?: KeepaliveOptions;
+  /** `--grpc-header-forward-pattern`. */
+  headerForward?: RegExp;
 }
 
 export interface GrpcServerHandle {
@@ -50,6 +52,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     core,
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.headerForward ? { headerForward: opts.headerForward } : {}),
   };
   let closing = false;
   const maxMessage = opts.maxMessageSize > 0 ? Math.min(opts.maxMessageSize, DEFAULT_GRPC_MAX_MESSAGE_SIZE) : DEFAULT_GRPC_MAX_MESSAGE_SIZE;

@@ -20,4 +20,6 @@ export interface HttpContext {
   readonly bodyBudget: BodyBudget;
   readonly logger?: HttpLogger;
   readonly logSettings: LogSettingsStore;
+  /** `--http-header-forward-pattern`: headers forwarded as request parameters. */
+  readonly headerForward?: RegExp;
 }

@@ -26,6 +26,8 @@ export interface HttpServerOptions {
   logger?: HttpLogger;
   /** Backs `/v2/logging`; defaults to an in-memory store. */
   logSettings?: LogSettingsStore;
+  /** `--http-header-forward-pattern`. */
+  headerForward?: RegExp;
 }
 
 export interface HttpServerHandle {
@@ -60,6 +62,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(maxInputSize)),
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.headerForward ? { headerForward: opts.headerForward } : {}),
   };
   let closing = false;
   const connections = new Set<Connection>();

@@ -13,11 +13,13 @@ import type { UnaryCall } from '../transport/call.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import { decodeInferRequest, encodeInferResponse } from '../infer-codec.js';
 import { outputLabels } from '../../http/classification.js';
+import { withForwardedHeaders } from '../../header-forward.js';
 
 export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>): Promise<Buffer> {
   const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
   if (handle.decoupled) throw Errors.decoupledGrpc();
   const { request, plan } = decodeInferRequest(msg);
+  if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, call.metadata.all(), request.parameters);
   // Triton's gRPC trace events around the core's (docs/protocol-notes.md, "Trace"): the wait
   // for the request message is the call's life until it was decoded.
   const trace = ctx.core.tracer.sample(msg.modelName);

@@ -14,6 +14,7 @@
  * aborts the other requests in flight. The stream ends OK once the client has half-closed and
  * every request has had its final response. A cancelled call aborts every request in flight.
  */
+import { withForwardedHeaders } from '../../header-forward.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { TritonError } from '../../../core/errors.js';
 import { asTritonError, grpcStatusOf } from '../../../core/errors.js';
@@ -62,6 +63,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
       const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
       batching = handle.maxBatchSize > 0;
       decoded = decodeInferRequest(msg);
+      if (ctx.headerForward) decoded.request.parameters = withForwardedHeaders(ctx.headerForward, call.metadata.all(), decoded.request.parameters);
       for (const name of decoded.plan.classification?.keys() ?? []) {
         const labels = outputLabels(handle, name);
         if (labels) (decoded.plan.labels ??= new Map()).set(name, labels);

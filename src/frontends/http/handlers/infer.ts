@@ -18,6 +18,7 @@ import { writeInferResponse } from '../infer-response.js';
 import { sendError } from '../reply.js';
 import { checkVersion } from './version.js';
 import { outputLabels } from '../classification.js';
+import { withForwardedHeaders } from '../../header-forward.js';
 
 export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {
   const recvStartNs = process.hrtime.bigint();
@@ -99,6 +100,7 @@ function run(
     return;
   }
   const { request, plan } = parsed;
+  if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, req.headers, request.parameters);
   // Triton's HTTP trace events around the core's (docs/protocol-notes.md, "Trace").
   const trace = ctx.core.tracer.sample(model);
   if (trace !== undefined) {
