@@ -178,6 +178,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     drainTimeoutMs: options.exitTimeoutSecs * 1000,
     loadThreadCount: options.modelLoadThreadCount,
     configName: options.modelConfigName,
+    loadRetryCount: options.modelLoadRetryCount,
   });
   const native = loadNative();
   const core = new InferenceServer(models, {

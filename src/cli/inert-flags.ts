@@ -30,13 +30,6 @@ const NO_GPU = 'tritium runs models on the CPU and manages no GPU memory';
 
 export const INERT_FLAGS: readonly InertFlag[] = [
   {
-    flag: '--model-load-retry-count',
-    group: 'Model Repository',
-    value: 'integer',
-    why: 'a model that fails to load is not retried',
-    warnIf: (v) => Number(v) !== 0,
-  },
-  {
     flag: '--model-namespacing',
     group: 'Model Repository',
     value: 'boolean',

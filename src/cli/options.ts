@@ -62,6 +62,8 @@ export interface ServerOptions {
   /** `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, compiled. */
   httpHeaderForward: RegExp | undefined;
   grpcHeaderForward: RegExp | undefined;
+  /** `--model-load-retry-count`: further tries of a version that failed to load. */
+  modelLoadRetryCount: number;
   /** `--model-config-name` ('' = every model's config.pbtxt). */
   modelConfigName: string;
   /** `--model-load-thread-count`: models loading at once at start-up. */
@@ -278,6 +280,12 @@ export function buildCommand(): Command {
       if (v === '' || /\s/.test(v)) throw new InvalidArgumentError(`--model-config-name must be a name without spaces, got '${v}'.`);
       return v;
     }),
+  );
+  add(
+    G.repository,
+    new Option('--model-load-retry-count <integer>', 'further tries of a model version that failed to load')
+      .default(0)
+      .argParser(parseInteger('--model-load-retry-count', 0)),
   );
   add(
     G.repository,
@@ -547,6 +555,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     repositoryPollSecs: o.repositoryPollSecs,
     modelLoadThreadCount: o.modelLoadThreadCount,
     modelConfigName: o.modelConfigName ?? '',
+    modelLoadRetryCount: o.modelLoadRetryCount,
     httpHeaderForward: o.httpHeaderForwardPattern === undefined ? undefined : pattern('--http-header-forward-pattern', o.httpHeaderForwardPattern),
     grpcHeaderForward: o.grpcHeaderForwardPattern === undefined ? undefined : pattern('--grpc-header-forward-pattern', o.grpcHeaderForwardPattern),
     grpcKeepalive: {

@@ -1,7 +1,7 @@
 /**
  * tritonserver flags that change what the server does, checked on a running server:
  * `--model-load-thread-count` (how many models initialise at once), `--model-config-name`,
- * `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, `--allow-cpu-metrics`,
+ * `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, `--model-load-retry-count`, `--allow-cpu-metrics`,
  * `--metrics-interval-ms` and `--metrics-config=counter_latencies` on `/metrics` (parsed as
  * Prometheus text), and the GPU families' absence on a host without GPUs.
  */
@@ -66,6 +66,24 @@ describe('--model-load-thread-count', () => {
     try {
       const [a, b] = await initWindows(s, ['probe_a', 'probe_b']);
       expect(overlap(a!, b!)).toBe(true);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--model-load-retry-count', () => {
+  it.each([
+    [0, 1],
+    [2, 3],
+  ])('=%i tries to load a failing version %i time(s), logging each failure as tritonserver does', async (retries, tries) => {
+    const repo = makeRepo(['init_fails']);
+    const s = await startTritium({ repos: [repo], args: ['--exit-on-error=false', `--model-load-retry-count=${retries}`] });
+    try {
+      expect(s.log().match(/failed to load 'init_fails' version 1: /g)).toHaveLength(tries);
+      const res = await fetch(`${s.http}/v2/models/init_fails/ready`);
+      expect(res.status).not.toBe(200);
     } finally {
       await stopAndExpectNoShm(s);
       fs.rmSync(repo, { recursive: true, force: true });

@@ -109,6 +109,7 @@ const WORKING: Record<string, string> = {
   '--load-model': 'add_sub',
   '--model-load-thread-count': '2',
   '--model-config-name': 'h100',
+  '--model-load-retry-count': '1',
   '--http-header-forward-pattern': 'x-.*',
   '--grpc-header-forward-pattern': 'x-.*',
   '--allow-http': 'true',
@@ -140,7 +141,6 @@ const WORKING: Record<string, string> = {
 
 /** Flags with no effect here, each with a valid value that asks for what tritium lacks. */
 const INERT: Record<string, string> = {
-  '--model-load-retry-count': '2',
   '--model-namespacing': 'true',
   '--enable-peer-access': 'true',
   '--reuse-http-port': 'true',

@@ -29,6 +29,8 @@ export interface ModelControlOptions extends ConfigBuildOptions {
   repositories: string[];
   /** `--model-config-name` ('' = config.pbtxt). */
   configName?: string;
+  /** `--model-load-retry-count`: further tries of a version that failed to load. */
+  loadRetryCount?: number;
   observer: InferenceObserver;
   /** How long a retired version may take to finish the requests it accepted. */
   drainTimeoutMs: number;
@@ -133,8 +135,8 @@ export class ModelControl {
     await Promise.all(
       versions.map(async (version) => {
         const ve: VersionEntry = { state: 'LOADING', reason: '' };
-        try {
-          ve.model = await loadVersion({
+        const attempt = () =>
+          loadVersion({
             source: prepared.source,
             config,
             json,
@@ -147,6 +149,18 @@ export class ModelControl {
               if (ve.state === 'READY' && ve.model === mv) this.onInstanceLost(name, version, ve, mv);
             },
           });
+        try {
+          // `--model-load-retry-count`: a failed load is tried again that many times, each
+          // failure logged (docs/protocol-notes.md, "Command line").
+          for (let tries = this.o.loadRetryCount ?? 0; ; tries--) {
+            try {
+              ve.model = await attempt();
+              break;
+            } catch (err) {
+              if (tries <= 0) throw err;
+              log.error(`failed to load '${name}' version ${version}: ${(err as Error).message}`);
+            }
+          }
           ve.state = 'READY';
         } catch (err) {
           ve.state = 'UNAVAILABLE';

@@ -30,6 +30,8 @@ export interface ModelManagerOptions {
   drainTimeoutMs?: number;
   /** `--model-config-name`: load `configs/<name>.pbtxt` where a model has one. */
   configName?: string;
+  /** `--model-load-retry-count`. */
+  loadRetryCount?: number;
   /** `--model-load-thread-count`: start-up models loading at once (default 4, as tritonserver). */
   loadThreadCount?: number;
 }
