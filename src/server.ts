@@ -28,12 +28,14 @@ import { PythonBackend } from './backends/python/backend.js';
 import { loadNative } from './backends/python/ipc/native.js';
 import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
+import type { TlsOptions } from './frontends/grpc/transport/server.js';
 import { startHttpServer } from './frontends/http/server.js';
 import { Metrics } from './frontends/metrics/metrics.js';
 import { metricsObserver } from './frontends/metrics/observer.js';
 import { startMetricsServer } from './frontends/metrics/server.js';
 import { checkListeners, listenFailure, type Listener } from './frontends/listen-check.js';
 import fs from 'node:fs';
+import { createSecureContext } from 'node:tls';
 
 export interface RunningServer {
   core: InferenceServer;
@@ -112,6 +114,31 @@ async function listening<T>(l: Listener, start: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The certificate files of `--grpc-use-ssl`, read before any model loads. */
+function readGrpcTls(options: ServerOptions): TlsOptions | undefined {
+  const t = options.grpcTls;
+  if (t === undefined) return undefined;
+  const read = (flag: string, file: string): Buffer => {
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      throw new StartupError(`cannot read ${flag}=${file}: ${(err as Error).message}`);
+    }
+  };
+  const tlsOptions: TlsOptions = {
+    cert: read('--grpc-server-cert', t.certFile),
+    key: read('--grpc-server-key', t.keyFile),
+    ...(t.caFile ? { ca: read('--grpc-root-cert', t.caFile) } : {}),
+    mutual: t.mutual,
+  };
+  try {
+    createSecureContext({ cert: tlsOptions.cert, key: tlsOptions.key, ...(tlsOptions.ca ? { ca: tlsOptions.ca } : {}) });
+  } catch (err) {
+    throw new StartupError(`--grpc-server-cert / --grpc-server-key / --grpc-root-cert: not a usable PEM certificate and key (${(err as Error).message})`);
+  }
+  return tlsOptions;
+}
+
 /** tritonserver's check of each repository path, with the flag named (docs/protocol-notes.md, "Command line"). */
 function checkRepositories(repositories: readonly string[]): void {
   for (const repo of repositories) {
@@ -129,6 +156,7 @@ function checkRepositories(repositories: readonly string[]): void {
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
   const log = logger ?? createLogger(logSettingsOf(options));
   checkRepositories(options.modelRepositories);
+  const grpcTls = options.allowGrpc ? readGrpcTls(options) : undefined;
   const listeners = listenersOf(options);
   // Before any model loads (they may take minutes): every frontend can listen where asked.
   const cannotListen = await checkListeners([listeners.grpc, listeners.http, listeners.metrics].filter((l) => l !== undefined));
@@ -238,6 +266,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           logSettings,
           shutdownGraceMs: options.exitTimeoutSecs * 1000,
           keepalive: options.grpcKeepalive,
+          ...(grpcTls ? { tls: grpcTls } : {}),
           ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
         }),
       );

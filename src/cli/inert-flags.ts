@@ -71,14 +71,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     why: 'gRPC responses are sent uncompressed',
     warnIf: (v) => v.toLowerCase() !== 'none',
   },
-  {
-    flag: '--grpc-server-cert',
-    group: 'GRPC',
-    value: 'string',
-    why: 'tritium serves gRPC in plaintext only (--grpc-use-ssl=true is refused)',
-  },
-  { flag: '--grpc-server-key', group: 'GRPC', value: 'string', why: 'tritium serves gRPC in plaintext only (--grpc-use-ssl=true is refused)' },
-  { flag: '--grpc-root-cert', group: 'GRPC', value: 'string', why: 'tritium serves gRPC in plaintext only (--grpc-use-ssl=true is refused)' },
   { flag: '--allow-sagemaker', group: 'Sagemaker', value: 'boolean', why: 'tritium has no SageMaker frontend', warnIf: isTrue },
   { flag: '--sagemaker-port', group: 'Sagemaker', value: 'integer', why: 'tritium has no SageMaker frontend' },
   {

@@ -62,6 +62,8 @@ export interface ServerOptions {
   /** `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, compiled. */
   httpHeaderForward: RegExp | undefined;
   grpcHeaderForward: RegExp | undefined;
+  /** `--grpc-use-ssl[-mutual]` and the certificate files; undefined = plaintext. */
+  grpcTls: { certFile: string; keyFile: string; caFile?: string; mutual: boolean } | undefined;
   /** `--model-load-retry-count`: further tries of a version that failed to load. */
   modelLoadRetryCount: number;
   /** `--model-config-name` ('' = every model's config.pbtxt). */
@@ -134,15 +136,6 @@ function parseChoice<T extends string>(flag: string, choices: readonly T[]) {
   };
 }
 
-/** A flag tritium takes only with the value that is its behaviour (e.g. plaintext gRPC). */
-function parseOnlyFalse(flag: string, why: string) {
-  const bool = parseBool(flag);
-  return (v: string): boolean => {
-    if (bool(v)) throw new InvalidArgumentError(`${flag}=${v} is refused: ${why}.`);
-    return false;
-  };
-}
-
 /** `--metrics-config=<setting>=<value>` (repeatable). */
 function parseSetting(flag: string) {
   return (value: string, previous: Array<[string, string]> | undefined): Array<[string, string]> => {
@@ -210,7 +203,6 @@ const G = {
   deprecated: 'DEPRECATED:',
 } as const;
 
-const PLAINTEXT = 'tritium serves gRPC in plaintext only';
 const UNRESTRICTED = 'tritium cannot restrict APIs by header, and will not serve them unrestricted instead';
 
 export function buildCommand(): Command {
@@ -322,8 +314,21 @@ export function buildCommand(): Command {
   add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
   add(G.grpc, new Option('--grpc-address <string>', 'gRPC listen address').default('0.0.0.0'));
   add(G.grpc, new Option('--grpc-port <integer>', 'gRPC port').default(8001).argParser(port('--grpc-port')));
-  add(G.grpc, new Option('--grpc-use-ssl <boolean>', `only false: ${PLAINTEXT}`).argParser(parseOnlyFalse('--grpc-use-ssl', PLAINTEXT)));
-  add(G.grpc, new Option('--grpc-use-ssl-mutual <boolean>', `only false: ${PLAINTEXT}`).argParser(parseOnlyFalse('--grpc-use-ssl-mutual', PLAINTEXT)));
+  add(
+    G.grpc,
+    new Option('--grpc-use-ssl <boolean>', 'serve gRPC over TLS (needs --grpc-server-cert and --grpc-server-key)')
+      .default(false)
+      .argParser(parseBool('--grpc-use-ssl')),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-use-ssl-mutual <boolean>', 'TLS, and clients must present a certificate signed by --grpc-root-cert')
+      .default(false)
+      .argParser(parseBool('--grpc-use-ssl-mutual')),
+  );
+  add(G.grpc, new Option('--grpc-server-cert <string>', 'PEM server certificate (with --grpc-use-ssl)'));
+  add(G.grpc, new Option('--grpc-server-key <string>', 'PEM server key (with --grpc-use-ssl)'));
+  add(G.grpc, new Option('--grpc-root-cert <string>', 'PEM root certificate client certificates must be signed by (with --grpc-use-ssl-mutual)'));
   const ka = KEEPALIVE_DEFAULTS;
   add(
     G.grpc,
@@ -556,6 +561,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     modelLoadThreadCount: o.modelLoadThreadCount,
     modelConfigName: o.modelConfigName ?? '',
     modelLoadRetryCount: o.modelLoadRetryCount,
+    grpcTls: grpcTlsOf(o, warnings),
     httpHeaderForward: o.httpHeaderForwardPattern === undefined ? undefined : pattern('--http-header-forward-pattern', o.httpHeaderForwardPattern),
     grpcHeaderForward: o.grpcHeaderForwardPattern === undefined ? undefined : pattern('--grpc-header-forward-pattern', o.grpcHeaderForwardPattern),
     grpcKeepalive: {
@@ -613,6 +619,30 @@ function traceSettingsOf(o: Record<string, unknown>, warnings: string[]): TraceS
     } else entries.push(e);
   }
   return traceSettingsFromFlags(entries);
+}
+
+/** TLS for gRPC, as tritonserver takes it: mutual implies TLS; the files are needed only then. */
+function grpcTlsOf(o: Record<string, unknown>, warnings: string[]): ServerOptions['grpcTls'] {
+  const mutual = o.grpcUseSslMutual === true;
+  const files: Array<[string, unknown]> = [
+    ['--grpc-server-cert', o.grpcServerCert],
+    ['--grpc-server-key', o.grpcServerKey],
+    ['--grpc-root-cert', o.grpcRootCert],
+  ];
+  if (o.grpcUseSsl !== true && !mutual) {
+    for (const [flag, v] of files) if (v !== undefined) warnings.push(`${flag}=${String(v)} is ignored: --grpc-use-ssl is false (gRPC is served in plaintext)`);
+    return undefined;
+  }
+  const flag = mutual ? '--grpc-use-ssl-mutual=true' : '--grpc-use-ssl=true';
+  if (o.grpcServerCert === undefined || o.grpcServerKey === undefined) throw new OptionsError(`${flag} needs --grpc-server-cert and --grpc-server-key.`);
+  if (mutual && o.grpcRootCert === undefined)
+    throw new OptionsError(`${flag} needs --grpc-root-cert (the certificate client certificates are checked against).`);
+  return {
+    certFile: o.grpcServerCert as string,
+    keyFile: o.grpcServerKey as string,
+    ...(o.grpcRootCert !== undefined ? { caFile: o.grpcRootCert as string } : {}),
+    mutual,
+  };
 }
 
 function pattern(flag: string, value: string): RegExp {

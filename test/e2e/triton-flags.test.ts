@@ -147,9 +147,6 @@ const INERT: Record<string, string> = {
   '--http-thread-count': '8',
   '--reuse-grpc-port': 'true',
   '--grpc-infer-allocation-pool-size': '16',
-  '--grpc-server-cert': '/etc/cert.pem',
-  '--grpc-server-key': '/etc/key.pem',
-  '--grpc-root-cert': '/etc/root.pem',
   '--grpc-infer-response-compression-level': 'high',
   '--allow-sagemaker': 'true',
   '--sagemaker-port': '8080',
@@ -181,8 +178,11 @@ const REFUSED: Record<string, string> = {
   '--grpc-restricted-protocol': 'model-repository:admin-key=secret',
 };
 
-/** Given by the test helper, or by this test in another form. */
+/** Given by the test helper, by this test in another form, or in grpc-tls.test.ts (TLS needs certificates). */
 const GIVEN_ELSEWHERE = [
+  '--grpc-server-cert',
+  '--grpc-server-key',
+  '--grpc-root-cert',
   '--http-address',
   '--http-port',
   '--grpc-address',
@@ -267,12 +267,6 @@ describe('tritonserver 2.51 flags', () => {
     const r = cli('--model-repository=/nonexistent', `${flag}=${value}`);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(`${flag}=${value} is refused: tritium cannot restrict APIs by header`);
-  });
-
-  it.each([['--grpc-use-ssl'], ['--grpc-use-ssl-mutual']])('refuses %s=true: gRPC is plaintext only', (flag) => {
-    const r = cli('--model-repository=/nonexistent', `${flag}=true`);
-    expect(r.status).toBe(2);
-    expect(r.stderr).toContain(`${flag}=true is refused: tritium serves gRPC in plaintext only`);
   });
 
   it('says nothing for inert flags given the value that is tritium’s behaviour', async () => {

@@ -1,7 +1,7 @@
 /**
  * @module frontends/grpc/server
  * The gRPC endpoint: `inference.GRPCInferenceService` and `grpc.health.v1.Health` (Check only)
- * on the project's own transport over `node:http2` (transport/), plaintext.
+ * on the project's own transport over `node:http2` (transport/), plaintext or TLS (`--grpc-use-ssl`).
  *
  * Shutdown (`close()`): from the first moment new RPCs are answered UNAVAILABLE (Triton's text)
  * while connections stay open, so clients on them see why; calls and streams in flight get up
@@ -20,7 +20,7 @@ import { addServiceRoutes } from './service.js';
 import { toStatusError } from './status.js';
 import { Errors } from '../../core/errors.js';
 import type { KeepaliveOptions } from './transport/keepalive.js';
-import { createTransport, type Route, type Transport } from './transport/server.js';
+import { createTransport, type Route, type TlsOptions, type Transport } from './transport/server.js';
 
 export interface GrpcServerOptions {
   port: number;
@@ -36,6 +36,8 @@ export interface GrpcServerOptions {
   keepalive?: KeepaliveOptions;
   /** `--grpc-header-forward-pattern`. */
   headerForward?: RegExp;
+  /** `--grpc-use-ssl` / `--grpc-use-ssl-mutual` with their certificate files, read. */
+  tls?: TlsOptions;
 }
 
 export interface GrpcServerHandle {
@@ -64,6 +66,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     maxMessageBytes: maxMessage,
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
+    ...(opts.tls ? { tls: opts.tls } : {}),
   });
 
   const port = await new Promise<number>((resolve, reject) => {

@@ -1,12 +1,20 @@
 /**
  * @module frontends/grpc/transport/server
- * gRPC over `node:http2` (plaintext, prior knowledge), without a gRPC library in between: the
+ * gRPC over `node:http2` (plaintext with prior knowledge, or TLS), without a gRPC library in between: the
  * path picks a route, the body is cut into messages, the route's handler answers through a
  * call object. Kept deliberately small: unary and bidirectional streaming calls, identity /
  * gzip / deflate request messages, `grpc-timeout` deadlines, client cancellation, message
  * size limits, graceful shutdown. Why not @grpc/grpc-js: see docs/design.md ("gRPC transport").
  */
-import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import {
+  createSecureServer,
+  createServer,
+  type Http2SecureServer,
+  type Http2Server,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import { inflateSync, gunzipSync } from 'node:zlib';
 import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
 import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
@@ -35,10 +43,19 @@ export interface TransportOptions {
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
   keepalive?: KeepaliveOptions;
+  /** TLS (`--grpc-use-ssl`); with `mutual`, clients must present a certificate `ca` signed. */
+  tls?: TlsOptions;
+}
+
+export interface TlsOptions {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer;
+  mutual: boolean;
 }
 
 export interface Transport {
-  server: Http2Server;
+  server: Http2Server | Http2SecureServer;
   /** Calls started and not yet ended. */
   readonly active: number;
   /** Called whenever `active` drops to 0. */
@@ -46,6 +63,12 @@ export interface Transport {
   /** GOAWAY to every connection; resolves when they have closed or `forceAfterMs` passed. */
   close(forceAfterMs: number): Promise<boolean>;
 }
+
+const SERVER_OPTIONS = {
+  // Node's default (10 MB) would reset streams carrying large tensors.
+  maxSessionMemory: Number.MAX_SAFE_INTEGER,
+  settings: { initialWindowSize: 1024 * 1024 },
+};
 
 /** Session flow-control window: a 20 MiB request need not wait for a window update every 64 KiB. */
 const SESSION_WINDOW = 16 * 1024 * 1024;
@@ -55,11 +78,16 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
   let active = 0;
   const t: Transport = {
-    server: createServer({
-      // Node's default (10 MB) would reset streams carrying large tensors.
-      maxSessionMemory: Number.MAX_SAFE_INTEGER,
-      settings: { initialWindowSize: 1024 * 1024 },
-    }),
+    server: opts.tls
+      ? createSecureServer({
+          ...SERVER_OPTIONS,
+          cert: opts.tls.cert,
+          key: opts.tls.key,
+          ...(opts.tls.ca ? { ca: opts.tls.ca } : {}),
+          requestCert: opts.tls.mutual,
+          rejectUnauthorized: opts.tls.mutual,
+        })
+      : createServer(SERVER_OPTIONS),
     get active() {
       return active;
     },
