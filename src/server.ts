@@ -267,6 +267,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           shutdownGraceMs: options.exitTimeoutSecs * 1000,
           keepalive: options.grpcKeepalive,
           ...(grpcTls ? { tls: grpcTls } : {}),
+          ...(options.grpcRestricted ? { restricted: options.grpcRestricted } : {}),
           ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
         }),
       );
@@ -284,6 +285,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           logger: log,
           logSettings,
           ...(options.httpHeaderForward ? { headerForward: options.httpHeaderForward } : {}),
+          ...(options.httpRestricted ? { restricted: options.httpRestricted } : {}),
         }),
       );
       closables.push(http);

@@ -10,6 +10,7 @@ import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/tra
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
 import { headerPattern } from '../frontends/header-forward.js';
+import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 
@@ -62,6 +63,9 @@ export interface ServerOptions {
   /** `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, compiled. */
   httpHeaderForward: RegExp | undefined;
   grpcHeaderForward: RegExp | undefined;
+  /** `--http-restricted-api` / `--grpc-restricted-protocol`: the header each restricted API group needs. */
+  httpRestricted: Map<ApiGroup, Restriction> | undefined;
+  grpcRestricted: Map<ApiGroup, Restriction> | undefined;
   /** `--grpc-use-ssl[-mutual]` and the certificate files; undefined = plaintext. */
   grpcTls: { certFile: string; keyFile: string; caFile?: string; mutual: boolean } | undefined;
   /** `--model-load-retry-count`: further tries of a version that failed to load. */
@@ -203,8 +207,6 @@ const G = {
   deprecated: 'DEPRECATED:',
 } as const;
 
-const UNRESTRICTED = 'tritium cannot restrict APIs by header, and will not serve them unrestricted instead';
-
 export function buildCommand(): Command {
   const cmd = new Command('tritium')
     .description('Serve a Triton model repository (Python-backend and ONNX models) over KServe v2 HTTP and gRPC.')
@@ -292,9 +294,10 @@ export function buildCommand(): Command {
   add(G.http, new Option('--http-port <integer>', 'HTTP port').default(8000).argParser(port('--http-port')));
   add(
     G.http,
-    new Option('--http-restricted-api <<string>:<string>=<string>>', `refused: ${UNRESTRICTED}`).argParser((v: string) => {
-      throw new InvalidArgumentError(`--http-restricted-api=${v} is refused: ${UNRESTRICTED}.`);
-    }),
+    new Option(
+      '--http-restricted-api <<string>:<string>=<string>>',
+      '<api>[,<api>...]:<key>=<value>: those APIs answer only requests with that header (repeatable)',
+    ).argParser(collect),
   );
   add(
     G.http,
@@ -380,9 +383,10 @@ export function buildCommand(): Command {
   );
   add(
     G.grpc,
-    new Option('--grpc-restricted-protocol <<string>:<string>=<string>>', `refused: ${UNRESTRICTED}`).argParser((v: string) => {
-      throw new InvalidArgumentError(`--grpc-restricted-protocol=${v} is refused: ${UNRESTRICTED}.`);
-    }),
+    new Option(
+      '--grpc-restricted-protocol <<string>:<string>=<string>>',
+      '<api>[,<api>...]:<key>=<value>: those APIs answer only calls with metadata triton-grpc-protocol-<key> (repeatable)',
+    ).argParser(collect),
   );
   add(
     G.grpc,
@@ -562,6 +566,8 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     modelConfigName: o.modelConfigName ?? '',
     modelLoadRetryCount: o.modelLoadRetryCount,
     grpcTls: grpcTlsOf(o, warnings),
+    httpRestricted: restrictions('--http-restricted-api', o.httpRestrictedApi),
+    grpcRestricted: restrictions('--grpc-restricted-protocol', o.grpcRestrictedProtocol),
     httpHeaderForward: o.httpHeaderForwardPattern === undefined ? undefined : pattern('--http-header-forward-pattern', o.httpHeaderForwardPattern),
     grpcHeaderForward: o.grpcHeaderForwardPattern === undefined ? undefined : pattern('--grpc-header-forward-pattern', o.grpcHeaderForwardPattern),
     grpcKeepalive: {
@@ -643,6 +649,15 @@ function grpcTlsOf(o: Record<string, unknown>, warnings: string[]): ServerOption
     ...(o.grpcRootCert !== undefined ? { caFile: o.grpcRootCert as string } : {}),
     mutual,
   };
+}
+
+function restrictions(flag: string, values: string[] | undefined): Map<ApiGroup, Restriction> | undefined {
+  if (values === undefined) return undefined;
+  try {
+    return parseRestrictions(flag, values);
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
 }
 
 function pattern(flag: string, value: string): RegExp {

@@ -110,6 +110,8 @@ const WORKING: Record<string, string> = {
   '--model-load-thread-count': '2',
   '--model-config-name': 'h100',
   '--model-load-retry-count': '1',
+  '--http-restricted-api': 'model-repository:admin-key=secret',
+  '--grpc-restricted-protocol': 'model-repository:admin-key=secret',
   '--http-header-forward-pattern': 'x-.*',
   '--grpc-header-forward-pattern': 'x-.*',
   '--allow-http': 'true',
@@ -172,12 +174,6 @@ const INERT: Record<string, string> = {
   '--response-cache-byte-size': '1048576',
 };
 
-/** Refused with a message (accepting them would serve without the protection they ask for). */
-const REFUSED: Record<string, string> = {
-  '--http-restricted-api': 'model-repository:admin-key=secret',
-  '--grpc-restricted-protocol': 'model-repository:admin-key=secret',
-};
-
 /** Given by the test helper, by this test in another form, or in grpc-tls.test.ts (TLS needs certificates). */
 const GIVEN_ELSEWHERE = [
   '--grpc-server-cert',
@@ -200,12 +196,12 @@ beforeAll(() => ensureBuilt());
 describe('tritonserver 2.51 flags', () => {
   it('accounts for every flag tritonserver lists', () => {
     const all = Object.values(TRITON_251).flat();
-    const covered = new Set([...Object.keys(WORKING), ...Object.keys(INERT), ...Object.keys(REFUSED), ...GIVEN_ELSEWHERE, ...NOT_HERE]);
+    const covered = new Set([...Object.keys(WORKING), ...Object.keys(INERT), ...GIVEN_ELSEWHERE, ...NOT_HERE]);
     expect(all.filter((f) => !covered.has(f))).toEqual([]);
     expect([...covered].filter((f) => !all.includes(f))).toEqual([]);
   });
 
-  it('lists every flag in --help under tritonserver’s group, and marks the inert and refused ones', () => {
+  it('lists every flag in --help under tritonserver’s group, and marks the inert ones', () => {
     const r = cli('--help');
     expect(r.status).toBe(0);
     const groupOf = new Map<string, string>();
@@ -224,7 +220,6 @@ describe('tritonserver 2.51 flags', () => {
       for (const f of flags) expect(`${f}: ${groupOf.get(f)}`).toBe(`${f}: ${g}`);
     }
     for (const f of Object.keys(INERT)) expect(lineOf.get(f)).toContain('accepted, no effect:');
-    for (const f of Object.keys(REFUSED)) expect(lineOf.get(f)).toContain('refused:');
     for (const f of Object.keys(WORKING)) expect(lineOf.get(f)).not.toMatch(/no effect|refused/);
   });
 
@@ -261,12 +256,6 @@ describe('tritonserver 2.51 flags', () => {
       expect(warnings).toHaveLength(Object.keys(INERT).length);
       for (const l of warnings) expect(l).toMatch(/^W\d{4} /);
     });
-  });
-
-  it.each(Object.entries(REFUSED))('refuses %s with a message saying why', (flag, value) => {
-    const r = cli('--model-repository=/nonexistent', `${flag}=${value}`);
-    expect(r.status).toBe(2);
-    expect(r.stderr).toContain(`${flag}=${value} is refused: tritium cannot restrict APIs by header`);
   });
 
   it('says nothing for inert flags given the value that is tritium’s behaviour', async () => {

@@ -68,6 +68,14 @@ export const extensions = {
     text: 'Attempting to set invalid trace setting :trace file name is not given',
     when: 'A trace settings update turns tracing on while no trace file was given at start-up (--trace-config triton,file=<path>); Triton 2.51 text.',
   }),
+  apiRestricted: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'This {what} is restricted, expecting header {header}',
+      when: "A request to an API group --http-restricted-api / --grpc-restricted-protocol restricts lacks the header with its value ({what}: 'API' over HTTP, answered 403 as Triton does; 'protocol' over gRPC, UNAVAILABLE). Triton 2.51 texts.",
+    },
+    (what: 'API' | 'protocol', header: string) => ({ what, header: `'${header}'` }),
+  ),
   traceFileUpdate: fixed({
     code: UNSUPPORTED,
     text: 'trace file location can not be updated through network protocol',

@@ -20,6 +20,8 @@ import { addServiceRoutes } from './service.js';
 import { toStatusError } from './status.js';
 import { Errors } from '../../core/errors.js';
 import type { KeepaliveOptions } from './transport/keepalive.js';
+import type { StatusError } from './transport/status.js';
+import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
 import { createTransport, type Route, type TlsOptions, type Transport } from './transport/server.js';
 
 export interface GrpcServerOptions {
@@ -36,6 +38,8 @@ export interface GrpcServerOptions {
   keepalive?: KeepaliveOptions;
   /** `--grpc-header-forward-pattern`. */
   headerForward?: RegExp;
+  /** `--grpc-restricted-protocol`: the header each restricted API group needs. */
+  restricted?: ReadonlyMap<ApiGroup, Restriction>;
   /** `--grpc-use-ssl` / `--grpc-use-ssl-mutual` with their certificate files, read. */
   tls?: TlsOptions;
 }
@@ -48,6 +52,39 @@ export interface GrpcServerHandle {
 }
 
 export const DEFAULT_GRPC_MAX_MESSAGE_SIZE = 2 ** 31 - 1;
+
+/** The API group of each method, as tritonserver 2.51 groups them for --grpc-restricted-protocol. */
+const GROUP_OF_METHOD: Record<string, ApiGroup> = {
+  ServerLive: 'health',
+  ServerReady: 'health',
+  ModelReady: 'health',
+  Check: 'health',
+  ServerMetadata: 'metadata',
+  ModelMetadata: 'metadata',
+  ModelInfer: 'inference',
+  ModelStreamInfer: 'inference',
+  ModelConfig: 'model-config',
+  ModelStatistics: 'statistics',
+  RepositoryIndex: 'model-repository',
+  RepositoryModelLoad: 'model-repository',
+  RepositoryModelUnload: 'model-repository',
+  SystemSharedMemoryStatus: 'shared-memory',
+  SystemSharedMemoryRegister: 'shared-memory',
+  SystemSharedMemoryUnregister: 'shared-memory',
+  CudaSharedMemoryStatus: 'shared-memory',
+  CudaSharedMemoryRegister: 'shared-memory',
+  CudaSharedMemoryUnregister: 'shared-memory',
+  TraceSetting: 'trace',
+  LogSettings: 'logging',
+};
+
+function restrictBy(restricted: ReadonlyMap<ApiGroup, Restriction>) {
+  return (path: string, headers: Record<string, string | string[] | undefined>): StatusError | undefined => {
+    const group = GROUP_OF_METHOD[path.slice(path.lastIndexOf('/') + 1)];
+    const header = group === undefined ? undefined : missingHeader(restricted.get(group), headers, 'triton-grpc-protocol-');
+    return header === undefined ? undefined : toStatusError(Errors.apiRestricted('protocol', header));
+  };
+}
 
 export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions): Promise<GrpcServerHandle> {
   const ctx: GrpcContext = {
@@ -67,6 +104,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
     ...(opts.tls ? { tls: opts.tls } : {}),
+    ...(opts.restricted ? { restrict: restrictBy(opts.restricted) } : {}),
   });
 
   const port = await new Promise<number>((resolve, reject) => {

@@ -5,6 +5,7 @@
  * response object pair per request; for a model server whose requests are small and many, that
  * machinery was a large share of the CPU each request costs (docs/design.md, "HTTP").
  */
+import type { ApiGroup, Restriction } from '../restricted-api.js';
 import net from 'node:net';
 import os from 'node:os';
 import type { AddressInfo, Socket } from 'node:net';
@@ -28,6 +29,8 @@ export interface HttpServerOptions {
   logSettings?: LogSettingsStore;
   /** `--http-header-forward-pattern`. */
   headerForward?: RegExp;
+  /** `--http-restricted-api`. */
+  restricted?: ReadonlyMap<ApiGroup, Restriction>;
 }
 
 export interface HttpServerHandle {
@@ -63,6 +66,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.headerForward ? { headerForward: opts.headerForward } : {}),
+    ...(opts.restricted ? { restricted: opts.restricted } : {}),
   };
   let closing = false;
   const connections = new Set<Connection>();

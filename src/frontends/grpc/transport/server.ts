@@ -43,6 +43,8 @@ export interface TransportOptions {
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
   keepalive?: KeepaliveOptions;
+  /** A status refusing a call to `path` with these headers (`--grpc-restricted-protocol`), or undefined. */
+  restrict?(path: string, headers: IncomingHttpHeaders): StatusError | undefined;
   /** TLS (`--grpc-use-ssl`); with `mutual`, clients must present a certificate `ca` signed. */
   tls?: TlsOptions;
 }
@@ -112,7 +114,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   });
   t.server.on('stream', (stream, headers) => {
     stream.on('error', () => {}); // reported to the call as a close
-    const refusal = checkRequest(routes, headers) ?? opts.refuseWith();
+    const refusal = checkRequest(routes, headers) ?? opts.refuseWith() ?? opts.restrict?.(headers[':path'] as string, headers);
     if (refusal !== undefined) {
       if (typeof refusal === 'number') respondHttpError(stream, refusal);
       else respondTrailersOnly(stream, refusal);
