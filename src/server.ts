@@ -267,6 +267,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           shutdownGraceMs: options.exitTimeoutSecs * 1000,
           keepalive: options.grpcKeepalive,
           ...(grpcTls ? { tls: grpcTls } : {}),
+          responseCompression: options.grpcResponseCompression,
           ...(options.grpcRestricted ? { restricted: options.grpcRestricted } : {}),
           ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
         }),

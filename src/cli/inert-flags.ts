@@ -63,14 +63,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     value: 'integer',
     why: 'gRPC request and response objects are allocated per call and reclaimed by the garbage collector; there is no pool to size',
   },
-  {
-    flag: '--grpc-infer-response-compression-level',
-    group: 'GRPC',
-    value: 'string',
-    placeholder: '<string>',
-    why: 'gRPC responses are sent uncompressed',
-    warnIf: (v) => v.toLowerCase() !== 'none',
-  },
   { flag: '--allow-sagemaker', group: 'Sagemaker', value: 'boolean', why: 'tritium has no SageMaker frontend', warnIf: isTrue },
   { flag: '--sagemaker-port', group: 'Sagemaker', value: 'integer', why: 'tritium has no SageMaker frontend' },
   {

@@ -66,6 +66,8 @@ export interface ServerOptions {
   /** `--http-restricted-api` / `--grpc-restricted-protocol`: the header each restricted API group needs. */
   httpRestricted: Map<ApiGroup, Restriction> | undefined;
   grpcRestricted: Map<ApiGroup, Restriction> | undefined;
+  /** `--grpc-infer-response-compression-level`. */
+  grpcResponseCompression: 'none' | 'low' | 'medium' | 'high';
   /** `--grpc-use-ssl[-mutual]` and the certificate files; undefined = plaintext. */
   grpcTls: { certFile: string; keyFile: string; caFile?: string; mutual: boolean } | undefined;
   /** `--model-load-retry-count`: further tries of a version that failed to load. */
@@ -394,6 +396,12 @@ export function buildCommand(): Command {
       .default(2 ** 31 - 1)
       .argParser(parseInteger('--grpc-max-message-size', 1, 2 ** 31 - 1)),
   );
+  add(
+    G.grpc,
+    new Option('--grpc-infer-response-compression-level <string>', 'none, low, medium or high: inference responses compressed with gzip or deflate')
+      .default('none')
+      .argParser(parseChoice('--grpc-infer-response-compression-level', ['none', 'low', 'medium', 'high'] as const)),
+  );
   add(G.grpc, new Option('--grpc-header-forward-pattern <string>', 'gRPC metadata whose name matches this regular expression become request parameters'));
   inertIn(G.grpc);
   inertIn(G.sagemaker);
@@ -566,6 +574,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     modelConfigName: o.modelConfigName ?? '',
     modelLoadRetryCount: o.modelLoadRetryCount,
     grpcTls: grpcTlsOf(o, warnings),
+    grpcResponseCompression: o.grpcInferResponseCompressionLevel,
     httpRestricted: restrictions('--http-restricted-api', o.httpRestrictedApi),
     grpcRestricted: restrictions('--grpc-restricted-protocol', o.grpcRestrictedProtocol),
     httpHeaderForward: o.httpHeaderForwardPattern === undefined ? undefined : pattern('--http-header-forward-pattern', o.httpHeaderForwardPattern),

@@ -20,6 +20,7 @@ import { addServiceRoutes } from './service.js';
 import { toStatusError } from './status.js';
 import { Errors } from '../../core/errors.js';
 import type { KeepaliveOptions } from './transport/keepalive.js';
+import type { CompressionLevel } from './transport/response-compression.js';
 import type { StatusError } from './transport/status.js';
 import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
 import { createTransport, type Route, type TlsOptions, type Transport } from './transport/server.js';
@@ -38,6 +39,8 @@ export interface GrpcServerOptions {
   keepalive?: KeepaliveOptions;
   /** `--grpc-header-forward-pattern`. */
   headerForward?: RegExp;
+  /** `--grpc-infer-response-compression-level`. */
+  responseCompression?: CompressionLevel;
   /** `--grpc-restricted-protocol`: the header each restricted API group needs. */
   restricted?: ReadonlyMap<ApiGroup, Restriction>;
   /** `--grpc-use-ssl` / `--grpc-use-ssl-mutual` with their certificate files, read. */
@@ -98,12 +101,14 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
   const routes = new Map<string, Route>();
   addServiceRoutes(routes, GRPCInferenceService, inferenceHandlers, ctx);
   addServiceRoutes(routes, Health, { check: healthCheck }, ctx);
+  for (const method of ['ModelInfer', 'ModelStreamInfer']) routes.get(`/inference.GRPCInferenceService/${method}`)!.compressResponses = true;
   const refusal = toStatusError(Errors.shuttingDown());
   const transport = createTransport(routes, {
     maxMessageBytes: maxMessage,
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
     ...(opts.tls ? { tls: opts.tls } : {}),
+    ...(opts.responseCompression ? { responseCompression: opts.responseCompression } : {}),
     ...(opts.restricted ? { restrict: restrictBy(opts.restricted) } : {}),
   });
 

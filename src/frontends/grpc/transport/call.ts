@@ -5,6 +5,7 @@
  * as a single trailers-only HEADERS frame. A call ends exactly once: by its handler, by a
  * client cancel (RST_STREAM, a closed connection) or by its deadline.
  */
+import { compressed, type Algorithm } from './response-compression.js';
 import { EventEmitter } from 'node:events';
 import type { ServerHttp2Stream } from 'node:http2';
 import { frameMessage, messagePrefix } from './message-reader.js';
@@ -58,11 +59,20 @@ export abstract class BaseCall {
     }, ms);
   }
 
+  /** Compresses response messages with this algorithm (announced in `grpc-encoding`). */
+  compression: Algorithm | undefined;
+
   /** Writes one serialised response message. */
   sendMessage(payload: Uint8Array): void {
     if (this.#ended || this.stream.destroyed) return;
     this.#sendHeaders();
-    if (payload.length <= COPY_LIMIT) {
+    const packed = this.compression === undefined ? undefined : compressed(this.compression, payload);
+    if (packed !== undefined) {
+      const prefix = messagePrefix(packed.length, 0);
+      prefix[0] = 1; // the compressed flag
+      this.stream.write(prefix);
+      this.stream.write(packed);
+    } else if (payload.length <= COPY_LIMIT) {
       this.stream.write(frameMessage(payload));
     } else {
       this.stream.write(messagePrefix(payload.length, 0));
@@ -100,7 +110,9 @@ export abstract class BaseCall {
   #sendHeaders(): void {
     if (this.#headersSent) return;
     this.#headersSent = true;
-    this.stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    this.stream.respond(this.compression === undefined ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'grpc-encoding': this.compression }, {
+      waitForTrailers: true,
+    });
     this.stream.once('wantTrailers', () => this.stream.sendTrailers(this.#trailers));
   }
 

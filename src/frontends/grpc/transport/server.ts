@@ -17,6 +17,7 @@ import {
 } from 'node:http2';
 import { inflateSync, gunzipSync } from 'node:zlib';
 import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
+import { algorithmFor, type CompressionLevel } from './response-compression.js';
 import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
@@ -24,6 +25,8 @@ import { GrpcStatus, StatusError } from './status.js';
 
 export interface UnaryRoute {
   kind: 'unary';
+  /** Responses may be compressed (`--grpc-infer-response-compression-level`: inference only). */
+  compressResponses?: boolean;
   decode(bytes: Buffer): unknown;
   /** Answers with `call.sendLast` / `call.sendStatus`, now or later. */
   run(call: UnaryCall): void;
@@ -31,6 +34,7 @@ export interface UnaryRoute {
 
 export interface BidiRoute {
   kind: 'bidi';
+  compressResponses?: boolean;
   decode(bytes: Buffer): unknown;
   run(call: DuplexCall): void;
 }
@@ -43,6 +47,8 @@ export interface TransportOptions {
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
   keepalive?: KeepaliveOptions;
+  /** `--grpc-infer-response-compression-level` for the routes that allow it. */
+  responseCompression?: CompressionLevel;
   /** A status refusing a call to `path` with these headers (`--grpc-restricted-protocol`), or undefined. */
   restrict?(path: string, headers: IncomingHttpHeaders): StatusError | undefined;
   /** TLS (`--grpc-use-ssl`); with `mutual`, clients must present a certificate `ca` signed. */
@@ -130,6 +136,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     };
     const metadata = new Metadata(headers);
     const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended) : new DuplexCall(stream, metadata, ended);
+    if (route.compressResponses && opts.responseCompression) call.compression = algorithmFor(opts.responseCompression, headers['grpc-accept-encoding']);
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
