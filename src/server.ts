@@ -17,6 +17,8 @@ import { recoveryFds } from './core/instance/fd-reserve.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { CustomMetrics } from './core/custom-metrics.js';
+import { TraceSettingsStore } from './core/extensions/trace-settings.js';
+import { Tracer } from './core/trace/tracer.js';
 import { InferenceServer } from './core/inference-server.js';
 import { modelTable, optionsTable } from './core/startup-tables.js';
 import type { PendingRequest } from './core/scheduling/types.js';
@@ -27,12 +29,14 @@ import { PythonBackend } from './backends/python/backend.js';
 import { loadNative } from './backends/python/ipc/native.js';
 import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
+import type { TlsOptions } from './frontends/grpc/transport/server.js';
 import { startHttpServer } from './frontends/http/server.js';
 import { Metrics } from './frontends/metrics/metrics.js';
 import { metricsObserver } from './frontends/metrics/observer.js';
 import { startMetricsServer } from './frontends/metrics/server.js';
 import { checkListeners, listenFailure, type Listener } from './frontends/listen-check.js';
 import fs from 'node:fs';
+import { createSecureContext } from 'node:tls';
 
 export interface RunningServer {
   core: InferenceServer;
@@ -111,6 +115,31 @@ async function listening<T>(l: Listener, start: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The certificate files of `--grpc-use-ssl`, read before any model loads. */
+function readGrpcTls(options: ServerOptions): TlsOptions | undefined {
+  const t = options.grpcTls;
+  if (t === undefined) return undefined;
+  const read = (flag: string, file: string): Buffer => {
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      throw new StartupError(`cannot read ${flag}=${file}: ${(err as Error).message}`);
+    }
+  };
+  const tlsOptions: TlsOptions = {
+    cert: read('--grpc-server-cert', t.certFile),
+    key: read('--grpc-server-key', t.keyFile),
+    ...(t.caFile ? { ca: read('--grpc-root-cert', t.caFile) } : {}),
+    mutual: t.mutual,
+  };
+  try {
+    createSecureContext({ cert: tlsOptions.cert, key: tlsOptions.key, ...(tlsOptions.ca ? { ca: tlsOptions.ca } : {}) });
+  } catch (err) {
+    throw new StartupError(`--grpc-server-cert / --grpc-server-key / --grpc-root-cert: not a usable PEM certificate and key (${(err as Error).message})`);
+  }
+  return tlsOptions;
+}
+
 /** tritonserver's check of each repository path, with the flag named (docs/protocol-notes.md, "Command line"). */
 function checkRepositories(repositories: readonly string[]): void {
   for (const repo of repositories) {
@@ -128,6 +157,7 @@ function checkRepositories(repositories: readonly string[]): void {
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
   const log = logger ?? createLogger(logSettingsOf(options));
   checkRepositories(options.modelRepositories);
+  const grpcTls = options.allowGrpc ? readGrpcTls(options) : undefined;
   const listeners = listenersOf(options);
   // Before any model loads (they may take minutes): every frontend can listen where asked.
   const cannotListen = await checkListeners([listeners.grpc, listeners.http, listeners.metrics].filter((l) => l !== undefined));
@@ -179,6 +209,8 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     observer: { ...metricsObserver(metrics), executing: executingLogger(log) },
     drainTimeoutMs: options.exitTimeoutSecs * 1000,
     loadThreadCount: options.modelLoadThreadCount,
+    configName: options.modelConfigName,
+    loadRetryCount: options.modelLoadRetryCount,
   });
   const native = loadNative();
   const core = new InferenceServer(models, {
@@ -186,6 +218,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     strictReadiness: options.strictReadiness,
     shmMapper: { open: (key) => native.openShm(key), release: (m) => native.releaseShm(m) },
     modelControlMode: options.modelControlMode,
+    tracer: new Tracer(new TraceSettingsStore(options.traceSettings)),
   });
 
   const killAll = () => {
@@ -238,6 +271,10 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           shutdownGraceMs: options.exitTimeoutSecs * 1000,
           keepalive: options.grpcKeepalive,
           ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
+          ...(grpcTls ? { tls: grpcTls } : {}),
+          responseCompression: options.grpcResponseCompression,
+          ...(options.grpcRestricted ? { restricted: options.grpcRestricted } : {}),
+          ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
         }),
       );
       closables.push(grpc);
@@ -257,6 +294,8 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           logSettings,
           ...(options.httpMaxConnections !== undefined ? { maxConnections: options.httpMaxConnections } : {}),
           idleTimeoutMs: options.httpIdleTimeoutSecs * 1000,
+          ...(options.httpHeaderForward ? { headerForward: options.httpHeaderForward } : {}),
+          ...(options.httpRestricted ? { restricted: options.httpRestricted } : {}),
         }),
       );
       closables.push(http);
@@ -294,6 +333,8 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     models.stopSchedulers();
     await models.unloadAll(Math.max(1000, deadline - Date.now()));
     await Promise.race([closing, new Promise((r) => setTimeout(r, 1000))]);
+    // Traces not yet written (log_frequency 0 writes them all now, as Triton at exit).
+    core.tracer.flush();
     return code;
   };
   return running;

@@ -30,19 +30,6 @@ const NO_GPU = 'tritium runs models on the CPU and manages no GPU memory';
 
 export const INERT_FLAGS: readonly InertFlag[] = [
   {
-    flag: '--model-config-name',
-    group: 'Model Repository',
-    value: 'string',
-    why: 'each model loads its config.pbtxt; configuration files under configs/ are not read',
-  },
-  {
-    flag: '--model-load-retry-count',
-    group: 'Model Repository',
-    value: 'integer',
-    why: 'a model that fails to load is not retried',
-    warnIf: (v) => Number(v) !== 0,
-  },
-  {
     flag: '--model-namespacing',
     group: 'Model Repository',
     value: 'boolean',
@@ -58,12 +45,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     warnIf: isTrue,
   },
   {
-    flag: '--http-header-forward-pattern',
-    group: 'HTTP',
-    value: 'string',
-    why: 'HTTP headers are not forwarded as request parameters',
-  },
-  {
     flag: '--http-thread-count',
     group: 'HTTP',
     value: 'integer',
@@ -77,33 +58,11 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     warnIf: isTrue,
   },
   {
-    flag: '--grpc-header-forward-pattern',
-    group: 'GRPC',
-    value: 'string',
-    why: 'gRPC metadata is not forwarded as request parameters',
-  },
-  {
     flag: '--grpc-infer-allocation-pool-size',
     group: 'GRPC',
     value: 'integer',
     why: 'gRPC request and response objects are allocated per call and reclaimed by the garbage collector; there is no pool to size',
   },
-  {
-    flag: '--grpc-infer-response-compression-level',
-    group: 'GRPC',
-    value: 'string',
-    placeholder: '<string>',
-    why: 'gRPC responses are sent uncompressed',
-    warnIf: (v) => v.toLowerCase() !== 'none',
-  },
-  {
-    flag: '--grpc-server-cert',
-    group: 'GRPC',
-    value: 'string',
-    why: 'tritium serves gRPC in plaintext only (--grpc-use-ssl=true is refused)',
-  },
-  { flag: '--grpc-server-key', group: 'GRPC', value: 'string', why: 'tritium serves gRPC in plaintext only (--grpc-use-ssl=true is refused)' },
-  { flag: '--grpc-root-cert', group: 'GRPC', value: 'string', why: 'tritium serves gRPC in plaintext only (--grpc-use-ssl=true is refused)' },
   { flag: '--allow-sagemaker', group: 'Sagemaker', value: 'boolean', why: 'tritium has no SageMaker frontend', warnIf: isTrue },
   { flag: '--sagemaker-port', group: 'Sagemaker', value: 'integer', why: 'tritium has no SageMaker frontend' },
   {
@@ -124,14 +83,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     value: 'boolean',
     why: 'tritium reads no GPU metrics (no NVML); the nv_gpu_* families are absent',
     warnIf: isTrue,
-  },
-  {
-    flag: '--trace-config',
-    group: 'Tracing',
-    value: 'string',
-    placeholder: '<<string>,<string>=<string>>',
-    repeatable: true,
-    why: 'tritium writes no traces; tracing stays OFF',
   },
   {
     flag: '--backend-directory',
@@ -202,11 +153,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     why: NO_GPU,
   },
   { flag: '--response-cache-byte-size', group: 'DEPRECATED', value: 'integer', why: 'tritium has no response cache' },
-  { flag: '--trace-file', group: 'DEPRECATED', value: 'string', why: 'tritium writes no traces' },
-  { flag: '--trace-level', group: 'DEPRECATED', value: 'string', repeatable: true, why: 'tritium writes no traces; tracing stays OFF' },
-  { flag: '--trace-rate', group: 'DEPRECATED', value: 'integer', why: 'tritium writes no traces' },
-  { flag: '--trace-count', group: 'DEPRECATED', value: 'integer', why: 'tritium writes no traces' },
-  { flag: '--trace-log-frequency', group: 'DEPRECATED', value: 'integer', why: 'tritium writes no traces' },
 ];
 
 function isTrue(v: string): boolean {

@@ -9,6 +9,9 @@ import { TRITIUM_VERSION } from '../core/inference-server.js';
 import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
+import { headerPattern } from '../frontends/header-forward.js';
+import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
+import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 
 export interface PythonBackendOptions {
@@ -66,6 +69,20 @@ export interface ServerOptions {
   startupModels: string[];
   /** `--repository-poll-secs` (poll mode; 0 = never rescan). */
   repositoryPollSecs: number;
+  /** `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, compiled. */
+  httpHeaderForward: RegExp | undefined;
+  grpcHeaderForward: RegExp | undefined;
+  /** `--http-restricted-api` / `--grpc-restricted-protocol`: the header each restricted API group needs. */
+  httpRestricted: Map<ApiGroup, Restriction> | undefined;
+  grpcRestricted: Map<ApiGroup, Restriction> | undefined;
+  /** `--grpc-infer-response-compression-level`. */
+  grpcResponseCompression: 'none' | 'low' | 'medium' | 'high';
+  /** `--grpc-use-ssl[-mutual]` and the certificate files; undefined = plaintext. */
+  grpcTls: { certFile: string; keyFile: string; caFile?: string; mutual: boolean } | undefined;
+  /** `--model-load-retry-count`: further tries of a version that failed to load. */
+  modelLoadRetryCount: number;
+  /** `--model-config-name` ('' = every model's config.pbtxt). */
+  modelConfigName: string;
   /** `--model-load-thread-count`: models loading at once at start-up. */
   modelLoadThreadCount: number;
   /** `--grpc-keepalive-*`, `--grpc-http2-*`, `--grpc-max-connection-age*`. */
@@ -75,6 +92,8 @@ export interface ServerOptions {
   metricsIntervalMs: number;
   /** `--metrics-config=counter_latencies=<bool>`: the `_duration_us` counters. */
   metricsCounterLatencies: boolean;
+  /** `--trace-config` (and the deprecated `--trace-*` flags) as the trace extension's initial settings. */
+  traceSettings: TraceSettings;
   /** `--host-policy`: the CPUs of each policy name (cli/host-policy.ts). */
   hostPolicies: Map<string, number[]>;
   /** One line per flag given that has no effect here (cli/inert-flags.ts); logged at start-up. */
@@ -132,15 +151,6 @@ function parseChoice<T extends string>(flag: string, choices: readonly T[]) {
   };
 }
 
-/** A flag tritium takes only with the value that is its behaviour (e.g. plaintext gRPC). */
-function parseOnlyFalse(flag: string, why: string) {
-  const bool = parseBool(flag);
-  return (v: string): boolean => {
-    if (bool(v)) throw new InvalidArgumentError(`${flag}=${v} is refused: ${why}.`);
-    return false;
-  };
-}
-
 /** `--metrics-config=<setting>=<value>` (repeatable). */
 function parseSetting(flag: string) {
   return (value: string, previous: Array<[string, string]> | undefined): Array<[string, string]> => {
@@ -157,6 +167,20 @@ function parseFloatFlag(flag: string, min: number) {
     if (n < min) throw new InvalidArgumentError(`${flag} must be at least ${min}, got ${n}.`);
     return n;
   };
+}
+
+/** `--trace-config [<mode>,]<setting>=<value>` (repeatable): [mode, setting, value]. */
+function parseTraceConfig(value: string, previous: Array<[string, string, string]> | undefined): Array<[string, string, string]> {
+  const m = /^(?:(triton|opentelemetry),)?([^,=]+)=(.*)$/.exec(value);
+  if (!m) throw new InvalidArgumentError(`--trace-config expects [triton|opentelemetry,]<setting>=<value>, got '${value}'.`);
+  const [, mode = '', key, v] = m as unknown as [string, string | undefined, string, string];
+  if (mode === '' && key === 'level' && !['OFF', 'TIMESTAMPS', 'TENSORS'].includes(v.toUpperCase())) {
+    throw new InvalidArgumentError(`--trace-config level expects OFF, TIMESTAMPS or TENSORS, got '${v}'.`);
+  }
+  if (((mode === '' && (key === 'rate' || key === 'count')) || (mode === 'triton' && key === 'log-frequency')) && !/^-?\d+$/.test(v)) {
+    throw new InvalidArgumentError(`--trace-config ${mode ? `${mode},` : ''}${key} expects an integer, got '${v}'.`);
+  }
+  return [...(previous ?? []), [mode, key, v]];
 }
 
 /** The value checks of an inert flag: its type as tritonserver parses it, nothing more. */
@@ -193,9 +217,6 @@ const G = {
   memory: 'Memory/Device Management:',
   deprecated: 'DEPRECATED:',
 } as const;
-
-const PLAINTEXT = 'tritium serves gRPC in plaintext only';
-const UNRESTRICTED = 'tritium cannot restrict APIs by header, and will not serve them unrestricted instead';
 
 export function buildCommand(): Command {
   const cmd = new Command('tritium')
@@ -259,6 +280,20 @@ export function buildCommand(): Command {
   add(G.repository, new Option('--load-model <string>', 'model to load at start-up in explicit mode (repeatable; * = all)').argParser(collect));
   add(
     G.repository,
+    new Option('--model-config-name <string>', "load each model's configs/<name>.pbtxt where it has one, else its config.pbtxt").argParser((v: string) => {
+      // tritonserver's rule: the name has no space.
+      if (v === '' || /\s/.test(v)) throw new InvalidArgumentError(`--model-config-name must be a name without spaces, got '${v}'.`);
+      return v;
+    }),
+  );
+  add(
+    G.repository,
+    new Option('--model-load-retry-count <integer>', 'further tries of a model version that failed to load')
+      .default(0)
+      .argParser(parseInteger('--model-load-retry-count', 0)),
+  );
+  add(
+    G.repository,
     new Option('--model-load-thread-count <integer>', 'how many models load at once at start-up')
       .default(4)
       .argParser(parseInteger('--model-load-thread-count', 1)),
@@ -270,9 +305,10 @@ export function buildCommand(): Command {
   add(G.http, new Option('--http-port <integer>', 'HTTP port').default(8000).argParser(port('--http-port')));
   add(
     G.http,
-    new Option('--http-restricted-api <<string>:<string>=<string>>', `refused: ${UNRESTRICTED}`).argParser((v: string) => {
-      throw new InvalidArgumentError(`--http-restricted-api=${v} is refused: ${UNRESTRICTED}.`);
-    }),
+    new Option(
+      '--http-restricted-api <<string>:<string>=<string>>',
+      '<api>[,<api>...]:<key>=<value>: those APIs answer only requests with that header (repeatable)',
+    ).argParser(collect),
   );
   add(
     G.http,
@@ -311,13 +347,27 @@ export function buildCommand(): Command {
       .default(256 * MIB)
       .argParser(parseInteger('--http-max-json-output-size', 1)),
   );
+  add(G.http, new Option('--http-header-forward-pattern <string>', 'HTTP headers whose name matches this regular expression become request parameters'));
   inertIn(G.http);
 
   add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
   add(G.grpc, new Option('--grpc-address <string>', 'gRPC listen address').default('0.0.0.0'));
   add(G.grpc, new Option('--grpc-port <integer>', 'gRPC port').default(8001).argParser(port('--grpc-port')));
-  add(G.grpc, new Option('--grpc-use-ssl <boolean>', `only false: ${PLAINTEXT}`).argParser(parseOnlyFalse('--grpc-use-ssl', PLAINTEXT)));
-  add(G.grpc, new Option('--grpc-use-ssl-mutual <boolean>', `only false: ${PLAINTEXT}`).argParser(parseOnlyFalse('--grpc-use-ssl-mutual', PLAINTEXT)));
+  add(
+    G.grpc,
+    new Option('--grpc-use-ssl <boolean>', 'serve gRPC over TLS (needs --grpc-server-cert and --grpc-server-key)')
+      .default(false)
+      .argParser(parseBool('--grpc-use-ssl')),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-use-ssl-mutual <boolean>', 'TLS, and clients must present a certificate signed by --grpc-root-cert')
+      .default(false)
+      .argParser(parseBool('--grpc-use-ssl-mutual')),
+  );
+  add(G.grpc, new Option('--grpc-server-cert <string>', 'PEM server certificate (with --grpc-use-ssl)'));
+  add(G.grpc, new Option('--grpc-server-key <string>', 'PEM server key (with --grpc-use-ssl)'));
+  add(G.grpc, new Option('--grpc-root-cert <string>', 'PEM root certificate client certificates must be signed by (with --grpc-use-ssl-mutual)'));
   const ka = KEEPALIVE_DEFAULTS;
   add(
     G.grpc,
@@ -369,9 +419,10 @@ export function buildCommand(): Command {
   );
   add(
     G.grpc,
-    new Option('--grpc-restricted-protocol <<string>:<string>=<string>>', `refused: ${UNRESTRICTED}`).argParser((v: string) => {
-      throw new InvalidArgumentError(`--grpc-restricted-protocol=${v} is refused: ${UNRESTRICTED}.`);
-    }),
+    new Option(
+      '--grpc-restricted-protocol <<string>:<string>=<string>>',
+      '<api>[,<api>...]:<key>=<value>: those APIs answer only calls with metadata triton-grpc-protocol-<key> (repeatable)',
+    ).argParser(collect),
   );
   add(
     G.grpc,
@@ -386,6 +437,13 @@ export function buildCommand(): Command {
       'tritium: client connections kept open; past it a new one replaces the oldest idle one (default: from the descriptor limit; 0 = no limit)',
     ).argParser(parseInteger('--grpc-max-connections', 0)),
   );
+  add(
+    G.grpc,
+    new Option('--grpc-infer-response-compression-level <string>', 'none, low, medium or high: inference responses compressed with gzip or deflate')
+      .default('none')
+      .argParser(parseChoice('--grpc-infer-response-compression-level', ['none', 'low', 'medium', 'high'] as const)),
+  );
+  add(G.grpc, new Option('--grpc-header-forward-pattern <string>', 'gRPC metadata whose name matches this regular expression become request parameters'));
   inertIn(G.grpc);
   inertIn(G.sagemaker);
   inertIn(G.vertex);
@@ -405,7 +463,13 @@ export function buildCommand(): Command {
     ),
   );
   inertIn(G.metrics);
-  inertIn(G.tracing);
+  add(
+    G.tracing,
+    new Option(
+      '--trace-config <<string>,<string>=<string>>',
+      'trace setting: level=OFF|TIMESTAMPS, rate=N, count=N, triton,file=<path>, triton,log-frequency=N (repeatable)',
+    ).argParser(parseTraceConfig),
+  );
 
   add(
     G.backend,
@@ -427,6 +491,13 @@ export function buildCommand(): Command {
     G.deprecated,
     new Option('--strict-model-config <boolean>', 'deprecated: true disables auto-complete of model configs').argParser(parseBool('--strict-model-config')),
   );
+  const deprecatedTrace = (flag: string, to: string, value: string) =>
+    add(G.deprecated, new Option(`${flag} <${value}>`, `deprecated: --trace-config ${to}=<value>`).argParser(collect));
+  deprecatedTrace('--trace-file', 'triton,file', 'string');
+  deprecatedTrace('--trace-level', 'level', 'string');
+  deprecatedTrace('--trace-rate', 'rate', 'integer');
+  deprecatedTrace('--trace-count', 'count', 'integer');
+  deprecatedTrace('--trace-log-frequency', 'triton,log-frequency', 'integer');
   inertIn(G.deprecated);
   cmd.exitOverride();
   return cmd;
@@ -546,6 +617,14 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     startupModels,
     repositoryPollSecs: o.repositoryPollSecs,
     modelLoadThreadCount: o.modelLoadThreadCount,
+    modelConfigName: o.modelConfigName ?? '',
+    modelLoadRetryCount: o.modelLoadRetryCount,
+    grpcTls: grpcTlsOf(o, warnings),
+    grpcResponseCompression: o.grpcInferResponseCompressionLevel,
+    httpRestricted: restrictions('--http-restricted-api', o.httpRestrictedApi),
+    grpcRestricted: restrictions('--grpc-restricted-protocol', o.grpcRestrictedProtocol),
+    httpHeaderForward: o.httpHeaderForwardPattern === undefined ? undefined : pattern('--http-header-forward-pattern', o.httpHeaderForwardPattern),
+    grpcHeaderForward: o.grpcHeaderForwardPattern === undefined ? undefined : pattern('--grpc-header-forward-pattern', o.grpcHeaderForwardPattern),
     grpcKeepalive: {
       timeMs: o.grpcKeepaliveTime,
       timeoutMs: o.grpcKeepaliveTimeout,
@@ -560,6 +639,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     metricsIntervalMs: o.metricsIntervalMs,
     metricsCounterLatencies,
     hostPolicies,
+    traceSettings: traceSettingsOf(o, warnings),
     warnings,
     python: {
       shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),
@@ -584,6 +664,64 @@ function metricsConfig(entries: Array<[string, string]>, warnings: string[]): bo
     else warnings.push(`--metrics-config=${key}=${value} has no effect in tritium: only counter_latencies is read (no summary or histogram latencies)`);
   }
   return counterLatencies;
+}
+
+/** The trace settings the flags give; settings of the opentelemetry mode are one warning each. */
+function traceSettingsOf(o: Record<string, unknown>, warnings: string[]): TraceSettings {
+  const entries: Array<[string, string, string]> = [];
+  const last = (v: unknown) => (v as string[] | undefined)?.at(-1);
+  if (last(o.traceFile) !== undefined) entries.push(['triton', 'file', last(o.traceFile)!]);
+  for (const l of (o.traceLevel as string[] | undefined) ?? []) entries.push(['', 'level', l]);
+  if (last(o.traceRate) !== undefined) entries.push(['', 'rate', last(o.traceRate)!]);
+  if (last(o.traceCount) !== undefined) entries.push(['', 'count', last(o.traceCount)!]);
+  if (last(o.traceLogFrequency) !== undefined) entries.push(['triton', 'log-frequency', last(o.traceLogFrequency)!]);
+  for (const e of (o.traceConfig as Array<[string, string, string]> | undefined) ?? []) {
+    if (e[0] === 'opentelemetry' || (e[1] === 'mode' && e[2] !== 'triton')) {
+      warnings.push(`--trace-config=${e[0] ? `${e[0]},` : ''}${e[1]}=${e[2]} has no effect in tritium: it writes Triton-mode traces (TIMESTAMPS) only`);
+    } else entries.push(e);
+  }
+  return traceSettingsFromFlags(entries);
+}
+
+/** TLS for gRPC, as tritonserver takes it: mutual implies TLS; the files are needed only then. */
+function grpcTlsOf(o: Record<string, unknown>, warnings: string[]): ServerOptions['grpcTls'] {
+  const mutual = o.grpcUseSslMutual === true;
+  const files: Array<[string, unknown]> = [
+    ['--grpc-server-cert', o.grpcServerCert],
+    ['--grpc-server-key', o.grpcServerKey],
+    ['--grpc-root-cert', o.grpcRootCert],
+  ];
+  if (o.grpcUseSsl !== true && !mutual) {
+    for (const [flag, v] of files) if (v !== undefined) warnings.push(`${flag}=${String(v)} is ignored: --grpc-use-ssl is false (gRPC is served in plaintext)`);
+    return undefined;
+  }
+  const flag = mutual ? '--grpc-use-ssl-mutual=true' : '--grpc-use-ssl=true';
+  if (o.grpcServerCert === undefined || o.grpcServerKey === undefined) throw new OptionsError(`${flag} needs --grpc-server-cert and --grpc-server-key.`);
+  if (mutual && o.grpcRootCert === undefined)
+    throw new OptionsError(`${flag} needs --grpc-root-cert (the certificate client certificates are checked against).`);
+  return {
+    certFile: o.grpcServerCert as string,
+    keyFile: o.grpcServerKey as string,
+    ...(o.grpcRootCert !== undefined ? { caFile: o.grpcRootCert as string } : {}),
+    mutual,
+  };
+}
+
+function restrictions(flag: string, values: string[] | undefined): Map<ApiGroup, Restriction> | undefined {
+  if (values === undefined) return undefined;
+  try {
+    return parseRestrictions(flag, values);
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
+}
+
+function pattern(flag: string, value: string): RegExp {
+  try {
+    return headerPattern(flag, value);
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
 }
 
 /** One warning per inert flag given on the command line (cli/inert-flags.ts). */

@@ -3,6 +3,8 @@
  * The core behind every frontend: lifecycle state (live, ready, exiting), model lookup,
  * inference entry point, statistics and the repository index.
  */
+import { TraceSettingsStore } from './extensions/trace-settings.js';
+import { Tracer } from './trace/tracer.js';
 import { asTritonError, Errors } from './errors.js';
 import { SystemSharedMemory, type ShmMapper } from './extensions/shared-memory.js';
 import type { InferRequest, ResponseSink } from './inference.js';
@@ -16,8 +18,8 @@ export const TRITIUM_VERSION = '2.73.0';
 
 /**
  * Extensions in Triton's order (perf_analyzer looks for "statistics"), only those that work:
- * not `sequence` (sequence batching is refused at load), `cuda_shared_memory` (no CUDA IPC) or
- * `trace` (no traces are written; the trace endpoints answer with tracing OFF).
+ * not `sequence` (sequence batching is refused at load) or `cuda_shared_memory` (no CUDA IPC).
+ * `trace` writes Triton-mode TIMESTAMPS traces (core/trace/).
  */
 const EXTENSIONS = [
   'classification',
@@ -29,18 +31,21 @@ const EXTENSIONS = [
   'binary_tensor_data',
   'parameters',
   'statistics',
+  'trace',
   'logging',
 ];
 
 export class InferenceServer implements ServerCore {
   private state: 'initializing' | 'ready' | 'exiting' = 'initializing';
   readonly systemSharedMemory: SystemSharedMemory;
+  readonly tracer: Tracer;
 
   constructor(
     readonly models: ModelManager,
-    private readonly o: { serverId: string; strictReadiness: boolean; shmMapper?: ShmMapper; modelControlMode?: 'none' | 'poll' | 'explicit' },
+    private readonly o: { serverId: string; strictReadiness: boolean; shmMapper?: ShmMapper; modelControlMode?: 'none' | 'poll' | 'explicit'; tracer?: Tracer },
   ) {
     this.systemSharedMemory = new SystemSharedMemory(o.shmMapper);
+    this.tracer = o.tracer ?? new Tracer(new TraceSettingsStore());
   }
 
   markReady(): void {

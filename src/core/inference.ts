@@ -4,6 +4,7 @@
  * frontend turns its wire message into an `InferRequest`; the core validates and schedules it;
  * a backend produces `InferResponse`s that go back through the `ResponseSink` the frontend gave.
  */
+import type { RequestTrace } from './trace/request-trace.js';
 import type { CancelSignal } from './cancellation.js';
 import type { TritonError } from './errors.js';
 import type { Tensor } from './tensor.js';
@@ -41,6 +42,8 @@ export interface InferRequest {
    * statistics this way (docs/protocol-notes.md, "Ensembles"). Never set by frontends.
    */
   onCompute?: (inputNs: bigint, inferNs: bigint, outputNs: bigint) => void;
+  /** Set by the frontend when the tracer sampled the request (core/trace/). */
+  trace?: RequestTrace;
 }
 
 export interface InferResponse {

@@ -2,6 +2,7 @@
  * @module core/server-core
  * The one surface frontends (HTTP, gRPC, metrics) talk to. They never import backends.
  */
+import type { Tracer } from './trace/tracer.js';
 import type { SystemSharedMemory } from './extensions/shared-memory.js';
 import type { InferRequest, ResponseSink } from './inference.js';
 import type { ModelHandle } from './model-handle.js';
@@ -53,6 +54,8 @@ export interface ServerCore {
   repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
   /** Registered client system shared-memory regions (the shared-memory extension). */
   readonly systemSharedMemory: SystemSharedMemory;
+  /** Trace settings and sampling (the trace extension, `--trace-config`). */
+  readonly tracer: Tracer;
   /**
    * Loads or reloads a model (explicit model control), optionally from a JSON config and
    * `file:<version>/<path>` contents; resolves once it serves, rejects with Triton's errors.

@@ -6,6 +6,7 @@
 import http2 from 'node:http2';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
+import net from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
@@ -106,6 +107,40 @@ describe('gRPC keepalive flags', () => {
     const c = await start(['--grpc-keepalive-time=100']);
     await sleep(1000);
     expect(c.serverPings).toBe(0);
+  });
+
+  /** A bare HTTP/2 peer: the preface and an empty SETTINGS frame, then silence (no SETTINGS or PING acknowledgement). */
+  function silentPeer(port: number) {
+    const socket = net.connect(port, '127.0.0.1');
+    const peer = { pings: 0, closed: false };
+    socket.on('data', (d: Buffer) => {
+      for (let i = 0; i + 9 <= d.length; i += 9 + d.readUIntBE(i, 3)) if (d[i + 3] === 0x6 && (d[i + 4]! & 0x1) === 0) peer.pings++;
+    });
+    socket.on('error', () => {});
+    socket.once('close', () => {
+      peer.closed = true;
+    });
+    socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    return { peer, socket };
+  }
+
+  it.each([
+    ['300', true],
+    ['600000', false],
+  ])('with --grpc-keepalive-timeout=%s, closes a peer that does not acknowledge a keepalive ping: %s', async (timeout, closes) => {
+    s = await startTritium({
+      repos: [repo],
+      args: ['--grpc-keepalive-time=1000', `--grpc-keepalive-timeout=${timeout}`, '--grpc-keepalive-permit-without-calls=true'],
+    });
+    const { peer, socket } = silentPeer(s.grpcPort!);
+    try {
+      if (closes) await waitFor(() => peer.closed);
+      else await sleep(3000); // three unanswered pings, far from the timeout
+      expect(peer.pings).toBeGreaterThanOrEqual(1);
+      expect(peer.closed).toBe(closes);
+    } finally {
+      socket.destroy();
+    }
   });
 
   it('closes a connection with GOAWAY NO_ERROR once it is --grpc-max-connection-age old', async () => {

@@ -1,12 +1,14 @@
 /**
  * tritonserver flags that change what the server does, checked on a running server:
- * `--model-load-thread-count` (how many models initialise at once), `--allow-cpu-metrics`,
+ * `--model-load-thread-count` (how many models initialise at once), `--model-config-name`,
+ * `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, `--model-load-retry-count`, `--allow-cpu-metrics`,
  * `--metrics-interval-ms` and `--metrics-config=counter_latencies` on `/metrics` (parsed as
  * Prometheus text), and the GPU families' absence on a host without GPUs.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { ensureBuilt, makeRepo, python, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
 import { scrape, writeVariant } from './infer-helpers.js';
 
 const PROBE = (sleepS: number) => `backend: "python"
@@ -64,6 +66,88 @@ describe('--model-load-thread-count', () => {
     try {
       const [a, b] = await initWindows(s, ['probe_a', 'probe_b']);
       expect(overlap(a!, b!)).toBe(true);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--model-load-retry-count', () => {
+  it.each([
+    [0, 1],
+    [2, 3],
+  ])('=%i tries to load a failing version %i time(s), logging each failure as tritonserver does', async (retries, tries) => {
+    const repo = makeRepo(['init_fails']);
+    const s = await startTritium({ repos: [repo], args: ['--exit-on-error=false', `--model-load-retry-count=${retries}`] });
+    try {
+      expect(s.log().match(/failed to load 'init_fails' version 1: /g)).toHaveLength(tries);
+      const res = await fetch(`${s.http}/v2/models/init_fails/ready`);
+      expect(res.status).not.toBe(200);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--model-config-name', () => {
+  it("loads a model's configs/<name>.pbtxt where it has one, else its config.pbtxt", async () => {
+    const repo = makeRepo([
+      { from: path.join(TEST_MODELS, 'label_classes'), name: 'custom' },
+      { from: path.join(TEST_MODELS, 'label_classes'), name: 'plain' },
+    ]);
+    const base = fs.readFileSync(path.join(repo, 'custom', 'config.pbtxt'), 'utf8');
+    fs.mkdirSync(path.join(repo, 'custom', 'configs'));
+    fs.writeFileSync(path.join(repo, 'custom', 'configs', 'h100.pbtxt'), base.replace('max_batch_size: 4', 'max_batch_size: 2'));
+    const s = await startTritium({ repos: [repo], args: ['--model-config-name=h100'] });
+    try {
+      const batch = async (m: string) => (await (await fetch(`${s.http}/v2/models/${m}/config`)).json()).max_batch_size;
+      expect([await batch('custom'), await batch('plain')]).toEqual([2, 4]);
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('header forwarding', () => {
+  it('forwards headers and gRPC metadata whose name matches the pattern as request parameters', async () => {
+    const repo = makeRepo(['request_params']);
+    const s = await startTritium({ repos: [repo], args: ['--http-header-forward-pattern=x-.*', '--grpc-header-forward-pattern=x-.*'] });
+    try {
+      const res = await fetch(`${s.http}/v2/models/request_params/infer`, {
+        method: 'POST',
+        headers: { 'X-Trace-Tag': 'abc', 'my-x-thing': '1', Xavier: '2' },
+        body: JSON.stringify({ parameters: { p: 1 }, inputs: [{ name: 'IN', shape: [1], datatype: 'FP32', data: [1] }] }),
+      });
+      const http = JSON.parse((await res.json()).outputs[0].data[0]);
+      // Any part of the name, any case (tritonserver 2.51); names as the server reads them, in lower case.
+      expect(http).toEqual({ p: 1, 'x-trace-tag': 'abc', 'my-x-thing': '1' });
+      const grpc = python(`
+import numpy as np, tritonclient.grpc as g
+c = g.InferenceServerClient("127.0.0.1:${s.grpcPort}")
+i = g.InferInput("IN", [1], "FP32"); i.set_data_from_numpy(np.array([1], dtype=np.float32))
+r = c.infer("request_params", [i], headers={"x-trace-tag": "abc", "other": "1", "my-x-thing": "2"})
+print(r.as_numpy("PARAMS")[0].decode())
+`);
+      expect(JSON.parse(grpc)).toEqual({ 'x-trace-tag': 'abc', 'my-x-thing': '2' });
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+
+  it('forwards nothing without a pattern', async () => {
+    const repo = makeRepo(['request_params']);
+    const s = await startTritium({ repos: [repo] });
+    try {
+      const res = await fetch(`${s.http}/v2/models/request_params/infer`, {
+        method: 'POST',
+        headers: { 'X-Trace-Tag': 'abc' },
+        body: JSON.stringify({ inputs: [{ name: 'IN', shape: [1], datatype: 'FP32', data: [1] }] }),
+      });
+      expect(JSON.parse((await res.json()).outputs[0].data[0])).toEqual({});
     } finally {
       await stopAndExpectNoShm(s);
       fs.rmSync(repo, { recursive: true, force: true });

@@ -15,6 +15,8 @@ import { ErrorCode, Errors } from '../../src/core/errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import { SystemSharedMemory } from '../../src/core/extensions/shared-memory.js';
+import { TraceSettingsStore } from '../../src/core/extensions/trace-settings.js';
+import { Tracer } from '../../src/core/trace/tracer.js';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../../src/core/server-core.js';
 import type { ModelStatistics, StatDuration } from '../../src/core/stats/types.js';
 import type { Tensor } from '../../src/core/tensor.js';
@@ -76,6 +78,7 @@ const zero = (): StatDuration => ({ count: 0n, ns: 0n });
 class FakeCore implements ServerCore {
   // No mapper: this protocol-layer core cannot map memory (the real one is in test/e2e/client-shm.test.ts).
   readonly systemSharedMemory = new SystemSharedMemory(undefined);
+  readonly tracer = new Tracer(new TraceSettingsStore());
   exiting = false;
   responses = 0;
   released = 0;
@@ -383,8 +386,8 @@ describe('gRPC frontend against tritonclient.grpc (protocol layer)', () => {
     expect(s.trace_file).toEqual({ status: 'StatusCode.UNIMPLEMENTED', message: 'trace file location can not be updated through network protocol' });
     expect(s.trace_unknown).toEqual({ status: 'StatusCode.INVALID_ARGUMENT', message: 'Request for unknown model : nomodel' });
     expect(s.trace_on).toEqual({
-      status: 'StatusCode.UNIMPLEMENTED',
-      message: 'tracing is not supported by tritium: trace_level TIMESTAMPS cannot be set (tracing stays OFF)',
+      status: 'StatusCode.INVALID_ARGUMENT',
+      message: 'Attempting to set invalid trace setting :trace file name is not given',
     });
   });
 

@@ -15,6 +15,8 @@ import { ErrorCode, Errors } from '../../src/core/errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import { SystemSharedMemory } from '../../src/core/extensions/shared-memory.js';
+import { TraceSettingsStore } from '../../src/core/extensions/trace-settings.js';
+import { Tracer } from '../../src/core/trace/tracer.js';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../../src/core/server-core.js';
 import type { ModelStatistics, StatDuration } from '../../src/core/stats/types.js';
 
@@ -97,6 +99,7 @@ export function createProtocolCore(): ProtocolCore {
   const core: ProtocolCore = {
     // No mapper: this protocol-layer core cannot map memory (the real one is in test/e2e/client-shm.test.ts).
     systemSharedMemory: new SystemSharedMemory(undefined),
+    tracer: new Tracer(new TraceSettingsStore()),
     live: true,
     ready: true,
     exiting: false,

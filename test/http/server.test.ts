@@ -191,13 +191,18 @@ describe('extensions', () => {
     expect(r.status).toBe(200);
   });
 
-  it('trace settings are static and off; turning tracing on is refused, not ignored', async () => {
+  it('trace settings: off by default; turning tracing on without a trace file is refused as Triton refuses it', async () => {
     let r = await call('GET', '/v2/trace/setting');
     expect((r.json() as { trace_level: string[] }).trace_level).toEqual(['OFF']);
     r = await call('POST', '/v2/models/identity/trace/setting', '{"trace_level":["TIMESTAMPS"]}');
-    expect([r.status, r.json()]).toEqual([501, { error: 'tracing is not supported by tritium: trace_level TIMESTAMPS cannot be set (tracing stays OFF)' }]);
+    expect([r.status, r.json()]).toEqual([400, { error: 'Attempting to set invalid trace setting :trace file name is not given' }]);
     r = await call('POST', '/v2/trace/setting', '{"trace_level":["OFF"],"trace_rate":"1"}');
     expect(r.status).toBe(200);
+    expect((r.json() as { trace_rate: string }).trace_rate).toBe('1');
+    r = await call('POST', '/v2/trace/setting', '{"trace_rate":"abc"}');
+    expect([r.status, r.json()]).toEqual([400, { error: "Unable to parse 'trace_rate', got: abc" }]);
+    r = await call('POST', '/v2/trace/setting', '{"trace_count":"-5"}');
+    expect([r.status, r.json()]).toEqual([400, { error: "Unable to parse 'trace_count'. Expecting value >= -1, got:-5" }]);
     r = await call('POST', '/v2/trace/setting', '{"trace_file":"x"}');
     expect(r.status).toBe(501);
     expect(r.json()).toEqual({ error: 'trace file location can not be updated through network protocol' });

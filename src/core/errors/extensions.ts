@@ -19,9 +19,9 @@ export const extensions = {
     {
       code: INTERNAL,
       text: 'attempt to access JSON non-{kind} as {kind}',
-      when: "An HTTP extension body has a value of the wrong JSON type ({kind}: boolean, unsigned-integer, string): a log setting, or 'ready' of the repository index. Triton answers 500 (TritonJson's own error), and words the log case differently on gRPC (logSettingTypeGrpc).",
+      when: "An HTTP extension body has a value of the wrong JSON type ({kind}: boolean, unsigned-integer, string): a log setting, or 'ready' of the repository index, a trace_level that is not a list (array). Triton answers 500 (TritonJson's own error), and words the log case differently on gRPC (logSettingTypeGrpc).",
     },
-    (kind: 'boolean' | 'unsigned-integer' | 'string') => ({ kind }),
+    (kind: 'boolean' | 'unsigned-integer' | 'string' | 'array') => ({ kind }),
   ),
   logSettingTypeGrpc: entry(
     {
@@ -47,13 +47,34 @@ export const extensions = {
     },
     (value: string) => ({ value }),
   ),
-  traceUnsupported: entry(
+  traceParse: entry(
     {
-      code: UNSUPPORTED,
-      text: 'tracing is not supported by tritium: trace_level {level} cannot be set (tracing stays OFF)',
-      when: 'A trace settings update asks for a trace level other than OFF.',
+      code: INVALID_ARG,
+      text: "Unable to parse '{key}', got: {value}",
+      when: 'A trace settings update gives trace_rate, trace_count or log_frequency a value that is not a number (Triton 2.51 text).',
     },
-    (level: string) => ({ level }),
+    (key: string, value: string) => ({ key, value }),
+  ),
+  traceCountRange: entry(
+    {
+      code: INVALID_ARG,
+      text: "Unable to parse 'trace_count'. Expecting value >= -1, got:{value}",
+      when: 'A trace settings update gives trace_count a value below -1 (Triton 2.51 text).',
+    },
+    (value: string) => ({ value }),
+  ),
+  traceNoFile: fixed({
+    code: INVALID_ARG,
+    text: 'Attempting to set invalid trace setting :trace file name is not given',
+    when: 'A trace settings update turns tracing on while no trace file was given at start-up (--trace-config triton,file=<path>); Triton 2.51 text.',
+  }),
+  apiRestricted: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'This {what} is restricted, expecting header {header}',
+      when: "A request to an API group --http-restricted-api / --grpc-restricted-protocol restricts lacks the header with its value ({what}: 'API' over HTTP, answered 403 as Triton does; 'protocol' over gRPC, UNAVAILABLE). Triton 2.51 texts.",
+    },
+    (what: 'API' | 'protocol', header: string) => ({ what, header: `'${header}'` }),
   ),
   traceFileUpdate: fixed({
     code: UNSUPPORTED,

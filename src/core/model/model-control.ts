@@ -33,6 +33,10 @@ import { selectVersions } from './version-policy.js';
 
 export interface ModelControlOptions extends ConfigBuildOptions {
   repositories: string[];
+  /** `--model-config-name` ('' = config.pbtxt). */
+  configName?: string;
+  /** `--model-load-retry-count`: further tries of a version that failed to load. */
+  loadRetryCount?: number;
   observer: InferenceObserver;
   /** How long a retired version may take to finish the requests it accepted. */
   drainTimeoutMs: number;
@@ -53,7 +57,7 @@ export class ModelControl {
 
   /** Finds `name` in the repositories (a fresh scan: the repository may have changed). */
   findSource(name: string): ModelSource | { unavailable: string } | undefined {
-    const scan = scanRepositories(this.o.repositories);
+    const scan = scanRepositories(this.o.repositories, this.o.configName);
     const bad = scan.unavailable.find((u) => u.name === name);
     if (bad) return { unavailable: bad.reason };
     return scan.models.find((m) => m.name === name);
@@ -156,10 +160,8 @@ export class ModelControl {
     await Promise.all(
       versions.map(async (version) => {
         const ve: VersionEntry = { state: 'LOADING', reason: '' };
-        try {
-          const noGpu = this.o.gpus.length === 0 ? config.instanceGroup.find((g) => g.kind === ModelInstanceGroup_Kind.GPU) : undefined;
-          if (noGpu) throw Errors.instanceNoGpu(noGpu.name, name);
-          ve.model = await loadVersion({
+        const attempt = () =>
+          loadVersion({
             source: prepared.source,
             config,
             json,
@@ -176,6 +178,21 @@ export class ModelControl {
               if (shown?.state === 'LOADING') shown.reason = reason;
             },
           });
+        try {
+          // Triton fails the version, not the config, when a GPU group meets a host without GPUs.
+          const noGpu = this.o.gpus.length === 0 ? config.instanceGroup.find((g) => g.kind === ModelInstanceGroup_Kind.GPU) : undefined;
+          if (noGpu) throw Errors.instanceNoGpu(noGpu.name, name);
+          // `--model-load-retry-count`: a failed load is tried again that many times, each
+          // failure logged (docs/protocol-notes.md, "Command line").
+          for (let tries = this.o.loadRetryCount ?? 0; ; tries--) {
+            try {
+              ve.model = await attempt();
+              break;
+            } catch (err) {
+              if (tries <= 0) throw err;
+              log.error(`failed to load '${name}' version ${version}: ${(err as Error).message}`);
+            }
+          }
           ve.state = 'READY';
         } catch (err) {
           ve.state = 'UNAVAILABLE';

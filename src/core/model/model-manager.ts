@@ -28,6 +28,10 @@ export interface ModelManagerOptions {
   observer: InferenceObserver;
   /** How long an unloaded or replaced version may take to finish its requests (default 30 s). */
   drainTimeoutMs?: number;
+  /** `--model-config-name`: load `configs/<name>.pbtxt` where a model has one. */
+  configName?: string;
+  /** `--model-load-retry-count`. */
+  loadRetryCount?: number;
   /** `--model-load-thread-count`: start-up models loading at once (default 4, as tritonserver). */
   loadThreadCount?: number;
 }
@@ -62,7 +66,7 @@ export class ModelManager {
     this.control = new ModelControl(this.models, { ...o, drainTimeoutMs: o.drainTimeoutMs ?? 30_000 }, this.client, (name, version, ve, mv) =>
       this.checkGaveUp(name, version, ve, mv),
     );
-    this.poller = new RepositoryPoller(this.models, this.control, o.repositories, o.logger);
+    this.poller = new RepositoryPoller(this.models, this.control, o.repositories, o.logger, o.configName);
   }
 
   /** Loads every model of the repositories; resolves with the names that failed. */
@@ -75,7 +79,7 @@ export class ModelManager {
    * failed and why.
    */
   async loadStartup(names: string[]): Promise<Array<{ name: string; reason: string }>> {
-    const scan = scanRepositories(this.o.repositories);
+    const scan = scanRepositories(this.o.repositories, this.o.configName);
     const all = names.includes('*');
     const failed: Array<{ name: string; reason: string }> = [];
     const wanted = all ? [...scan.models.map((m) => m.name), ...scan.unavailable.map((u) => u.name)] : [...new Set(names)];

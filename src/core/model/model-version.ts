@@ -47,7 +47,17 @@ export class ModelVersion implements ModelHandle {
     this.outputs = outputSpecs(config).map((s) => (labels?.has(s.name) ? { ...s, labels: labels.get(s.name)! } : s));
     this.platform = config.platform || config.backend;
     this.stats = new ModelStats(observer.statsListener(this.name, this.version));
-    const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => this.stats.recordExecution(batch, times, batchSize);
+    const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => {
+      this.stats.recordExecution(batch, times, batchSize);
+      for (const r of batch) {
+        const t = r.request.trace;
+        if (t === undefined) continue;
+        t.add('COMPUTE_START', times.startNs);
+        t.add('COMPUTE_INPUT_END', times.inputEndNs);
+        t.add('COMPUTE_OUTPUT_START', times.inferEndNs);
+        t.add('COMPUTE_END', times.endNs);
+      }
+    };
     const db = dynamicBatching(config);
     const onDispatch = observer.executing
       ? (i: { name: string }, batch: readonly PendingRequest[]) => observer.executing!(this.name, this.version, i.name, batch)
@@ -100,6 +110,13 @@ export class ModelVersion implements ModelHandle {
       sink({ modelName: this.name, modelVersion: this.version, id: request.id, outputs: [], error: e, final: true });
       return;
     }
+    const trace = request.trace;
+    if (trace !== undefined) {
+      // Triton's core events of a request (docs/protocol-notes.md, "Trace").
+      trace.setModel(this.name, Number(this.version), request.id);
+      trace.add('REQUEST_START', pr.arrivalNs);
+      trace.add('QUEUE_START', pr.arrivalNs);
+    }
     if (pr.cancelled) {
       this.outstanding++;
       pr.fail(Errors.cancelled());
@@ -116,6 +133,10 @@ export class ModelVersion implements ModelHandle {
 
   private complete(r: PendingRequest, endNs: bigint, error: TritonError | undefined): void {
     this.outstanding--;
+    if (r.request.trace !== undefined) {
+      r.request.trace.add('REQUEST_END', endNs);
+      r.request.trace.done();
+    }
     if (error) this.stats.recordFailure(r, endNs, error.reason);
     else this.stats.recordSuccess(r, endNs);
   }

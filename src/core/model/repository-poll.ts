@@ -20,6 +20,7 @@ export class RepositoryPoller {
     private readonly control: ModelControl,
     private readonly repositories: string[],
     private readonly logger: Logger,
+    private readonly configName = '',
   ) {}
 
   start(intervalMs: number): void {
@@ -45,7 +46,7 @@ export class RepositoryPoller {
   async poll(): Promise<void> {
     let scan;
     try {
-      scan = scanRepositories(this.repositories);
+      scan = scanRepositories(this.repositories, this.configName);
     } catch (err) {
       this.logger.error(`failed to poll the model repository: ${(err as Error).message}`);
       return;

@@ -48,7 +48,11 @@ function isDirectory(p: string): boolean {
   }
 }
 
-export function scanRepositories(repositories: string[]): ScanResult {
+/**
+ * @param configName `--model-config-name`: a model's `configs/<name>.pbtxt` is its config when
+ *   it exists, else its config.pbtxt (docs/protocol-notes.md, "Command line").
+ */
+export function scanRepositories(repositories: string[], configName = ''): ScanResult {
   const byName = new Map<string, ModelSource[]>();
   for (const repo of repositories) {
     const root = path.resolve(repo);
@@ -62,7 +66,8 @@ export function scanRepositories(repositories: string[]): ScanResult {
       if (e.name.startsWith('.')) continue;
       const dir = path.join(root, e.name);
       if (!isDirectory(dir)) continue;
-      const configPath = path.join(dir, 'config.pbtxt');
+      const custom = configName === '' ? undefined : path.join(dir, 'configs', `${configName}.pbtxt`);
+      const configPath = custom !== undefined && fs.existsSync(custom) ? custom : path.join(dir, 'config.pbtxt');
       const source: ModelSource = {
         name: e.name,
         dir,

@@ -47,6 +47,7 @@ export class PendingRequestImpl implements PendingRequest {
     if (response.final) this.#done = true;
     // Backends do not know which version the core resolved; the request does.
     response.modelVersion = this.version;
+    if (response.final) this.request.trace?.add('INFER_RESPONSE_COMPLETE');
     this.sink(response);
     if (response.final) this.onComplete(this, process.hrtime.bigint(), response.error);
   }

@@ -15,4 +15,6 @@ export interface GrpcContext {
   readonly core: ServerCore;
   readonly logSettings: LogSettingsStore;
   readonly logger?: GrpcLogger;
+  /** `--grpc-header-forward-pattern`: metadata forwarded as request parameters. */
+  readonly headerForward?: RegExp;
 }

@@ -1,7 +1,7 @@
 /**
  * @module frontends/grpc/server
  * The gRPC endpoint: `inference.GRPCInferenceService` and `grpc.health.v1.Health` (Check only)
- * on the project's own transport over `node:http2` (transport/), plaintext.
+ * on the project's own transport over `node:http2` (transport/), plaintext or TLS (`--grpc-use-ssl`).
  *
  * Shutdown (`close()`): from the first moment new RPCs are answered UNAVAILABLE (Triton's text)
  * while connections stay open, so clients on them see why; calls and streams in flight get up
@@ -21,7 +21,10 @@ import { toStatusError } from './status.js';
 import { Errors } from '../../core/errors.js';
 import type { KeepaliveOptions } from './transport/keepalive.js';
 import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts } from '../connection-limit.js';
-import { createTransport, type Route, type Transport } from './transport/server.js';
+import type { CompressionLevel } from './transport/response-compression.js';
+import type { StatusError } from './transport/status.js';
+import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
+import { createTransport, type Route, type TlsOptions, type Transport } from './transport/server.js';
 
 export interface GrpcServerOptions {
   port: number;
@@ -37,6 +40,14 @@ export interface GrpcServerOptions {
   keepalive?: KeepaliveOptions;
   /** Client connections kept open (`--grpc-max-connections`); default from the descriptor limit, 0 = no limit. */
   maxConnections?: number;
+  /** `--grpc-header-forward-pattern`. */
+  headerForward?: RegExp;
+  /** `--grpc-infer-response-compression-level`. */
+  responseCompression?: CompressionLevel;
+  /** `--grpc-restricted-protocol`: the header each restricted API group needs. */
+  restricted?: ReadonlyMap<ApiGroup, Restriction>;
+  /** `--grpc-use-ssl` / `--grpc-use-ssl-mutual` with their certificate files, read. */
+  tls?: TlsOptions;
 }
 
 export interface GrpcServerHandle {
@@ -50,17 +61,52 @@ export interface GrpcServerHandle {
 
 export const DEFAULT_GRPC_MAX_MESSAGE_SIZE = 2 ** 31 - 1;
 
+/** The API group of each method, as tritonserver 2.51 groups them for --grpc-restricted-protocol. */
+const GROUP_OF_METHOD: Record<string, ApiGroup> = {
+  ServerLive: 'health',
+  ServerReady: 'health',
+  ModelReady: 'health',
+  Check: 'health',
+  ServerMetadata: 'metadata',
+  ModelMetadata: 'metadata',
+  ModelInfer: 'inference',
+  ModelStreamInfer: 'inference',
+  ModelConfig: 'model-config',
+  ModelStatistics: 'statistics',
+  RepositoryIndex: 'model-repository',
+  RepositoryModelLoad: 'model-repository',
+  RepositoryModelUnload: 'model-repository',
+  SystemSharedMemoryStatus: 'shared-memory',
+  SystemSharedMemoryRegister: 'shared-memory',
+  SystemSharedMemoryUnregister: 'shared-memory',
+  CudaSharedMemoryStatus: 'shared-memory',
+  CudaSharedMemoryRegister: 'shared-memory',
+  CudaSharedMemoryUnregister: 'shared-memory',
+  TraceSetting: 'trace',
+  LogSettings: 'logging',
+};
+
+function restrictBy(restricted: ReadonlyMap<ApiGroup, Restriction>) {
+  return (path: string, headers: Record<string, string | string[] | undefined>): StatusError | undefined => {
+    const group = GROUP_OF_METHOD[path.slice(path.lastIndexOf('/') + 1)];
+    const header = group === undefined ? undefined : missingHeader(restricted.get(group), headers, 'triton-grpc-protocol-');
+    return header === undefined ? undefined : toStatusError(Errors.apiRestricted('protocol', header));
+  };
+}
+
 export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions): Promise<GrpcServerHandle> {
   const ctx: GrpcContext = {
     core,
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.headerForward ? { headerForward: opts.headerForward } : {}),
   };
   let closing = false;
   const maxMessage = opts.maxMessageSize > 0 ? Math.min(opts.maxMessageSize, DEFAULT_GRPC_MAX_MESSAGE_SIZE) : DEFAULT_GRPC_MAX_MESSAGE_SIZE;
   const routes = new Map<string, Route>();
   addServiceRoutes(routes, GRPCInferenceService, inferenceHandlers, ctx);
   addServiceRoutes(routes, Health, { check: healthCheck }, ctx);
+  for (const method of ['ModelInfer', 'ModelStreamInfer']) routes.get(`/inference.GRPCInferenceService/${method}`)!.compressResponses = true;
   const refusal = toStatusError(Errors.shuttingDown());
   const connectionLimit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'GRPC', (line) => opts.logger?.warn(line));
   const transport = createTransport(routes, {
@@ -68,6 +114,9 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     connectionLimit,
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
+    ...(opts.tls ? { tls: opts.tls } : {}),
+    ...(opts.responseCompression ? { responseCompression: opts.responseCompression } : {}),
+    ...(opts.restricted ? { restrict: restrictBy(opts.restricted) } : {}),
   });
 
   const port = await new Promise<number>((resolve, reject) => {

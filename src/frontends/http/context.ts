@@ -2,6 +2,7 @@
  * @module frontends/http/context
  * What every handler gets besides the request: the core and the server options.
  */
+import type { ApiGroup, Restriction } from '../restricted-api.js';
 import type { ServerCore } from '../../core/server-core.js';
 import type { LogSettingsStore } from '../../core/logger.js';
 import type { BodyBudget } from './body-budget.js';
@@ -22,4 +23,8 @@ export interface HttpContext {
   readonly bodyBudget: BodyBudget;
   readonly logger?: HttpLogger;
   readonly logSettings: LogSettingsStore;
+  /** `--http-header-forward-pattern`: headers forwarded as request parameters. */
+  readonly headerForward?: RegExp;
+  /** `--http-restricted-api`: the header each restricted API group needs. */
+  readonly restricted?: ReadonlyMap<ApiGroup, Restriction>;
 }

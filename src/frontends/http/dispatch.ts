@@ -13,8 +13,10 @@ import { handleRepositoryControl, handleRepositoryIndex } from './handlers/repos
 import { handleSharedMemory } from './handlers/shared-memory.js';
 import { handleStats } from './handlers/stats.js';
 import { handleTrace } from './handlers/trace.js';
-import { sendError, sendMethodNotAllowed, sendNotFound } from './reply.js';
-import { allowedMethods, matchRoute } from './router.js';
+import { sendError, sendJson, sendMethodNotAllowed, sendNotFound } from './reply.js';
+import { allowedMethods, apiGroupOf, matchRoute } from './router.js';
+import { missingHeader } from '../restricted-api.js';
+import { Errors } from '../../core/errors.js';
 
 export function dispatch(ctx: HttpContext, req: HttpRequest, res: HttpResponse): void {
   const route = matchRoute(req.url ?? '/');
@@ -25,6 +27,14 @@ export function dispatch(ctx: HttpContext, req: HttpRequest, res: HttpResponse):
   if (!allowedMethods(route).includes(req.method ?? '')) {
     sendMethodNotAllowed(res);
     return;
+  }
+  if (ctx.restricted !== undefined) {
+    const header = missingHeader(ctx.restricted.get(apiGroupOf(route)), req.headers);
+    if (header !== undefined) {
+      // Triton answers 403 here, not the status its error code maps to.
+      sendJson(res, 403, JSON.stringify({ error: Errors.apiRestricted('API', header).message }));
+      return;
+    }
   }
   try {
     switch (route.kind) {

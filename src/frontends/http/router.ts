@@ -5,6 +5,8 @@
  * is 405 (decided by the dispatcher from `allowedMethods`).
  */
 
+import type { ApiGroup } from '../restricted-api.js';
+
 export type ModelAction = '' | 'infer' | 'generate' | 'generate_stream' | 'ready' | 'config' | 'stats' | 'trace/setting';
 
 export type Route =
@@ -74,6 +76,42 @@ function decode(segment: string): string {
 const GET = ['GET'] as const;
 const POST = ['POST'] as const;
 const GET_POST = ['GET', 'POST'] as const;
+
+/** The API group a route belongs to, for --http-restricted-api (frontends/restricted-api.ts). */
+export function apiGroupOf(route: Route): ApiGroup {
+  switch (route.kind) {
+    case 'server-metadata':
+      return 'metadata';
+    case 'health':
+      return 'health';
+    case 'all-stats':
+      return 'statistics';
+    case 'logging':
+      return 'logging';
+    case 'trace':
+      return 'trace';
+    case 'repository-index':
+    case 'repository-control':
+      return 'model-repository';
+    case 'shared-memory':
+      return 'shared-memory';
+    case 'model':
+      switch (route.action) {
+        case '':
+          return 'metadata';
+        case 'ready':
+          return 'health';
+        case 'config':
+          return 'model-config';
+        case 'stats':
+          return 'statistics';
+        case 'trace/setting':
+          return 'trace';
+        default:
+          return 'inference';
+      }
+  }
+}
 
 /** The methods a route answers; anything else gets 405. */
 export function allowedMethods(route: Route): readonly string[] {

@@ -5,6 +5,7 @@
  * response object pair per request; for a model server whose requests are small and many, that
  * machinery was a large share of the CPU each request costs (docs/design.md, "HTTP").
  */
+import type { ApiGroup, Restriction } from '../restricted-api.js';
 import net from 'node:net';
 import os from 'node:os';
 import type { AddressInfo, Socket } from 'node:net';
@@ -34,6 +35,10 @@ export interface HttpServerOptions {
   maxConnections?: number;
   /** `--http-idle-timeout-secs` in ms: idle keep-alive, slow head and slow body bound. */
   idleTimeoutMs?: number;
+  /** `--http-header-forward-pattern`. */
+  headerForward?: RegExp;
+  /** `--http-restricted-api`. */
+  restricted?: ReadonlyMap<ApiGroup, Restriction>;
 }
 
 export interface HttpServerHandle {
@@ -71,6 +76,8 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(maxInputSize)),
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.headerForward ? { headerForward: opts.headerForward } : {}),
+    ...(opts.restricted ? { restricted: opts.restricted } : {}),
   };
   let closing = false;
   const connections = new Set<Connection>();

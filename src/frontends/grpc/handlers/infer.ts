@@ -13,11 +13,21 @@ import type { UnaryCall } from '../transport/call.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import { decodeInferRequest, encodeInferResponse } from '../infer-codec.js';
 import { outputLabels } from '../../http/classification.js';
+import { withForwardedHeaders } from '../../header-forward.js';
 
 export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>): Promise<Buffer> {
   const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
   if (handle.decoupled) throw Errors.decoupledGrpc();
   const { request, plan } = decodeInferRequest(msg);
+  if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, call.metadata.all(), request.parameters);
+  // Triton's gRPC trace events around the core's (docs/protocol-notes.md, "Trace"): the wait
+  // for the request message is the call's life until it was decoded.
+  const trace = ctx.core.tracer.sample(msg.modelName);
+  if (trace !== undefined) {
+    trace.add('GRPC_WAITREAD_START', call.startNs);
+    trace.add('GRPC_WAITREAD_END');
+    request.trace = trace;
+  }
   const batching = handle.maxBatchSize > 0;
   for (const name of plan.classification?.keys() ?? []) {
     const labels = outputLabels(handle, name);
@@ -47,12 +57,17 @@ export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: Unary
         reject(response.error);
         return;
       }
+      trace?.add('GRPC_SEND_START');
       try {
         resolve(encodeInferResponse(response, plan, batching));
       } catch (err) {
         reject(err);
       } finally {
         response.release?.();
+        if (trace !== undefined) {
+          trace.add('GRPC_SEND_END');
+          trace.done();
+        }
       }
     });
   });

@@ -4,7 +4,7 @@
  * (core/extensions/), which hold the rules both protocols share.
  */
 import { create } from '@bufbuild/protobuf';
-import { checkTraceModel, checkTraceUpdate, TRACE_SETTINGS } from '../../../core/extensions/trace-settings.js';
+import { checkTraceModel } from '../../../core/extensions/trace-settings.js';
 import { logSettingsPatch, type SettingValue } from '../../../core/extensions/log-settings.js';
 import type { LogSettingsRequest, TraceSettingRequest } from '../../../generated/grpc_service_pb.js';
 import { LogSettingsResponse_SettingValueSchema, LogSettingsResponseSchema, TraceSettingResponseSchema } from '../../../generated/grpc_service_pb.js';
@@ -12,10 +12,15 @@ import type { GrpcContext } from '../context.js';
 
 export function traceSetting(ctx: GrpcContext, req: TraceSettingRequest) {
   checkTraceModel(ctx.core, req.modelName);
-  // gRPC refuses trace_file whenever the key is present, even with no value (as Triton does).
-  checkTraceUpdate(Object.entries(req.settings).map(([k, v]) => [k, v.value]));
+  // gRPC refuses trace_file whenever the key is present, even with no value (as Triton does);
+  // an empty value drops a model's override.
+  const entries = Object.entries(req.settings).map(([k, v]): [string, string[] | null] =>
+    k === 'trace_file' ? [k, v.value] : [k, v.value.length ? v.value : null],
+  );
+  if (entries.length > 0) ctx.core.tracer.settings.update(req.modelName, entries);
   const settings: Record<string, { value: string[] }> = {};
-  for (const [k, v] of Object.entries(TRACE_SETTINGS)) settings[k] = { value: [...v] };
+  const effective: Record<string, string[]> = ctx.core.tracer.settings.effective(req.modelName);
+  for (const [k, v] of Object.entries(effective)) settings[k] = { value: [...v] };
   return create(TraceSettingResponseSchema, { settings });
 }
 

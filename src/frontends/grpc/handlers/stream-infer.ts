@@ -21,6 +21,7 @@
  * QUEUE_LIMIT unread bytes the stream ends with `streamNotRead` and its requests are cancelled,
  * which the model sees in `is_cancelled()`, instead of the server buffering without end.
  */
+import { withForwardedHeaders } from '../../header-forward.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { TritonError } from '../../../core/errors.js';
 import { asTritonError, Errors, grpcStatusOf } from '../../../core/errors.js';
@@ -97,6 +98,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
       const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
       batching = handle.maxBatchSize > 0;
       decoded = decodeInferRequest(msg);
+      if (ctx.headerForward) decoded.request.parameters = withForwardedHeaders(ctx.headerForward, call.metadata.all(), decoded.request.parameters);
       for (const name of decoded.plan.classification?.keys() ?? []) {
         const labels = outputLabels(handle, name);
         if (labels) (decoded.plan.labels ??= new Map()).set(name, labels);

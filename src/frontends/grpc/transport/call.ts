@@ -5,6 +5,7 @@
  * as a single trailers-only HEADERS frame. A call ends exactly once: by its handler, by a
  * client cancel (RST_STREAM, a closed connection) or by its deadline.
  */
+import { compressed, type Algorithm } from './response-compression.js';
 import { EventEmitter } from 'node:events';
 import type { ServerHttp2Stream } from 'node:http2';
 import { frameMessage, messagePrefix } from './message-reader.js';
@@ -31,6 +32,8 @@ export abstract class BaseCall {
   #ended = false;
   #trailers: Record<string, string> = OK_TRAILERS;
   #timer: NodeJS.Timeout | undefined;
+  /** When the call's stream opened (monotonic ns): the start of the wait for its request (traces). */
+  readonly startNs = process.hrtime.bigint();
 
   constructor(
     protected readonly stream: ServerHttp2Stream,
@@ -58,12 +61,21 @@ export abstract class BaseCall {
     }, ms);
   }
 
+  /** Compresses response messages with this algorithm (announced in `grpc-encoding`). */
+  compression: Algorithm | undefined;
+
   /** Writes one serialised response message. */
   sendMessage(payload: Uint8Array): void {
     if (this.#ended || this.stream.destroyed) return;
     this.#sendHeaders();
     this.onSend?.();
-    if (payload.length <= COPY_LIMIT) {
+    const packed = this.compression === undefined ? undefined : compressed(this.compression, payload);
+    if (packed !== undefined) {
+      const prefix = messagePrefix(packed.length, 0);
+      prefix[0] = 1; // the compressed flag
+      this.stream.write(prefix);
+      this.stream.write(packed);
+    } else if (payload.length <= COPY_LIMIT) {
       this.stream.write(frameMessage(payload));
     } else {
       this.stream.write(messagePrefix(payload.length, 0));
@@ -101,7 +113,9 @@ export abstract class BaseCall {
   #sendHeaders(): void {
     if (this.#headersSent) return;
     this.#headersSent = true;
-    this.stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    this.stream.respond(this.compression === undefined ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'grpc-encoding': this.compression }, {
+      waitForTrailers: true,
+    });
     this.stream.once('wantTrailers', () => this.stream.sendTrailers(this.#trailers));
   }
 

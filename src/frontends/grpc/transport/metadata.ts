@@ -7,6 +7,11 @@ import type { IncomingHttpHeaders } from 'node:http2';
 export class Metadata {
   constructor(private readonly headers: IncomingHttpHeaders) {}
 
+  /** Every header of the call (lower-case names, pseudo-headers included). */
+  all(): Record<string, string | string[] | undefined> {
+    return this.headers;
+  }
+
   /** The values of a key (lower case), as the client sent them; `-bin` keys decoded. */
   get(key: string): Array<string | Buffer> {
     const v = this.headers[key.toLowerCase()];

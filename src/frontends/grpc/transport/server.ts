@@ -1,15 +1,24 @@
 /**
  * @module frontends/grpc/transport/server
- * gRPC over `node:http2` (plaintext, prior knowledge), without a gRPC library in between: the
+ * gRPC over `node:http2` (plaintext with prior knowledge, or TLS), without a gRPC library in between: the
  * path picks a route, the body is cut into messages, the route's handler answers through a
  * call object. Kept deliberately small: unary and bidirectional streaming calls, identity /
  * gzip / deflate request messages, `grpc-timeout` deadlines, client cancellation, message
  * size limits, graceful shutdown. Why not @grpc/grpc-js: see docs/design.md ("gRPC transport").
  */
-import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import {
+  createSecureServer,
+  createServer,
+  type Http2SecureServer,
+  type Http2Server,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import { inflateSync, gunzipSync } from 'node:zlib';
 import type { ConnectionLimit, LimitedConnection } from '../../connection-limit.js';
 import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
+import { algorithmFor, type CompressionLevel } from './response-compression.js';
 import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
@@ -17,6 +26,8 @@ import { GrpcStatus, StatusError } from './status.js';
 
 export interface UnaryRoute {
   kind: 'unary';
+  /** Responses may be compressed (`--grpc-infer-response-compression-level`: inference only). */
+  compressResponses?: boolean;
   decode(bytes: Buffer): unknown;
   /** Answers with `call.sendLast` / `call.sendStatus`, now or later. */
   run(call: UnaryCall): void;
@@ -24,6 +35,7 @@ export interface UnaryRoute {
 
 export interface BidiRoute {
   kind: 'bidi';
+  compressResponses?: boolean;
   decode(bytes: Buffer): unknown;
   run(call: DuplexCall): void;
 }
@@ -38,10 +50,23 @@ export interface TransportOptions {
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
   keepalive?: KeepaliveOptions;
+  /** `--grpc-infer-response-compression-level` for the routes that allow it. */
+  responseCompression?: CompressionLevel;
+  /** A status refusing a call to `path` with these headers (`--grpc-restricted-protocol`), or undefined. */
+  restrict?(path: string, headers: IncomingHttpHeaders): StatusError | undefined;
+  /** TLS (`--grpc-use-ssl`); with `mutual`, clients must present a certificate `ca` signed. */
+  tls?: TlsOptions;
+}
+
+export interface TlsOptions {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer;
+  mutual: boolean;
 }
 
 export interface Transport {
-  server: Http2Server;
+  server: Http2Server | Http2SecureServer;
   /** Calls started and not yet ended. */
   readonly active: number;
   /** Called whenever `active` drops to 0. */
@@ -49,6 +74,12 @@ export interface Transport {
   /** GOAWAY to every connection; resolves when they have closed or `forceAfterMs` passed. */
   close(forceAfterMs: number): Promise<boolean>;
 }
+
+const SERVER_OPTIONS = {
+  // Node's default (10 MB) would reset streams carrying large tensors.
+  maxSessionMemory: Number.MAX_SAFE_INTEGER,
+  settings: { initialWindowSize: 1024 * 1024 },
+};
 
 /** Session flow-control window: a 20 MiB request need not wait for a window update every 64 KiB. */
 const SESSION_WINDOW = 16 * 1024 * 1024;
@@ -58,11 +89,16 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
   let active = 0;
   const t: Transport = {
-    server: createServer({
-      // Node's default (10 MB) would reset streams carrying large tensors.
-      maxSessionMemory: Number.MAX_SAFE_INTEGER,
-      settings: { initialWindowSize: 1024 * 1024 },
-    }),
+    server: opts.tls
+      ? createSecureServer({
+          ...SERVER_OPTIONS,
+          cert: opts.tls.cert,
+          key: opts.tls.key,
+          ...(opts.tls.ca ? { ca: opts.tls.ca } : {}),
+          requestCert: opts.tls.mutual,
+          rejectUnauthorized: opts.tls.mutual,
+        })
+      : createServer(SERVER_OPTIONS),
     get active() {
       return active;
     },
@@ -95,7 +131,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   });
   t.server.on('stream', (stream, headers) => {
     stream.on('error', () => {}); // reported to the call as a close
-    const refusal = checkRequest(routes, headers) ?? opts.refuseWith();
+    const refusal = checkRequest(routes, headers) ?? opts.refuseWith() ?? opts.restrict?.(headers[':path'] as string, headers);
     if (refusal !== undefined) {
       if (typeof refusal === 'number') respondHttpError(stream, refusal);
       else respondTrailersOnly(stream, refusal);
@@ -112,6 +148,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     const metadata = new Metadata(headers);
     const sent = ka ? () => ka.sentData() : undefined;
     const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended, sent) : new DuplexCall(stream, metadata, ended, sent);
+    if (route.compressResponses && opts.responseCompression) call.compression = algorithmFor(opts.responseCompression, headers['grpc-accept-encoding']);
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';

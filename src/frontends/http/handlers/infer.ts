@@ -19,8 +19,10 @@ import { writeInferResponse } from '../infer-response.js';
 import { sendError } from '../reply.js';
 import { checkVersion } from './version.js';
 import { outputLabels } from '../classification.js';
+import { withForwardedHeaders } from '../../header-forward.js';
 
 export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {
+  const recvStartNs = process.hrtime.bigint();
   let handle: ModelHandle;
   let v: string;
   try {
@@ -51,7 +53,7 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
   readBody(req, limit)
     .then((raw) => decodeBody(raw, encoding, ctx.maxInputSize, ctx.bodyBudget))
     .then(
-      (body) => run(ctx, req, res, handle, model, v, body),
+      (body) => run(ctx, req, res, handle, model, v, body, recvStartNs),
       (err) => {
         // Refused before the end of the body (too large): close rather than read and discard
         // the rest of a possibly huge upload.
@@ -78,12 +80,22 @@ function bodyLimit(ctx: HttpContext, req: HttpRequest, encoding: string): BodyLi
   return { max: capacity, tooLarge: (size) => Errors.bodyOverMemory(size, capacity), budget: ctx.bodyBudget };
 }
 
-function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, version: string, body: Body): void {
+function run(
+  ctx: HttpContext,
+  req: HttpRequest,
+  res: HttpResponse,
+  handle: ModelHandle,
+  model: string,
+  version: string,
+  body: Body,
+  recvStartNs: bigint,
+): void {
+  const recv = { startNs: recvStartNs, endNs: process.hrtime.bigint() };
   const headerField = req.headers['inference-header-content-length'];
   if (headerField === undefined && body.data.length >= LARGE_JSON_BYTES) {
     // A large JSON body is parsed off the event loop (json-parse-worker.ts).
     parseInferRequestOffLoop(body.data, model, version).then(
-      (parsed) => infer(ctx, req, res, handle, model, parsed, body),
+      (parsed) => infer(ctx, req, res, handle, model, parsed, body, recv),
       (err) => {
         body.release();
         sendError(res, err);
@@ -100,11 +112,34 @@ function run(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mode
     sendError(res, err);
     return;
   }
-  infer(ctx, req, res, handle, model, parsed, body);
+  infer(ctx, req, res, handle, model, parsed, body, recv);
 }
 
-function infer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: ModelHandle, model: string, parsed: ParsedInferRequest, body: Body): void {
+/** When the request's body started and finished arriving (monotonic ns; trace events). */
+interface ReceiveTimes {
+  startNs: bigint;
+  endNs: bigint;
+}
+
+function infer(
+  ctx: HttpContext,
+  req: HttpRequest,
+  res: HttpResponse,
+  handle: ModelHandle,
+  model: string,
+  parsed: ParsedInferRequest,
+  body: Body,
+  recv: ReceiveTimes,
+): void {
   const { request, plan } = parsed;
+  if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, req.headers, request.parameters);
+  // Triton's HTTP trace events around the core's (docs/protocol-notes.md, "Trace").
+  const trace = ctx.core.tracer.sample(model);
+  if (trace !== undefined) {
+    trace.add('HTTP_RECV_START', recv.startNs);
+    trace.add('HTTP_RECV_END', recv.endNs);
+    request.trace = trace;
+  }
   const batching = handle.maxBatchSize > 0;
   for (const [name, choice] of plan.requested ?? []) if (choice.classification > 0) choice.labels = outputLabels(handle, name);
   const encoding = responseEncoding(req.headers['accept-encoding']);
@@ -134,11 +169,16 @@ function infer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, handle: Mo
     }
     answered = true;
     res.offClose(onClose);
+    trace?.add('HTTP_SEND_START');
     try {
       writeInferResponse(res, response, plan, batching, encoding, ctx.maxJsonOutputSize);
     } catch (err) {
       ctx.logger?.error(`HTTP infer response for '${model}' failed: ${asTritonError(err).message}`);
       res.destroy();
+    }
+    if (trace !== undefined) {
+      trace.add('HTTP_SEND_END');
+      trace.done();
     }
   });
 }
