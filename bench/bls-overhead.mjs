@@ -14,7 +14,7 @@
  * and the mean of each and their difference, and the BLS mean minus the target's own server time
  * per request (its statistics): what the call itself costs. Nothing is asserted.
  *
- *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 200]
+ *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 200] [--spin-mode adaptive|always|never]
  */
 import { jsonClient } from './lib/json-client.mjs';
 import fs from 'node:fs';
@@ -25,6 +25,8 @@ import { ROOT, startTritium } from './lib/server.mjs';
 
 const CALLS = Number(arg('calls', '2000'));
 const WARMUP = Number(arg('warmup', '200'));
+/** The stubs' and Node's wait policy (README, `spin-mode`): adaptive (default), always or never. */
+const SPIN_MODE = arg('spin-mode', 'adaptive');
 
 const CALLER = `import time
 import numpy as np
@@ -107,7 +109,7 @@ async function blsCalls(port, n) {
   return json.outputs[0].data;
 }
 
-const server = await startTritium({ repos: [repo()] });
+const server = await startTritium({ repos: [repo()], args: [`--backend-config=python,spin-mode=${SPIN_MODE}`] });
 try {
   await clientCalls(server.httpPort, WARMUP);
   await blsCalls(server.httpPort, WARMUP);
@@ -129,7 +131,7 @@ try {
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  console.log(`${CALLS} calls each at concurrency 1, target bench/models/empty (µs)`);
+  console.log(`${CALLS} calls each at concurrency 1, target bench/models/empty, spin-mode=${SPIN_MODE} (µs)`);
   console.log('                          p50    p90    p99   mean');
   console.log(`client HTTP infer     ${f(c.p50)} ${f(c.p90)} ${f(c.p99)} ${f(c.mean)}`);
   console.log(`BLS exec() in model   ${f(b.p50)} ${f(b.p90)} ${f(b.p99)} ${f(b.mean)}`);
