@@ -115,8 +115,11 @@ describe('session settings', () => {
     expect(s.options.executionProviders).toEqual([{ name: 'cuda', deviceId: 1 }, 'cpu']);
     expect(s.notes.join('\n')).toContain("gpu_execution_accelerator 'tensorrt'");
     expect(s.notes.join('\n')).toContain('cudnn_conv_use_max_workspace');
-    // GPU accelerators do not concern CPU instances.
-    expect(sessionSettings(c, 'cpu', 0).notes).toEqual([]);
+    // A CPU instance says that the GPU accelerators do not apply to it.
+    expect(sessionSettings(c, 'cpu', 0).notes).toEqual([
+      "gpu_execution_accelerator 'tensorrt' applies to GPU instances only; this instance runs on the CPU provider",
+      "gpu_execution_accelerator 'cuda' applies to GPU instances only; this instance runs on the CPU provider",
+    ]);
   });
 
   it('chooses CUDA only for GPU instances with the provider and the device', () => {

@@ -138,6 +138,10 @@ export function sessionSettings(config: ModelConfig, provider: Provider, deviceI
     }
     options.executionProviders = [{ name: 'cuda', deviceId }, 'cpu'];
   } else {
+    // Said on CPU instances too, so a config written for a GPU host does not look obeyed here.
+    for (const a of accel?.gpuExecutionAccelerator ?? []) {
+      notes.push(`gpu_execution_accelerator '${a.name}' applies to GPU instances only; this instance runs on the CPU provider`);
+    }
     options.executionProviders = ['cpu'];
   }
   return { options, notes };
