@@ -271,6 +271,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           shutdownGraceMs: options.exitTimeoutSecs * 1000,
           keepalive: options.grpcKeepalive,
           ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
+          maxConcurrentStreams: options.grpcMaxConcurrentStreams,
           ...(grpcTls ? { tls: grpcTls } : {}),
           responseCompression: options.grpcResponseCompression,
           ...(options.grpcRestricted ? { restricted: options.grpcRestricted } : {}),

@@ -59,6 +59,8 @@ export interface ServerOptions {
   /** `--http-max-connections` / `--grpc-max-connections`; absent = from the descriptor limit. */
   httpMaxConnections?: number;
   grpcMaxConnections?: number;
+  /** `--grpc-max-concurrent-streams`. */
+  grpcMaxConcurrentStreams: number;
   /** `--http-idle-timeout-secs`. */
   httpIdleTimeoutSecs: number;
   defaultMaxBatchSize: number;
@@ -439,6 +441,15 @@ export function buildCommand(): Command {
   );
   add(
     G.grpc,
+    new Option(
+      '--grpc-max-concurrent-streams <integer>',
+      'tritium: calls one client connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue the rest',
+    )
+      .default(1024)
+      .argParser(parseInteger('--grpc-max-concurrent-streams', 1, 2 ** 31 - 1)),
+  );
+  add(
+    G.grpc,
     new Option('--grpc-infer-response-compression-level <string>', 'none, low, medium or high: inference responses compressed with gzip or deflate')
       .default('none')
       .argParser(parseChoice('--grpc-infer-response-compression-level', ['none', 'low', 'medium', 'high'] as const)),
@@ -611,6 +622,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     ...(o.httpMaxConnections !== undefined ? { httpMaxConnections: o.httpMaxConnections } : {}),
     httpIdleTimeoutSecs: o.httpIdleTimeoutSecs,
     ...(o.grpcMaxConnections !== undefined ? { grpcMaxConnections: o.grpcMaxConnections } : {}),
+    grpcMaxConcurrentStreams: o.grpcMaxConcurrentStreams,
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,
     modelControlMode: o.modelControlMode,

@@ -7,7 +7,9 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import http2 from 'node:http2';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
 import { parsePrometheus } from './infer-helpers.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
@@ -149,4 +151,62 @@ describe('HTTP idle and slow-sender timeout', () => {
     expect(got).toMatch(/^HTTP\/1\.1 200/);
     s.destroy();
   }, 30_000);
+});
+
+describe('gRPC concurrent streams per connection', () => {
+  const remoteMax = async (port: number) => {
+    const s = http2.connect(`http://127.0.0.1:${port}`);
+    s.on('error', () => {});
+    const settings = await new Promise<http2.Settings>((resolve) => s.once('remoteSettings', resolve));
+    s.destroy();
+    return settings.maxConcurrentStreams;
+  };
+
+  it('announces the limit in its HTTP/2 SETTINGS (1024 by default) and runs calls past it only as earlier ones end', async () => {
+    expect(await remoteMax(server.grpcPort!)).toBe(1024);
+    const limited = await startTritium({ repos: [repo], args: ['--grpc-max-concurrent-streams=1'] });
+    try {
+      expect(await remoteMax(limited.grpcPort!)).toBe(1);
+      // Two slow calls on one connection: the second starts once the first has ended, so the
+      // pair takes at least two executions (the model has two instances, so without the limit
+      // they would overlap).
+      const session = http2.connect(`http://127.0.0.1:${limited.grpcPort}`);
+      session.on('error', () => {});
+      await new Promise((r) => session.once('remoteSettings', r));
+      const request = create(ModelInferRequestSchema, {
+        modelName: 'slow_execute',
+        inputs: [
+          { name: 'MS', datatype: 'INT32', shape: [1n] },
+          { name: 'VALUE', datatype: 'INT32', shape: [1n] },
+        ],
+        rawInputContents: [Buffer.from(new Int32Array([700]).buffer), Buffer.from(new Int32Array([1]).buffer)],
+      });
+      const bytes = toBinary(ModelInferRequestSchema, request);
+      const frame = Buffer.alloc(5 + bytes.length);
+      frame.writeUInt32BE(bytes.length, 1);
+      frame.set(bytes, 5);
+      const call = () =>
+        new Promise<{ status: string | undefined; at: number }>((resolve) => {
+          const stream = session.request({
+            ':method': 'POST',
+            ':path': '/inference.GRPCInferenceService/ModelInfer',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+          });
+          let status: string | undefined;
+          stream.on('trailers', (t) => (status = String(t['grpc-status'])));
+          stream.on('error', () => {});
+          stream.resume();
+          stream.on('close', () => resolve({ status, at: Date.now() }));
+          stream.end(frame);
+        });
+      const t0 = Date.now();
+      const [a, b] = await Promise.all([call(), call()]);
+      expect([a.status, b.status]).toEqual(['0', '0']);
+      expect(Math.max(a.at, b.at) - t0).toBeGreaterThanOrEqual(1400);
+      session.destroy();
+    } finally {
+      await stopAndExpectNoShm(limited);
+    }
+  }, 60_000);
 });

@@ -40,6 +40,8 @@ export interface GrpcServerOptions {
   keepalive?: KeepaliveOptions;
   /** Client connections kept open (`--grpc-max-connections`); default from the descriptor limit, 0 = no limit. */
   maxConnections?: number;
+  /** Calls open at once on one connection (`--grpc-max-concurrent-streams`). */
+  maxConcurrentStreams?: number;
   /** `--grpc-header-forward-pattern`. */
   headerForward?: RegExp;
   /** `--grpc-infer-response-compression-level`. */
@@ -112,6 +114,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
   const transport = createTransport(routes, {
     maxMessageBytes: maxMessage,
     connectionLimit,
+    ...(opts.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: opts.maxConcurrentStreams } : {}),
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
     ...(opts.tls ? { tls: opts.tls } : {}),

@@ -46,6 +46,12 @@ export interface TransportOptions {
   maxMessageBytes: number;
   /** Connections (HTTP/2 sessions) kept open; see frontends/connection-limit.ts. */
   connectionLimit?: ConnectionLimit;
+  /**
+   * Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS,
+   * `--grpc-max-concurrent-streams`); a gRPC client queues calls beyond it, and one that does
+   * not gets REFUSED_STREAM. Default DEFAULT_MAX_CONCURRENT_STREAMS.
+   */
+  maxConcurrentStreams?: number;
   /** A new call is refused with this status while set (server shutting down). */
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
@@ -75,11 +81,14 @@ export interface Transport {
   close(forceAfterMs: number): Promise<boolean>;
 }
 
-const SERVER_OPTIONS = {
+/** Node's default is unlimited (2^32 - 1): one connection could hold any number of calls. */
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 1024;
+
+const serverOptions = (maxConcurrentStreams: number) => ({
   // Node's default (10 MB) would reset streams carrying large tensors.
   maxSessionMemory: Number.MAX_SAFE_INTEGER,
-  settings: { initialWindowSize: 1024 * 1024 },
-};
+  settings: { initialWindowSize: 1024 * 1024, maxConcurrentStreams },
+});
 
 /** Session flow-control window: a 20 MiB request need not wait for a window update every 64 KiB. */
 const SESSION_WINDOW = 16 * 1024 * 1024;
@@ -88,17 +97,18 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   const sessions = new Set<Http2Session>();
   const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
   let active = 0;
+  const base = serverOptions(opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS);
   const t: Transport = {
     server: opts.tls
       ? createSecureServer({
-          ...SERVER_OPTIONS,
+          ...base,
           cert: opts.tls.cert,
           key: opts.tls.key,
           ...(opts.tls.ca ? { ca: opts.tls.ca } : {}),
           requestCert: opts.tls.mutual,
           rejectUnauthorized: opts.tls.mutual,
         })
-      : createServer(SERVER_OPTIONS),
+      : createServer(base),
     get active() {
       return active;
     },
