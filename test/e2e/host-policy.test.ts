@@ -9,20 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { writeVariant } from './infer-helpers.js';
+import { INSTANCE_PROBE_IO, writeVariant } from './infer-helpers.js';
 
 const cli = (...args: string[]) => spawnSync(process.execPath, [path.join(ROOT, 'bin', 'tritium.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
 const CPUS = os.cpus().length;
 
-const PROBE = `backend: "python"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [
-  { name: "ARGS" data_type: TYPE_STRING dims: [ 1 ] },
-  { name: "PID" data_type: TYPE_INT64 dims: [ 1 ] },
-  { name: "TIMES" data_type: TYPE_FP64 dims: [ 4 ] }
-]
-instance_group [
+const PROBE = `${INSTANCE_PROBE_IO}instance_group [
   { name: "pinned" count: 1 kind: KIND_CPU host_policy: "last_core" },
   { name: "plain" count: 1 kind: KIND_CPU }
 ]

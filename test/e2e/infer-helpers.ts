@@ -136,3 +136,17 @@ export async function waitForMark(mark: string, timeoutMs = 30_000): Promise<voi
   await waitFor(`marker ${mark}`, () => fs.existsSync(mark), timeoutMs);
   fs.rmSync(mark, { force: true });
 }
+
+/**
+ * The inputs and outputs of test/models/instance_probe (which reports its initialize args, pid
+ * and initialize/execute times), for variants that add their own instance groups and parameters.
+ */
+export const INSTANCE_PROBE_IO = `backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [
+  { name: "ARGS" data_type: TYPE_STRING dims: [ 1 ] },
+  { name: "PID" data_type: TYPE_INT64 dims: [ 1 ] },
+  { name: "TIMES" data_type: TYPE_FP64 dims: [ 4 ] }
+]
+`;

@@ -11,17 +11,9 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
-import { inferJson, writeVariant } from './infer-helpers.js';
+import { INSTANCE_PROBE_IO, inferJson, writeVariant } from './infer-helpers.js';
 
-const IO = `backend: "python"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [
-  { name: "ARGS" data_type: TYPE_STRING dims: [ 1 ] },
-  { name: "PID" data_type: TYPE_INT64 dims: [ 1 ] },
-  { name: "TIMES" data_type: TYPE_FP64 dims: [ 4 ] }
-]
-`;
+const IO = INSTANCE_PROBE_IO;
 
 interface Served {
   args: Record<string, string>;

@@ -9,17 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, python, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
-import { scrape, writeVariant } from './infer-helpers.js';
+import { INSTANCE_PROBE_IO, scrape, writeVariant } from './infer-helpers.js';
 
-const PROBE = (sleepS: number) => `backend: "python"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [
-  { name: "ARGS" data_type: TYPE_STRING dims: [ 1 ] },
-  { name: "PID" data_type: TYPE_INT64 dims: [ 1 ] },
-  { name: "TIMES" data_type: TYPE_FP64 dims: [ 4 ] }
-]
-instance_group [ { count: 1, kind: KIND_CPU } ]
+const PROBE = (sleepS: number) => `${INSTANCE_PROBE_IO}instance_group [ { count: 1, kind: KIND_CPU } ]
 parameters { key: "INIT_SLEEP_S" value: { string_value: "${sleepS}" } }
 `;
 
