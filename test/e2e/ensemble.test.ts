@@ -78,6 +78,14 @@ const addSubBody = (a: number[], b: number[], requested?: string[]) => ({
   ...(requested ? { outputs: requested.map((name) => ({ name })) } : {}),
 });
 
+/** Every input value the stamp_sleep instances of `repo` recorded (one `seen-<pid>` file each). */
+function stampSleepSeen(repo: string): string[] {
+  const dir = path.join(repo, 'stamp_sleep');
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith('seen-'))
+    .flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').trim().split('\n'));
+}
 describe('ensembles served', () => {
   let t: Tritium;
   let repo: string;
@@ -93,16 +101,7 @@ describe('ensembles served', () => {
 
   it('warms an ensemble up with real intermediate tensors before it serves (beyond Triton)', async () => {
     // The sample X = 5 reached step 0 (saw 5, wrote 6), then step 1 (saw 6); nothing else ran yet.
-    const seen = fs
-      .readdirSync(path.join(repo, 'stamp_sleep'))
-      .filter((f) => f.startsWith('seen-'))
-      .flatMap((f) =>
-        fs
-          .readFileSync(path.join(repo, 'stamp_sleep', f), 'utf8')
-          .trim()
-          .split('\n'),
-      );
-    expect(seen.sort()).toEqual(['5', '6']);
+    expect(stampSleepSeen(repo).sort()).toEqual(['5', '6']);
     expect(t.log()).toContain("successfully loaded 'ensemble_warmup'");
     // Warmup requests are not the ensemble's statistics.
     expect((await stats(t, 'ensemble_warmup')).inference_stats.success.count).toBe(0);
@@ -220,17 +219,7 @@ res["items"] = items`,
       signal: abort.signal,
     }).catch((err: Error) => err);
     // Abort once both branches run (each records its input before sleeping 300 ms).
-    const seen = () =>
-      fs
-        .readdirSync(path.join(repo, 'stamp_sleep'))
-        .filter((f) => f.startsWith('seen-'))
-        .flatMap((f) =>
-          fs
-            .readFileSync(path.join(repo, 'stamp_sleep', f), 'utf8')
-            .trim()
-            .split('\n'),
-        )
-        .filter((v) => v === '7').length;
+    const seen = () => stampSleepSeen(repo).filter((v) => v === '7').length;
     for (let i = 0; i < 600 && seen() < 2; i++) await new Promise((res) => setTimeout(res, 10));
     abort.abort();
     expect(await sent).toBeInstanceOf(Error);
