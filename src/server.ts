@@ -14,6 +14,8 @@
  */
 import type { ServerOptions } from './cli/options.js';
 import { recoveryFds } from './core/instance/fd-reserve.js';
+import { DescriptorWatch } from './frontends/descriptor-watch.js';
+import { registerDescriptorFamilies } from './frontends/metrics/descriptor-families.js';
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { CustomMetrics } from './core/custom-metrics.js';
@@ -166,6 +168,9 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
   // Held back before any client can connect: what restarting a stub needs (core/instance/fd-reserve.ts).
   recoveryFds();
+  // Runs out of descriptors are invisible to the frontends otherwise (frontends/descriptor-watch.ts).
+  const descriptors = new DescriptorWatch({ warn: (l) => log.warn(l), info: (l) => log.info(l) });
+  descriptors.start();
 
   // Families models define with pb_utils.MetricFamily, exported with the server's own.
   const customMetrics = new CustomMetrics();
@@ -198,6 +203,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     counterLatencies: options.metricsCounterLatencies,
   });
   metrics.setCustomSource(customMetrics);
+  registerDescriptorFamilies(metrics.registry, descriptors);
   metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
   const models = new ModelManager({
     repositories: options.modelRepositories,
@@ -273,6 +279,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
           maxConcurrentStreams: options.grpcMaxConcurrentStreams,
           ...(grpcTls ? { tls: grpcTls } : {}),
+          descriptors,
           responseCompression: options.grpcResponseCompression,
           ...(options.grpcRestricted ? { restricted: options.grpcRestricted } : {}),
           ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
@@ -297,6 +304,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           idleTimeoutMs: options.httpIdleTimeoutSecs * 1000,
           ...(options.httpHeaderForward ? { headerForward: options.httpHeaderForward } : {}),
           ...(options.httpRestricted ? { restricted: options.httpRestricted } : {}),
+          descriptors,
         }),
       );
       closables.push(http);
@@ -306,7 +314,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     }
     if (options.allowMetrics) {
       const address = options.metricsAddress ?? options.httpAddress;
-      const m = await listening(listeners.metrics!, () => startMetricsServer(metrics, { port: options.metricsPort, address }));
+      const m = await listening(listeners.metrics!, () => startMetricsServer(metrics, { port: options.metricsPort, address, descriptors }));
       closables.push(m);
       running.metricsPort = m.port;
       log.info(`Started Metrics Service at ${address}:${m.port}`);
@@ -320,6 +328,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   running.shutdown = async () => {
     const deadline = Date.now() + options.exitTimeoutSecs * 1000;
     core.markExiting();
+    descriptors.stop();
     void models.poller.stop();
     const closing = Promise.all(closables.map((c) => c.close().catch(() => {})));
     // In-flight requests may finish; new ones are refused by the frontends and the core.

@@ -24,6 +24,7 @@ import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts } fr
 import type { CompressionLevel } from './transport/response-compression.js';
 import type { StatusError } from './transport/status.js';
 import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
+import type { DescriptorWatch } from '../descriptor-watch.js';
 import { createTransport, type Route, type TlsOptions, type Transport } from './transport/server.js';
 
 export interface GrpcServerOptions {
@@ -50,6 +51,8 @@ export interface GrpcServerOptions {
   restricted?: ReadonlyMap<ApiGroup, Restriction>;
   /** `--grpc-use-ssl` / `--grpc-use-ssl-mutual` with their certificate files, read. */
   tls?: TlsOptions;
+  /** Takes accept errors that are descriptor shortages (logged once per burst there). */
+  descriptors?: DescriptorWatch;
 }
 
 export interface GrpcServerHandle {
@@ -126,7 +129,9 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     transport.server.once('error', reject);
     transport.server.listen(opts.port, opts.address, () => {
       transport.server.off('error', reject);
-      transport.server.on('error', (err) => opts.logger?.error(`gRPC server error: ${err.message}`));
+      transport.server.on('error', (err) => {
+        if (!opts.descriptors?.report(err)) opts.logger?.error(`gRPC server error: ${err.message}`);
+      });
       resolve((transport.server.address() as AddressInfo).port);
     });
   });

@@ -18,6 +18,7 @@ import type { LogSettingsStore } from '../../core/logger.js';
 import { memoryLogSettings } from '../../core/logger.js';
 import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts, type LimitedConnection } from '../connection-limit.js';
 import { Connection } from './wire/connection.js';
+import type { DescriptorWatch } from '../descriptor-watch.js';
 
 export interface HttpServerOptions {
   port: number;
@@ -39,6 +40,8 @@ export interface HttpServerOptions {
   headerForward?: RegExp;
   /** `--http-restricted-api`. */
   restricted?: ReadonlyMap<ApiGroup, Restriction>;
+  /** Takes accept errors that are descriptor shortages (logged once per burst there). */
+  descriptors?: DescriptorWatch;
 }
 
 export interface HttpServerHandle {
@@ -108,7 +111,9 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     server.once('error', onError);
     server.listen(opts.port, opts.address, () => {
       server.off('error', onError);
-      server.on('error', (err) => opts.logger?.error(`HTTP server error: ${err.message}`));
+      server.on('error', (err) => {
+        if (!opts.descriptors?.report(err)) opts.logger?.error(`HTTP server error: ${err.message}`);
+      });
       const port = (server.address() as AddressInfo).port;
       let closed: Promise<void> | undefined;
       resolve({

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { DescriptorWatch } from '../descriptor-watch.js';
 import type { Metrics } from './metrics.js';
 
 export interface MetricsServerOptions {
@@ -12,6 +13,8 @@ export interface MetricsServerOptions {
   port: number;
   /** Bind address; default 0.0.0.0 like Triton's `--metrics-address`. */
   address?: string;
+  /** Takes accept errors that are descriptor shortages; other errors after listening are dropped (a scrape is retried). */
+  descriptors?: DescriptorWatch;
 }
 
 export interface MetricsServer {
@@ -52,6 +55,8 @@ export function startMetricsServer(metrics: Metrics, options: MetricsServerOptio
     server.once('error', onError);
     server.listen(options.port, options.address ?? '0.0.0.0', () => {
       server.off('error', onError);
+      // Without a listener an accept error would be an uncaught 'error' event.
+      server.on('error', (err) => options.descriptors?.report(err));
       const port = (server.address() as AddressInfo).port;
       resolve({
         port,
