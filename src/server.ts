@@ -234,6 +234,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const failed = await models.loadStartup(options.modelControlMode === 'explicit' ? options.startupModels : ['*']);
   if (failed.length && options.exitOnError) {
     await models.unloadAll(5000);
+    python.shmReserve.drop();
     throw new StartupError(`failed to load all models: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`);
   }
   // As tritonserver: the model table, then the options table (what tuning guides read back).
@@ -322,6 +323,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   } catch (err) {
     await Promise.all(closables.map((c) => c.close().catch(() => {})));
     await models.unloadAll(5000);
+    python.shmReserve.drop();
     throw err;
   }
 
@@ -342,6 +344,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     }
     models.stopSchedulers();
     await models.unloadAll(Math.max(1000, deadline - Date.now()));
+    python.shmReserve.drop();
     await Promise.race([closing, new Promise((r) => setTimeout(r, 1000))]);
     // Traces not yet written (log_frequency 0 writes them all now, as Triton at exit).
     core.tracer.flush();

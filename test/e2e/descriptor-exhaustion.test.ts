@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inferAddSub } from './infer-helpers.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const FD_LIMIT = 128;
@@ -70,19 +71,7 @@ function idleConnection(port: number): Promise<net.Socket | undefined> {
   });
 }
 
-async function infer(): Promise<number> {
-  const r = await fetch(`${server.http}/v2/models/add_sub/infer`, {
-    method: 'POST',
-    body: JSON.stringify({
-      inputs: [
-        { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
-        { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [1, 1, 1, 1] },
-      ],
-    }),
-  });
-  await r.arrayBuffer();
-  return r.status;
-}
+const infer = async () => (await inferAddSub(server.http)).status;
 
 async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -59,6 +59,20 @@ export async function inferJson(base: string, model: string, o: InferOptions = {
   return { status: res.status, error: json.error, out, shapes, ms: doneAt - t0, doneAt };
 }
 
+/** One add_sub (python_models) request over HTTP/JSON: its status and body text. */
+export async function inferAddSub(base: string): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${base}/v2/models/add_sub/infer`, {
+    method: 'POST',
+    body: JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
+        { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [1, 1, 1, 1] },
+      ],
+    }),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
 /** Copies test/models/<from> to <repo>/<name> and replaces its config.pbtxt. */
 export function writeVariant(repo: string, from: string, name: string, config: string): void {
   const dir = path.join(repo, name);

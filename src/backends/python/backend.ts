@@ -3,6 +3,8 @@
  * The Python backend: each instance of a model is a stub process running the unchanged
  * `model.py` (see stub-instance.ts); auto-complete runs in a throw-away stub.
  */
+import { n0ByteSize } from './ipc/channel.js';
+import { ShmReserve } from './ipc/shm-reserve.js';
 import type { CustomMetrics } from '../../core/custom-metrics.js';
 import fs from 'node:fs';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
@@ -39,8 +41,12 @@ export class PythonBackend implements Backend {
   readonly name = 'python';
   /** Every live instance, for metrics (shared-memory bytes) and tests. */
   readonly instances = new Set<StubInstance>();
+  /** /dev/shm space held for restarting a stub (ipc/shm-reserve.ts). */
+  readonly shmReserve: ShmReserve;
 
-  constructor(private readonly o: PythonBackendOptions) {}
+  constructor(private readonly o: PythonBackendOptions) {
+    this.shmReserve = new ShmReserve(n0ByteSize(o.shmDefaultByteSize));
+  }
 
   private modelFile(versionDir: string, config: ModelConfig, logger: Logger): string {
     const file = resolveInside(versionDir, config.defaultModelFilename || 'model.py', 'default_model_filename');
@@ -115,6 +121,7 @@ export class PythonBackend implements Backend {
           hooks,
           calls: { client: ctx.client, modelControl: this.o.modelControl, customMetrics: this.o.customMetrics },
           cpus: this.o.hostPolicies?.get(spec.hostPolicy),
+          shmReserve: this.shmReserve,
         }),
     );
     for (const i of instances) this.instances.add(i);

@@ -14,6 +14,7 @@ import type { Logger } from '../../core/logger.js';
 import { StubChannel, newRegionName, type IpcWaitOptions } from './ipc/channel.js';
 import type { StubMessageType, StubToNode } from './ipc/messages.js';
 import { recoveryFds } from '../../core/instance/fd-reserve.js';
+import type { ShmReserve } from './ipc/shm-reserve.js';
 import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
 
 export interface LaunchOptions {
@@ -39,6 +40,8 @@ export interface LaunchOptions {
   signal?: AbortSignal;
   /** CPUs of the instance's host policy (`--host-policy`); any CPU when absent. */
   cpus?: readonly number[];
+  /** /dev/shm space given back for the region's creation and taken again after (ipc/shm-reserve.ts). */
+  shmReserve?: ShmReserve;
   /** The error a pending `expect` rejects with when the stub ends first. */
   deathError(exit: StubExit, stderrTail: string): Error;
 }
@@ -67,9 +70,10 @@ export class LaunchedStub {
   private gone = false;
 
   constructor(private readonly o: LaunchOptions) {
-    // Region, eventfd, pipes and fork are synchronous: they run on the descriptors held back for
-    // recovery, so a stub can be (re)started while clients hold every other one.
-    const { channel, child } = recoveryFds().use(() => this.launch());
+    // Region, eventfd, pipes and fork are synchronous: they run on the descriptors and the /dev/shm
+    // space held back for recovery, so a stub can be (re)started while others hold the rest.
+    const reserve = o.shmReserve;
+    const { channel, child } = recoveryFds().use(() => (reserve ? reserve.use(() => this.launch()) : this.launch()));
     this.channel = channel;
     this.child = child;
     this.readinessPipe = readinessPipe(child);

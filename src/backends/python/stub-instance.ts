@@ -8,6 +8,7 @@
  * A dead or hung stub fails its in-flight requests at once with Triton's text
  * `Stub process '<instance>' is not healthy.` plus the cause, and the lifecycle restarts it.
  */
+import type { ShmReserve } from './ipc/shm-reserve.js';
 import type { BackendInstance, InstanceHooks } from '../../core/backend.js';
 import { Errors, type TritonError } from '../../core/errors.js';
 import { InstanceLifecycle, lifecycleEvents } from '../../core/instance/lifecycle.js';
@@ -41,12 +42,12 @@ export interface StubInstanceOptions {
   ipcWait?: IpcWaitOptions;
   logger: Logger;
   hooks: InstanceHooks;
-  /** Consecutive failed starts after which the instance gives up. */
-  maxRestarts?: number;
   /** What BLS and model-control calls from model.py reach (bls.ts); without it they are not answered. */
   calls?: ModelCalls;
   /** CPUs of the instance's host policy (`--host-policy`). */
   cpus?: readonly number[];
+  /** /dev/shm space held back for this instance's restarts (shared by the backend's instances). */
+  shmReserve?: ShmReserve;
 }
 
 /** One running stub of the instance: the process and its channel, its requests, its `is_ready()`. */
@@ -78,7 +79,6 @@ export class StubInstance implements BackendInstance {
       logger: o.logger,
       events: lifecycleEvents(this, o.hooks),
       classifyStartFailure,
-      ...(o.maxRestarts !== undefined ? { policy: { maxFailedStarts: o.maxRestarts } } : {}),
       incarnations: {
         start: (signal) => this.incarnate(signal),
         discard: (inc) => inc.stub.dispose(),
@@ -142,6 +142,7 @@ export class StubInstance implements BackendInstance {
       logSource: o.modelName,
       stubTimeoutSeconds: o.stubTimeoutSeconds,
       ...(o.cpus ? { cpus: o.cpus } : {}),
+      ...(o.shmReserve ? { shmReserve: o.shmReserve } : {}),
       signal,
       deathError: (exit, tail) => {
         const err = Errors.stubUnhealthy(this.name, exit.cause);

@@ -64,12 +64,12 @@ export const DEFAULT_RESTART_POLICY: RestartPolicy = { firstDelayMs: 250, maxDel
 
 /**
  * How a failed start counts. A `crash` (the stub died on its own, initialize raised) counts
- * towards the give-up. A `transient` one (the host ran out of descriptors, memory, processes or
- * /dev/shm space; resource-failure.ts) is retried every `transientRetryMs` for as long as it
- * lasts and not counted, since the instance itself is fine: it turns ready by itself once the
- * resource is back.
+ * towards the give-up. A `shortage` (the host ran out of descriptors, memory, processes or
+ * /dev/shm space; resource-failure.ts; named by its errno) is retried every `transientRetryMs`
+ * for as long as it lasts and not counted, since the instance itself is fine: it turns ready by
+ * itself once the resource is back.
  */
-export type StartFailureKind = 'crash' | 'transient';
+export type StartFailure = 'crash' | { shortage: string };
 
 export interface LifecycleOptions<T> {
   /** The instance name, as log lines give it (`Restart of '<name>' failed ...`). */
@@ -82,7 +82,7 @@ export interface LifecycleOptions<T> {
   incarnations: Incarnations<T>;
   events: LifecycleEvents;
   policy?: Partial<RestartPolicy>;
-  classifyStartFailure?: (err: Error) => StartFailureKind;
+  classifyStartFailure?: (err: Error) => StartFailure;
 }
 
 export class InstanceLifecycle<T> {
@@ -94,7 +94,7 @@ export class InstanceLifecycle<T> {
   restarts = 0;
   private failedStarts = 0;
   private lastStartError = '';
-  /** The last resource shortage logged (logged again only when it changes). */
+  /** The shortage last logged (logged again only when another one comes). */
   private lastTransient: string | undefined;
   /** Why the last ready incarnation died (kept for the reason shown while restarts fail). */
   private deathCause = '';
@@ -285,16 +285,18 @@ export class InstanceLifecycle<T> {
   }
 
   private startFailed(err: Error): void {
-    if (this.o.classifyStartFailure?.(err) === 'transient') {
+    const failure = this.o.classifyStartFailure?.(err) ?? 'crash';
+    if (failure !== 'crash') {
       this.reason = `${this.deathCause} Restart is waiting for resources: ${err.message}`.trim();
-      // Once per condition, not once per attempt: a long shortage would flood the log.
-      if (err.message !== this.lastTransient) {
+      // Once per shortage, not once per attempt (whose texts differ in sizes and names): a long
+      // shortage would flood the log.
+      if (failure.shortage !== this.lastTransient) {
         this.o.logger.warn(
-          `Restart of '${this.o.name}' could not get resources, retrying every ${this.policy.transientRetryMs} ms until it can: ${err.message}`,
+          `Restart of '${this.o.name}' could not get resources (${failure.shortage}), retrying every ${this.policy.transientRetryMs} ms until it can: ${err.message}`,
           this.o.logSource,
         );
       }
-      this.lastTransient = err.message;
+      this.lastTransient = failure.shortage;
       this.scheduleRestart(this.policy.transientRetryMs);
       return;
     }

@@ -6,18 +6,32 @@
  * the crash-loop limit: a client holding every descriptor for a while would otherwise retire an
  * instance for good (docs/design.md, "Supervision").
  */
-import type { StartFailureKind } from './lifecycle.js';
+import type { StartFailure } from './lifecycle.js';
 
 const RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'ENOSPC']);
 /** The same conditions when only a message is left (a wrapped error, the stub's own report). */
-const RESOURCE_TEXT =
-  /\b(EMFILE|ENFILE|ENOMEM|EAGAIN|ENOSPC)\b|Too many open files|Cannot allocate memory|Resource temporarily unavailable|No space left on device|\/dev\/shm is full/;
+const RESOURCE_TEXT: ReadonlyArray<[RegExp, string]> = [
+  [/\b(EMFILE|ENFILE|ENOMEM|EAGAIN|ENOSPC)\b/, ''],
+  [/Too many open files/, 'EMFILE'],
+  [/Cannot allocate memory/, 'ENOMEM'],
+  [/Resource temporarily unavailable/, 'EAGAIN'],
+  [/No space left on device|\/dev\/shm is full/, 'ENOSPC'],
+];
 
-export function classifyStartFailure(err: Error): StartFailureKind {
+/** The shortage behind a start failure (its errno name), or undefined when it is not one. */
+export function shortageOf(err: Error): string | undefined {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code !== undefined && RESOURCE_CODES.has(code)) return 'transient';
-    if (RESOURCE_TEXT.test(e.message)) return 'transient';
+    if (code !== undefined && RESOURCE_CODES.has(code)) return code;
+    for (const [re, name] of RESOURCE_TEXT) {
+      const m = re.exec(e.message);
+      if (m) return name || m[1];
+    }
   }
-  return 'crash';
+  return undefined;
+}
+
+export function classifyStartFailure(err: Error): StartFailure {
+  const shortage = shortageOf(err);
+  return shortage === undefined ? 'crash' : { shortage };
 }

@@ -109,6 +109,11 @@ export function newRegionName(instance: string): string {
 
 const roundUp = (n: number, m: number): number => Math.ceil(n / m) * m;
 
+/** The size of a region's n0 segment (header, both rings, first input arena), what a stub launch allocates at once. */
+export function n0ByteSize(defaultByteSize: number, ringByteSize: number = DEFAULT_RING_BYTES): number {
+  return roundUp(Math.max(defaultByteSize, MIN_SEGMENT_BYTES, HEADER_SIZE + 2 * ringByteSize + SEGMENT_ROUND), 4096);
+}
+
 /** Any message of a ring: a msgpack map whose `t` names its type. */
 export interface Message {
   t: string;
@@ -150,7 +155,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     this.native = loadNative();
     this.growthByteSize = Math.max(opts.growthByteSize, SEGMENT_ROUND);
     const arenaOff = HEADER_SIZE + 2 * ring;
-    const n0Size = roundUp(Math.max(opts.defaultByteSize, MIN_SEGMENT_BYTES, arenaOff + SEGMENT_ROUND), 4096);
+    const n0Size = n0ByteSize(opts.defaultByteSize, ring);
 
     const n0 = this.createSegment('n0', n0Size, n0Size);
     this.hdr64 = new BigUint64Array(n0.sab, 0, HEADER_SIZE / 8);

@@ -82,6 +82,7 @@ export function describeShmUse(dir: string = SHM_DIR): string {
   let n0Bytes = 0;
   let n0Count = 0;
   let tensorBytes = 0;
+  let reserveBytes = 0;
   const others: Array<{ name: string; bytes: number }> = [];
   for (const name of listShm(dir)) {
     let bytes: number;
@@ -94,7 +95,8 @@ export function describeShmUse(dir: string = SHM_DIR): string {
     else if (name.endsWith('.n0')) {
       n0Bytes += bytes;
       n0Count++;
-    } else tensorBytes += bytes;
+    } else if (name.endsWith('_reserve')) reserveBytes += bytes;
+    else tensorBytes += bytes;
   }
   others.sort((a, b) => b.bytes - a.bytes);
   const otherBytes = others.reduce((n, o) => n + o.bytes, 0);
@@ -104,8 +106,9 @@ export function describeShmUse(dir: string = SHM_DIR): string {
     .join(', ');
   return (
     head +
-    `This server holds ${n0Bytes + tensorBytes} bytes: ${n0Bytes} in the n0 segments of its ${n0Count} Python instances ` +
-    `(each sized by --backend-config=python,shm-default-byte-size) and ${tensorBytes} in tensors of requests in flight; ` +
+    `This server holds ${n0Bytes + tensorBytes + reserveBytes} bytes: ${n0Bytes} in the n0 segments of its ${n0Count} Python instances ` +
+    `(each sized by --backend-config=python,shm-default-byte-size), ${tensorBytes} in tensors of requests in flight ` +
+    `and ${reserveBytes} held back for restarting a stub; ` +
     `other files hold ${otherBytes} bytes${largest ? ` (largest: ${largest})` : ''}. ` +
     'Give /dev/shm more room (e.g. docker run --shm-size), send fewer large tensors at once, or, when the n0 segments fill it, ' +
     'lower shm-default-byte-size or the instance count.'

@@ -1,0 +1,73 @@
+/**
+ * @module backends/python/ipc/shm-reserve
+ * Space in /dev/shm held back for restarting a stub. A stub's region needs its n0 segment
+ * (shm-default-byte-size) at once; when the stub dies its n0 is freed, but anything else writing
+ * to /dev/shm (clients' registered system shared memory, other processes, tensors of the other
+ * instances) can take that space before the restart, which would then fail with "/dev/shm is
+ * full" for as long as they hold it. The backend keeps one n0's worth allocated in a file of
+ * its own and lets go of it only around a launch (which creates the region synchronously, so
+ * the space goes to the new region); afterwards it takes back what is free again, which may be
+ * nothing until space returns. Created at the first launch, so a backend that never starts a
+ * stub holds nothing; removed when the process exits (and by the next start's stale-file
+ * cleanup after a crash, since the name starts with `tritium_<pid>_`).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadNative } from './native.js';
+import { SHM_DIR } from './shm-layout.js';
+
+export class ShmReserve {
+  readonly name = `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_reserve`;
+  private heldBytes = 0;
+  private exitHook: (() => void) | undefined;
+
+  constructor(readonly bytes: number) {}
+
+  /** Bytes of /dev/shm held now (0 or `bytes`). */
+  get held(): number {
+    return this.heldBytes;
+  }
+
+  /** Takes `bytes` of /dev/shm if it can (none may be free: then it tries at the next use). */
+  refill(): void {
+    if (this.heldBytes > 0) return;
+    const file = path.join(SHM_DIR, this.name);
+    try {
+      fs.writeFileSync(file, '', { mode: 0o600 });
+      this.exitHook ??= this.hookExit();
+      fs.truncateSync(file, this.bytes);
+      // Allocated, not just sized: tmpfs gives a sparse file no pages.
+      loadNative().reserveShm(this.name, 0, this.bytes);
+      this.heldBytes = this.bytes;
+    } catch {
+      this.drop(); // out of space or descriptors: hold nothing rather than part
+    }
+  }
+
+  /** Runs `fn` (synchronous) with the space given back, then takes it again. */
+  use<T>(fn: () => T): T {
+    this.drop();
+    try {
+      return fn();
+    } finally {
+      this.refill();
+    }
+  }
+
+  /** Gives the space back for good (shutdown). */
+  drop(): void {
+    this.heldBytes = 0;
+    try {
+      fs.unlinkSync(path.join(SHM_DIR, this.name));
+    } catch {
+      // not there
+    }
+  }
+
+  private hookExit(): () => void {
+    const hook = (): void => this.drop();
+    process.once('exit', hook);
+    return hook;
+  }
+}
