@@ -230,7 +230,11 @@ export class InstanceLifecycle<T> {
       this.state_ = 'failed';
       const died = this.deathCause || `${this.o.label} is not healthy.`;
       this.reason = `${died} Restarting it failed ${maxFailedStarts} times in a row, so it will not be restarted again; last error: ${this.lastStartError}`;
-      this.o.logger.error(this.reason, this.o.logSource);
+      // The way back, for whoever reads the log: a new load of the model starts new instances.
+      this.o.logger.error(
+        `${this.reason} It comes back when the model is loaded again (a load request in explicit mode, a change to its files in poll mode, else a server restart).`,
+        this.o.logSource,
+      );
       this.o.events.onReadinessChange(false);
       return;
     }
