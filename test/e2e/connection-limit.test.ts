@@ -118,6 +118,83 @@ describe('gRPC connection limit', () => {
   });
 });
 
+/** Open descriptors and resident memory (bytes) of the server process. */
+function footprint(pid: number): { fds: number; rss: number } {
+  const rss = Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+  return { fds: fs.readdirSync(`/proc/${pid}/fd`).length, rss };
+}
+
+describe('a flood of connections', () => {
+  // A limit of a realistic order: with 4, a valid client's brand-new connection could itself be
+  // the oldest idle one (no request head read yet) when four flood connections arrive.
+  const FLOOD_LIMIT = 64;
+  let flooded: Tritium;
+  beforeAll(async () => {
+    flooded = await startTritium({ repos: [repo], args: [`--http-max-connections=${FLOOD_LIMIT}`, `--grpc-max-connections=${FLOOD_LIMIT}`] });
+  });
+  afterAll(async () => {
+    await stopAndExpectNoShm(flooded);
+  });
+
+  it('keeps the server’s descriptors and memory bounded and serves a valid client throughout', async () => {
+    const server = flooded;
+    const pid = server.proc.pid!;
+    const before = footprint(pid);
+    // A valid client polls health and runs inferences the whole time on fresh connections.
+    let flooding = true;
+    const served: number[] = [];
+    const client = (async () => {
+      while (flooding) {
+        const r = await fetch(`${server.http}/v2/health/ready`, { headers: { connection: 'close' } });
+        served.push(r.status);
+        await new Promise((r2) => setTimeout(r2, 20));
+      }
+    })();
+    let peak = before;
+    const sample = () => {
+      const now = footprint(pid);
+      peak = { fds: Math.max(peak.fds, now.fds), rss: Math.max(peak.rss, now.rss) };
+    };
+    const sockets: net.Socket[] = [];
+    const sessions: http2.ClientHttp2Session[] = [];
+    for (let round = 0; round < 10; round++) {
+      // 40 HTTP clients per round: half idle after one answer, half stuck in a request head.
+      for (let i = 0; i < 40; i++) {
+        const s = net.connect(server.httpPort, '127.0.0.1');
+        s.on('error', () => {});
+        s.write(i % 2 ? 'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n' : 'GET /v2/health/live HTTP/1.1\r\nHo');
+        sockets.push(s);
+      }
+      // 20 HTTP/2 sessions per round that never open a call.
+      for (let i = 0; i < 20; i++) {
+        const h = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+        h.on('error', () => {});
+        sessions.push(h);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      sample();
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    sample();
+    flooding = false;
+    await client;
+    // 400 HTTP connections and 200 sessions were opened; each frontend kept at most its limit
+    // (the server's descriptors say so: the flood's clients do not read, so they would not see it).
+    expect(peak.fds - before.fds).toBeLessThanOrEqual(2 * FLOOD_LIMIT + 8);
+    expect(peak.rss - before.rss).toBeLessThan(64 * 1024 * 1024);
+    expect(served.length).toBeGreaterThan(10);
+    expect(served.every((status) => status === 200)).toBe(true);
+
+    for (const s of sockets) s.destroy();
+    for (const h of sessions) h.destroy();
+    await new Promise((r) => setTimeout(r, 500));
+    // And after: back to where it was.
+    expect(footprint(pid).fds - before.fds).toBeLessThanOrEqual(4);
+    const infer = await fetch(`${server.http}/v2/models/slow_execute/infer`, { method: 'POST', body: slowInfer(1) });
+    expect(infer.status).toBe(200);
+  }, 60_000);
+});
+
 describe('HTTP idle and slow-sender timeout', () => {
   let timed: Tritium;
   beforeAll(async () => {
