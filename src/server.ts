@@ -196,6 +196,9 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     cpuMetrics: options.allowCpuMetrics,
     cpuIntervalMs: options.metricsIntervalMs,
     counterLatencies: options.metricsCounterLatencies,
+    summaryLatencies: options.metricsSummaryLatencies,
+    ...(options.metricsSummaryQuantiles !== undefined ? { summaryQuantiles: options.metricsSummaryQuantiles } : {}),
+    histogramLatencies: options.metricsHistogramLatencies,
   });
   metrics.setCustomSource(customMetrics);
   metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
@@ -308,6 +311,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
       const address = options.metricsAddress ?? options.httpAddress;
       const m = await listening(listeners.metrics!, () => startMetricsServer(metrics, { port: options.metricsPort, address }));
       closables.push(m);
+      closables.push({ close: async () => metrics.close() });
       running.metricsPort = m.port;
       log.info(`Started Metrics Service at ${address}:${m.port}`);
     }
