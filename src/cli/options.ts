@@ -101,6 +101,8 @@ export interface ServerOptions {
   metricsSummaryQuantiles: SummaryQuantile[] | undefined;
   /** `--metrics-config=histogram_latencies=<bool>`: `nv_inference_first_response_histogram_ms`. */
   metricsHistogramLatencies: boolean;
+  /** `--allow-gpu-metrics`: the nv_gpu_* families, read with nvidia-smi. */
+  allowGpuMetrics: boolean;
   /** `--trace-config` (and the deprecated `--trace-*` flags) as the trace extension's initial settings. */
   traceSettings: TraceSettings;
   /** `--host-policy`: the CPUs of each policy name (cli/host-policy.ts). */
@@ -467,12 +469,18 @@ export function buildCommand(): Command {
   inertIn(G.vertex);
 
   add(G.metrics, new Option('--allow-metrics <boolean>', 'serve Prometheus metrics').default(true).argParser(parseBool('--allow-metrics')));
+  add(
+    G.metrics,
+    new Option('--allow-gpu-metrics <boolean>', 'export nv_gpu_* metrics, read with nvidia-smi (absent without it)')
+      .default(true)
+      .argParser(parseBool('--allow-gpu-metrics')),
+  );
   add(G.metrics, new Option('--allow-cpu-metrics <boolean>', 'export nv_cpu_* metrics').default(true).argParser(parseBool('--allow-cpu-metrics')));
   add(G.metrics, new Option('--metrics-address <string>', 'metrics listen address (default: the HTTP address)'));
   add(G.metrics, new Option('--metrics-port <integer>', 'Prometheus metrics port').default(8002).argParser(port('--metrics-port')));
   add(
     G.metrics,
-    new Option('--metrics-interval-ms <float>', 'ms between readings of the CPU metrics')
+    new Option('--metrics-interval-ms <float>', 'ms between readings of the CPU and GPU metrics')
       .default(2000)
       .argParser(parseFloatFlag('--metrics-interval-ms', 1)),
   );
@@ -663,6 +671,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     metricsSummaryLatencies: latencies.summary,
     metricsSummaryQuantiles: latencies.quantiles,
     metricsHistogramLatencies: latencies.histogram,
+    allowGpuMetrics: o.allowGpuMetrics,
     hostPolicies,
     traceSettings: traceSettingsOf(o, warnings),
     warnings,

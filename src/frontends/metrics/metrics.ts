@@ -34,6 +34,7 @@ import {
   type SummaryQuantile,
 } from './latency-families.js';
 import { AGE_SLOTS, WINDOW_MS } from './latency-window.js';
+import { GpuMetrics, registerGpuFamilies, type GpuMetricsOptions, type GpuStart } from './gpu-metrics.js';
 
 export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
 
@@ -166,6 +167,7 @@ export class Metrics {
   private readonly summaryLatencies: boolean;
   private readonly histogramLatencies: boolean;
   private readonly timers: NodeJS.Timeout[] = [];
+  private gpus: GpuMetrics | undefined;
 
   constructor(options: MetricsOptions = {}) {
     this.summaryLatencies = options.summaryLatencies === true;
@@ -365,9 +367,23 @@ export class Metrics {
     s.configure(this.summaryLatencies, this.histogramLatencies, config);
   }
 
-  /** Stops the timers behind the families read per interval. */
+  /**
+   * Starts reading the GPU families with nvidia-smi (gpu-metrics.ts) and registers them once the
+   * first reading found GPUs. Resolves with what it found, for the start-up log; never rejects.
+   */
+  async startGpuMetrics(options: GpuMetricsOptions): Promise<GpuStart> {
+    this.gpus?.stop();
+    const gpus = new GpuMetrics(options);
+    this.gpus = gpus;
+    const found = await gpus.start();
+    if ('gpus' in found && this.gpus === gpus) registerGpuFamilies(this.registry, gpus);
+    return found;
+  }
+
+  /** Stops the timers and the nvidia-smi readings behind the families read per interval. */
   close(): void {
     for (const t of this.timers.splice(0)) clearInterval(t);
+    this.gpus?.stop();
   }
 
   /** Removes the model version's series (and its restart counters when `name` has no version left). */
