@@ -201,6 +201,9 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     cpuMetrics: options.allowCpuMetrics,
     cpuIntervalMs: options.metricsIntervalMs,
     counterLatencies: options.metricsCounterLatencies,
+    summaryLatencies: options.metricsSummaryLatencies,
+    ...(options.metricsSummaryQuantiles !== undefined ? { summaryQuantiles: options.metricsSummaryQuantiles } : {}),
+    histogramLatencies: options.metricsHistogramLatencies,
   });
   metrics.setCustomSource(customMetrics);
   registerDescriptorFamilies(metrics.registry, descriptors);
@@ -317,8 +320,10 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
       const address = options.metricsAddress ?? options.httpAddress;
       const m = await listening(listeners.metrics!, () => startMetricsServer(metrics, { port: options.metricsPort, address, descriptors }));
       closables.push(m);
+      closables.push({ close: async () => metrics.close() });
       running.metricsPort = m.port;
       log.info(`Started Metrics Service at ${address}:${m.port}`);
+      if (options.allowGpuMetrics) startGpuMetrics(metrics, options.metricsIntervalMs, log);
     }
   } catch (err) {
     await Promise.all(closables.map((c) => c.close().catch(() => {})));
@@ -351,6 +356,19 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     return code;
   };
   return running;
+}
+
+/** Reads the nv_gpu_* families in the background; says once which GPUs they cover, or why none. */
+function startGpuMetrics(metrics: Metrics, intervalMs: number, log: Logger): void {
+  void metrics.startGpuMetrics({ intervalMs }).then((found) => {
+    if ('gpus' in found) {
+      found.gpus.forEach((uuid, i) => log.info(`Collecting metrics for GPU ${i}: ${uuid} (nvidia-smi)`));
+    } else if (found.missing) {
+      log.verbose(1, `GPU metrics: ${found.none}; the nv_gpu_* families are absent`);
+    } else {
+      log.info(`GPU metrics: ${found.none}; the nv_gpu_* families are absent`);
+    }
+  });
 }
 
 export class StartupError extends Error {}

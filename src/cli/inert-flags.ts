@@ -78,13 +78,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
   { flag: '--vertex-ai-thread-count', group: 'Vertex', value: 'integer', why: 'tritium has no Vertex AI frontend' },
   { flag: '--vertex-ai-default-model', group: 'Vertex', value: 'string', why: 'tritium has no Vertex AI frontend' },
   {
-    flag: '--allow-gpu-metrics',
-    group: 'Metrics',
-    value: 'boolean',
-    why: 'tritium reads no GPU metrics (no NVML); the nv_gpu_* families are absent',
-    warnIf: isTrue,
-  },
-  {
     flag: '--backend-directory',
     group: 'Backend',
     value: 'string',

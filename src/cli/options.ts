@@ -13,6 +13,7 @@ import { headerPattern } from '../frontends/header-forward.js';
 import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
+import type { SummaryQuantile } from '../frontends/metrics/latency-families.js';
 
 export interface PythonBackendOptions {
   shmDefaultByteSize: number;
@@ -94,6 +95,14 @@ export interface ServerOptions {
   metricsIntervalMs: number;
   /** `--metrics-config=counter_latencies=<bool>`: the `_duration_us` counters. */
   metricsCounterLatencies: boolean;
+  /** `--metrics-config=summary_latencies=<bool>`: the `_summary_us` families. */
+  metricsSummaryLatencies: boolean;
+  /** `--metrics-config=summary_quantiles=<q>:<error>,...`; undefined = Triton's defaults. */
+  metricsSummaryQuantiles: SummaryQuantile[] | undefined;
+  /** `--metrics-config=histogram_latencies=<bool>`: `nv_inference_first_response_histogram_ms`. */
+  metricsHistogramLatencies: boolean;
+  /** `--allow-gpu-metrics`: the nv_gpu_* families, read with nvidia-smi. */
+  allowGpuMetrics: boolean;
   /** `--trace-config` (and the deprecated `--trace-*` flags) as the trace extension's initial settings. */
   traceSettings: TraceSettings;
   /** `--host-policy`: the CPUs of each policy name (cli/host-policy.ts). */
@@ -460,18 +469,27 @@ export function buildCommand(): Command {
   inertIn(G.vertex);
 
   add(G.metrics, new Option('--allow-metrics <boolean>', 'serve Prometheus metrics').default(true).argParser(parseBool('--allow-metrics')));
+  add(
+    G.metrics,
+    new Option('--allow-gpu-metrics <boolean>', 'export nv_gpu_* metrics, read with nvidia-smi (absent without it)')
+      .default(true)
+      .argParser(parseBool('--allow-gpu-metrics')),
+  );
   add(G.metrics, new Option('--allow-cpu-metrics <boolean>', 'export nv_cpu_* metrics').default(true).argParser(parseBool('--allow-cpu-metrics')));
   add(G.metrics, new Option('--metrics-address <string>', 'metrics listen address (default: the HTTP address)'));
   add(G.metrics, new Option('--metrics-port <integer>', 'Prometheus metrics port').default(8002).argParser(port('--metrics-port')));
   add(
     G.metrics,
-    new Option('--metrics-interval-ms <float>', 'ms between readings of the CPU metrics').default(2000).argParser(parseFloatFlag('--metrics-interval-ms', 1)),
+    new Option('--metrics-interval-ms <float>', 'ms between readings of the CPU and GPU metrics')
+      .default(2000)
+      .argParser(parseFloatFlag('--metrics-interval-ms', 1)),
   );
   add(
     G.metrics,
-    new Option('--metrics-config <<string>=<string>>', 'metrics setting, e.g. counter_latencies=false (repeatable)').argParser(
-      parseSetting('--metrics-config'),
-    ),
+    new Option(
+      '--metrics-config <<string>=<string>>',
+      'metrics setting: counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<error>,..., histogram_latencies=<bool> (repeatable)',
+    ).argParser(parseSetting('--metrics-config')),
   );
   inertIn(G.metrics);
   add(
@@ -587,7 +605,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
   }
 
   const warnings = inertWarnings(cmd);
-  const metricsCounterLatencies = metricsConfig(o.metricsConfig ?? [], warnings);
+  const latencies = metricsConfig(o.metricsConfig ?? [], warnings);
   let hostPolicies: Map<string, number[]>;
   try {
     hostPolicies = resolveHostPolicies((o.hostPolicy ?? []) as HostPolicyEntry[], warnings);
@@ -649,7 +667,11 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     },
     allowCpuMetrics: o.allowCpuMetrics,
     metricsIntervalMs: o.metricsIntervalMs,
-    metricsCounterLatencies,
+    metricsCounterLatencies: latencies.counter,
+    metricsSummaryLatencies: latencies.summary,
+    metricsSummaryQuantiles: latencies.quantiles,
+    metricsHistogramLatencies: latencies.histogram,
+    allowGpuMetrics: o.allowGpuMetrics,
     hostPolicies,
     traceSettings: traceSettingsOf(o, warnings),
     warnings,
@@ -668,14 +690,44 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
   return options;
 }
 
-/** `--metrics-config` entries: counter_latencies works; any other setting is one warning. */
-function metricsConfig(entries: Array<[string, string]>, warnings: string[]): boolean {
-  let counterLatencies = true;
+interface LatencySettings {
+  counter: boolean;
+  summary: boolean;
+  quantiles: SummaryQuantile[] | undefined;
+  histogram: boolean;
+}
+
+const METRICS_SETTINGS = ['counter_latencies', 'summary_latencies', 'summary_quantiles', 'histogram_latencies'];
+
+/** `--metrics-config` entries (the last of a setting wins); any other setting is one warning. */
+function metricsConfig(entries: Array<[string, string]>, warnings: string[]): LatencySettings {
+  const out: LatencySettings = { counter: true, summary: false, quantiles: undefined, histogram: false };
   for (const [key, value] of entries) {
-    if (key === 'counter_latencies') counterLatencies = parseBool('--metrics-config=counter_latencies')(value);
-    else warnings.push(`--metrics-config=${key}=${value} has no effect in tritium: only counter_latencies is read (no summary or histogram latencies)`);
+    const flag = `--metrics-config=${key}`;
+    if (key === 'counter_latencies') out.counter = parseBool(flag)(value);
+    else if (key === 'summary_latencies') out.summary = parseBool(flag)(value);
+    else if (key === 'histogram_latencies') out.histogram = parseBool(flag)(value);
+    else if (key === 'summary_quantiles') out.quantiles = parseQuantiles(value);
+    else warnings.push(`--metrics-config=${key}=${value} has no effect in tritium: the settings it reads are ${METRICS_SETTINGS.join(', ')}`);
   }
-  return counterLatencies;
+  return out;
+}
+
+/** `summary_quantiles=<quantile>:<error>,...`, each number between 0 and 1. */
+function parseQuantiles(value: string): SummaryQuantile[] {
+  const out: SummaryQuantile[] = [];
+  for (const part of value.split(',')) {
+    const m = /^\s*([0-9.]+)\s*:\s*([0-9.]+)\s*$/.exec(part);
+    const quantile = Number(m?.[1]);
+    const error = Number(m?.[2]);
+    if (!m || !(quantile >= 0 && quantile <= 1) || !(error >= 0 && error <= 1)) {
+      throw new OptionsError(
+        `--metrics-config=summary_quantiles expects <quantile>:<error>,... with numbers between 0 and 1 (e.g. 0.5:0.05,0.9:0.01), got '${value}'.`,
+      );
+    }
+    out.push({ quantile, error });
+  }
+  return out;
 }
 
 /** The trace settings the flags give; settings of the opentelemetry mode are one warning each. */

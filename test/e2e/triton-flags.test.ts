@@ -129,9 +129,10 @@ const WORKING: Record<string, string> = {
   '--grpc-max-connection-age-grace': '60000',
   '--allow-metrics': 'true',
   '--allow-cpu-metrics': 'true',
+  '--allow-gpu-metrics': 'true',
   '--metrics-address': '127.0.0.1',
   '--metrics-interval-ms': '2000',
-  '--metrics-config': 'counter_latencies=true',
+  '--metrics-config': 'summary_latencies=true',
   '--strict-model-config': 'false',
   '--host-policy': 'gpu_0,cpu-cores=0',
   '--trace-config': 'rate=1000',
@@ -158,7 +159,6 @@ const INERT: Record<string, string> = {
   '--vertex-ai-port': '8080',
   '--vertex-ai-thread-count': '8',
   '--vertex-ai-default-model': 'add_sub',
-  '--allow-gpu-metrics': 'true',
   '--backend-directory': '/opt/tritonserver/backends',
   '--repoagent-directory': '/opt/tritonserver/repoagents',
   '--cache-config': 'local,size=1048576',
@@ -275,6 +275,14 @@ describe('tritonserver 2.51 flags', () => {
     } finally {
       await stopAndExpectNoShm(s2);
       fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a malformed --metrics-config summary_quantiles', () => {
+    for (const bad of ['0.5', '0.5:x', '1.5:0.01', '0.5:0.05,']) {
+      const r = cli(`--model-repository=${os.tmpdir()}`, `--metrics-config=summary_quantiles=${bad}`);
+      expect(r.status, bad).toBe(2);
+      expect(r.stderr).toContain(`--metrics-config=summary_quantiles expects <quantile>:<error>,... with numbers between 0 and 1`);
     }
   });
 

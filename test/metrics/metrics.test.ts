@@ -1,5 +1,7 @@
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { create } from '@bufbuild/protobuf';
+import { ModelConfigSchema } from '../../src/core/config/schema.js';
 import { Errors } from '../../src/core/errors.js';
 import type { ExecutionTimes } from '../../src/core/scheduling/types.js';
 import { Metrics } from '../../src/frontends/metrics/metrics.js';
@@ -33,7 +35,7 @@ function parse(text: string): { samples: Sample[]; types: Map<string, string> } 
       continue;
     }
     // perf_analyzer's number shape: digits, optional dot, digits — never an exponent.
-    m = /^([a-z_]+)(?:\{([^}]*)\})? (\d+\.?\d*)$/.exec(line);
+    m = /^([a-z_]+)(?:\{([^}]*)\})? (\d+\.?\d*|Nan)$/.exec(line);
     if (!m) throw new Error(`unparsable line: ${line}`);
     const labels: Record<string, string> = {};
     for (const kv of (m[2] ?? '').split(',').filter(Boolean)) {
@@ -161,6 +163,111 @@ describe('Metrics', () => {
     expect(text).toContain('nv_inference_request_success{model="a",version="1"} 0');
   });
 
+  it("prints the latency summaries only with summaryLatencies, fed the counters' own µs values", async () => {
+    expect(await render({})).not.toContain('_summary_us');
+    const m = new Metrics({
+      summaryLatencies: true,
+      summaryQuantiles: [
+        { quantile: 0.5, error: 0.05 },
+        { quantile: 0.99, error: 0.001 },
+      ],
+    });
+    const obs = metricsObserver(m);
+    obs.modelLoaded('simple', '1', () => 0, 1);
+    const text = await m.render();
+    // Before any request, as tritonserver 2.51: zero count and sum, `Nan` quantiles (quantile last).
+    expect(text).toContain(
+      [
+        'nv_inference_queue_summary_us_count{model="simple",version="1"} 0',
+        'nv_inference_queue_summary_us_sum{model="simple",version="1"} 0',
+        'nv_inference_queue_summary_us{model="simple",version="1",quantile="0.5"} Nan',
+        'nv_inference_queue_summary_us{model="simple",version="1",quantile="0.99"} Nan',
+      ].join('\n'),
+    );
+    const stats = new ModelStats(obs.statsListener('simple', '1'));
+    const t0 = 1_000_000_000n;
+    const reqs = [0, 1, 2].map((i) => {
+      const r = new FakeRequest(`r${i}`);
+      (r as { arrivalNs: bigint }).arrivalNs = t0 - 5_000n;
+      r.queueEndNs = t0;
+      return r;
+    });
+    // Two answered before their execution ended (the request duration grows), one after.
+    for (const r of reqs.slice(0, 2)) {
+      r.respond(okResponse(r.id));
+      stats.recordSuccess(r, t0 + 20_000n);
+    }
+    stats.recordExecution(reqs, { startNs: t0, inputEndNs: t0 + 2_000n, inferEndNs: t0 + 12_000n, endNs: t0 + 30_000n }, 3);
+    reqs[2]!.respond(okResponse('r2'));
+    stats.recordSuccess(reqs[2]!, t0 + 40_000n);
+    const { samples, types } = parse(await m.render());
+    const l = { model: 'simple', version: '1' };
+    for (const [family, counter] of [
+      ['request', 'request_duration'],
+      ['queue', 'queue_duration'],
+      ['compute_input', 'compute_input_duration'],
+      ['compute_infer', 'compute_infer_duration'],
+      ['compute_output', 'compute_output_duration'],
+    ]) {
+      const name = `nv_inference_${family}_summary_us`;
+      expect(types.get(name)).toBe('summary');
+      expect(value(samples, `${name}_count`, l)).toBe('3');
+      expect(value(samples, `${name}_sum`, l)).toBe(value(samples, `nv_inference_${counter}_us`, l));
+    }
+    expect(value(samples, 'nv_inference_request_summary_us', { ...l, quantile: '0.5' })).toBe('35');
+    expect(value(samples, 'nv_inference_request_summary_us', { ...l, quantile: '0.99' })).toBe('45');
+    expect(value(samples, 'nv_inference_compute_infer_summary_us', { ...l, quantile: '0.99' })).toBe('10');
+    expect(samples.filter((s) => s.name === 'nv_inference_queue_summary_us').map((s) => s.labels.quantile)).toEqual(['0.5', '0.99']);
+    m.close();
+  });
+
+  it('keeps a first-response histogram only with histogramLatencies, only for decoupled models, buckets from model_metrics', async () => {
+    const decoupled = create(ModelConfigSchema, { name: 'stream', modelTransactionPolicy: { decoupled: true } });
+    const custom = create(ModelConfigSchema, {
+      name: 'custom',
+      modelTransactionPolicy: { decoupled: true },
+      modelMetrics: {
+        metricControl: [
+          {
+            metricIdentifier: { family: 'nv_inference_first_response_histogram_ms' },
+            metricOptions: { case: 'histogramOptions', value: { buckets: [2.5, -1, 0, 1] } },
+          },
+        ],
+      },
+    });
+    const plainConfig = create(ModelConfigSchema, { name: 'plain' });
+    const off = new Metrics();
+    off.registerModel('stream', '1', () => 0, decoupled);
+    expect(off.statsListener('stream', '1').onFirstResponse).toBeUndefined();
+    expect(await off.render()).not.toContain('histogram');
+
+    const m = new Metrics({ histogramLatencies: true });
+    m.registerModel('stream', '1', () => 0, decoupled);
+    m.registerModel('custom', '1', () => 0, custom);
+    m.registerModel('plain', '1', () => 0, plainConfig);
+    expect(m.statsListener('plain', '1').onFirstResponse).toBeUndefined();
+    for (const ms of [50, 150, 150, 9_000]) m.statsListener('stream', '1').onFirstResponse!(BigInt(ms) * 1_000_000n + 999_999n);
+    m.statsListener('custom', '1').onFirstResponse!(1_500_000n);
+    const text = await m.render();
+    expect(text).toContain('# TYPE nv_inference_first_response_histogram_ms histogram');
+    expect(text).not.toMatch(/histogram_ms\w*\{model="plain"/);
+    expect(text).toContain(
+      [
+        'nv_inference_first_response_histogram_ms_count{model="stream",version="1"} 4',
+        'nv_inference_first_response_histogram_ms_sum{model="stream",version="1"} 9350',
+        'nv_inference_first_response_histogram_ms_bucket{model="stream",version="1",le="100"} 1',
+        'nv_inference_first_response_histogram_ms_bucket{model="stream",version="1",le="500"} 3',
+        'nv_inference_first_response_histogram_ms_bucket{model="stream",version="1",le="2000"} 3',
+        'nv_inference_first_response_histogram_ms_bucket{model="stream",version="1",le="5000"} 3',
+        'nv_inference_first_response_histogram_ms_bucket{model="stream",version="1",le="+Inf"} 4',
+      ].join('\n'),
+    );
+    const les = parse(text)
+      .samples.filter((s) => s.name === 'nv_inference_first_response_histogram_ms_bucket' && s.labels.model === 'custom')
+      .map((s) => `${s.labels.le}:${s.value}`);
+    expect(les).toEqual(['-1:0', '0:0', '1:1', '2.5:1', '+Inf:1']);
+  });
+
   it('uses its own registry, so two instances do not collide', async () => {
     const a = new Metrics();
     const b = new Metrics();
@@ -168,6 +275,12 @@ describe('Metrics', () => {
     expect(await b.render()).not.toContain('model="x"');
   });
 });
+
+async function render(options: ConstructorParameters<typeof Metrics>[0]): Promise<string> {
+  const m = new Metrics(options);
+  m.registerModel('a', '1', () => 0);
+  return m.render();
+}
 
 function get(port: number, path: string, method = 'GET'): Promise<{ status: number; type?: string; body: string }> {
   return new Promise((resolve, reject) => {

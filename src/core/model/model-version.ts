@@ -30,6 +30,8 @@ export class ModelVersion implements ModelHandle {
   readonly scheduler: Scheduler;
   private readonly platform: string;
   private outstanding = 0;
+  /** Decoupled models with a first-response histogram take the time of each request's first response. */
+  private readonly firstResponse: ((r: PendingRequest, atNs: bigint) => void) | undefined;
 
   constructor(
     readonly config: ModelConfig,
@@ -47,6 +49,7 @@ export class ModelVersion implements ModelHandle {
     this.outputs = outputSpecs(config).map((s) => (labels?.has(s.name) ? { ...s, labels: labels.get(s.name)! } : s));
     this.platform = config.platform || config.backend;
     this.stats = new ModelStats(observer.statsListener(this.name, this.version));
+    this.firstResponse = this.decoupled && this.stats.tracksFirstResponse ? (r, atNs) => this.stats.recordFirstResponse(r, atNs) : undefined;
     const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => {
       this.stats.recordExecution(batch, times, batchSize);
       for (const r of batch) {
@@ -100,8 +103,16 @@ export class ModelVersion implements ModelHandle {
     try {
       const { batchSize, shapeSignature } = validateRequest(this, request);
       const p = readParameters(request.parameters);
-      pr = new PendingRequestImpl(request, batchSize, shapeSignature, p.priority, p.timeoutUs, this.version, sink, (r, endNs, error) =>
-        this.complete(r, endNs, error),
+      pr = new PendingRequestImpl(
+        request,
+        batchSize,
+        shapeSignature,
+        p.priority,
+        p.timeoutUs,
+        this.version,
+        sink,
+        (r, endNs, error) => this.complete(r, endNs, error),
+        this.firstResponse,
       );
     } catch (err) {
       // Like Triton, a request refused by validation never entered the scheduler: it is

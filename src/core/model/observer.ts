@@ -5,13 +5,15 @@
  * hands out, so statistics and metrics come from one accounting pass. Keeping this interface
  * in the core keeps the core free of frontend imports.
  */
+import type { ModelConfig } from '../config/schema.js';
 import type { PendingRequest } from '../scheduling/types.js';
 import type { StatsListener } from '../stats/model-stats.js';
 
 export interface InferenceObserver {
   /** The listener that receives a version's statistics increments (e.g. metric series). */
   statsListener(model: string, version: string): StatsListener | undefined;
-  modelLoaded(model: string, version: string, pending: () => number, loadSeconds: number): void;
+  /** `config`: what the version's metric series depend on (decoupled, `model_metrics`). */
+  modelLoaded(model: string, version: string, pending: () => number, loadSeconds: number, config?: ModelConfig): void;
   modelUnloaded(model: string, version: string): void;
   stubRestart(model: string, instance: string): void;
   /** A batch of `requests` goes to `instance` (Triton's verbose `executing N requests` line). */

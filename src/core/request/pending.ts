@@ -11,6 +11,9 @@ import type { Nanos, PendingRequest } from '../scheduling/types.js';
 /** Called when the request's final response went out (`error` set when it failed). */
 export type CompletionListener = (request: PendingRequestImpl, endNs: Nanos, error: TritonError | undefined) => void;
 
+/** Called when the request's first response (not a bare final flag) went out; given only where someone measures it. */
+export type FirstResponseListener = (request: PendingRequestImpl, atNs: Nanos) => void;
+
 export class PendingRequestImpl implements PendingRequest {
   readonly arrivalNs: Nanos = process.hrtime.bigint();
   queueEndNs?: Nanos;
@@ -28,6 +31,7 @@ export class PendingRequestImpl implements PendingRequest {
     readonly version: string,
     private readonly sink: ResponseSink,
     private readonly onComplete: CompletionListener,
+    private onFirstResponse?: FirstResponseListener,
   ) {}
 
   get cancelled(): boolean {
@@ -45,6 +49,11 @@ export class PendingRequestImpl implements PendingRequest {
     }
     this.responseCount++;
     if (response.final) this.#done = true;
+    if (this.onFirstResponse !== undefined && response.flagsOnly !== true) {
+      const first = this.onFirstResponse;
+      this.onFirstResponse = undefined;
+      first(this, process.hrtime.bigint());
+    }
     // Backends do not know which version the core resolved; the request does.
     response.modelVersion = this.version;
     if (response.final) this.request.trace?.add('INFER_RESPONSE_COMPLETE');

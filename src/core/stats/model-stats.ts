@@ -36,11 +36,17 @@ export interface StatsListener {
   /**
    * The compute phases of one successful request (its batch's durations), and `extraRequestNs`:
    * what its request duration grows by because its execution ended after its response (see the
-   * module comment; 0 when the execution ended first).
+   * module comment; 0 when the execution ended first). `requestNs` is the duration `onSuccess`
+   * reported, so `requestNs + extraRequestNs` is the request's whole duration.
    */
-  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs: bigint): void;
+  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs: bigint, requestNs: bigint): void;
   onFailure(reason: FailureReason, requestNs: bigint): void;
   onExecution(batchSize: number): void;
+  /**
+   * Time from a request's arrival to its first response (decoupled models); only listeners
+   * that define it are told, and only then do requests take the time of their first response.
+   */
+  onFirstResponse?(ns: bigint): void;
 }
 
 interface Phases {
@@ -94,7 +100,7 @@ export class ModelStats {
     const phases = this.awaitingSuccess.get(req);
     if (phases !== undefined) {
       this.awaitingSuccess.delete(req);
-      this.addCompute(req, phases, 0n);
+      this.addCompute(req, phases, 0n, requestNs);
     } else {
       this.awaitingExecution.set(req, endNs);
     }
@@ -138,7 +144,7 @@ export class ModelStats {
         // Request end moves from `end` to the execution's end (never before the arrival).
         const extra = times.endNs > end ? span(req.arrivalNs, times.endNs) - span(req.arrivalNs, end) : 0n;
         this.successNs += extra;
-        this.addCompute(req, phases, extra);
+        this.addCompute(req, phases, extra, span(req.arrivalNs, end));
       } else if (!req.done) {
         this.awaitingSuccess.set(req, phases);
       }
@@ -178,12 +184,22 @@ export class ModelStats {
     };
   }
 
-  private addCompute(req: PendingRequest, p: Phases, extraRequestNs: bigint): void {
+  /** Whether `recordFirstResponse` is worth calling (a listener takes it). */
+  get tracksFirstResponse(): boolean {
+    return this.listener?.onFirstResponse !== undefined;
+  }
+
+  /** The first response of `req` went out at `atNs`. */
+  recordFirstResponse(req: PendingRequest, atNs: bigint): void {
+    this.listener?.onFirstResponse?.(span(req.arrivalNs, atNs));
+  }
+
+  private addCompute(req: PendingRequest, p: Phases, extraRequestNs: bigint, requestNs: bigint): void {
     req.request.onCompute?.(p.input, p.infer, p.output);
     this.computeCount += 1n;
     this.inputNs += p.input;
     this.inferNs += p.infer;
     this.outputNs += p.output;
-    this.listener?.onCompute(p.input, p.infer, p.output, extraRequestNs);
+    this.listener?.onCompute(p.input, p.infer, p.output, extraRequestNs, requestNs);
   }
 }

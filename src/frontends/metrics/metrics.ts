@@ -18,10 +18,23 @@
 import type { ConnectionLimitCounts } from '../connection-limit.js';
 import fs from 'node:fs';
 import { Counter, Gauge, Registry } from 'prom-client';
+import type { ModelConfig } from '../../core/config/schema.js';
 import type { FailureReason } from '../../core/errors.js';
 import type { CustomMetrics } from '../../core/custom-metrics.js';
+import { isDecoupled } from '../../core/model/config-view.js';
 import type { StatsListener } from '../../core/stats/model-stats.js';
 import { renderCustomFamilies } from './custom-text.js';
+import {
+  DEFAULT_SUMMARY_QUANTILES,
+  FirstResponseHistogram,
+  firstResponseBuckets,
+  LatencySummaries,
+  registerFirstResponseFamily,
+  registerSummaryFamilies,
+  type SummaryQuantile,
+} from './latency-families.js';
+import { AGE_SLOTS, WINDOW_MS } from './latency-window.js';
+import { GpuMetrics, registerGpuFamilies, type GpuMetricsOptions, type GpuStart } from './gpu-metrics.js';
 
 export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
 
@@ -35,6 +48,12 @@ export interface MetricsOptions {
   cpuMetrics?: boolean;
   /** `--metrics-interval-ms`: how often the CPU families are read (default 2000). */
   cpuIntervalMs?: number;
+  /** `--metrics-config summary_latencies=true`: the `_summary_us` families (latency-families.ts). */
+  summaryLatencies?: boolean;
+  /** `--metrics-config summary_quantiles=...`; Triton's defaults when absent. */
+  summaryQuantiles?: readonly SummaryQuantile[];
+  /** `--metrics-config histogram_latencies=true`: `nv_inference_first_response_histogram_ms` for decoupled models. */
+  histogramLatencies?: boolean;
 }
 
 /** One sample of `tritium_shm_bytes`. */
@@ -56,6 +75,12 @@ class ModelSeries implements StatsListener {
   inferUs = 0;
   outputUs = 0;
   loadSecs = 0;
+  /** Set with `summary_latencies`: observed with the same µs values the counters add. */
+  summaries: LatencySummaries | undefined;
+  /** Set with `histogram_latencies` for a decoupled model. */
+  firstResponse: FirstResponseHistogram | undefined;
+  /** Defined only while `firstResponse` is, so the core measures first responses only then. */
+  onFirstResponse?: (ns: bigint) => void;
 
   constructor(
     readonly model: string,
@@ -67,14 +92,43 @@ class ModelSeries implements StatsListener {
     this.success++;
     this.inferences += inferences;
     this.requestUs += us(requestNs);
-    this.queueUs += us(queueNs);
+    const queueUs = us(queueNs);
+    this.queueUs += queueUs;
+    this.summaries?.queue.observe(queueUs);
   }
 
-  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs: bigint): void {
-    if (extraRequestNs > 0n) this.requestUs += us(extraRequestNs);
-    this.inputUs += us(inputNs);
-    this.inferUs += us(inferNs);
-    this.outputUs += us(outputNs);
+  onCompute(inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs: bigint, requestNs: bigint): void {
+    const extraUs = extraRequestNs > 0n ? us(extraRequestNs) : 0;
+    this.requestUs += extraUs;
+    const inputUs = us(inputNs);
+    const inferUs = us(inferNs);
+    const outputUs = us(outputNs);
+    this.inputUs += inputUs;
+    this.inferUs += inferUs;
+    this.outputUs += outputUs;
+    const s = this.summaries;
+    if (s !== undefined) {
+      // The request's whole duration is known only now (see core/stats/model-stats.ts); the
+      // two parts are truncated separately, as the counter adds them.
+      s.request.observe(us(requestNs) + extraUs);
+      s.input.observe(inputUs);
+      s.infer.observe(inferUs);
+      s.output.observe(outputUs);
+    }
+  }
+
+  /** (Re)shapes the optional latency series for the version's config. */
+  configure(summaries: boolean, histogram: boolean, config: ModelConfig | undefined): void {
+    if (summaries) this.summaries ??= new LatencySummaries();
+    const bounds = histogram && config !== undefined && isDecoupled(config) ? firstResponseBuckets(config.modelMetrics) : undefined;
+    if (bounds === undefined) {
+      this.firstResponse = undefined;
+      delete this.onFirstResponse;
+      return;
+    }
+    const same = this.firstResponse !== undefined && this.firstResponse.bounds.join() === bounds.join();
+    if (!same) this.firstResponse = new FirstResponseHistogram(bounds);
+    this.onFirstResponse = (ns) => this.firstResponse?.observe(Math.floor(Number(ns) / 1e6));
   }
 
   onFailure(reason: FailureReason): void {
@@ -110,8 +164,14 @@ export class Metrics {
   private shmSource: (() => Iterable<ShmBytesSample>) | null = null;
   private readonly connections = new Map<string, ConnectionLimitCounts>();
   private custom: CustomMetrics | null = null;
+  private readonly summaryLatencies: boolean;
+  private readonly histogramLatencies: boolean;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private gpus: GpuMetrics | undefined;
 
   constructor(options: MetricsOptions = {}) {
+    this.summaryLatencies = options.summaryLatencies === true;
+    this.histogramLatencies = options.histogramLatencies === true;
     const registers = [this.registry];
     const models = this.models;
     const perModel = (name: string, help: string, value: (s: ModelSeries) => number): void => {
@@ -181,6 +241,16 @@ export class Metrics {
         (s) => s.outputUs,
       );
     }
+    if (this.summaryLatencies) {
+      registerSummaryFamilies(this.registry, () => models.values(), options.summaryQuantiles ?? DEFAULT_SUMMARY_QUANTILES);
+      // The quantile windows slide by one age slot at a time; unref'd, and stopped by close().
+      const rotate = setInterval(() => {
+        for (const s of models.values()) s.summaries?.rotate();
+      }, WINDOW_MS / AGE_SLOTS);
+      rotate.unref();
+      this.timers.push(rotate);
+    }
+    if (this.histogramLatencies) registerFirstResponseFamily(this.registry, () => models.values());
     new Gauge({
       name: 'nv_model_load_duration_secs',
       help: 'Model load time in seconds',
@@ -281,13 +351,39 @@ export class Metrics {
     });
   }
 
-  /** Creates the model version's series (zero-valued; all four failure reasons). */
-  registerModel(name: string, version: string, pending: () => number): void {
+  /**
+   * Creates the model version's series (zero-valued; all four failure reasons). `config` decides
+   * the optional latency series (a first-response histogram only for decoupled models).
+   */
+  registerModel(name: string, version: string, pending: () => number, config?: ModelConfig): void {
     const k = key(name, version);
-    const existing = this.models.get(k);
+    let s = this.models.get(k);
     // A re-registration (reload in place) keeps the counters and the listeners bound to them.
-    if (existing !== undefined) existing.pending = pending;
-    else this.models.set(k, new ModelSeries(name, version, pending));
+    if (s !== undefined) s.pending = pending;
+    else {
+      s = new ModelSeries(name, version, pending);
+      this.models.set(k, s);
+    }
+    s.configure(this.summaryLatencies, this.histogramLatencies, config);
+  }
+
+  /**
+   * Starts reading the GPU families with nvidia-smi (gpu-metrics.ts) and registers them once the
+   * first reading found GPUs. Resolves with what it found, for the start-up log; never rejects.
+   */
+  async startGpuMetrics(options: GpuMetricsOptions): Promise<GpuStart> {
+    this.gpus?.stop();
+    const gpus = new GpuMetrics(options);
+    this.gpus = gpus;
+    const found = await gpus.start();
+    if ('gpus' in found && this.gpus === gpus) registerGpuFamilies(this.registry, gpus);
+    return found;
+  }
+
+  /** Stops the timers and the nvidia-smi readings behind the families read per interval. */
+  close(): void {
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    this.gpus?.stop();
   }
 
   /** Removes the model version's series (and its restart counters when `name` has no version left). */
@@ -311,8 +407,8 @@ export class Metrics {
     this.models.get(key(name, version))?.onSuccess(inferences, requestNs, queueNs);
   }
 
-  onCompute(name: string, version: string, inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs = 0n): void {
-    this.models.get(key(name, version))?.onCompute(inputNs, inferNs, outputNs, extraRequestNs);
+  onCompute(name: string, version: string, inputNs: bigint, inferNs: bigint, outputNs: bigint, extraRequestNs = 0n, requestNs = 0n): void {
+    this.models.get(key(name, version))?.onCompute(inputNs, inferNs, outputNs, extraRequestNs, requestNs);
   }
 
   onFailure(name: string, version: string, reason: FailureReason): void {

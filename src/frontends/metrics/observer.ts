@@ -11,8 +11,8 @@ import type { Metrics } from './metrics.js';
 export function metricsObserver(metrics: Metrics): InferenceObserver {
   return {
     statsListener: (model, version) => metrics.statsListener(model, version),
-    modelLoaded(model, version, pending, loadSeconds) {
-      metrics.registerModel(model, version, pending);
+    modelLoaded(model, version, pending, loadSeconds, config) {
+      metrics.registerModel(model, version, pending, config);
       metrics.setLoadDuration(model, version, loadSeconds);
     },
     modelUnloaded(model, version) {
