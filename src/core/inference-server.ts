@@ -19,7 +19,7 @@ export const TRITIUM_VERSION = '2.73.0';
 /**
  * Extensions in Triton's order (perf_analyzer looks for "statistics"), only those that work:
  * not `sequence` (sequence batching is refused at load) or `cuda_shared_memory` (no CUDA IPC).
- * `trace` writes Triton-mode TIMESTAMPS traces (core/trace/).
+ * `trace` writes Triton-mode TIMESTAMPS and TENSORS traces (core/trace/).
  */
 const EXTENSIONS = [
   'classification',

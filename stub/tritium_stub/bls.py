@@ -130,6 +130,9 @@ def _start(request, decoupled):
         "dec": decoupled,
         "rids": STATE.running_rids,
     }
+    rid = request._trace._rid
+    if rid is not None:
+        fields["tr"] = rid
     channel.send({"t": "bls", **fields})
     return call
 

@@ -16,7 +16,7 @@ from .response_sender import InferenceResponseSender, RequestSlot
 from .state import STATE
 from .tensor import Tensor
 from .tensor_codec import decode_input
-from .trace import NO_TRACE, InferenceTrace
+from .trace import NO_TRACE, InferenceTrace, request_trace
 
 RELEASE_RESCHEDULE = 2  # TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
@@ -102,7 +102,7 @@ class InferenceRequest:
         r._flags = m.get("flags", 0)
         r._timeout = m.get("timeout", 0)
         r._preferred_memory = DEFAULT_PREFERRED_MEMORY
-        r._trace = NO_TRACE
+        r._trace = request_trace(m["rid"]) if m.get("tr") else NO_TRACE
         r._params = m.get("params")
         r._slot = RequestSlot(m["rid"], outs, m.get("cflag"))
         r._sender = None

@@ -157,6 +157,18 @@ def test_bls_exec_round_trip(node):
     assert ch.of_type("bls_free")[0]["blocks"] == [given[0][3:5]]
 
 
+def test_bls_call_carries_the_trace_of_a_traced_request(node):
+    ch = node(lambda ch, msg: [{"t": "bls_r", "bid": msg["bid"], "resp": {"outs": []}, "final": True}])
+    traced = InferenceRequest._received({"rid": 41, "tr": 1, "outs": [], "inputs": []})
+    untraced = InferenceRequest._received({"rid": 42, "outs": [], "inputs": []})
+    assert traced.trace().get_context() is None  # Triton mode: no OpenTelemetry context
+    for caller in (traced, untraced):
+        pb_utils.InferenceRequest(model_name="t", inputs=[], requested_output_names=[], trace=caller.trace()).exec()
+    pb_utils.InferenceRequest(model_name="t", inputs=[], requested_output_names=[]).exec()
+    # Node traces the call as a child of request 41; the others are not traced.
+    assert [m.get("tr") for m in ch.of_type("bls")] == [41, None, None]
+
+
 def test_bls_errors_and_decoupled_stream(node):
     def answer(ch, msg):
         if msg["model"] == "bad":

@@ -19,6 +19,8 @@ class TritonPythonModel:
                     pb_utils.get_input_tensor_by_name(request, "INPUT1"),
                 ],
                 requested_output_names=["OUTPUT0", "OUTPUT1"],
+                # When this request is traced, the call is traced too, as its child.
+                trace=request.trace(),
             )
             answer = call.exec()
             if answer.has_error():

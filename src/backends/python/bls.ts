@@ -19,6 +19,7 @@ import type { InferResponse, Parameters } from '../../core/inference.js';
 import type { InternalClient } from '../../core/internal-client.js';
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
+import type { RequestTrace } from '../../core/trace/request-trace.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { BlsMsg, ModelCtlMsg, RespWire, StubToNode, TensorDescriptor } from './ipc/messages.js';
 
@@ -50,17 +51,24 @@ interface OpenCall {
   settle: () => void;
 }
 
+/** The calling instance's open requests, by rid. */
+export interface CallerRequests {
+  signalOf(rid: number): CancelSignal | undefined;
+  traceOf(rid: number): RequestTrace | undefined;
+}
+
 export class BlsBroker {
   private readonly open = new Map<number, OpenCall>();
 
   /**
-   * @param callerSignal the cancel signal of request `rid` of the calling instance, while it
-   *   is open: a call made from a batch is cancelled when every request of that batch is.
+   * @param callers what the calling instance knows of its open request `rid`: its cancel signal
+   *   (a call made from a batch is cancelled when every request of that batch is) and its trace
+   *   (a call made with `trace=request.trace()` is traced as its child).
    */
   constructor(
     private readonly calls: ModelCalls,
     private readonly instanceName: string,
-    private readonly callerSignal: (rid: number) => CancelSignal | undefined,
+    private readonly callers: CallerRequests,
   ) {}
 
   /** Handles a message of the calls protocol; false for any other message. */
@@ -149,6 +157,8 @@ export class BlsBroker {
         inputs,
         outputs: m.outs.length ? m.outs.map((n) => ({ name: n, parameters: {} })) : undefined,
         signal: call.token,
+        // Triton traces a BLS call only when the model passes a traced request's trace().
+        trace: m.tr === undefined ? undefined : this.callers.traceOf(m.tr)?.child(),
       },
       (r) => this.onResponse(m.bid, name, call, r, answer),
     );
@@ -174,7 +184,7 @@ export class BlsBroker {
 
   /** Cancels `token` once every caller request (the batch the call was made from) is cancelled. */
   private followCallers(rids: number[], token: CancelToken): (() => void) | undefined {
-    const signals = rids.map((rid) => this.callerSignal(rid));
+    const signals = rids.map((rid) => this.callers.signalOf(rid));
     if (signals.length === 0 || signals.some((s) => s === undefined)) return undefined;
     const live = signals as CancelSignal[];
     const check = () => {

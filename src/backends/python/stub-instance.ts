@@ -150,7 +150,11 @@ export class StubInstance implements BackendInstance {
       },
     });
     const inc: Incarnation = { stub, session: new StubSession(stub.channel, { instanceName: this.name, decoupled: o.decoupled }) };
-    if (o.calls) inc.bls = new BlsBroker(o.calls, this.name, (rid) => inc.session.signalOf(rid));
+    if (o.calls)
+      inc.bls = new BlsBroker(o.calls, this.name, {
+        signalOf: (rid) => inc.session.signalOf(rid),
+        traceOf: (rid) => inc.session.traceOf(rid),
+      });
     if (o.calls?.customMetrics) inc.metrics = new MetricCalls(o.calls.customMetrics);
     stub.onMessage = (m) => this.dispatch(inc, m);
     void stub.exited.then((exit) => this.onExit(inc, exit));

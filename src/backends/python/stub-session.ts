@@ -14,6 +14,7 @@ import { Errors, type TritonError } from '../../core/errors.js';
 import { readParameters } from '../../core/request/parameters.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
+import type { RequestTrace } from '../../core/trace/request-trace.js';
 import { readOutput, writeInput, type Block } from './codec.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg } from './ipc/messages.js';
@@ -88,7 +89,7 @@ export class StubSession {
           signal.addEventListener('abort', onAbort, { once: true });
           live.detach = () => signal.removeEventListener('abort', onAbort);
         }
-        reqs.push({
+        const wire: ExecRequestWire = {
           rid,
           id: pr.request.id,
           ...requestFields(pr),
@@ -96,7 +97,9 @@ export class StubSession {
           outs: requestedOutputs(pr),
           inputs,
           cflag: [flag.seg, flag.off],
-        });
+        };
+        if (pr.request.trace !== undefined) wire.tr = 1;
+        reqs.push(wire);
       }
     } catch (err) {
       // Shared memory exhausted: only this batch fails, with the reason.
@@ -192,6 +195,11 @@ export class StubSession {
    * The stub is gone: every open request fails now with `error` (not at a client timeout),
    * every batch in flight is answered, and nothing of the region is touched afterwards.
    */
+  /** The trace of open request `rid`, if it is traced (BLS calls made with its `trace()`). */
+  traceOf(rid: number): RequestTrace | undefined {
+    return this.live.get(rid)?.pr.request.trace;
+  }
+
   /** The cancel signal of open request `rid` (BLS calls made from its batch follow it). */
   signalOf(rid: number): CancelSignal | undefined {
     return this.live.get(rid)?.pr.request.signal;

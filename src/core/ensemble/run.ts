@@ -183,6 +183,8 @@ export class EnsembleRun {
         inputs,
         outputs: step.outputs.map(([name]) => ({ name, parameters: {} })),
         signal: this.token,
+        // Each step of a traced request is traced as its child (docs/protocol-notes.md, "Trace").
+        trace: this.pr.request.trace?.child(),
         onCompute: (input, infer, output) => {
           this.sums.input += input;
           this.sums.infer += infer;

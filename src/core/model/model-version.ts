@@ -50,15 +50,20 @@ export class ModelVersion implements ModelHandle {
     this.platform = config.platform || config.backend;
     this.stats = new ModelStats(observer.statsListener(this.name, this.version));
     this.firstResponse = this.decoupled && this.stats.tracksFirstResponse ? (r, atNs) => this.stats.recordFirstResponse(r, atNs) : undefined;
+    // An ensemble's execution is its steps': Triton traces no compute phases for it, its
+    // steps' child traces have them.
+    const traceCompute = this.platform !== 'ensemble';
     const onExecution = (batch: PendingRequest[], times: ExecutionTimes, batchSize: number) => {
       this.stats.recordExecution(batch, times, batchSize);
-      for (const r of batch) {
-        const t = r.request.trace;
-        if (t === undefined) continue;
-        t.add('COMPUTE_START', times.startNs);
-        t.add('COMPUTE_INPUT_END', times.inputEndNs);
-        t.add('COMPUTE_OUTPUT_START', times.inferEndNs);
-        t.add('COMPUTE_END', times.endNs);
+      if (traceCompute) {
+        for (const r of batch) {
+          const t = r.request.trace;
+          if (t === undefined) continue;
+          t.add('COMPUTE_START', times.startNs);
+          t.add('COMPUTE_INPUT_END', times.inputEndNs);
+          t.add('COMPUTE_OUTPUT_START', times.inferEndNs);
+          t.add('COMPUTE_END', times.endNs);
+        }
       }
     };
     const db = dynamicBatching(config);
@@ -127,6 +132,7 @@ export class ModelVersion implements ModelHandle {
       trace.setModel(this.name, Number(this.version), request.id);
       trace.add('REQUEST_START', pr.arrivalNs);
       trace.add('QUEUE_START', pr.arrivalNs);
+      if (trace.level.tensors) for (const t of request.inputs) trace.tensor('TENSOR_QUEUE_INPUT', t);
     }
     if (pr.cancelled) {
       this.outstanding++;

@@ -56,7 +56,10 @@ export class PendingRequestImpl implements PendingRequest {
     }
     // Backends do not know which version the core resolved; the request does.
     response.modelVersion = this.version;
-    if (response.final) this.request.trace?.add('INFER_RESPONSE_COMPLETE');
+    const trace = this.request.trace;
+    if (trace?.level.tensors && response.error === undefined) {
+      for (const t of response.outputs) trace.tensor('TENSOR_BACKEND_OUTPUT', t);
+    }
     this.sink(response);
     if (response.final) this.onComplete(this, process.hrtime.bigint(), response.error);
   }

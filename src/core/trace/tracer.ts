@@ -5,15 +5,18 @@
  * most `trace_count` traces, -1 = no limit; requests are counted from the last settings change
  * and the rate-th is the first traced), and where finished traces go: the trace file as
  * one JSON array, written at shutdown when `log_frequency` is 0, else to `<file>.<n>` every
- * `log_frequency` traces. Only TIMESTAMPS are recorded (TENSORS is taken as TIMESTAMPS, and
- * the settings say what was asked).
+ * `log_frequency` traces. A trace records what its levels ask (request-trace.ts): TIMESTAMPS,
+ * TENSORS or both. Every inference a frontend takes is sampled (infer, ModelStreamInfer per
+ * request, generate / generate_stream); ensemble steps and BLS calls made with the request's
+ * `trace()` get child traces of a sampled request, outside sampling and `trace_count`, as in
+ * Triton. Untraced requests pay one undefined check at each place a trace would record.
  */
 import fs from 'node:fs';
 import type { TraceSettingsStore } from '../extensions/trace-settings.js';
-import { RequestTrace } from './request-trace.js';
+import { RequestTrace, type TraceOwner } from './request-trace.js';
 
-export class Tracer {
-  private nextId = 1;
+export class Tracer implements TraceOwner {
+  private nextTraceId = 1;
   private seen = new Map<string, number>();
   private finished: RequestTrace[] = [];
   private fileIndex = 0;
@@ -36,10 +39,15 @@ export class Tracer {
     this.seen.set(model, n);
     if (rate > 1 && n % rate !== 0) return undefined;
     if (!this.settings.takeCount(model)) return undefined;
-    return new RequestTrace(this.nextId++, (t) => this.finish(t));
+    const level = { timestamps: s.trace_level.includes('TIMESTAMPS'), tensors: s.trace_level.includes('TENSORS') };
+    return new RequestTrace(this.nextId(), level, this);
   }
 
-  private finish(t: RequestTrace): void {
+  nextId(): number {
+    return this.nextTraceId++;
+  }
+
+  finish(t: RequestTrace): void {
     this.finished.push(t);
     const frequency = Number(this.settings.effective('').log_frequency[0]);
     if (frequency > 0 && this.finished.length >= frequency) {
@@ -57,15 +65,7 @@ export class Tracer {
 
   private write(file: string): void {
     const entries: string[] = [];
-    for (const t of this.finished) {
-      for (const e of t.events) {
-        entries.push(
-          'model' in e
-            ? `{"id":${t.id},"model_name":${JSON.stringify(e.model)},"model_version":${e.version},"request_id":${JSON.stringify(e.requestId)}}`
-            : `{"id":${t.id},"timestamps":[{"name":"${e.name}","ns":${e.ns}}]}`,
-        );
-      }
-    }
+    for (const t of this.finished) for (const e of t.entries) entries.push(e);
     this.finished = [];
     try {
       fs.writeFileSync(file, `[${entries.join(',')}]`);

@@ -24,6 +24,8 @@ export interface ExecRequestWire {
   outs: string[] | null;
   inputs: TensorDescriptor[];
   cflag: BlockRef | null;
+  /** 1 when the request is traced: its `trace()` can make BLS calls child traces. */
+  tr?: 1;
 }
 
 /** A response as the stub sends it (returned from execute or through the sender). */
@@ -126,6 +128,8 @@ export interface BlsMsg {
   dec: boolean;
   /** The batch the call was made from (cancelled with it). */
   rids: number[];
+  /** `trace=` a traced request's `trace()`: that request's rid (the call is traced as its child). */
+  tr?: number;
 }
 /** Blocks of Node's arena (BLS outputs) the model no longer references. */
 export interface BlsFreeMsg {

@@ -52,9 +52,11 @@ export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: Unary
       }
       answered = true;
       call.oncancel = undefined;
+      trace?.add('INFER_RESPONSE_COMPLETE');
       if (response.error !== undefined) {
         response.release?.();
         reject(response.error);
+        trace?.done(); // a failed request's trace is written too
         return;
       }
       trace?.add('GRPC_SEND_START');

@@ -90,7 +90,12 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
     else call.write(encodeStreamError(err.message, req, final));
   };
 
+  // Triton's GRPC_WAITREAD_START of a request on a stream: since the previous message was read
+  // (the call's start for the first), the time the stream waited for this one.
+  let readNs = call.startNs;
   call.on('data', (msg: ModelInferRequest) => {
+    const waitNs = readNs;
+    readNs = process.hrtime.bigint();
     if (done) return;
     let decoded;
     let batching: boolean;
@@ -108,22 +113,40 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
       return;
     }
     const { request, plan, enableEmptyFinal } = decoded;
+    // One trace per request on the stream (docs/protocol-notes.md, "Trace").
+    const trace = ctx.core.tracer.sample(msg.modelName);
+    if (trace !== undefined) {
+      trace.add('GRPC_WAITREAD_START', waitNs);
+      trace.add('GRPC_WAITREAD_END', readNs);
+      request.trace = trace;
+    }
     const abort = new CancelToken();
     request.signal = abort;
     inflight.add(abort);
     if (inflight.size >= MAX_IN_FLIGHT) throttle();
     ctx.core.infer(request, (response: InferResponse) => {
       if (response.final) inflight.delete(abort);
+      // Triton marks the request's responses complete once, at the final one.
+      if (response.final) trace?.add('INFER_RESPONSE_COMPLETE');
       if (done) {
         response.release?.();
+        if (response.final) trace?.done();
         return;
       }
       // A decoupled model may end a request with the FINAL flag alone; the client sees it only
       // if it asked to.
       const emptyFinal = response.flagsOnly === true;
       if (emptyFinal && !enableEmptyFinal) response.release?.();
-      else deliver(response, plan, batching);
-      if (response.final) endIfIdle();
+      else if (trace === undefined) deliver(response, plan, batching);
+      else {
+        trace.add('GRPC_SEND_START');
+        deliver(response, plan, batching);
+        trace.add('GRPC_SEND_END');
+      }
+      if (response.final) {
+        trace?.done();
+        endIfIdle();
+      }
       throttle();
     });
   });

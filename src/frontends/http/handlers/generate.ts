@@ -50,8 +50,10 @@ export function handleGenerate(ctx: HttpContext, req: HttpRequest, res: HttpResp
     sendError(res, Errors.generateEncoding());
     return;
   }
+  const recvStartNs = process.hrtime.bigint();
   readBody(req, inputSizeLimit(ctx.maxInputSize, ctx.bodyBudget)).then(
     (body) => {
+      const recvEndNs = process.hrtime.bigint();
       let request: InferRequest;
       try {
         request = parseGenerateRequest(body.data, handle, model, v);
@@ -61,6 +63,13 @@ export function handleGenerate(ctx: HttpContext, req: HttpRequest, res: HttpResp
       } finally {
         // The request's tensors are built from parsed JSON values, not views of the body.
         body.release();
+      }
+      // Triton's HTTP trace events around the core's (docs/protocol-notes.md, "Trace").
+      const trace = ctx.core.tracer.sample(model);
+      if (trace !== undefined) {
+        trace.add('HTTP_RECV_START', recvStartNs);
+        trace.add('HTTP_RECV_END', recvEndNs);
+        request.trace = trace;
       }
       run(ctx, res, request, streaming);
     },
@@ -95,17 +104,22 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
   let status = 200;
   const bodies: string[] = [];
 
+  const trace = request.trace;
   ctx.core.infer(request, (response: InferResponse) => {
     if (finished) {
       response.release?.();
+      if (response.final) trace?.done();
       return;
     }
+    // Triton's generate marks each response complete, and times the write of each one it sends.
+    trace?.add('INFER_RESPONSE_COMPLETE');
     // An error delivered while `infer` is still on the stack never reached a model (lookup,
     // validation): Triton answers those as a plain JSON error, like /infer does.
     if (inCall && count === 0 && response.final && response.error !== undefined) {
       finished = true;
       res.offClose(onClose);
       sendError(res, response.error);
+      trace?.done();
       return;
     }
     const { text, error } = render(response, ctx.maxJsonOutputSize);
@@ -115,11 +129,20 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
       res.offClose(onClose);
     }
     if (streaming) {
-      if (res.destroyed) return;
+      if (res.destroyed) {
+        if (response.final) trace?.done();
+        return;
+      }
       if (!res.headersSent) res.writeHead(status, { 'Content-Type': EVENT_STREAM });
-      if (text !== undefined) res.write('data: ' + text + '\n\n');
-      if (response.final) res.end();
-      else if (res.queuedBytes > UNREAD_LIMIT) {
+      if (text !== undefined) {
+        trace?.add('HTTP_SEND_START');
+        res.write('data: ' + text + '\n\n');
+        trace?.add('HTTP_SEND_END');
+      }
+      if (response.final) {
+        res.end();
+        trace?.done();
+      } else if (res.queuedBytes > UNREAD_LIMIT) {
         finished = true;
         res.offClose(onClose);
         abort.abort();
@@ -130,7 +153,14 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
       }
     } else {
       if (text !== undefined) bodies.push(text);
-      if (response.final) sendJson(res, status, bodies.length === 1 ? bodies[0]! : errorJson(NOT_ONE_RESPONSE));
+      if (response.final) {
+        trace?.add('HTTP_SEND_START');
+        sendJson(res, status, bodies.length === 1 ? bodies[0]! : errorJson(NOT_ONE_RESPONSE));
+        if (trace !== undefined) {
+          trace.add('HTTP_SEND_END');
+          trace.done();
+        }
+      }
     }
   });
   inCall = false;

@@ -169,7 +169,10 @@ function infer(
     }
     answered = true;
     res.offClose(onClose);
-    trace?.add('HTTP_SEND_START');
+    if (trace !== undefined) {
+      trace.add('INFER_RESPONSE_COMPLETE');
+      trace.add('HTTP_SEND_START');
+    }
     try {
       writeInferResponse(res, response, plan, batching, encoding, ctx.maxJsonOutputSize);
     } catch (err) {
