@@ -373,6 +373,28 @@ describe('instances', () => {
     expect(r.error).toBeUndefined();
   });
 
+  it('tries TensorRT, then CUDA, then CPU for a tensorrt accelerator, saying why each step failed once', async () => {
+    // Both providers "are installed" but this onnxruntime-node build has neither: each session
+    // creation fails in turn and the instance ends on CPU (a GPU host runs the same chain).
+    const config = `
+      max_batch_size: 4
+      instance_group [ { kind: KIND_GPU count: 2 gpus: [0] } ]
+      optimization { execution_accelerators { gpu_execution_accelerator [ { name: "tensorrt" parameters { key: "precision_mode" value: "FP16" } } ] } }`;
+    const { mgr, backend, failed, log } = await load(
+      { mlp: { from: 'mlp', config } },
+      { gpus: [0], backend: { gpus: [0], cudaInstalled: true, tensorrtInstalled: true } },
+    );
+    expect(failed).toEqual([]);
+    expect([...backend.instances].map((i) => i.provider)).toEqual(['cpu', 'cpu']);
+    const trt = log.filter((l) => l.includes('runs on the CUDA provider instead of TensorRT'));
+    expect(trt).toHaveLength(1);
+    expect(trt[0]).toContain('creating a TensorRT session failed');
+    expect(log.filter((l) => l.includes('creating a CUDA session failed'))).toHaveLength(1);
+    expect(log.filter((l) => l.includes('ignored: precision_mode'))).toHaveLength(1);
+    const r = await infer(mgr, request('mlp', [f32('INPUT0', [1, 16], rowsOf(1, 16, 4).flat())]));
+    expect(r.error).toBeUndefined();
+  });
+
   it('falls back to CPU when creating the CUDA session fails, saying why once', async () => {
     // The provider "is installed" but the library is not there: session creation fails.
     const config = `

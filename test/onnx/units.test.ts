@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { onnxBackendOptions } from '../../src/backends/onnx/backend.js';
 import { autoCompleteFromGraph, checkConfigAgainstGraph, graphCanBatch } from '../../src/backends/onnx/auto-complete.js';
 import type { SessionInfo } from '../../src/backends/onnx/runner.js';
-import { chooseProvider, sessionSettings } from '../../src/backends/onnx/session.js';
+import { chooseProvider, firstProvider, sessionSettings } from '../../src/backends/onnx/session.js';
 import { groupBy, mapShape } from '../../src/backends/onnx/shapes.js';
 import { concatInputs, outputTensor, splitOutput } from '../../src/backends/onnx/tensor-convert.js';
 import { silentLogger } from '../../src/core/logger.js';
@@ -113,8 +113,20 @@ describe('session settings', () => {
     });
     const s = sessionSettings(c, 'cuda', 1);
     expect(s.options.executionProviders).toEqual([{ name: 'cuda', deviceId: 1 }, 'cpu']);
-    expect(s.notes.join('\n')).toContain("gpu_execution_accelerator 'tensorrt'");
+    expect(s.notes.join('\n')).toContain("gpu_execution_accelerator 'tensorrt': onnxruntime-node was installed without its TensorRT execution provider");
     expect(s.notes.join('\n')).toContain('cudnn_conv_use_max_workspace');
+    // With the TensorRT provider installed: TensorRT first on the instance's device, then CUDA
+    // and CPU for what TensorRT does not take; the parameters it cannot pass are said.
+    const trt = sessionSettings(c, 'cuda', 1, { tensorrt: true });
+    expect(trt.options.executionProviders).toEqual([{ name: 'tensorrt', deviceId: 1 }, { name: 'cuda', deviceId: 1 }, 'cpu']);
+    expect(firstProvider(trt.options)).toBe('tensorrt');
+    expect(trt.notes.join('\n')).toContain('TensorRT execution accelerator parameters are not passed by onnxruntime-node (only the device is)');
+    expect(trt.notes.join('\n')).toContain('ignored: precision_mode');
+    // OpenVINO has no provider in onnxruntime-node.
+    const ov = cfg({ optimization: { executionAccelerators: { gpuExecutionAccelerator: [{ name: 'openvino', parameters: {} }] } } });
+    expect(sessionSettings(ov, 'cuda', 0).notes).toEqual([
+      "gpu_execution_accelerator 'openvino' is not available in onnxruntime-node; running on the CUDA provider",
+    ]);
     // A CPU instance says that the GPU accelerators do not apply to it.
     expect(sessionSettings(c, 'cpu', 0).notes).toEqual([
       "gpu_execution_accelerator 'tensorrt' applies to GPU instances only; this instance runs on the CPU provider",

@@ -18,7 +18,7 @@ import { autoCompleteFromGraph } from './auto-complete.js';
 import type { RestartPolicy } from '../../core/instance/lifecycle.js';
 import { OnnxInstance } from './instance.js';
 import { openSession, type RunIn, type SessionSpec } from './runner.js';
-import { chooseProvider, cudaProviderInstalled, sessionSettings, CUDA_HINT } from './session.js';
+import { chooseProvider, cudaProviderInstalled, firstProvider, sessionSettings, tensorrtProviderInstalled, CUDA_HINT } from './session.js';
 
 export interface OnnxBackendOptions {
   /** `--backend-config=onnxruntime,default-max-batch-size=N` (Triton's default: 4). */
@@ -30,6 +30,8 @@ export interface OnnxBackendOptions {
   runIn?: RunIn;
   /** Overrides the check for onnxruntime-node's CUDA provider library (tests). */
   cudaInstalled?: boolean;
+  /** Overrides the check for its TensorRT provider library (tests). */
+  tensorrtInstalled?: boolean;
   /** Overrides of the core's restart policy for instances whose worker died (tests). */
   restartPolicy?: Partial<RestartPolicy>;
 }
@@ -42,12 +44,14 @@ export class OnnxBackend implements Backend {
   readonly instances = new Set<OnnxInstance>();
   private readonly runIn: RunIn;
   private readonly cudaInstalled: boolean;
+  private readonly tensorrtInstalled: boolean;
   /** Lines already logged, so a reason shows once per model, not once per instance. */
   private readonly logged = new Set<string>();
 
   constructor(private readonly o: OnnxBackendOptions) {
     this.runIn = o.runIn ?? 'worker';
     this.cudaInstalled = o.cudaInstalled ?? cudaProviderInstalled();
+    this.tensorrtInstalled = o.tensorrtInstalled ?? tensorrtProviderInstalled();
   }
 
   private modelFile(versionDir: string, config: ModelConfig): string {
@@ -97,9 +101,11 @@ export class OnnxBackend implements Backend {
           `model '${config.name}' runs on CPU instead of GPU: ${choice.fallbackReason}`,
         );
       }
-      const settings = sessionSettings(config, choice.provider, spec.deviceId);
+      const settings = sessionSettings(config, choice.provider, spec.deviceId, { tensorrt: this.tensorrtInstalled });
       for (const note of settings.notes) this.logOnce(logger, 'warn', `${model}:note:${note}`, `model '${config.name}': ${note}`);
+      // Each session that cannot be created falls back to the next: TensorRT, CUDA, CPU.
       const sessions: SessionSpec[] = [{ modelPath, options: settings.options }];
+      if (firstProvider(settings.options) === 'tensorrt') sessions.push({ modelPath, options: sessionSettings(config, 'cuda', spec.deviceId).options });
       if (choice.provider === 'cuda') sessions.push({ modelPath, options: sessionSettings(config, 'cpu', 0).options });
       return new OnnxInstance({
         config,
@@ -111,13 +117,20 @@ export class OnnxBackend implements Backend {
         logger,
         hooks,
         restartPolicy: this.o.restartPolicy,
-        onFallback: (_failed, err) =>
-          this.logOnce(
-            logger,
-            'warn',
-            `${model}:cuda-failed`,
-            `model '${config.name}' runs on CPU instead of GPU: creating a CUDA session failed (${err.message}; ${CUDA_HINT})`,
-          ),
+        onFallback: (failed, err) =>
+          firstProvider(failed.options) === 'tensorrt'
+            ? this.logOnce(
+                logger,
+                'warn',
+                `${model}:tensorrt-failed`,
+                `model '${config.name}' runs on the CUDA provider instead of TensorRT: creating a TensorRT session failed (${err.message})`,
+              )
+            : this.logOnce(
+                logger,
+                'warn',
+                `${model}:cuda-failed`,
+                `model '${config.name}' runs on CPU instead of GPU: creating a CUDA session failed (${err.message}; ${CUDA_HINT})`,
+              ),
       });
     });
     for (const i of instances) this.instances.add(i);

@@ -16,8 +16,11 @@
  * Execution providers: a KIND_GPU instance (normalisation already turned KIND_AUTO into GPU on a
  * GPU host) runs on the CUDA provider of its device when onnxruntime-node has that provider
  * installed and the device exists; otherwise on CPU, and the backend logs why once per model.
- * `optimization.execution_accelerators` entries tritium cannot honour (TensorRT, OpenVINO,
- * CUDA provider parameters) are reported as notes to log, never as load errors.
+ * A GPU instance whose config names the `tensorrt` GPU accelerator gets the TensorRT provider
+ * first (then CUDA, then CPU for the nodes TensorRT cannot take) when onnxruntime-node has it.
+ * `optimization.execution_accelerators` entries tritium cannot honour (OpenVINO, TensorRT without
+ * its provider, provider parameters onnxruntime-node does not pass) are reported as notes to
+ * log, never as load errors.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,6 +38,15 @@ export interface ProviderChoice {
 }
 
 const CUDA_LIBRARY = process.platform === 'win32' ? 'onnxruntime_providers_cuda.dll' : 'libonnxruntime_providers_cuda.so';
+const TENSORRT_LIBRARY = process.platform === 'win32' ? 'onnxruntime_providers_tensorrt.dll' : 'libonnxruntime_providers_tensorrt.so';
+
+function providerLibraryInstalled(library: string): boolean {
+  try {
+    return fs.existsSync(path.join(ortPackageDir(), 'bin', 'napi-v6', process.platform, process.arch, library));
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Whether onnxruntime-node has its CUDA provider. The npm package ships it separately: its
@@ -43,11 +55,12 @@ const CUDA_LIBRARY = process.platform === 'win32' ? 'onnxruntime_providers_cuda.
  * (ort-location.ts).
  */
 export function cudaProviderInstalled(): boolean {
-  try {
-    return fs.existsSync(path.join(ortPackageDir(), 'bin', 'napi-v6', process.platform, process.arch, CUDA_LIBRARY));
-  } catch {
-    return false;
-  }
+  return providerLibraryInstalled(CUDA_LIBRARY);
+}
+
+/** Whether onnxruntime-node has its TensorRT provider (downloaded with the CUDA one). */
+export function tensorrtProviderInstalled(): boolean {
+  return providerLibraryInstalled(TENSORRT_LIBRARY);
 }
 
 export const CUDA_HINT = 'see src/backends/onnx/README.md to enable CUDA';
@@ -100,7 +113,23 @@ function boolParameter(config: ModelConfig, key: string): boolean | undefined {
   throw Errors.onnxParameterBool(key, config.name, raw);
 }
 
-export function sessionSettings(config: ModelConfig, provider: Provider, deviceId: number): SessionSettings {
+/** The name of the first execution provider of session options ('cpu' when none is given). */
+export function firstProvider(options: InferenceSession.SessionOptions): string {
+  const p = options.executionProviders?.[0];
+  return p === undefined ? 'cpu' : typeof p === 'string' ? p : p.name;
+}
+
+/** What the installed onnxruntime-node offers beyond CUDA (GPU instances only). */
+export interface InstalledProviders {
+  tensorrt: boolean;
+}
+
+export function sessionSettings(
+  config: ModelConfig,
+  provider: Provider,
+  deviceId: number,
+  installed: InstalledProviders = { tensorrt: false },
+): SessionSettings {
   const notes: string[] = [];
   const options: InferenceSession.SessionOptions = {};
 
@@ -128,15 +157,31 @@ export function sessionSettings(config: ModelConfig, provider: Provider, deviceI
     notes.push(`cpu_execution_accelerator '${a.name}' is not available in onnxruntime-node; running on the default CPU provider`);
   }
   if (provider === 'cuda') {
+    let tensorrt = false;
     for (const a of accel?.gpuExecutionAccelerator ?? []) {
+      const keys = Object.keys(a.parameters);
       if (a.name === 'cuda') {
-        const keys = Object.keys(a.parameters);
         if (keys.length) notes.push(`CUDA execution accelerator parameters are not passed by onnxruntime-node and are ignored: ${keys.join(', ')}`);
+      } else if (a.name === 'tensorrt' && installed.tensorrt) {
+        tensorrt = true;
+        // onnxruntime-node hands the TensorRT provider its device and nothing else.
+        if (keys.length) {
+          notes.push(
+            `TensorRT execution accelerator parameters are not passed by onnxruntime-node (only the device is), so TensorRT builds FP32 engines with its default workspace; ignored: ${keys.join(', ')}`,
+          );
+        }
+      } else if (a.name === 'tensorrt') {
+        notes.push(
+          `gpu_execution_accelerator 'tensorrt': onnxruntime-node was installed without its TensorRT execution provider (${TENSORRT_LIBRARY} is missing; ${CUDA_HINT}); running on the CUDA provider`,
+        );
       } else {
-        notes.push(`gpu_execution_accelerator '${a.name}' is not supported by tritium; running on the CUDA provider`);
+        notes.push(`gpu_execution_accelerator '${a.name}' is not available in onnxruntime-node; running on the CUDA provider`);
       }
     }
-    options.executionProviders = [{ name: 'cuda', deviceId }, 'cpu'];
+    // Nodes TensorRT cannot take run on CUDA, then CPU, as with Triton's ORT backend.
+    const gpuProviders: InferenceSession.ExecutionProviderConfig[] = [{ name: 'cuda', deviceId }, 'cpu'];
+    if (tensorrt) gpuProviders.unshift({ name: 'tensorrt', deviceId } satisfies InferenceSession.TensorRtExecutionProviderOption);
+    options.executionProviders = gpuProviders;
   } else {
     // Said on CPU instances too, so a config written for a GPU host does not look obeyed here.
     for (const a of accel?.gpuExecutionAccelerator ?? []) {
