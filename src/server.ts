@@ -282,6 +282,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           keepalive: options.grpcKeepalive,
           ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
           maxConcurrentStreams: options.grpcMaxConcurrentStreams,
+          readTimeoutMs: options.grpcReadTimeoutSecs * 1000,
           ...(grpcTls ? { tls: grpcTls } : {}),
           descriptors,
           responseCompression: options.grpcResponseCompression,

@@ -62,6 +62,8 @@ export interface ServerOptions {
   grpcMaxConnections?: number;
   /** `--grpc-max-concurrent-streams`. */
   grpcMaxConcurrentStreams: number;
+  /** `--grpc-read-timeout-secs` (0 = none). */
+  grpcReadTimeoutSecs: number;
   /** `--http-idle-timeout-secs`. */
   httpIdleTimeoutSecs: number;
   defaultMaxBatchSize: number;
@@ -459,6 +461,15 @@ export function buildCommand(): Command {
   );
   add(
     G.grpc,
+    new Option(
+      '--grpc-read-timeout-secs <integer>',
+      'tritium: a call whose request message stops arriving (no data for this long before it is whole) is ended with DEADLINE_EXCEEDED; an open stream between messages is not bounded (0 = no limit)',
+    )
+      .default(120)
+      .argParser(parseInteger('--grpc-read-timeout-secs', 0)),
+  );
+  add(
+    G.grpc,
     new Option('--grpc-infer-response-compression-level <string>', 'none, low, medium or high: inference responses compressed with gzip or deflate')
       .default('none')
       .argParser(parseChoice('--grpc-infer-response-compression-level', ['none', 'low', 'medium', 'high'] as const)),
@@ -641,6 +652,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     httpIdleTimeoutSecs: o.httpIdleTimeoutSecs,
     ...(o.grpcMaxConnections !== undefined ? { grpcMaxConnections: o.grpcMaxConnections } : {}),
     grpcMaxConcurrentStreams: o.grpcMaxConcurrentStreams,
+    grpcReadTimeoutSecs: o.grpcReadTimeoutSecs,
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,
     modelControlMode: o.modelControlMode,

@@ -6,7 +6,8 @@
  * a bound, a few hundred of them take every descriptor and the server can no longer accept a
  * health probe or restart a stub. Past the limit a new connection replaces the oldest *idle* one
  * (a pooled client reconnects when it needs to; a Kubernetes probe gets through), and is refused
- * only when every connection has a request in flight. The default leaves room under the
+ * only when every connection has a request in flight. Connections accepted in the last 250 ms
+ * go last, so a new client gets to send its request. The default leaves room under the
  * process's descriptor limit for stubs, shared memory and the recovery reserve
  * (core/instance/fd-reserve.ts).
  */
@@ -34,9 +35,18 @@ export function defaultMaxConnections(limit = descriptorLimit()): number {
   return Math.max(MIN_CONNECTIONS, Math.floor((limit - NON_CLIENT_FDS) / 2));
 }
 
+/**
+ * How long a new connection is spared from eviction: time to send its first request. Without
+ * it, a burst of connections larger than the limit could evict a client whose request bytes
+ * arrived but were not read yet (an accepted connection looks idle until its head is parsed).
+ */
+const NEW_CONNECTION_GRACE_MS = 250;
+
 export interface LimitedConnection {
   /** No request in flight: may be closed to make room. */
   readonly idle: boolean;
+  /** When it was accepted (Date.now()). */
+  readonly openedAt: number;
   /** Closes it now. */
   evict(): void;
 }
@@ -68,12 +78,21 @@ export class ConnectionLimit {
    */
   admit(open: Iterable<LimitedConnection>, size: number): boolean {
     if (this.max <= 0 || size < this.max) return true;
+    // The oldest idle one past its grace; failing that (a burst), the oldest idle one.
+    const spared = Date.now() - NEW_CONNECTION_GRACE_MS;
+    let oldestIdle: LimitedConnection | undefined;
     for (const c of open) {
-      if (c.idle) {
-        c.evict();
-        this.counts.evicted++;
-        return true;
+      if (!c.idle) continue;
+      oldestIdle ??= c;
+      if (c.openedAt <= spared) {
+        oldestIdle = c;
+        break;
       }
+    }
+    if (oldestIdle) {
+      oldestIdle.evict();
+      this.counts.evicted++;
+      return true;
     }
     this.counts.refused++;
     const now = Date.now();

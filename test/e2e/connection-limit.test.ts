@@ -118,6 +118,23 @@ describe('gRPC connection limit', () => {
   });
 });
 
+/** One gRPC message (5-byte prefix + ModelInferRequest) asking slow_execute to sleep `ms`. */
+function slowExecuteFrame(ms: number): Buffer {
+  const request = create(ModelInferRequestSchema, {
+    modelName: 'slow_execute',
+    inputs: [
+      { name: 'MS', datatype: 'INT32', shape: [1n] },
+      { name: 'VALUE', datatype: 'INT32', shape: [1n] },
+    ],
+    rawInputContents: [Buffer.from(new Int32Array([ms]).buffer), Buffer.from(new Int32Array([1]).buffer)],
+  });
+  const bytes = toBinary(ModelInferRequestSchema, request);
+  const frame = Buffer.alloc(5 + bytes.length);
+  frame.writeUInt32BE(bytes.length, 1);
+  frame.set(bytes, 5);
+  return frame;
+}
+
 /** Open descriptors and resident memory (bytes) of the server process. */
 function footprint(pid: number): { fds: number; rss: number } {
   const rss = Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
@@ -125,8 +142,7 @@ function footprint(pid: number): { fds: number; rss: number } {
 }
 
 describe('a flood of connections', () => {
-  // A limit of a realistic order: with 4, a valid client's brand-new connection could itself be
-  // the oldest idle one (no request head read yet) when four flood connections arrive.
+  // A limit of a realistic order: with 4, a flood outruns the grace a new connection gets.
   const FLOOD_LIMIT = 64;
   let flooded: Tritium;
   beforeAll(async () => {
@@ -157,16 +173,18 @@ describe('a flood of connections', () => {
     };
     const sockets: net.Socket[] = [];
     const sessions: http2.ClientHttp2Session[] = [];
-    for (let round = 0; round < 10; round++) {
-      // 40 HTTP clients per round: half idle after one answer, half stuck in a request head.
-      for (let i = 0; i < 40; i++) {
+    // 200 connections a second per frontend: each lives longer than the 250 ms a new connection
+    // is spared (frontends/connection-limit.ts), so the valid client's requests get read.
+    for (let round = 0; round < 20; round++) {
+      // 20 HTTP clients per round: half idle after one answer, half stuck in a request head.
+      for (let i = 0; i < 20; i++) {
         const s = net.connect(server.httpPort, '127.0.0.1');
         s.on('error', () => {});
         s.write(i % 2 ? 'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n' : 'GET /v2/health/live HTTP/1.1\r\nHo');
         sockets.push(s);
       }
-      // 20 HTTP/2 sessions per round that never open a call.
-      for (let i = 0; i < 20; i++) {
+      // 10 HTTP/2 sessions per round that never open a call.
+      for (let i = 0; i < 10; i++) {
         const h = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
         h.on('error', () => {});
         sessions.push(h);
@@ -230,6 +248,88 @@ describe('HTTP idle and slow-sender timeout', () => {
   }, 30_000);
 });
 
+describe('gRPC slow senders', () => {
+  let timed: Tritium;
+  let session: http2.ClientHttp2Session;
+  beforeAll(async () => {
+    timed = await startTritium({ repos: [repo], args: ['--grpc-read-timeout-secs=1'] });
+    session = http2.connect(`http://127.0.0.1:${timed.grpcPort}`);
+    session.on('error', () => {});
+  });
+  afterAll(async () => {
+    session?.destroy();
+    await stopAndExpectNoShm(timed);
+  });
+
+  interface Outcome {
+    status?: string;
+    message?: string;
+    responses: number;
+    closed: boolean;
+  }
+
+  /** Opens a call; `write` decides what the client sends and when. */
+  function open(method: 'ModelInfer' | 'ModelStreamInfer') {
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': `/inference.GRPCInferenceService/${method}`,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    const outcome: Outcome = { responses: 0, closed: false };
+    // The status comes in trailers, or in the headers of a trailers-only answer.
+    const status = (h: http2.IncomingHttpHeaders) => {
+      if (h['grpc-status'] === undefined) return;
+      outcome.status = String(h['grpc-status']);
+      outcome.message = decodeURIComponent(String(h['grpc-message'] ?? ''));
+    };
+    stream.on('response', status);
+    stream.on('trailers', status);
+    stream.on('data', () => outcome.responses++);
+    stream.on('error', () => {});
+    const closed = new Promise<Outcome>((resolve) =>
+      stream.on('close', () => {
+        outcome.closed = true;
+        resolve(outcome);
+      }),
+    );
+    return { stream, outcome, closed };
+  }
+
+  it('ends a unary call whose request stops arriving, with DEADLINE_EXCEEDED and the flag', async () => {
+    const nothing = open('ModelInfer'); // headers only
+    const part = open('ModelInfer');
+    part.stream.write(slowExecuteFrame(1).subarray(0, 12)); // a prefix and a few bytes of the message
+    for (const c of [await nothing.closed, await part.closed]) {
+      expect(c.status).toBe('4');
+      expect(c.message).toMatch(/^The request message stopped arriving: no data for \d+ s \(--grpc-read-timeout-secs=1\)$/);
+    }
+  }, 20_000);
+
+  it('leaves a quiet stream alone between messages, and ends one stuck in the middle of a message', async () => {
+    const quiet = open('ModelStreamInfer');
+    quiet.stream.write(slowExecuteFrame(1));
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(quiet.outcome.closed).toBe(false);
+    quiet.stream.write(slowExecuteFrame(1));
+    quiet.stream.end();
+    const q = await quiet.closed;
+    expect(q.status).toBe('0');
+    expect(q.responses).toBeGreaterThanOrEqual(2);
+
+    const stuck = open('ModelStreamInfer');
+    stuck.stream.write(slowExecuteFrame(1));
+    stuck.stream.write(slowExecuteFrame(1).subarray(0, 9));
+    const s = await stuck.closed;
+    expect(s.status).toBe('4');
+    expect(s.responses).toBeGreaterThanOrEqual(1);
+    // The connection keeps serving.
+    const ok = open('ModelInfer');
+    ok.stream.end(slowExecuteFrame(1));
+    expect((await ok.closed).status).toBe('0');
+  }, 20_000);
+});
+
 describe('gRPC concurrent streams per connection', () => {
   const remoteMax = async (port: number) => {
     const s = http2.connect(`http://127.0.0.1:${port}`);
@@ -250,18 +350,7 @@ describe('gRPC concurrent streams per connection', () => {
       const session = http2.connect(`http://127.0.0.1:${limited.grpcPort}`);
       session.on('error', () => {});
       await new Promise((r) => session.once('remoteSettings', r));
-      const request = create(ModelInferRequestSchema, {
-        modelName: 'slow_execute',
-        inputs: [
-          { name: 'MS', datatype: 'INT32', shape: [1n] },
-          { name: 'VALUE', datatype: 'INT32', shape: [1n] },
-        ],
-        rawInputContents: [Buffer.from(new Int32Array([700]).buffer), Buffer.from(new Int32Array([1]).buffer)],
-      });
-      const bytes = toBinary(ModelInferRequestSchema, request);
-      const frame = Buffer.alloc(5 + bytes.length);
-      frame.writeUInt32BE(bytes.length, 1);
-      frame.set(bytes, 5);
+      const frame = slowExecuteFrame(700);
       const call = () =>
         new Promise<{ status: string | undefined; at: number }>((resolve) => {
           const stream = session.request({

@@ -43,6 +43,8 @@ export interface GrpcServerOptions {
   maxConnections?: number;
   /** Calls open at once on one connection (`--grpc-max-concurrent-streams`). */
   maxConcurrentStreams?: number;
+  /** `--grpc-read-timeout-secs` in ms: a request message that stops arriving ends its call (0 = none). */
+  readTimeoutMs?: number;
   /** `--grpc-header-forward-pattern`. */
   headerForward?: RegExp;
   /** `--grpc-infer-response-compression-level`. */
@@ -118,6 +120,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     maxMessageBytes: maxMessage,
     connectionLimit,
     ...(opts.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: opts.maxConcurrentStreams } : {}),
+    ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}),
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
     ...(opts.tls ? { tls: opts.tls } : {}),

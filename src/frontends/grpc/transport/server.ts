@@ -7,6 +7,7 @@
  * size limits, graceful shutdown. Why not @grpc/grpc-js: see docs/design.md ("gRPC transport").
  */
 import {
+  constants,
   createSecureServer,
   createServer,
   type Http2SecureServer,
@@ -52,6 +53,13 @@ export interface TransportOptions {
    * not gets REFUSED_STREAM. Default DEFAULT_MAX_CONCURRENT_STREAMS.
    */
   maxConcurrentStreams?: number;
+  /**
+   * A call whose request message stops arriving (no DATA for this long while a unary request is
+   * not complete, or a stream is in the middle of a message) is ended with DEADLINE_EXCEEDED and
+   * its stream reset, so a slow or stuck sender cannot hold a call (and the connection it keeps
+   * busy) for ever. Between messages a stream may stay quiet. Undefined = no bound.
+   */
+  readTimeoutMs?: number;
   /** A new call is refused with this status while set (server shutting down). */
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
@@ -96,6 +104,7 @@ const SESSION_WINDOW = 16 * 1024 * 1024;
 export function createTransport(routes: ReadonlyMap<string, Route>, opts: TransportOptions): Transport {
   const sessions = new Set<Http2Session>();
   const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
+  const opened = new WeakMap<Http2Session, number>();
   let active = 0;
   const base = serverOptions(opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS);
   const t: Transport = {
@@ -120,7 +129,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   };
   // Insertion order is age: the oldest session without open calls makes room at the limit.
   function* limited(): Generator<LimitedConnection> {
-    for (const s of sessions) yield { idle: !keepalive.get(s)?.openCalls, evict: () => s.destroy() };
+    for (const s of sessions) yield { idle: !keepalive.get(s)?.openCalls, openedAt: opened.get(s) ?? 0, evict: () => s.destroy() };
   }
   t.server.on('session', (session) => {
     if (opts.connectionLimit && !opts.connectionLimit.admit(limited(), sessions.size)) {
@@ -128,6 +137,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
       return;
     }
     sessions.add(session);
+    opened.set(session, Date.now());
     keepalive.set(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS));
     session.once('close', () => sessions.delete(session));
     session.on('error', () => {}); // a broken connection ends its calls through their streams
@@ -162,8 +172,14 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
-    if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes);
-    else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes);
+    const reader = new MessageReader(opts.maxMessageBytes);
+    if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader);
+    else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader);
+    if (opts.readTimeoutMs) {
+      // A unary call is waiting for its request until the request side ends; a stream only mid-message.
+      const waiting = route.kind === 'unary' ? () => true : () => reader.midMessage;
+      watchReads(stream, call, opts.readTimeoutMs, waiting);
+    }
   });
   return t;
 }
@@ -224,8 +240,56 @@ function asStatus(err: unknown): StatusError {
   return err instanceof StatusError ? err : new StatusError(GrpcStatus.INTERNAL, err instanceof Error ? err.message : String(err));
 }
 
-function readUnary(stream: ServerHttp2Stream, route: UnaryRoute, call: UnaryCall, encoding: string, maxBytes: number): void {
-  const reader = new MessageReader(maxBytes);
+/**
+ * Ends `call` when no request data arrived for `timeoutMs` while `waiting()` says a message is
+ * due (TransportOptions.readTimeoutMs). One timer per call, re-armed lazily: a chunk only
+ * records its time.
+ */
+function watchReads(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, timeoutMs: number, waiting: () => boolean): void {
+  let last = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+  };
+  const check = (): void => {
+    timer = undefined;
+    if (call.ended || stream.destroyed) return;
+    const idle = Date.now() - last;
+    if (idle < timeoutMs || !waiting()) {
+      arm(idle < timeoutMs ? timeoutMs - idle : timeoutMs);
+      return;
+    }
+    stream.removeAllListeners('data');
+    stream.resume();
+    call.sendStatus(
+      new StatusError(
+        GrpcStatus.DEADLINE_EXCEEDED,
+        `The request message stopped arriving: no data for ${Math.round(idle / 1000)} s (--grpc-read-timeout-secs=${timeoutMs / 1000})`,
+      ),
+    );
+    // A stream's handler drops what it started, as for a bad message.
+    if (call instanceof DuplexCall) call.events.emit('cancelled');
+    // Trailers first (written after the last response frame), then the reset that stops a
+    // sender that never ends its side.
+    setTimeout(() => {
+      if (!stream.closed) stream.close(constants.NGHTTP2_NO_ERROR);
+    }, 500).unref();
+  };
+  const arm = (ms: number): void => {
+    timer = setTimeout(check, ms);
+    timer.unref();
+  };
+  stream.on('data', () => {
+    last = Date.now();
+  });
+  // The request side is complete: nothing more is due.
+  stream.once('end', stop);
+  stream.once('close', stop);
+  arm(timeoutMs);
+}
+
+function readUnary(stream: ServerHttp2Stream, route: UnaryRoute, call: UnaryCall, encoding: string, maxBytes: number, reader: MessageReader): void {
   const messages: RawMessage[] = [];
   const fail = (status: StatusError): void => {
     stream.removeAllListeners('data');
@@ -256,8 +320,7 @@ function readUnary(stream: ServerHttp2Stream, route: UnaryRoute, call: UnaryCall
   });
 }
 
-function readBidi(stream: ServerHttp2Stream, route: BidiRoute, call: DuplexCall, encoding: string, maxBytes: number): void {
-  const reader = new MessageReader(maxBytes);
+function readBidi(stream: ServerHttp2Stream, route: BidiRoute, call: DuplexCall, encoding: string, maxBytes: number, reader: MessageReader): void {
   const messages: RawMessage[] = [];
   route.run(call);
   stream.on('data', (chunk: Buffer) => {

@@ -43,6 +43,8 @@ const HALF_CLOSE_PROBES_MS = [0, 20, 200];
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 
 export class Connection implements ResponseOwner {
+  /** When it was accepted (the connection limit spares new ones a moment). */
+  readonly openedAt = Date.now();
   private pending: Buffer | undefined;
   private req: HttpRequest | undefined;
   private res: HttpResponse | undefined;
