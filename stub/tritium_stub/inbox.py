@@ -57,6 +57,29 @@ class Inbox:
                 finally:
                     self._sleepers -= 1
 
+    def poll(self):
+        """Reads what ring A holds now, without waiting, unless another thread is reading (which
+        routes the same way): answers and releases are routed at once, the rest kept for the main
+        loop. For a thread that must not block, e.g. one about to grow the output arena while
+        Node's releases wait unread behind a long execute."""
+        while True:
+            with self.cond:
+                if self._reading:
+                    return
+                self._reading = True
+            msg = None
+            try:
+                msg = self._recv(0)
+            finally:
+                with self.cond:
+                    self._reading = False
+                    if msg is not None and not self._route(msg):
+                        self._kept.append(msg)
+                    if self._sleepers:
+                        self.cond.notify_all()
+            if msg is None:
+                return
+
     def next_for_main(self):
         """The main loop's next message (blocks)."""
         kept = self._kept

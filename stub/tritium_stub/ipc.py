@@ -378,6 +378,9 @@ class Channel:
         self._outputs: list[_Segment] = []
         self._seg_lock = threading.Lock()  # alloc/free/lazy maps may run on model threads
         self._send_lock = threading.Lock()
+        # Called (without the lock) when no output segment has room, before a new one is made:
+        # the runtime sets it to take releases Node already sent (Inbox.poll).
+        self.reclaim = None
         self._closed = False
         self._hb_stop = threading.Event()
         self._hb_thread: threading.Thread | None = None
@@ -493,15 +496,30 @@ class Channel:
             raise ValueError(f"view {seg}[{off}, +{nbytes}) is outside the {s.size}-byte segment")
         return s.mv[off : off + nbytes]
 
+    def _alloc_existing(self, nbytes: int):
+        """A block in an output segment there is, or None. Lock held."""
+        for s in self._outputs:
+            off = s.arena.alloc(nbytes)
+            if off >= 0:
+                if s.hollow:
+                    self._reserve(s, off, nbytes)
+                return s.name, off, s.mv[off : off + nbytes]
+        return None
+
     def alloc(self, nbytes: int) -> tuple[str, int, memoryview]:
-        """A block in the stub's output arenas; a new s<k> segment is announced with {t:"seg"}."""
+        """A block in the stub's output arenas; a new s<k> segment is announced with {t:"seg"}.
+        When none has room, blocks Node has released meanwhile are taken back first: a long
+        decoupled execute would otherwise grow the arena by every response it sends."""
         with self._seg_lock:
-            for s in self._outputs:
-                off = s.arena.alloc(nbytes)
-                if off >= 0:
-                    if s.hollow:
-                        self._reserve(s, off, nbytes)
-                    return s.name, off, s.mv[off : off + nbytes]
+            got = self._alloc_existing(nbytes)
+        if got is not None:
+            return got
+        if self.reclaim is not None:
+            self.reclaim()
+        with self._seg_lock:
+            got = self._alloc_existing(nbytes)
+            if got is not None:
+                return got
             name = f"s{len(self._outputs)}"
             size = max(self.growth_byte_size, _round_up(max(nbytes, 1), SEGMENT_ROUND))
             s = self._create(name, size, nbytes)

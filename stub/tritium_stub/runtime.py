@@ -79,8 +79,18 @@ class Runtime:
     @staticmethod
     def _route(msg):
         """Answers to calls the model made (BLS, model control) go to their waiters; the inbox
-        holds its condition here. Everything else is the main loop's."""
+        holds its condition here. Releases of output blocks are applied by whichever thread read
+        them, so blocks come back during a long execute too (Inbox.poll). Everything else is the
+        main loop's."""
         kind = msg["t"]
+        if kind == "release":
+            Runtime._release(STATE.channel, msg["blocks"])
+            return True
+        if kind == "exec":
+            released = msg.pop("rel", None)
+            if released:
+                Runtime._release(STATE.channel, released)
+            return False
         if kind == "bls_r":
             bls.route_answer(msg)
             return True
@@ -94,6 +104,8 @@ class Runtime:
 
     def _serve_instance(self, channel):
         inbox = STATE.inbox = Inbox(channel.recv, self._route)
+        # An output that finds the arena full first takes the releases Node already sent.
+        channel.reclaim = inbox.poll
         recv = inbox.next_for_main
         execute_batch = self._exec
         while True:

@@ -96,6 +96,36 @@ def test_output_arena_alloc_free_and_unknown_block(pair):
     assert ch.alloc(64)[:2] == (seg, off)
 
 
+def test_a_full_arena_takes_back_released_blocks_before_growing(pair):
+    """A long execute never returns to the main loop, where releases are read: an output that
+    finds no room reads them first (Inbox.poll through Channel.reclaim), so the arena does not
+    grow while Node has let go of earlier outputs. Other messages stay for the main loop."""
+    from tritium_stub.inbox import Inbox
+
+    node, ch = pair
+    node.pop()  # hello
+
+    def route(msg):
+        if msg["t"] == "release":
+            ch.free_many(msg["blocks"])
+            return True
+        return False
+
+    inbox = Inbox(ch.recv, route)
+    ch.reclaim = inbox.poll
+    seg, off, _ = ch.alloc(1 << 16)  # the whole first output segment
+    assert seg == "s0"
+    node.push({"t": "exec", "id": 1})
+    node.push({"t": "release", "blocks": [[seg, off]]})
+    assert ch.alloc(1 << 16)[:2] == (seg, off)  # no s1
+    assert node.pop() == {"t": "seg", "name": "s0", "size": 1 << 16}
+    with pytest.raises(TimeoutError):  # no segment announced for the second block
+        node.pop(timeout=0.2)
+    assert inbox.next_for_main() == {"t": "exec", "id": 1}
+    # Nothing released: the arena grows as before.
+    assert ch.alloc(1 << 16)[0] == "s1"
+
+
 def test_messages_sent_from_other_threads_and_reentrantly_arrive_intact(pair):
     node, ch = pair
     node.pop()  # hello

@@ -5,8 +5,10 @@
  * Tensors are kept as they arrive: the client's input buffers and each step's output buffers
  * (views of a stub's arena, or of an onnxruntime result) are handed to the next steps as they
  * are, renamed only, and the ensemble's outputs are the producing step's buffers. Nothing is
- * copied here; each buffer is released once the request is over and the client has released
- * the ensemble's responses.
+ * copied here. A step response holding only intermediate tensors is released as soon as no step
+ * can read it any more (see `releaseDead`), so a long decoupled stream holds a bounded number of
+ * them; responses that hold ensemble outputs go once the request is over and the client has
+ * released the ensemble's responses.
  *
  * A step fires as soon as every tensor it reads has a value, so independent branches run at the
  * same time; steps that lead to no requested output are not run (docs/protocol-notes.md,
@@ -54,6 +56,20 @@ const keyPrefix = (key: string, depth: number): string =>
         .slice(0, depth + 1)
         .join('/');
 
+/** Whether key `a` is `b` or one of its ancestors ('' is every key's). */
+const keyCovers = (a: string, b: string): boolean => a === '' || a === b || b.startsWith(`${a}/`);
+
+/** A step response whose buffers this request holds, with what it holds them for. */
+interface Held {
+  release: () => void;
+  /** The key its values were stored under. */
+  key: string;
+  /** The tensors it gave values to. */
+  tensors: string[];
+  /** One of them is an output of the ensemble: it waits for the client (releaseIfDone). */
+  answers: boolean;
+}
+
 /** The steps the `wanted` outputs depend on, walking back through the producers. */
 function neededSteps(plan: EnsemblePlan, wanted: string[]): boolean[] {
   const needed = plan.steps.map(() => false);
@@ -74,8 +90,10 @@ export class EnsembleRun {
   private readonly fired: Set<string>[];
   /** Keys the ensemble answered for. */
   private readonly answered = new Set<string>();
-  /** Releases of the step responses whose buffers this request holds. */
-  private readonly held: Array<() => void> = [];
+  /** The step responses whose buffers this request holds. */
+  private held: Held[] = [];
+  /** Step requests in flight: their firing key and whether the step is decoupled. */
+  private readonly running = new Set<{ key: string; decoupled: boolean }>();
   private readonly token = new CancelToken();
   private readonly sums: ComputeSums = { input: 0n, infer: 0n, output: 0n };
   private readonly wanted: string[];
@@ -173,6 +191,8 @@ export class EnsembleRun {
     });
     const decoupled = this.ctx.binding.decoupledSteps[step.index]!;
     let responses = 0;
+    const running = { key, decoupled };
+    this.running.add(running);
     this.inflight++;
     this.ctx.client.infer(
       {
@@ -202,7 +222,6 @@ export class EnsembleRun {
         } else if (r.flagsOnly || r.outputs.length === 0 || this.finished) {
           r.release?.();
         } else {
-          if (r.release) this.held.push(r.release);
           const valueKey = decoupled ? `${key}/${responses++}` : key;
           const arrived: string[] = [];
           for (const out of r.outputs) {
@@ -211,11 +230,14 @@ export class EnsembleRun {
             this.put(tensor, valueKey, out);
             arrived.push(tensor);
           }
+          if (r.release) this.held.push({ release: r.release, key: valueKey, tensors: arrived, answers: arrived.some((t) => this.wanted.includes(t)) });
           this.advance(arrived);
         }
         if (r.final) {
           this.inflight--;
+          this.running.delete(running);
           this.settle();
+          this.releaseDead();
         }
       },
     );
@@ -316,11 +338,39 @@ export class EnsembleRun {
     this.releaseIfDone();
   }
 
+  /**
+   * Releases the step responses holding only intermediate tensors that no step can read any
+   * more. A value stored under key K is read only by steps firing for K or a key below it, and
+   * every step that could fire with it has fired as soon as its inputs were there (advance). So
+   * it is dead once no step request in flight can still bring a value that pairs with it: none
+   * fired for K or below (it reads K, or its decoupled answers will be keyed below K), and no
+   * plain one fired for an ancestor of K (its single answer, keyed there, may complete a step
+   * that also reads K). A decoupled one fired for an ancestor only adds siblings of K's line.
+   */
+  private releaseDead(): void {
+    if (this.released || this.held.length === 0) return;
+    const keep: Held[] = [];
+    for (const h of this.held) {
+      let live = h.answers;
+      for (const r of this.running) {
+        if (live) break;
+        live = keyCovers(h.key, r.key) || (!r.decoupled && keyCovers(r.key, h.key));
+      }
+      if (live) {
+        keep.push(h);
+        continue;
+      }
+      for (const t of h.tensors) this.values.get(t)?.delete(h.key);
+      h.release();
+    }
+    this.held = keep;
+  }
+
   /** Releases the steps' buffers once no step reads them and the client let go of every response. */
   private releaseIfDone(): void {
     if (this.released || !this.closed || this.inflight > 0 || this.clientHolds > 0) return;
     this.released = true;
-    for (const release of this.held) release();
+    for (const h of this.held) h.release();
     this.held.length = 0;
     this.values.clear();
   }

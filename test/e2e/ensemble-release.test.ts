@@ -1,0 +1,69 @@
+/**
+ * An ensemble gives a step's buffers back as soon as no later step can read them, not at the end
+ * of the request. test/models/ensemble_chunk_count: a decoupled step (chunk_stream) streams 40
+ * chunks of 1 MiB, each reduced to two numbers by byte_count. The chunks live in the stub's
+ * output arena until the ensemble releases them; held until the stream ends, that arena would
+ * grow to 40 MiB. Released once byte_count has answered for each, it stays a few MiB, which the
+ * suite measures in /dev/shm (the pages the chunk_stream instance's files hold) while the stream
+ * runs.
+ */
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+
+const CHUNKS = 40;
+const MIB = 1 << 20;
+let server: Tritium;
+let repo: string;
+
+beforeAll(async () => {
+  repo = makeRepo(['ensemble_chunk_count', 'chunk_stream', 'byte_count']);
+  server = await startTritium({ repos: [repo] });
+}, 120_000);
+
+afterAll(async () => {
+  await stopAndExpectNoShm(server);
+  fs.rmSync(repo, { recursive: true, force: true });
+});
+
+/** Bytes of /dev/shm the chunk_stream instance's region files really hold. */
+function chunkStreamShm(): number {
+  const prefix = `tritium_${server.proc.pid}_`;
+  let bytes = 0;
+  for (const f of fs.readdirSync('/dev/shm')) {
+    if (!f.startsWith(prefix) || !f.includes('_chunk_stream_0_0.')) continue;
+    try {
+      bytes += fs.statSync(`/dev/shm/${f}`).blocks * 512;
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return bytes;
+}
+
+describe('ensemble step buffers', () => {
+  it('are released while a decoupled stream goes on, once the step reading them is done', async () => {
+    let peak = 0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, chunkStreamShm());
+    }, 20);
+    const res = await fetch(`${server.http}/v2/models/ensemble_chunk_count/generate_stream`, {
+      method: 'POST',
+      body: JSON.stringify({ N: CHUNKS, BYTES: MIB, PACE_MS: 15, COUNT_MS: 0 }),
+    });
+    const text = await res.text();
+    clearInterval(sampler);
+    expect(res.status).toBe(200);
+    const events = text
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => JSON.parse(e.slice('data: '.length)));
+    expect(events).toHaveLength(CHUNKS);
+    // Each chunk was read whole by byte_count (responses come in the order the chunks were sent).
+    expect(events.map((e) => e.COUNT)).toEqual(Array(CHUNKS).fill(MIB));
+    expect(events.map((e) => e.SUM)).toEqual(Array.from({ length: CHUNKS }, (_, i) => (i % 256) * MIB));
+    // n0 (1 MiB) plus a few chunks in flight, far from the 40 MiB of all of them.
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(12 * MIB);
+  }, 60_000);
+});
