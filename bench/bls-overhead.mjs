@@ -12,7 +12,8 @@
  * figure adds the caller's side (message to Node, copying the outputs into the caller's arena,
  * the answer back) and drops what the client path pays for HTTP and JSON. Prints p50/p90/p99
  * and the mean of each and their difference, and the BLS mean minus the target's own server time
- * per request (its statistics): what the call itself costs. Nothing is asserted.
+ * per request (its statistics): what the call itself costs; and the CPU per BLS call (utime +
+ * stime from /proc) of the server, the caller's stub and the target's stub. Nothing is asserted.
  *
  *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 200] [--spin-mode adaptive|always|never]
  */
@@ -21,6 +22,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { arg, machine } from './grpc-common.mjs';
+import { cmdline, cpuSeconds, descendants } from './lib/proc-stats.mjs';
 import { ROOT, startTritium } from './lib/server.mjs';
 
 const CALLS = Number(arg('calls', '2000'));
@@ -66,6 +68,13 @@ function repo() {
     ].join('\n'),
   );
   return dir;
+}
+
+/** CPU seconds of the server, the caller's stub and the target's stub (found by their model file). */
+function cpuOf(pid) {
+  const stub = (model) => descendants(pid).find((p) => cmdline(p).some((a) => a.includes(`/${model}/1/model.py`)));
+  const seconds = (p) => (p === undefined ? 0 : cpuSeconds(p));
+  return { server: cpuSeconds(pid), caller: seconds(stub('bls_loop')), target: seconds(stub('empty')) };
 }
 
 const clients = new Map();
@@ -116,7 +125,9 @@ try {
   // Interleaved halves, so a change in machine load during the run touches both paths.
   const client = [...(await clientCalls(server.httpPort, CALLS / 2))];
   const before = await targetServerTime(server.httpPort);
+  const cpuBefore = cpuOf(server.proc.pid);
   const bls = [...(await blsCalls(server.httpPort, CALLS / 2))];
+  const cpuAfter = cpuOf(server.proc.pid);
   const after = await targetServerTime(server.httpPort);
   client.push(...(await clientCalls(server.httpPort, CALLS / 2)));
   bls.push(...(await blsCalls(server.httpPort, CALLS / 2)));
@@ -137,6 +148,8 @@ try {
   console.log(`BLS exec() in model   ${f(b.p50)} ${f(b.p90)} ${f(b.p99)} ${f(b.mean)}`);
   console.log(`BLS - client          ${f(b.p50 - c.p50)} ${f(b.p90 - c.p90)} ${f(b.p99 - c.p99)} ${f(b.mean - c.mean)}`);
   console.log(`target's server time per BLS request (statistics): ${targetUs.toFixed(0)} µs; BLS mean minus it: ${(b.mean - targetUs).toFixed(0)} µs`);
+  const per = (k) => (((cpuAfter[k] - cpuBefore[k]) * 1e6) / (CALLS / 2)).toFixed(0);
+  console.log(`CPU per BLS call (µs): server ${per('server')}, caller stub ${per('caller')}, target stub ${per('target')}`);
 } finally {
   for (const c of clients.values()) c.close();
   await server.stop();
