@@ -283,6 +283,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
           ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
           maxConcurrentStreams: options.grpcMaxConcurrentStreams,
           readTimeoutMs: options.grpcReadTimeoutSecs * 1000,
+          maxBodyMemory: options.grpcMaxBodyMemory,
           ...(grpcTls ? { tls: grpcTls } : {}),
           descriptors,
           responseCompression: options.grpcResponseCompression,

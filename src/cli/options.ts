@@ -64,6 +64,8 @@ export interface ServerOptions {
   grpcMaxConcurrentStreams: number;
   /** `--grpc-read-timeout-secs` (0 = none). */
   grpcReadTimeoutSecs: number;
+  /** `--grpc-max-body-memory` in bytes (0 = the default). */
+  grpcMaxBodyMemory: number;
   /** `--http-idle-timeout-secs`. */
   httpIdleTimeoutSecs: number;
   defaultMaxBatchSize: number;
@@ -470,6 +472,15 @@ export function buildCommand(): Command {
   );
   add(
     G.grpc,
+    new Option(
+      '--grpc-max-body-memory <integer>',
+      'tritium: memory the request messages of all gRPC calls may hold at once; a call past it waits, held back by HTTP/2 flow control (default: a quarter of RAM, at most 2 GiB)',
+    )
+      .default(0)
+      .argParser(parseInteger('--grpc-max-body-memory', 0)),
+  );
+  add(
+    G.grpc,
     new Option('--grpc-infer-response-compression-level <string>', 'none, low, medium or high: inference responses compressed with gzip or deflate')
       .default('none')
       .argParser(parseChoice('--grpc-infer-response-compression-level', ['none', 'low', 'medium', 'high'] as const)),
@@ -653,6 +664,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     ...(o.grpcMaxConnections !== undefined ? { grpcMaxConnections: o.grpcMaxConnections } : {}),
     grpcMaxConcurrentStreams: o.grpcMaxConcurrentStreams,
     grpcReadTimeoutSecs: o.grpcReadTimeoutSecs,
+    grpcMaxBodyMemory: o.grpcMaxBodyMemory,
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),
     serverId: o.id,
     modelControlMode: o.modelControlMode,

@@ -35,6 +35,18 @@ describe('MessageReader', () => {
     }
   });
 
+  it('tells the size of a message that has begun to arrive, once its prefix is in, and counts whole ones', () => {
+    const wire = Buffer.concat([frame(Buffer.from('ab')), frame(Buffer.alloc(1000, 1))]);
+    const reader = new MessageReader(1 << 20);
+    const out: RawMessage[] = [];
+    reader.push(wire.subarray(0, 10), out); // the first whole, 3 bytes of the second's prefix
+    expect([reader.completed, reader.pendingMessageBytes]).toEqual([1, undefined]);
+    reader.push(wire.subarray(10, 12), out); // the prefix is whole, split across two chunks
+    expect([reader.completed, reader.pendingMessageBytes]).toEqual([1, 1005]);
+    reader.push(wire.subarray(12), out);
+    expect([reader.completed, reader.pendingMessageBytes]).toEqual([2, undefined]);
+  });
+
   it('refuses a message over the limit from its prefix alone', () => {
     const reader = new MessageReader(10);
     const prefix = Buffer.from([0, 0, 0, 0, 11]);

@@ -10,7 +10,7 @@ import type { InferResponse } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import { joinBytesElements, splitBytesElements } from '../../src/core/tensor.js';
 import { decodeBody, requestEncoding } from '../../src/frontends/http/body.js';
-import { BodyBudget } from '../../src/frontends/http/body-budget.js';
+import { BodyBudget } from '../../src/frontends/body-budget.js';
 import { classify } from '../../src/frontends/http/classification.js';
 import { responseEncoding } from '../../src/frontends/http/compression.js';
 import { parseHeaderLength, parseInferRequest } from '../../src/frontends/http/infer-request.js';

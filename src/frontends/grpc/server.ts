@@ -24,6 +24,7 @@ import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts } fr
 import type { CompressionLevel } from './transport/response-compression.js';
 import type { StatusError } from './transport/status.js';
 import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
+import { BodyBudget, defaultBodyMemory } from '../body-budget.js';
 import type { DescriptorWatch } from '../descriptor-watch.js';
 import { createTransport, type Route, type TlsOptions, type Transport } from './transport/server.js';
 
@@ -45,6 +46,8 @@ export interface GrpcServerOptions {
   maxConcurrentStreams?: number;
   /** `--grpc-read-timeout-secs` in ms: a request message that stops arriving ends its call (0 = none). */
   readTimeoutMs?: number;
+  /** `--grpc-max-body-memory` in bytes; 0 or absent = the default (defaultBodyMemory()). */
+  maxBodyMemory?: number;
   /** `--grpc-header-forward-pattern`. */
   headerForward?: RegExp;
   /** `--grpc-infer-response-compression-level`. */
@@ -121,6 +124,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     connectionLimit,
     ...(opts.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: opts.maxConcurrentStreams } : {}),
     ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}),
+    bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(0)),
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
     ...(opts.tls ? { tls: opts.tls } : {}),

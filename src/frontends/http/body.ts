@@ -9,7 +9,7 @@
 import type { HttpRequest } from './wire/exchange.js';
 import { unzip } from 'node:zlib';
 import { Errors, type TritonError } from '../../core/errors.js';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget } from '../body-budget.js';
 
 export type RequestEncoding = 'identity' | 'gzip' | 'deflate';
 

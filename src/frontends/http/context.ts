@@ -5,7 +5,7 @@
 import type { ApiGroup, Restriction } from '../restricted-api.js';
 import type { ServerCore } from '../../core/server-core.js';
 import type { LogSettingsStore } from '../../core/logger.js';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget } from '../body-budget.js';
 
 export interface HttpLogger {
   info(msg: string): void;

@@ -7,11 +7,10 @@
  */
 import type { ApiGroup, Restriction } from '../restricted-api.js';
 import net from 'node:net';
-import os from 'node:os';
 import type { AddressInfo, Socket } from 'node:net';
 import type { ServerCore } from '../../core/server-core.js';
 import type { HttpContext, HttpLogger } from './context.js';
-import { BodyBudget } from './body-budget.js';
+import { BodyBudget, defaultBodyMemory } from '../body-budget.js';
 import { dispatch } from './dispatch.js';
 import { DEFAULT_MAX_JSON_OUTPUT_SIZE } from './infer-response.js';
 import type { LogSettingsStore } from '../../core/logger.js';
@@ -66,9 +65,6 @@ export const DEFAULT_HTTP_IDLE_TIMEOUT_MS = 120_000;
  * What request bodies may hold at once unless `--http-max-body-memory` says otherwise: a
  * quarter of the host's memory, at most 2 GiB, and never less than one JSON body.
  */
-export function defaultBodyMemory(maxInputSize: number): number {
-  return Math.max(maxInputSize, Math.min(2 * 1024 ** 3, Math.floor(os.totalmem() / 4)));
-}
 
 export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Promise<HttpServerHandle> {
   const maxInputSize = opts.maxInputSize > 0 ? opts.maxInputSize : DEFAULT_HTTP_MAX_INPUT_SIZE;

@@ -21,12 +21,29 @@ export class MessageReader {
   /** Bytes of an incomplete message (prefix included), in arrival order. */
   #parts: Buffer[] = [];
   #partBytes = 0;
+  #completed = 0;
 
   constructor(private readonly maxMessageBytes: number) {}
 
   /** True while part of a message has arrived and the rest has not. */
   get midMessage(): boolean {
     return this.#partBytes > 0;
+  }
+
+  /** Messages completed so far. */
+  get completed(): number {
+    return this.#completed;
+  }
+
+  /**
+   * The size (prefix included) of the message that has begun to arrive but is not whole, once
+   * its prefix is in; undefined otherwise.
+   */
+  get pendingMessageBytes(): number | undefined {
+    if (this.#partBytes < PREFIX) return undefined;
+    const first = this.#parts[0]!;
+    const prefix = first.length >= PREFIX ? first : Buffer.concat(this.#parts, this.#partBytes).subarray(0, PREFIX);
+    return PREFIX + prefix.readUInt32BE(1);
   }
 
   /**
@@ -53,6 +70,7 @@ export class MessageReader {
       const len = this.#checkedLength(buf.subarray(off, off + PREFIX));
       if (buf.length - off - PREFIX < len) break;
       out.push({ compressed: buf[off] !== 0, data: buf.subarray(off + PREFIX, off + PREFIX + len) });
+      this.#completed++;
       off += PREFIX + len;
     }
     if (off < buf.length) {

@@ -21,6 +21,8 @@ import type { ConnectionLimit, LimitedConnection } from '../../connection-limit.
 import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
 import { algorithmFor, type CompressionLevel } from './response-compression.js';
 import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
+import type { BodyBudget } from '../../body-budget.js';
+import { BodyHold } from './body-hold.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
 import { GrpcStatus, StatusError } from './status.js';
@@ -60,6 +62,8 @@ export interface TransportOptions {
    * busy) for ever. Between messages a stream may stay quiet. Undefined = no bound.
    */
   readTimeoutMs?: number;
+  /** The frontend's body budget; calls whose messages span chunks reserve them here (body-hold.ts). */
+  bodyBudget?: BodyBudget;
   /** A new call is refused with this status while set (server shutting down). */
   refuseWith(): StatusError | undefined;
   /** Keepalive and ping policy per connection (tritonserver's defaults when absent). */
@@ -173,8 +177,9 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
     const reader = new MessageReader(opts.maxMessageBytes);
-    if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader);
-    else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader);
+    const hold = opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined;
+    if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader, hold);
+    else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader, hold);
     if (opts.readTimeoutMs) {
       // A unary call is waiting for its request until the request side ends; a stream only mid-message.
       const waiting = route.kind === 'unary' ? () => true : () => reader.midMessage;
@@ -289,7 +294,15 @@ function watchReads(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, tim
   arm(timeoutMs);
 }
 
-function readUnary(stream: ServerHttp2Stream, route: UnaryRoute, call: UnaryCall, encoding: string, maxBytes: number, reader: MessageReader): void {
+function readUnary(
+  stream: ServerHttp2Stream,
+  route: UnaryRoute,
+  call: UnaryCall,
+  encoding: string,
+  maxBytes: number,
+  reader: MessageReader,
+  hold: BodyHold | undefined,
+): void {
   const messages: RawMessage[] = [];
   const fail = (status: StatusError): void => {
     stream.removeAllListeners('data');
@@ -299,6 +312,7 @@ function readUnary(stream: ServerHttp2Stream, route: UnaryRoute, call: UnaryCall
   stream.on('data', (chunk: Buffer) => {
     try {
       reader.push(chunk, messages);
+      hold?.afterPush(reader);
       if (messages.length > 1) throw new StatusError(GrpcStatus.UNIMPLEMENTED, 'Received a second request message for a unary call');
     } catch (err) {
       fail(asStatus(err));
@@ -320,13 +334,22 @@ function readUnary(stream: ServerHttp2Stream, route: UnaryRoute, call: UnaryCall
   });
 }
 
-function readBidi(stream: ServerHttp2Stream, route: BidiRoute, call: DuplexCall, encoding: string, maxBytes: number, reader: MessageReader): void {
+function readBidi(
+  stream: ServerHttp2Stream,
+  route: BidiRoute,
+  call: DuplexCall,
+  encoding: string,
+  maxBytes: number,
+  reader: MessageReader,
+  hold: BodyHold | undefined,
+): void {
   const messages: RawMessage[] = [];
   route.run(call);
   stream.on('data', (chunk: Buffer) => {
     if (call.ended) return;
     try {
       reader.push(chunk, messages);
+      hold?.afterPush(reader);
       for (let i = 0; i < messages.length && !call.ended; i++) {
         call.events.emit('data', decodeMessage(route, messages[i]!, encoding, maxBytes));
       }

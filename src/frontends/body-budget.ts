@@ -1,13 +1,22 @@
 /**
- * @module frontends/http/body-budget
- * The memory all HTTP request bodies may hold at once. `--http-max-input-size` bounds the JSON
- * part of one request, as Triton does, but not the binary tensor data behind
- * `Inference-Header-Content-Length`; without a bound across requests, many large uploads at
- * once would exhaust the heap. Each body reserves its bytes here before they are buffered
- * (the whole Content-Length up front, or chunk by chunk when chunked). A reader that cannot
- * reserve pauses its socket and waits; TCP then holds the client back. A single body larger
- * than the whole budget can never fit and is refused.
+ * @module frontends/body-budget
+ * The memory request bodies may hold at once, one budget per frontend. `--http-max-input-size`
+ * bounds the JSON part of one HTTP request, as Triton does, but not the binary tensor data behind
+ * `Inference-Header-Content-Length`, and a gRPC message may be up to 2 GiB; without a bound
+ * across requests, many large uploads at once would exhaust the heap. HTTP: each body reserves
+ * its bytes here before they are buffered (the whole Content-Length up front, or chunk by chunk
+ * when chunked); a reader that cannot reserve pauses its socket and waits, and TCP holds the
+ * client back. A single body larger than the whole budget can never fit and is refused. gRPC:
+ * a message that does not arrive whole in one chunk reserves its length once its prefix is read
+ * (grpc/transport/body-hold.ts); a call that cannot pauses its stream, and HTTP/2 flow control
+ * holds the client back.
  */
+import os from 'node:os';
+
+/** The default budget: a quarter of the RAM, at most 2 GiB, at least one request of `atLeast` bytes. */
+export function defaultBodyMemory(atLeast: number): number {
+  return Math.max(atLeast, Math.min(2 * 1024 ** 3, Math.floor(os.totalmem() / 4)));
+}
 
 export class BodyBudget {
   private used = 0;

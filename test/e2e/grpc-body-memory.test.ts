@@ -1,0 +1,103 @@
+/**
+ * The gRPC frontend's body budget (`--grpc-max-body-memory`, frontends/body-budget.ts and
+ * grpc/transport/body-hold.ts): with 8 MiB, a call whose 6 MiB message is half sent holds 6 MiB;
+ * a second 6 MiB call does not fit, so its stream is not read (HTTP/2 flow control stops its
+ * client) until the first call ends, and then it is served whole. Real server, raw HTTP/2
+ * client, test/models/byte_count.
+ */
+import fs from 'node:fs';
+import http2 from 'node:http2';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ModelInferRequestSchema, ModelInferResponseSchema } from '../../src/generated/grpc_service_pb.js';
+import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+
+const MIB = 1 << 20;
+let server: Tritium;
+let repo: string;
+
+beforeAll(async () => {
+  repo = makeRepo(['byte_count']);
+  server = await startTritium({ repos: [repo], args: [`--grpc-max-body-memory=${8 * MIB}`] });
+});
+
+afterAll(async () => {
+  await stopAndExpectNoShm(server);
+  fs.rmSync(repo, { recursive: true, force: true });
+});
+
+/** One gRPC message: a ModelInferRequest for byte_count with `bytes` bytes of DATA. */
+function countFrame(bytes: number, fill: number): Buffer {
+  const request = create(ModelInferRequestSchema, {
+    modelName: 'byte_count',
+    inputs: [
+      { name: 'DATA', datatype: 'UINT8', shape: [BigInt(bytes)] },
+      { name: 'MS', datatype: 'INT32', shape: [1n] },
+    ],
+    rawInputContents: [Buffer.alloc(bytes, fill), Buffer.from(new Int32Array([0]).buffer)],
+  });
+  const payload = toBinary(ModelInferRequestSchema, request);
+  const frame = Buffer.alloc(5 + payload.length);
+  frame.writeUInt32BE(payload.length, 1);
+  frame.set(payload, 5);
+  return frame;
+}
+
+interface Done {
+  status: string | undefined;
+  count: bigint | undefined;
+  at: number;
+}
+
+function call(session: http2.ClientHttp2Session) {
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/inference.GRPCInferenceService/ModelInfer',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  const chunks: Buffer[] = [];
+  let status: string | undefined;
+  stream.on('data', (d: Buffer) => chunks.push(d));
+  stream.on('trailers', (t) => (status = String(t['grpc-status'])));
+  stream.on('error', () => {});
+  const done = new Promise<Done>((resolve) =>
+    stream.on('close', () => {
+      const body = Buffer.concat(chunks);
+      const raw = body.length > 5 ? fromBinary(ModelInferResponseSchema, body.subarray(5)).rawOutputContents[0] : undefined;
+      const count = raw ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).readBigInt64LE(0) : undefined;
+      resolve({ status, count, at: performance.now() });
+    }),
+  );
+  return { stream, done };
+}
+
+describe('gRPC body memory', () => {
+  it('holds back a call that does not fit until memory is given back, then serves it whole', async () => {
+    const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
+    session.on('error', () => {});
+    const a = call(session);
+    const aFrame = countFrame(6 * MIB, 1);
+    a.stream.write(aFrame.subarray(0, 3 * MIB));
+    await new Promise((r) => setTimeout(r, 300));
+
+    const b = call(session);
+    b.stream.end(countFrame(6 * MIB, 2));
+    let bDone = false;
+    void b.done.then(() => (bDone = true));
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(bDone).toBe(false); // not read while the first call holds the memory
+
+    a.stream.end(aFrame.subarray(3 * MIB));
+    const [ra, rb] = await Promise.all([a.done, b.done]);
+    expect([ra.status, rb.status]).toEqual(['0', '0']);
+    expect([ra.count, rb.count]).toEqual([BigInt(6 * MIB), BigInt(6 * MIB)]);
+    expect(rb.at).toBeGreaterThan(ra.at);
+
+    // Memory was given back: a further call of the same size is served at once.
+    const c = call(session);
+    c.stream.end(countFrame(6 * MIB, 3));
+    expect((await c.done).count).toBe(BigInt(6 * MIB));
+    session.destroy();
+  }, 30_000);
+});
