@@ -2,7 +2,8 @@
  * The gRPC frontend's body budget (`--grpc-max-body-memory`, frontends/body-budget.ts and
  * grpc/transport/body-hold.ts): with 8 MiB, a call whose 6 MiB message is half sent holds 6 MiB;
  * a second 6 MiB call does not fit, so its stream is not read (HTTP/2 flow control stops its
- * client) until the first call ends, and then it is served whole. Real server, raw HTTP/2
+ * client) until the first call ends, and then it is served whole. Its wait, longer than the
+ * 1 s read timeout, is the server's and does not end it. Real server, raw HTTP/2
  * client, test/models/byte_count.
  */
 import fs from 'node:fs';
@@ -18,7 +19,7 @@ let repo: string;
 
 beforeAll(async () => {
   repo = makeRepo(['byte_count']);
-  server = await startTritium({ repos: [repo], args: [`--grpc-max-body-memory=${8 * MIB}`] });
+  server = await startTritium({ repos: [repo], args: [`--grpc-max-body-memory=${8 * MIB}`, '--grpc-read-timeout-secs=1'] });
 });
 
 afterAll(async () => {
@@ -85,10 +86,16 @@ describe('gRPC body memory', () => {
     b.stream.end(countFrame(6 * MIB, 2));
     let bDone = false;
     void b.done.then(() => (bDone = true));
-    await new Promise((r) => setTimeout(r, 1_500));
+    // The first call trickles a byte every 300 ms (within its 1 s read timeout); the second
+    // waits longer than that timeout, on the server, and is not ended for it.
+    let sent = 3 * MIB;
+    for (let i = 0; i < 8; i++, sent++) {
+      await new Promise((r) => setTimeout(r, 300));
+      a.stream.write(aFrame.subarray(sent, sent + 1));
+    }
     expect(bDone).toBe(false); // not read while the first call holds the memory
 
-    a.stream.end(aFrame.subarray(3 * MIB));
+    a.stream.end(aFrame.subarray(sent));
     const [ra, rb] = await Promise.all([a.done, b.done]);
     expect([ra.status, rb.status]).toEqual(['0', '0']);
     expect([ra.count, rb.count]).toEqual([BigInt(6 * MIB), BigInt(6 * MIB)]);

@@ -261,7 +261,8 @@ function watchReads(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, tim
     timer = undefined;
     if (call.ended || stream.destroyed) return;
     const idle = Date.now() - last;
-    if (idle < timeoutMs || !waiting()) {
+    // A stream the server paused (the body budget is full) is waiting on the server, not the client.
+    if (idle < timeoutMs || !waiting() || stream.isPaused()) {
       arm(idle < timeoutMs ? timeoutMs - idle : timeoutMs);
       return;
     }
@@ -285,9 +286,11 @@ function watchReads(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, tim
     timer = setTimeout(check, ms);
     timer.unref();
   };
-  stream.on('data', () => {
+  const active = (): void => {
     last = Date.now();
-  });
+  };
+  stream.on('data', active);
+  stream.on('resume', active);
   // The request side is complete: nothing more is due.
   stream.once('end', stop);
   stream.once('close', stop);
