@@ -17,6 +17,7 @@ import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { memoryAfterGc } from '../helpers/server-memory.js';
 
 const MAX_INPUT = 256 * 1024;
 const BATCH = 50;
@@ -510,49 +511,6 @@ const hostile: fc.Arbitrary<Case> = fc.oneof(
 // ---------------------------------------------------------------------------------------------
 // Measurements.
 
-interface MemoryUsage {
-  rss: number;
-  heapUsed: number;
-  external: number;
-  arrayBuffers: number;
-}
-
-/**
- * Runs two full garbage collections in the server through its inspector, then reads
- * process.memoryUsage(). Node 20 has a WebSocket client only behind a flag, hence the helper
- * process.
- */
-async function memoryAfterGc(): Promise<MemoryUsage> {
-  const url = /Debugger listening on (ws:\/\/\S+)/.exec(server.log())?.[1];
-  if (!url) throw new Error('no inspector URL in the server log');
-  const script = `
-    const ws = new WebSocket(process.argv[1]);
-    const pending = new Map();
-    let id = 0;
-    const call = (method, params = {}) => new Promise((resolve) => {
-      pending.set(++id, resolve);
-      ws.send(JSON.stringify({ id, method, params }));
-    });
-    ws.onmessage = (e) => { const m = JSON.parse(e.data); pending.get(m.id)?.(m); };
-    ws.onopen = async () => {
-      await call('HeapProfiler.collectGarbage');
-      await call('HeapProfiler.collectGarbage');
-      const r = await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
-      console.log(r.result.result.value);
-      ws.close();
-    };`;
-  const out = await new Promise<string>((resolve, reject) => {
-    // WebSocket is global from Node 22; Node 20 needs the flag.
-    const flags = typeof (globalThis as { WebSocket?: unknown }).WebSocket === 'function' ? [] : ['--experimental-websocket'];
-    const p = spawn(process.execPath, [...flags, '--no-warnings', '-e', script, url]);
-    let text = '';
-    p.stdout.on('data', (d) => (text += d));
-    p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`inspector helper exited ${code}`))));
-  });
-  return JSON.parse(out) as MemoryUsage;
-}
-
 function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m![1]) * 1024;
@@ -596,14 +554,14 @@ describe('generated malformed requests', () => {
     };
     await validRequestSucceeds();
     await property(WARMUP_RUNS);
-    const before = await memoryAfterGc();
+    const before = await memoryAfterGc(server.log());
     const shmBefore = shmBytes(pid);
     const filesBefore = shmFilesOf(pid).sort();
 
     const t0 = Date.now();
     await property(RUNS);
     const seconds = (Date.now() - t0) / 1000;
-    const after = await memoryAfterGc();
+    const after = await memoryAfterGc(server.log());
     const mib = (n: number) => (n / 2 ** 20).toFixed(1);
     console.log(
       `fuzz: ${RUNS * BATCH} requests in ${seconds.toFixed(1)} s; server after GC: heap ${mib(before.heapUsed)} → ${mib(after.heapUsed)} MiB, ` +
@@ -709,7 +667,7 @@ describe('large tensors under a memory and responsiveness guard', () => {
   it('large JSON outputs leave no memory or shared memory behind, and health checks are answered while they stream', async () => {
     const pid = server.proc.pid!;
     await largeJsonOutput(); // warm: the arena grows once, JIT, buffers
-    const before = await memoryAfterGc();
+    const before = await memoryAfterGc(server.log());
     const shmBefore = shmAllocated(pid);
     let answered = 0;
     for (let i = 0; i < 6; i++) {
@@ -724,7 +682,7 @@ describe('large tensors under a memory and responsiveness guard', () => {
       }
       expect(await output).toBeGreaterThan(4 * 2 ** 20);
     }
-    const after = await memoryAfterGc();
+    const after = await memoryAfterGc(server.log());
     const mib = (n: number) => (n / 2 ** 20).toFixed(1);
     console.log(
       `large outputs: 6 × 16 MiB as JSON; health checks answered meanwhile: ${answered}; heap ${mib(before.heapUsed)} → ${mib(after.heapUsed)} MiB, ` +

@@ -6,8 +6,9 @@
  * typed contents together — plus byte-level damage to valid requests (flipped, cut and appended
  * bytes, a compressed flag without an encoding). Thousands of them go to the real server, 16 at
  * a time on one HTTP/2 connection. Every call must end with a gRPC status (and not hang); the
- * server must log no handler that threw, keep its shared memory as it was, and still answer a
- * valid request on the same connection and on a new one. The HTTP counterpart is fuzz.test.ts.
+ * server must log no handler that threw, keep its heap, external memory and shared memory as
+ * they were (after a warm-up with the same traffic), and still answer a valid request on the
+ * same connection and on a new one. The HTTP counterpart is fuzz.test.ts.
  */
 import http2 from 'node:http2';
 import { create, toBinary } from '@bufbuild/protobuf';
@@ -15,16 +16,24 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
 import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
+import { memoryAfterGc } from '../helpers/server-memory.js';
 
 const BATCH = 16;
 const RUNS = 320; // 320 × 16 = 5 120 calls
+// The same traffic first, so lazily built things (compiled code, caches) exist before measuring.
+const WARMUP_RUNS = 40;
 const CALL_TIMEOUT_MS = 15_000;
 
 let server: Tritium;
 let session: http2.ClientHttp2Session;
 
 beforeAll(async () => {
-  server = await startTritium({ repos: [makeRepo(['add_sub', 'string_identity', 'simple_onnx'])] });
+  // The inspector (loopback, ephemeral port) lets the test collect garbage in the server before
+  // reading its memory (helpers/server-memory.ts).
+  server = await startTritium({
+    repos: [makeRepo(['add_sub', 'string_identity', 'simple_onnx'])],
+    env: { NODE_OPTIONS: '--inspect=127.0.0.1:0' },
+  });
   session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
   session.on('error', () => {});
 }, 120_000);
@@ -208,15 +217,28 @@ describe('generated malformed gRPC requests', () => {
   it(`${RUNS * BATCH} calls: each ends with a gRPC status; no handler threw; shared memory unchanged; valid requests still work`, async () => {
     const pid = server.proc.pid!;
     await validRequestSucceeds();
+    const property = async (runs: number) => {
+      const out = await fc.check(
+        fc.asyncProperty(fc.array(call, { minLength: BATCH, maxLength: BATCH }), async (calls) => {
+          await Promise.all(calls.map((c) => send(c)));
+        }),
+        { numRuns: runs, endOnFailure: true },
+      );
+      if (out.failed) throw new Error(`seed ${out.seed}, path ${out.counterexamplePath}: ${(out.errorInstance as Error | undefined)?.message}`);
+    };
+    await property(WARMUP_RUNS);
     const filesBefore = shmFilesOf(pid).sort();
-    const out = await fc.check(
-      fc.asyncProperty(fc.array(call, { minLength: BATCH, maxLength: BATCH }), async (calls) => {
-        await Promise.all(calls.map((c) => send(c)));
-      }),
-      { numRuns: RUNS, endOnFailure: true },
+    const before = await memoryAfterGc(server.log());
+    await property(RUNS);
+    const after = await memoryAfterGc(server.log());
+    const mib = (n: number) => (n / 2 ** 20).toFixed(1);
+    console.log(
+      `grpc fuzz: ${RUNS * BATCH} calls; server after GC: heap ${mib(before.heapUsed)} → ${mib(after.heapUsed)} MiB, external ${mib(before.external)} → ${mib(after.external)} MiB; ` +
+        `statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`,
     );
-    if (out.failed) throw new Error(`seed ${out.seed}, path ${out.counterexamplePath}: ${(out.errorInstance as Error | undefined)?.message}`);
-    console.log(`grpc fuzz: ${RUNS * BATCH} calls; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+    // A leak of 200 bytes per call would show as 1 MiB.
+    expect(after.heapUsed - before.heapUsed).toBeLessThan(1 * 2 ** 20);
+    expect(after.external - before.external).toBeLessThan(1 * 2 ** 20);
     // Most calls are refused; the codes are gRPC's (0-16).
     for (const code of statuses.keys()) expect(Number(code)).toBeLessThanOrEqual(16);
     expect(server.log()).not.toMatch(/gRPC \S+ failed|unhandled|TypeError|RangeError/);
