@@ -43,7 +43,7 @@ export function defaultMaxConnections(limit = descriptorLimit()): number {
 const NEW_CONNECTION_GRACE_MS = 250;
 
 export interface LimitedConnection {
-  /** No request in flight: may be closed to make room. */
+  /** No request in flight (idle, or an HTTP request head still arriving): may be closed to make room. */
   readonly idle: boolean;
   /** When it was accepted (Date.now()). */
   readonly openedAt: number;

@@ -88,7 +88,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
   const limit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'HTTP', (line) => opts.logger?.warn?.(line));
   // Insertion order is age: the oldest idle connection is the one evicted at the limit.
   function* limited(): Generator<LimitedConnection> {
-    for (const c of connections) yield { idle: c.idle, openedAt: c.openedAt, evict: () => c.socket.destroy() };
+    for (const c of connections) yield { idle: c.evictable, openedAt: c.openedAt, evict: () => c.socket.destroy() };
   }
   // Half-open: a client that shuts down its sending side after a whole request still gets its
   // answer (wire/connection.ts, onEnd).

@@ -125,6 +125,15 @@ export class Connection implements ResponseOwner {
     return this.req === undefined && this.pending === undefined;
   }
 
+  /**
+   * No request in flight: idle, or still sending a request head. The connection limit may close
+   * it to make room; otherwise clients stuck in a head (slowloris) would hold their slots until
+   * the idle timeout and lock everyone else out.
+   */
+  get evictable(): boolean {
+    return this.req === undefined;
+  }
+
   /** Server shutdown: close now if idle, else after the response in flight. */
   shutdown(): void {
     if (this.idle) this.socket.destroy();
