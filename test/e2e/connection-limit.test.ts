@@ -228,6 +228,44 @@ describe('a flood of connections', () => {
   }, 60_000);
 });
 
+describe('gRPC connection limit and stuck calls', () => {
+  it('a new connection replaces one whose only calls are still waiting for their request', async () => {
+    const open = (port: number) => {
+      const s = http2.connect(`http://127.0.0.1:${port}`);
+      s.on('error', () => {});
+      return s;
+    };
+    const request = (s: http2.ClientHttp2Session) => {
+      const stream = s.request({
+        ':method': 'POST',
+        ':path': '/inference.GRPCInferenceService/ModelInfer',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      stream.on('error', () => {});
+      return stream;
+    };
+    // Sessions that each open a call and send nothing more (a gRPC slowloris).
+    const stuck: http2.ClientHttp2Session[] = [];
+    for (let i = 0; i < LIMIT * 3; i++) {
+      const s = open(server.grpcPort!);
+      request(s);
+      stuck.push(s);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    const client = open(server.grpcPort!);
+    const call = request(client);
+    let status: string | undefined;
+    call.on('trailers', (t) => (status = String(t['grpc-status'])));
+    call.resume();
+    call.end(slowExecuteFrame(1));
+    await new Promise((r) => call.on('close', r));
+    expect(status).toBe('0');
+    client.destroy();
+    for (const s of stuck) s.destroy();
+  });
+});
+
 describe('HTTP idle and slow-sender timeout', () => {
   let timed: Tritium;
   beforeAll(async () => {

@@ -131,9 +131,16 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   const onCallEnd = (): void => {
     if (--active === 0) t.onIdle?.();
   };
-  // Insertion order is age: the oldest session without open calls makes room at the limit.
+  // Unary calls per session whose request message is still arriving: like an HTTP request head,
+  // they hold no request yet, so they do not keep the session from being evicted (a client that
+  // opens calls and sends nothing would otherwise keep its slot until the read timeout).
+  const arriving = new WeakMap<Http2Session, number>();
+  // Insertion order is age: the oldest session with no request in flight makes room at the limit.
   function* limited(): Generator<LimitedConnection> {
-    for (const s of sessions) yield { idle: !keepalive.get(s)?.openCalls, openedAt: opened.get(s) ?? 0, evict: () => s.destroy() };
+    for (const s of sessions) {
+      const busy = (keepalive.get(s)?.openCalls ?? 0) - (arriving.get(s) ?? 0);
+      yield { idle: busy <= 0, openedAt: opened.get(s) ?? 0, evict: () => s.destroy() };
+    }
   }
   t.server.on('session', (session) => {
     if (opts.connectionLimit && !opts.connectionLimit.admit(limited(), sessions.size)) {
@@ -176,6 +183,18 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
+    if (route.kind === 'unary') {
+      const session = stream.session!;
+      arriving.set(session, (arriving.get(session) ?? 0) + 1);
+      let counted = true;
+      const arrived = (): void => {
+        if (!counted) return;
+        counted = false;
+        arriving.set(session, (arriving.get(session) ?? 1) - 1);
+      };
+      stream.once('end', arrived);
+      stream.once('close', arrived);
+    }
     const reader = new MessageReader(opts.maxMessageBytes);
     const hold = opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined;
     if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader, hold);
