@@ -9,7 +9,6 @@
  * of traffic), and a valid request still succeeds. A second test covers transport-level abuse
  * (oversized, truncated and chunked bodies, a gzip bomb, raw garbage on both ports).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';

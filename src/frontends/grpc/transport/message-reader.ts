@@ -22,12 +22,18 @@ export class MessageReader {
   #parts: Buffer[] = [];
   #partBytes = 0;
   #completed = 0;
+  #bytesRead = 0;
 
   constructor(private readonly maxMessageBytes: number) {}
 
   /** True while part of a message has arrived and the rest has not. */
   get midMessage(): boolean {
     return this.#partBytes > 0;
+  }
+
+  /** Bytes pushed so far (the read timeout watches it move). */
+  get bytesRead(): number {
+    return this.#bytesRead;
   }
 
   /** Messages completed so far. */
@@ -52,6 +58,7 @@ export class MessageReader {
    *   the stream is no longer in sync).
    */
   push(chunk: Buffer, out: RawMessage[]): void {
+    this.#bytesRead += chunk.length;
     let buf = chunk;
     if (this.#partBytes > 0) {
       this.#parts.push(chunk);

@@ -7,7 +7,6 @@
  * size limits, graceful shutdown. Why not @grpc/grpc-js: see docs/design.md ("gRPC transport").
  */
 import {
-  constants,
   createSecureServer,
   createServer,
   type Http2SecureServer,
@@ -23,6 +22,7 @@ import { algorithmFor, type CompressionLevel } from './response-compression.js';
 import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
 import type { BodyBudget } from '../../body-budget.js';
 import { BodyHold } from './body-hold.js';
+import { ReadWatch } from './read-watch.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
 import { GrpcStatus, StatusError } from './status.js';
@@ -55,12 +55,7 @@ export interface TransportOptions {
    * not gets REFUSED_STREAM. Default DEFAULT_MAX_CONCURRENT_STREAMS.
    */
   maxConcurrentStreams?: number;
-  /**
-   * A call whose request message stops arriving (no DATA for this long while a unary request is
-   * not complete, or a stream is in the middle of a message) is ended with DEADLINE_EXCEEDED and
-   * its stream reset, so a slow or stuck sender cannot hold a call (and the connection it keeps
-   * busy) for ever. Between messages a stream may stay quiet. Undefined = no bound.
-   */
+  /** Request messages that stop arriving end their call after this long (read-watch.ts); undefined = no bound. */
   readTimeoutMs?: number;
   /** The frontend's body budget; calls whose messages span chunks reserve them here (body-hold.ts). */
   bodyBudget?: BodyBudget;
@@ -109,6 +104,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   const sessions = new Set<Http2Session>();
   const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
   const opened = new WeakMap<Http2Session, number>();
+  const reads = opts.readTimeoutMs ? new ReadWatch(opts.readTimeoutMs) : undefined;
   let active = 0;
   const base = serverOptions(opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS);
   const t: Transport = {
@@ -126,7 +122,10 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
       return active;
     },
     onIdle: undefined,
-    close: (forceAfterMs) => closeAll(t.server, sessions, forceAfterMs),
+    close: (forceAfterMs) => {
+      reads?.stop();
+      return closeAll(t.server, sessions, forceAfterMs);
+    },
   };
   const onCallEnd = (): void => {
     if (--active === 0) t.onIdle?.();
@@ -199,11 +198,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     const hold = opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined;
     if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader, hold);
     else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader, hold);
-    if (opts.readTimeoutMs) {
-      // A unary call is waiting for its request until the request side ends; a stream only mid-message.
-      const waiting = route.kind === 'unary' ? () => true : () => reader.midMessage;
-      watchReads(stream, call, opts.readTimeoutMs, waiting);
-    }
+    reads?.watch(stream, call, reader);
   });
   return t;
 }
@@ -262,58 +257,6 @@ function decodeMessage(route: Route, m: RawMessage, encoding: string, maxBytes: 
 
 function asStatus(err: unknown): StatusError {
   return err instanceof StatusError ? err : new StatusError(GrpcStatus.INTERNAL, err instanceof Error ? err.message : String(err));
-}
-
-/**
- * Ends `call` when no request data arrived for `timeoutMs` while `waiting()` says a message is
- * due (TransportOptions.readTimeoutMs). One timer per call, re-armed lazily: a chunk only
- * records its time.
- */
-function watchReads(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, timeoutMs: number, waiting: () => boolean): void {
-  let last = Date.now();
-  let timer: NodeJS.Timeout | undefined;
-  const stop = (): void => {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-  };
-  const check = (): void => {
-    timer = undefined;
-    if (call.ended || stream.destroyed) return;
-    const idle = Date.now() - last;
-    // A stream the server paused (the body budget is full) is waiting on the server, not the client.
-    if (idle < timeoutMs || !waiting() || stream.isPaused()) {
-      arm(idle < timeoutMs ? timeoutMs - idle : timeoutMs);
-      return;
-    }
-    stream.removeAllListeners('data');
-    stream.resume();
-    call.sendStatus(
-      new StatusError(
-        GrpcStatus.DEADLINE_EXCEEDED,
-        `The request message stopped arriving: no data for ${Math.round(idle / 1000)} s (--grpc-read-timeout-secs=${timeoutMs / 1000})`,
-      ),
-    );
-    // A stream's handler drops what it started, as for a bad message.
-    if (call instanceof DuplexCall) call.events.emit('cancelled');
-    // Trailers first (written after the last response frame), then the reset that stops a
-    // sender that never ends its side.
-    setTimeout(() => {
-      if (!stream.closed) stream.close(constants.NGHTTP2_NO_ERROR);
-    }, 500).unref();
-  };
-  const arm = (ms: number): void => {
-    timer = setTimeout(check, ms);
-    timer.unref();
-  };
-  const active = (): void => {
-    last = Date.now();
-  };
-  stream.on('data', active);
-  stream.on('resume', active);
-  // The request side is complete: nothing more is due.
-  stream.once('end', stop);
-  stream.once('close', stop);
-  arm(timeoutMs);
 }
 
 function readUnary(

@@ -1,0 +1,89 @@
+/**
+ * @module frontends/grpc/transport/read-watch
+ * The read timeout (TransportOptions.readTimeoutMs): a call whose request message stops arriving
+ * is ended with DEADLINE_EXCEEDED and its stream reset, so a slow or stuck sender cannot hold a
+ * call, and the connection it keeps busy, for ever. A unary call waits for data until its
+ * request side ends; a stream only in the middle of a message (between messages it may stay
+ * quiet); a stream the server paused (the body budget is full) waits on the server, not the
+ * client, and is not counted.
+ *
+ * One sweep per transport, every quarter of the timeout (at most every second), looks at the
+ * calls still reading; a call's progress is its reader's byte count. So a call costs the request
+ * path one set insertion and one deletion, not a timer and listeners of its own, and a stall is
+ * seen between one timeout and one timeout plus a sweep interval after the last byte.
+ */
+import { constants, type ServerHttp2Stream } from 'node:http2';
+import { DuplexCall, type UnaryCall } from './call.js';
+import type { MessageReader } from './message-reader.js';
+import { GrpcStatus, StatusError } from './status.js';
+
+interface Watched {
+  stream: ServerHttp2Stream;
+  call: UnaryCall | DuplexCall;
+  reader: MessageReader;
+  /** A stream, which waits for data only in the middle of a message. */
+  midMessageOnly: boolean;
+  /** The reader's byte count at `since`. */
+  bytes: number;
+  /** Last progress (or last moment nothing was due), Date.now(). */
+  since: number;
+}
+
+export class ReadWatch {
+  private readonly calls = new Set<Watched>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly timeoutMs: number) {
+    this.timer = setInterval(() => this.sweep(), Math.min(1000, Math.ceil(timeoutMs / 4)));
+    this.timer.unref();
+  }
+
+  /** Watches `call` until its request side ends (or the stream closes). */
+  watch(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): void {
+    const w: Watched = { stream, call, reader, midMessageOnly: call instanceof DuplexCall, bytes: reader.bytesRead, since: Date.now() };
+    this.calls.add(w);
+    const done = (): void => {
+      this.calls.delete(w);
+    };
+    stream.once('end', done);
+    stream.once('close', done);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const w of this.calls) {
+      if (w.call.ended || w.stream.destroyed) {
+        this.calls.delete(w);
+      } else if (w.reader.bytesRead !== w.bytes || w.stream.isPaused() || (w.midMessageOnly && !w.reader.midMessage)) {
+        w.bytes = w.reader.bytesRead;
+        w.since = now;
+      } else if (now - w.since >= this.timeoutMs) {
+        this.calls.delete(w);
+        this.end(w, now - w.since);
+      }
+    }
+  }
+
+  private end(w: Watched, idleMs: number): void {
+    const { stream, call } = w;
+    stream.removeAllListeners('data');
+    stream.resume();
+    call.sendStatus(
+      new StatusError(
+        GrpcStatus.DEADLINE_EXCEEDED,
+        `The request message stopped arriving: no data for ${Math.round(idleMs / 1000)} s (--grpc-read-timeout-secs=${this.timeoutMs / 1000})`,
+      ),
+    );
+    // A stream's handler drops what it started, as for a bad message.
+    if (call instanceof DuplexCall) call.events.emit('cancelled');
+    // Trailers first (written after the last response frame), then the reset that stops a
+    // sender that never ends its side.
+    setTimeout(() => {
+      if (!stream.closed) stream.close(constants.NGHTTP2_NO_ERROR);
+    }, 500).unref();
+  }
+}
