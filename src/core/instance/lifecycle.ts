@@ -95,7 +95,7 @@ export class InstanceLifecycle<T> {
   private failedStarts = 0;
   private lastStartError = '';
   /** The shortage last logged (logged again only when another one comes). */
-  private lastTransient: string | undefined;
+  private lastShortage: string | undefined;
   /** Why the last ready incarnation died (kept for the reason shown while restarts fail). */
   private deathCause = '';
   /** The serving incarnation died while warming up: the attempt fails with this. */
@@ -216,7 +216,7 @@ export class InstanceLifecycle<T> {
   }
 
   private markReady(): void {
-    this.lastTransient = undefined;
+    this.lastShortage = undefined;
     this.state_ = 'ready';
     this.reason = '';
     this.deathCause = '';
@@ -294,17 +294,17 @@ export class InstanceLifecycle<T> {
       this.reason = `${this.deathCause} Restart is waiting for resources: ${err.message}`.trim();
       // Once per shortage, not once per attempt (whose texts differ in sizes and names): a long
       // shortage would flood the log.
-      if (failure.shortage !== this.lastTransient) {
+      if (failure.shortage !== this.lastShortage) {
         this.o.logger.warn(
           `Restart of '${this.o.name}' could not get resources (${failure.shortage}), retrying every ${this.policy.transientRetryMs} ms until it can: ${err.message}`,
           this.o.logSource,
         );
       }
-      this.lastTransient = failure.shortage;
+      this.lastShortage = failure.shortage;
       this.scheduleRestart(this.policy.transientRetryMs);
       return;
     }
-    this.lastTransient = undefined;
+    this.lastShortage = undefined;
     this.failedStarts++;
     this.lastStartError = err.message;
     this.reason = `${this.deathCause} Restart ${this.failedStarts} failed: ${err.message}`.trim();

@@ -5,9 +5,9 @@
  * to /dev/shm (clients' registered system shared memory, other processes, tensors of the other
  * instances) can take that space before the restart, which would then fail with "/dev/shm is
  * full" for as long as they hold it. The backend keeps one n0's worth allocated in a file of
- * its own and lets go of it only around a launch (which creates the region synchronously, so
- * the space goes to the new region); afterwards it takes back what is free again, which may be
- * nothing until space returns. Created at the first launch, so a backend that never starts a
+ * its own and lets go of it only around a launch that would not fit otherwise (which creates
+ * the region synchronously, so the space goes to the new region); afterwards it takes back what
+ * is free again, which may be nothing until space returns. Created at the first launch, so a backend that never starts a
  * stub holds nothing; removed when the process exits (and by the next start's stale-file
  * cleanup after a crash, since the name starts with `tritium_<pid>_`).
  */
@@ -19,35 +19,38 @@ import { SHM_DIR } from './shm-layout.js';
 
 export class ShmReserve {
   readonly name = `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_reserve`;
-  private heldBytes = 0;
-  private exitHook: (() => void) | undefined;
+  private readonly file = path.join(SHM_DIR, this.name);
+  private held = false;
+  private exitHooked = false;
 
   constructor(readonly bytes: number) {}
 
-  /** Bytes of /dev/shm held now (0 or `bytes`). */
-  get held(): number {
-    return this.heldBytes;
-  }
-
   /** Takes `bytes` of /dev/shm if it can (none may be free: then it tries at the next use). */
   refill(): void {
-    if (this.heldBytes > 0) return;
-    const file = path.join(SHM_DIR, this.name);
+    if (this.held) return;
+    const file = this.file;
     try {
       fs.writeFileSync(file, '', { mode: 0o600 });
-      this.exitHook ??= this.hookExit();
+      if (!this.exitHooked) {
+        this.exitHooked = true;
+        process.once('exit', () => this.drop());
+      }
       fs.truncateSync(file, this.bytes);
       // Allocated, not just sized: tmpfs gives a sparse file no pages.
       loadNative().reserveShm(this.name, 0, this.bytes);
-      this.heldBytes = this.bytes;
+      this.held = true;
     } catch {
       this.drop(); // out of space or descriptors: hold nothing rather than part
     }
   }
 
-  /** Runs `fn` (synchronous) with the space given back, then takes it again. */
+  /**
+   * Runs `fn` (synchronous) with the space given back when /dev/shm lacks it otherwise, then
+   * takes it again. With room to spare (the usual case) the reserve stays as it is: a launch
+   * then costs no re-allocation of it, which matters at start-up with many instances.
+   */
   use<T>(fn: () => T): T {
-    this.drop();
+    if (this.held && freeBytes() < 2 * this.bytes) this.drop();
     try {
       return fn();
     } finally {
@@ -57,17 +60,21 @@ export class ShmReserve {
 
   /** Gives the space back for good (shutdown). */
   drop(): void {
-    this.heldBytes = 0;
+    this.held = false;
     try {
-      fs.unlinkSync(path.join(SHM_DIR, this.name));
+      fs.unlinkSync(this.file);
     } catch {
       // not there
     }
   }
+}
 
-  private hookExit(): () => void {
-    const hook = (): void => this.drop();
-    process.once('exit', hook);
-    return hook;
+/** Bytes of /dev/shm free now (0 when it cannot be told). */
+function freeBytes(): number {
+  try {
+    const st = fs.statfsSync(SHM_DIR);
+    return st.bavail * st.bsize;
+  } catch {
+    return 0;
   }
 }
