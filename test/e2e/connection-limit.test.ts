@@ -11,6 +11,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
 import { parsePrometheus } from './infer-helpers.js';
+import { frameMessage, grpcCall, watchCall } from '../helpers/grpc-raw.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const LIMIT = 4;
@@ -142,11 +143,7 @@ function slowExecuteFrame(ms: number): Buffer {
     ],
     rawInputContents: [Buffer.from(new Int32Array([ms]).buffer), Buffer.from(new Int32Array([1]).buffer)],
   });
-  const bytes = toBinary(ModelInferRequestSchema, request);
-  const frame = Buffer.alloc(5 + bytes.length);
-  frame.writeUInt32BE(bytes.length, 1);
-  frame.set(bytes, 5);
-  return frame;
+  return frameMessage(toBinary(ModelInferRequestSchema, request));
 }
 
 /** Open descriptors and resident memory (bytes) of the server process. */
@@ -235,32 +232,19 @@ describe('gRPC connection limit and stuck calls', () => {
       s.on('error', () => {});
       return s;
     };
-    const request = (s: http2.ClientHttp2Session) => {
-      const stream = s.request({
-        ':method': 'POST',
-        ':path': '/inference.GRPCInferenceService/ModelInfer',
-        'content-type': 'application/grpc',
-        te: 'trailers',
-      });
-      stream.on('error', () => {});
-      return stream;
-    };
     // Sessions that each open a call and send nothing more (a gRPC slowloris).
     const stuck: http2.ClientHttp2Session[] = [];
     for (let i = 0; i < LIMIT * 3; i++) {
       const s = open(server.grpcPort!);
-      request(s);
+      grpcCall(s, 'ModelInfer');
       stuck.push(s);
       await new Promise((r) => setTimeout(r, 30));
     }
     const client = open(server.grpcPort!);
-    const call = request(client);
-    let status: string | undefined;
-    call.on('trailers', (t) => (status = String(t['grpc-status'])));
-    call.resume();
+    const call = grpcCall(client, 'ModelInfer');
+    const answer = watchCall(call);
     call.end(slowExecuteFrame(1));
-    await new Promise((r) => call.on('close', r));
-    expect(status).toBe('0');
+    expect((await answer.done).status).toBe('0');
     client.destroy();
     for (const s of stuck) s.destroy();
   });
@@ -314,39 +298,11 @@ describe('gRPC slow senders', () => {
     await stopAndExpectNoShm(timed);
   });
 
-  interface Outcome {
-    status?: string;
-    message?: string;
-    responses: number;
-    closed: boolean;
-  }
-
-  /** Opens a call; `write` decides what the client sends and when. */
+  /** Opens a call; the test decides what the client sends and when. */
   function open(method: 'ModelInfer' | 'ModelStreamInfer') {
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': `/inference.GRPCInferenceService/${method}`,
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    });
-    const outcome: Outcome = { responses: 0, closed: false };
-    // The status comes in trailers, or in the headers of a trailers-only answer.
-    const status = (h: http2.IncomingHttpHeaders) => {
-      if (h['grpc-status'] === undefined) return;
-      outcome.status = String(h['grpc-status']);
-      outcome.message = decodeURIComponent(String(h['grpc-message'] ?? ''));
-    };
-    stream.on('response', status);
-    stream.on('trailers', status);
-    stream.on('data', () => outcome.responses++);
-    stream.on('error', () => {});
-    const closed = new Promise<Outcome>((resolve) =>
-      stream.on('close', () => {
-        outcome.closed = true;
-        resolve(outcome);
-      }),
-    );
-    return { stream, outcome, closed };
+    const stream = grpcCall(session, method);
+    const outcome = watchCall(stream);
+    return { stream, outcome, closed: outcome.done };
   }
 
   it('ends a unary call whose request stops arriving, with DEADLINE_EXCEEDED and the flag', async () => {
@@ -368,14 +324,14 @@ describe('gRPC slow senders', () => {
     quiet.stream.end();
     const q = await quiet.closed;
     expect(q.status).toBe('0');
-    expect(q.responses).toBeGreaterThanOrEqual(2);
+    expect(q.chunks.length).toBeGreaterThanOrEqual(2);
 
     const stuck = open('ModelStreamInfer');
     stuck.stream.write(slowExecuteFrame(1));
     stuck.stream.write(slowExecuteFrame(1).subarray(0, 9));
     const s = await stuck.closed;
     expect(s.status).toBe('4');
-    expect(s.responses).toBeGreaterThanOrEqual(1);
+    expect(s.chunks.length).toBeGreaterThanOrEqual(1);
     // The connection keeps serving.
     const ok = open('ModelInfer');
     ok.stream.end(slowExecuteFrame(1));
@@ -404,25 +360,16 @@ describe('gRPC concurrent streams per connection', () => {
       session.on('error', () => {});
       await new Promise((r) => session.once('remoteSettings', r));
       const frame = slowExecuteFrame(700);
-      const call = () =>
-        new Promise<{ status: string | undefined; at: number }>((resolve) => {
-          const stream = session.request({
-            ':method': 'POST',
-            ':path': '/inference.GRPCInferenceService/ModelInfer',
-            'content-type': 'application/grpc',
-            te: 'trailers',
-          });
-          let status: string | undefined;
-          stream.on('trailers', (t) => (status = String(t['grpc-status'])));
-          stream.on('error', () => {});
-          stream.resume();
-          stream.on('close', () => resolve({ status, at: Date.now() }));
-          stream.end(frame);
-        });
-      const t0 = Date.now();
+      const call = () => {
+        const stream = grpcCall(session, 'ModelInfer');
+        const answer = watchCall(stream);
+        stream.end(frame);
+        return answer.done;
+      };
+      const t0 = performance.now();
       const [a, b] = await Promise.all([call(), call()]);
       expect([a.status, b.status]).toEqual(['0', '0']);
-      expect(Math.max(a.at, b.at) - t0).toBeGreaterThanOrEqual(1400);
+      expect(Math.max(a.closedAt!, b.closedAt!) - t0).toBeGreaterThanOrEqual(1400);
       session.destroy();
     } finally {
       await stopAndExpectNoShm(limited);

@@ -11,6 +11,7 @@ import http2 from 'node:http2';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelInferRequestSchema, ModelInferResponseSchema } from '../../src/generated/grpc_service_pb.js';
+import { frameMessage, grpcCall, watchCall } from '../helpers/grpc-raw.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const MIB = 1 << 20;
@@ -37,39 +38,19 @@ function countFrame(bytes: number, fill: number): Buffer {
     ],
     rawInputContents: [Buffer.alloc(bytes, fill), Buffer.from(new Int32Array([0]).buffer)],
   });
-  const payload = toBinary(ModelInferRequestSchema, request);
-  const frame = Buffer.alloc(5 + payload.length);
-  frame.writeUInt32BE(payload.length, 1);
-  frame.set(payload, 5);
-  return frame;
+  return frameMessage(toBinary(ModelInferRequestSchema, request));
 }
 
-interface Done {
-  status: string | undefined;
-  count: bigint | undefined;
-  at: number;
-}
-
+/** A ModelInfer call; `done` resolves with its status, byte_count's COUNT and when it closed. */
 function call(session: http2.ClientHttp2Session) {
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': '/inference.GRPCInferenceService/ModelInfer',
-    'content-type': 'application/grpc',
-    te: 'trailers',
+  const stream = grpcCall(session, 'ModelInfer');
+  const answer = watchCall(stream);
+  const done = answer.done.then((w) => {
+    const body = Buffer.concat(w.chunks);
+    const raw = body.length > 5 ? fromBinary(ModelInferResponseSchema, body.subarray(5)).rawOutputContents[0] : undefined;
+    const count = raw ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).readBigInt64LE(0) : undefined;
+    return { status: w.status, count, at: w.closedAt! };
   });
-  const chunks: Buffer[] = [];
-  let status: string | undefined;
-  stream.on('data', (d: Buffer) => chunks.push(d));
-  stream.on('trailers', (t) => (status = String(t['grpc-status'])));
-  stream.on('error', () => {});
-  const done = new Promise<Done>((resolve) =>
-    stream.on('close', () => {
-      const body = Buffer.concat(chunks);
-      const raw = body.length > 5 ? fromBinary(ModelInferResponseSchema, body.subarray(5)).rawOutputContents[0] : undefined;
-      const count = raw ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).readBigInt64LE(0) : undefined;
-      resolve({ status, count, at: performance.now() });
-    }),
-  );
   return { stream, done };
 }
 

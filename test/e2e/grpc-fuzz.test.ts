@@ -15,6 +15,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
+import { frameMessage, grpcCall, watchCall } from '../helpers/grpc-raw.js';
 import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
 import { memoryAfterGc } from '../helpers/server-memory.js';
 
@@ -168,44 +169,24 @@ const call: fc.Arbitrary<Call> = fc.oneof(
 const statuses = new Map<string, number>();
 
 /** Sends the message and half-closes; resolves with the gRPC status, rejects if none comes in time. */
-function send(c: Call, on: http2.ClientHttp2Session = session): Promise<{ status: string; messages: number }> {
-  return new Promise((resolve, reject) => {
-    const stream = on.request({
-      ':method': 'POST',
-      ':path': `/inference.GRPCInferenceService/${c.stream ? 'ModelStreamInfer' : 'ModelInfer'}`,
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    });
-    let status: string | undefined;
-    let messages = 0;
-    const timer = setTimeout(() => {
+async function send(c: Call, on: http2.ClientHttp2Session = session): Promise<{ status: string; messages: number }> {
+  const stream = grpcCall(on, c.stream ? 'ModelStreamInfer' : 'ModelInfer');
+  const answer = watchCall(stream);
+  const frame = frameMessage(c.payload);
+  frame[0] = c.flag;
+  stream.end(frame);
+  const what = `a ${c.kind} ${c.stream ? 'stream' : 'unary'} call: ${c.payload.toString('hex').slice(0, 200)}`;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
       stream.close();
-      reject(
-        new Error(`no status within ${CALL_TIMEOUT_MS} ms for a ${c.kind} ${c.stream ? 'stream' : 'unary'} call: ${c.payload.toString('hex').slice(0, 200)}`),
-      );
+      reject(new Error(`no status within ${CALL_TIMEOUT_MS} ms for ${what}`));
     }, CALL_TIMEOUT_MS);
-    const onHeaders = (h: http2.IncomingHttpHeaders) => {
-      if (h['grpc-status'] !== undefined) status = String(h['grpc-status']);
-    };
-    stream.on('response', onHeaders);
-    stream.on('trailers', onHeaders);
-    stream.on('data', () => messages++);
-    stream.on('error', () => {});
-    stream.on('close', () => {
-      clearTimeout(timer);
-      if (status === undefined) {
-        reject(new Error(`a ${c.kind} call ended without a gRPC status (HTTP/2 code ${stream.rstCode}): ${c.payload.toString('hex').slice(0, 200)}`));
-        return;
-      }
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      resolve({ status, messages });
-    });
-    const frame = Buffer.alloc(5 + c.payload.length);
-    frame[0] = c.flag;
-    frame.writeUInt32BE(c.payload.length, 1);
-    c.payload.copy(frame, 5);
-    stream.end(frame);
   });
+  const w = await Promise.race([answer.done, late]).finally(() => clearTimeout(timer));
+  if (w.status === undefined) throw new Error(`${what} ended without a gRPC status (HTTP/2 code ${stream.rstCode})`);
+  statuses.set(w.status, (statuses.get(w.status) ?? 0) + 1);
+  return { status: w.status, messages: w.chunks.length };
 }
 
 async function validRequestSucceeds(on: http2.ClientHttp2Session = session): Promise<void> {

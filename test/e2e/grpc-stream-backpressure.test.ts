@@ -11,6 +11,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
 import { frameMessage } from '../../src/frontends/grpc/transport/message-reader.js';
+import { grpcCall } from '../helpers/grpc-raw.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const MIB = 1024 * 1024;
@@ -28,14 +29,7 @@ afterAll(async () => {
 function openStream(): { session: http2.ClientHttp2Session; stream: http2.ClientHttp2Stream } {
   const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`);
   session.on('error', () => {});
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': '/inference.GRPCInferenceService/ModelStreamInfer',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  stream.on('error', () => {});
-  return { session, stream };
+  return { session, stream: grpcCall(session, 'ModelStreamInfer') };
 }
 
 function rssBytes(pid: number): number {
