@@ -113,8 +113,6 @@ class Runtime:
             kind = msg["t"]
             if kind == "exec":
                 execute_batch(msg)
-            elif kind == "release":
-                self._release(channel, msg["blocks"])
             elif kind == "init":
                 if not self._init(msg["args"]):
                     return 0
@@ -169,9 +167,7 @@ class Runtime:
 
     def _exec(self, msg):
         channel = STATE.channel
-        released = msg.get("rel")
-        if released:  # output blocks Node is done with, piggy-backed on this exec
-            self._release(channel, released)
+        # Its `rel` (output blocks Node is done with) was applied when it was read (_route).
         requests = [InferenceRequest._received(r) for r in msg["reqs"]]
         STATE.running_rids = [r["rid"] for r in msg["reqs"]]
         done = {"t": "exec_done", "id": msg["id"]}

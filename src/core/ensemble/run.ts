@@ -351,12 +351,7 @@ export class EnsembleRun {
     if (this.released || this.held.length === 0) return;
     const keep: Held[] = [];
     for (const h of this.held) {
-      let live = h.answers;
-      for (const r of this.running) {
-        if (live) break;
-        live = keyCovers(h.key, r.key) || (!r.decoupled && keyCovers(r.key, h.key));
-      }
-      if (live) {
+      if (this.mayBeRead(h)) {
         keep.push(h);
         continue;
       }
@@ -364,6 +359,12 @@ export class EnsembleRun {
       h.release();
     }
     this.held = keep;
+  }
+
+  private mayBeRead(h: Held): boolean {
+    if (h.answers) return true;
+    for (const r of this.running) if (keyCovers(h.key, r.key) || (!r.decoupled && keyCovers(r.key, h.key))) return true;
+    return false;
   }
 
   /** Releases the steps' buffers once no step reads them and the client let go of every response. */
