@@ -17,6 +17,7 @@
  */
 import { execFile } from 'node:child_process';
 import type { Registry } from 'prom-client';
+import { plain, registerScrapedFamily, type ScrapedSample } from './scraped-family.js';
 
 /** The fields asked for, in the CSV's column order. */
 export const GPU_QUERY_FIELDS = ['uuid', 'utilization.gpu', 'memory.used', 'memory.total', 'power.draw', 'power.limit'] as const;
@@ -183,13 +184,6 @@ export class GpuMetrics {
   }
 }
 
-/** Whole numbers stay whole; anything else keeps 6 decimals; never an exponent. */
-function plain(v: number): number {
-  if (!Number.isFinite(v) || v <= 0) return 0;
-  const r = Math.round(v * 1e6) / 1e6;
-  return r < 1e21 ? r : 1e21 - 1;
-}
-
 /**
  * Registers the GPU families that the latest reading has values for (call it after `start()` found
  * GPUs: a family with no GPU reporting its field is left out); each prints one series per GPU
@@ -206,16 +200,13 @@ export function registerGpuFamilies(registry: Registry, gpus: GpuMetrics): void 
   ];
   for (const [name, help, type, pick] of families) {
     if (!gpus.latest().some((g) => pick(g) !== undefined)) continue;
-    const values = () => {
-      const out: Array<{ labels: { gpu_uuid: string }; value: number }> = [];
+    registerScrapedFamily(registry, name, help, type, () => {
+      const out: ScrapedSample[] = [];
       for (const g of gpus.latest()) {
         const v = pick(g);
-        if (v !== undefined) out.push({ labels: { gpu_uuid: g.uuid }, value: plain(v) });
+        if (v !== undefined) out.push({ labels: { gpu_uuid: g.uuid }, value: plain(v, 6) });
       }
       return out;
-    };
-    registry.registerMetric({ name, help, type, get: async () => ({ name, help, type, values: values(), aggregator: 'sum' }) } as unknown as Parameters<
-      Registry['registerMetric']
-    >[0]);
+    });
   }
 }

@@ -16,6 +16,7 @@
  * `model` and `version`.
  */
 import type { Registry } from 'prom-client';
+import { plain, registerScrapedFamily, type ScrapedSample } from './scraped-family.js';
 import type { ModelMetrics } from '../../core/config/schema.js';
 import { LatencyWindow } from './latency-window.js';
 
@@ -98,36 +99,17 @@ const SUMMARIES: ReadonlyArray<[string, LatencyKind, string]> = [
   ['nv_inference_compute_output_summary_us', 'output', 'Cumulative inference compute output duration in microseconds (does not include cached requests)'],
 ];
 
-interface Sample {
-  metricName: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** A family printed from the series at each scrape (prom-client registers any object with `name` and `get`). */
-function register(registry: Registry, name: string, help: string, type: 'summary' | 'histogram', values: () => Sample[]): void {
-  const metric = { name, help, type, get: async () => ({ name, help, type, values: values(), aggregator: 'sum' }) };
-  registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
-}
-
-/** Whole numbers stay whole; anything else keeps 3 decimals, never an exponent. */
-function plainValue(v: number): number {
-  if (Number.isNaN(v)) return v;
-  const r = Math.round(v * 1000) / 1000;
-  return r < 1e21 ? r : 1e21 - 1;
-}
-
 export function registerSummaryFamilies(registry: Registry, series: () => Iterable<LatencySeries>, quantiles: readonly SummaryQuantile[]): void {
   const qs = quantiles.map((q) => q.quantile);
   for (const [name, kind, help] of SUMMARIES) {
-    register(registry, name, help, 'summary', () => {
-      const out: Sample[] = [];
+    registerScrapedFamily(registry, name, help, 'summary', () => {
+      const out: ScrapedSample[] = [];
       for (const s of series()) {
         const w = s.summaries?.[kind];
         if (w === undefined) continue;
         const labels = { model: s.model, version: s.version };
         out.push({ metricName: `${name}_count`, labels, value: w.count });
-        out.push({ metricName: `${name}_sum`, labels, value: plainValue(w.sum) });
+        out.push({ metricName: `${name}_sum`, labels, value: plain(w.sum, 3) });
         const values = w.quantiles(qs);
         qs.forEach((q, i) => out.push({ metricName: name, labels: { ...labels, quantile: String(q) }, value: values[i]! }));
       }
@@ -137,14 +119,14 @@ export function registerSummaryFamilies(registry: Registry, series: () => Iterab
 }
 
 export function registerFirstResponseFamily(registry: Registry, series: () => Iterable<LatencySeries>): void {
-  register(registry, FIRST_RESPONSE_FAMILY, 'Duration from request to first response in milliseconds', 'histogram', () => {
-    const out: Sample[] = [];
+  registerScrapedFamily(registry, FIRST_RESPONSE_FAMILY, 'Duration from request to first response in milliseconds', 'histogram', () => {
+    const out: ScrapedSample[] = [];
     for (const s of series()) {
       const h = s.firstResponse;
       if (h === undefined) continue;
       const labels = { model: s.model, version: s.version };
       out.push({ metricName: `${FIRST_RESPONSE_FAMILY}_count`, labels, value: h.count });
-      out.push({ metricName: `${FIRST_RESPONSE_FAMILY}_sum`, labels, value: plainValue(h.sum) });
+      out.push({ metricName: `${FIRST_RESPONSE_FAMILY}_sum`, labels, value: plain(h.sum, 3) });
       let cumulative = 0;
       h.bounds.forEach((le, i) => {
         cumulative += h.counts[i]!;

@@ -34,6 +34,7 @@ import {
   type SummaryQuantile,
 } from './latency-families.js';
 import { AGE_SLOTS, WINDOW_MS } from './latency-window.js';
+import { plain } from './scraped-family.js';
 import { GpuMetrics, registerGpuFamilies, type GpuMetricsOptions, type GpuStart } from './gpu-metrics.js';
 
 export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
@@ -143,15 +144,6 @@ class ModelSeries implements StatsListener {
 /** Whole microseconds of a nanosecond duration (Triton divides per request, too). */
 function us(ns: bigint): number {
   return Math.floor(Number(ns) / 1000);
-}
-
-/** Prometheus-safe non-negative number: finite, and no exponent when printed. */
-function plain(v: number, decimals = 0): number {
-  if (!Number.isFinite(v) || v <= 0) return 0;
-  const f = 10 ** decimals;
-  const r = Math.round(v * f) / f;
-  // Above 1e21 JS prints an exponent; counters never get there, clamp defensively.
-  return r < 1e21 ? r : 1e21 - 1;
 }
 
 const key = (model: string, version: string): string => `${model}\u0000${version}`;
