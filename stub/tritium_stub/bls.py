@@ -76,13 +76,23 @@ def flush_freed():
     STATE.channel.send({"t": "bls_free", "blocks": blocks})
 
 
+# id(weak reference) -> (the reference, its block): keeps each reference alive until its array dies.
+_watched = {}
+
+
+def _block_dropped(ref):
+    _freed.append(_watched.pop(id(ref))[1])
+
+
 def _view_output(channel, desc):
     name, dtype, shape, segment, offset, nbytes = desc
     array, owner = block_array(channel, dtype, shape, segment, offset, nbytes)
     if owner is not None:
         # Views of `owner` keep it alive (numpy stops collapsing bases at the memoryview), so
-        # the block goes back to Node only when no array over it remains.
-        weakref.finalize(owner, _freed.append, (segment, offset))
+        # the block goes back to Node only when no array over it remains. A bare weak reference
+        # with a callback (kept in _watched until it fires) costs a fraction of weakref.finalize.
+        ref = weakref.ref(owner, _block_dropped)
+        _watched[id(ref)] = (ref, (segment, offset))
     elif nbytes:
         _freed.append((segment, offset))  # parsed into Python bytes: the block is not needed
     return Tensor._wrap(name, dtype, array)

@@ -66,12 +66,15 @@ def is_bool(value):
 def is_sequence_of(value, kind, none_ok=False):
     """pybind's std::vector caster: any sequence except str/bytes, every item of `kind`
     (None allowed where the item is a pointer, as for tensors)."""
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or not hasattr(value, "__getitem__"):
+    if type(value) is list or type(value) is tuple:
+        items = value  # the common case, without the generic probing below
+    elif isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or not hasattr(value, "__getitem__"):
         return False
-    try:
-        items = list(value)
-    except TypeError:
-        return False
+    else:
+        try:
+            items = list(value)
+        except TypeError:
+            return False
     return all(isinstance(x, kind) or (none_ok and x is None) for x in items)
 
 

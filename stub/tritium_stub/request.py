@@ -42,22 +42,31 @@ class InferenceRequest:
     )
 
     def __init__(self, *args, **kwargs):
-        a = bind(_NAMES, _DEFAULTS, args, kwargs)
-        if a is None or not all(_CHECKS[k](v) for k, v in a.items()):
+        # Models build one per BLS call, almost always with keywords only: check just the
+        # arguments given (defaults always pass), as pybind's casters would.
+        if args:
+            a = bind(_NAMES, _DEFAULTS, args, kwargs)
+        elif _REQUIRED <= kwargs.keys() and kwargs.keys() <= _CHECKS.keys():
+            a = kwargs
+        else:
+            a = None
+        if a is None:
             raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
-        (
-            request_id,
-            correlation_id,
-            inputs,
-            requested_output_names,
-            model_name,
-            model_version,
-            flags,
-            timeout,
-            preferred_memory,
-            trace,
-            parameters,
-        ) = (a[k] for k in _NAMES)
+        for k, v in a.items():
+            if not _CHECKS[k](v):
+                raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
+        get = a.get
+        request_id = get("request_id", "")
+        correlation_id = get("correlation_id", 0)
+        inputs = a["inputs"]
+        requested_output_names = a["requested_output_names"]
+        model_name = a["model_name"]
+        model_version = get("model_version", -1)
+        flags = get("flags", 0)
+        timeout = get("timeout", 0)
+        preferred_memory = get("preferred_memory", DEFAULT_PREFERRED_MEMORY)
+        trace = get("trace", NO_TRACE)
+        parameters = get("parameters")
         model_name = as_str(model_name)  # often read from a BYTES tensor
         request_id = as_str(request_id)
         for t in inputs:
@@ -161,7 +170,7 @@ class InferenceRequest:
         self._release_flags = operator.index(args[0])
 
     def exec(self, *args, **kwargs):
-        return bls_exec(self, _decoupled("exec", self, args, kwargs))
+        return bls_exec(self, _decoupled("exec", self, args, kwargs) if args or kwargs else False)
 
     def async_exec(self, *args, **kwargs):
         decoupled = _decoupled("async_exec", self, args, kwargs)
@@ -217,6 +226,7 @@ _DEFAULTS = {
     "trace": NO_TRACE,
     "parameters": None,
 }
+_REQUIRED = frozenset(n for n in _NAMES if n not in _DEFAULTS)
 _CHECKS = {
     "request_id": is_str,
     "correlation_id": lambda v: v is not None,
