@@ -232,10 +232,12 @@ function inputView(channel: StubChannel, d: TensorDescriptor): Tensor {
 /** The request parameters a BLS call carries: the model's own, then its scheduling fields. */
 function requestParameters(m: BlsMsg): Parameters {
   const params: Parameters = {};
-  try {
-    Object.assign(params, JSON.parse(m.params) as Parameters);
-  } catch {
-    /* the stub only sends what params_to_json produced */
+  if (m.params !== '{}') {
+    try {
+      Object.assign(params, JSON.parse(m.params) as Parameters);
+    } catch {
+      /* the stub only sends what params_to_json produced */
+    }
   }
   if (Number(m.timeout) > 0) params.timeout = Number(m.timeout);
   if (m.corr !== 0 && m.corr !== '') params.sequence_id = m.corr;

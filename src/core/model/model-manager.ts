@@ -129,9 +129,17 @@ export class ModelManager {
     const entry = this.models.get(name);
     if (!entry) throw Errors.unknownModel(name);
     if (version === '' || version === '-1') {
-      const ready = [...entry.versions.entries()].filter(([, v]) => v.state === 'READY').sort(([a], [b]) => b - a);
-      if (ready.length === 0) throw Errors.noAvailableVersions(name);
-      return ready[0]![1].model!;
+      // On every request: a plain scan for the highest READY version, nothing allocated.
+      let best: ModelVersion | undefined;
+      let bestVersion = -1;
+      for (const [v, ve] of entry.versions) {
+        if (ve.state === 'READY' && ve.model && v > bestVersion) {
+          best = ve.model;
+          bestVersion = v;
+        }
+      }
+      if (best === undefined) throw Errors.noAvailableVersions(name);
+      return best;
     }
     if (!/^\d+$/.test(version)) throw Errors.badVersionString(version);
     const ve = entry.versions.get(Number(version));

@@ -22,26 +22,60 @@ export interface ValidatedRequest {
   shapeSignature: string;
 }
 
-export function validateRequest(model: ValidationModel, req: InferRequest): ValidatedRequest {
-  const byName = new Map<string, TensorSpec>();
-  for (const spec of model.inputs) byName.set(spec.name, spec);
+/** What validation looks up in a model's inputs, built once per model (its spec array). */
+interface InputTable {
+  byName: Map<string, TensorSpec>;
+  required: number;
+}
 
-  const seen = new Set<string>();
-  for (const t of req.inputs) {
-    if (!byName.has(t.name)) throw Errors.unexpectedInput(model.name, t.name);
-    if (seen.has(t.name)) throw Errors.duplicateInput(model.name, t.name);
-    seen.add(t.name);
+const inputTables = new WeakMap<readonly TensorSpec[], InputTable>();
+const outputNameSets = new WeakMap<readonly TensorSpec[], Set<string>>();
+
+function inputTable(inputs: readonly TensorSpec[]): InputTable {
+  let table = inputTables.get(inputs);
+  if (table === undefined) {
+    table = { byName: new Map(inputs.map((s) => [s.name, s])), required: inputs.filter((s) => !s.optional).length };
+    inputTables.set(inputs, table);
   }
-  const required = model.inputs.filter((s) => !s.optional).length;
-  const missing = model.inputs.some((s) => !s.optional && !seen.has(s.name));
-  if (missing || req.inputs.length > model.inputs.length) {
+  return table;
+}
+
+function outputNames(outputs: readonly TensorSpec[]): Set<string> {
+  let names = outputNameSets.get(outputs);
+  if (names === undefined) {
+    names = new Set(outputs.map((o) => o.name));
+    outputNameSets.set(outputs, names);
+  }
+  return names;
+}
+
+/** True when an input before position `i` has the same name (requests carry a handful of inputs). */
+function namedEarlier(inputs: InferRequest['inputs'], i: number): boolean {
+  const name = inputs[i]!.name;
+  for (let j = 0; j < i; j++) if (inputs[j]!.name === name) return true;
+  return false;
+}
+
+export function validateRequest(model: ValidationModel, req: InferRequest): ValidatedRequest {
+  // Runs for every request: the model's lookup tables are cached, and nothing is allocated
+  // here unless the request is refused.
+  const { byName, required } = inputTable(model.inputs);
+  let requiredSeen = 0;
+  for (let i = 0; i < req.inputs.length; i++) {
+    const t = req.inputs[i]!;
+    const spec = byName.get(t.name);
+    if (spec === undefined) throw Errors.unexpectedInput(model.name, t.name);
+    if (namedEarlier(req.inputs, i)) throw Errors.duplicateInput(model.name, t.name);
+    if (!spec.optional) requiredSeen++;
+  }
+  if (requiredSeen < required || req.inputs.length > model.inputs.length) {
     const expected = required === model.inputs.length ? String(required) : `between ${required} and ${model.inputs.length}`;
     throw Errors.inputCount(model.name, expected, req.inputs.length);
   }
 
   const batching = model.maxBatchSize > 0;
   let batch = -1;
-  const signature: string[] = [];
+  let signature = '';
   for (const t of req.inputs) {
     const spec = byName.get(t.name)!;
     if (t.datatype !== spec.datatype) throw Errors.dataTypeMismatch(model.name, t.name, t.datatype, spec.datatype);
@@ -71,13 +105,13 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
       const want = elementCount(t.shape);
       if (n !== want) throw Errors.bytesElementCount(t.name, want, n);
     }
-    if (spec.dims.some((d) => d < 0)) signature.push(`${t.name}:${dims.join('x')}`);
-    if (spec.optional) signature.push(`+${t.name}`);
+    if (spec.dims.some((d) => d < 0)) signature += `${signature ? ';' : ''}${t.name}:${dims.join('x')}`;
+    if (spec.optional) signature += `${signature ? ';' : ''}+${t.name}`;
   }
   if (batching && batch > model.maxBatchSize) throw Errors.batchTooLarge(model.name, model.maxBatchSize);
 
   if (req.outputs) {
-    const outNames = new Set(model.outputs.map((o) => o.name));
+    const outNames = outputNames(model.outputs);
     let seen: Set<string> | undefined;
     for (const o of req.outputs) {
       if (!outNames.has(o.name)) throw Errors.unexpectedOutput(model.name, o.name);
@@ -89,7 +123,7 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
       req.outputs = req.outputs.filter((o, i, all) => all.findIndex((p) => p.name === o.name) === i);
     }
   }
-  return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature.join(';') };
+  return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature };
 }
 
 function shapeMatches(config: readonly number[], got: readonly number[]): boolean {

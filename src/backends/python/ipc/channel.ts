@@ -93,8 +93,8 @@ const RELEASE_BATCH_MAX = 256;
  * stub is our own code, so the fields are trusted; a record of another shape is a broken stub
  * or a corrupt ring, surfaced like a codec failure.
  */
-function asStubMessage(bytes: Uint8Array): Message {
-  const m = decode(bytes);
+function asStubMessage(bytes: Uint8Array, end: number): Message {
+  const m = decode(bytes, end);
   if (typeof m !== 'object' || m === null || typeof (m as { t?: unknown }).t !== 'string') {
     throw new Error(`ring B carried a record that is not a message: ${JSON.stringify(m)?.slice(0, 200)}`);
   }

@@ -7,12 +7,14 @@
 import { Packr, Unpackr } from 'msgpackr';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
-// The ring consumer hands us a private copy, so decoded `bin` values may alias it (no copyBuffers).
+// The ring consumer decodes from one scratch buffer it reuses for every record, so a decoded
+// `bin` value must be a copy (copyBuffers), never a view of that buffer.
 // int64AsType 'auto': ints beyond 2^53 stay exact as bigint, the rest are plain numbers.
 // ('auto' exists in msgpackr >= 1.10 but is missing from its .d.ts, hence the cast.)
 const unpackr = new Unpackr({
   useRecords: false,
   mapsAsObjects: true,
+  copyBuffers: true,
   int64AsType: 'auto' as 'bigint',
 });
 
@@ -21,6 +23,7 @@ export function encode(msg: unknown): Uint8Array {
   return packr.pack(msg);
 }
 
-export function decode(bytes: Uint8Array): unknown {
-  return unpackr.unpack(bytes);
+/** The value encoded in `bytes[0, end)` (all of `bytes` by default). */
+export function decode(bytes: Uint8Array, end: number = bytes.byteLength): unknown {
+  return unpackr.unpack(bytes, end);
 }

@@ -107,10 +107,18 @@ export class RingProducer extends RingBase {
 export class RingConsumer extends RingBase {
   private head: number;
   private fragments: Uint8Array[] = [];
+  /**
+   * Where each single-record message is copied to be decoded: one process-local buffer reused
+   * for every record (grown to the largest seen), instead of a fresh copy per message.
+   */
+  private scratch = Buffer.allocUnsafe(1024);
+  /** The ring's bytes as a Buffer, for a copy into `scratch` that allocates nothing. */
+  private readonly data: Buffer;
 
   constructor(sab: SharedArrayBuffer, dataOff: number, capacity: number, offs: RingOffsets) {
     super(sab, dataOff, capacity, offs);
     this.head = this.loadPos(offs.head);
+    this.data = Buffer.from(sab, dataOff, capacity);
   }
 
   /** Something was published that has not been drained yet. */
@@ -119,10 +127,11 @@ export class RingConsumer extends RingBase {
   }
 
   /**
-   * Decodes every available message with `decode` (given a private copy of the bytes) and
-   * returns the results in order.
+   * Decodes every available message with `decode` and returns the results in order. `decode`
+   * gets a private copy of the message in `bytes[0, end)`; that copy is reused for the next
+   * message, so what `decode` returns must not alias it.
    */
-  drain<T>(decode: (bytes: Uint8Array) => T): T[] {
+  drain<T>(decode: (bytes: Uint8Array, end: number) => T): T[] {
     const out: T[] = [];
     let tail = this.loadPos(this.offs.tail);
     while (this.head < tail) {
@@ -142,18 +151,19 @@ export class RingConsumer extends RingBase {
       if (4 + len > toEnd || recordSize(len) > tail - this.head || len > this.capacity / 2) {
         throw new Error(`ring is corrupt: record length ${len} runs past the ring or the published tail`);
       }
-      const view = this.u8.subarray(pos + 4, pos + 4 + len);
       if (more || this.fragments.length > 0) {
-        this.fragments.push(view.slice());
+        this.fragments.push(this.u8.slice(pos + 4, pos + 4 + len));
         if (!more) {
           const whole = Buffer.concat(this.fragments);
           this.fragments = [];
-          out.push(decode(whole));
+          out.push(decode(whole, whole.byteLength));
         }
       } else {
         // Decode from a private copy: msgpackr's string path uses TextDecoder, which rejects
         // views of a SharedArrayBuffer, and the slot is reused as soon as head moves.
-        out.push(decode(Buffer.from(view)));
+        if (len > this.scratch.byteLength) this.scratch = Buffer.allocUnsafe(Math.max(len, 2 * this.scratch.byteLength));
+        this.data.copy(this.scratch, 0, pos + 4, pos + 4 + len);
+        out.push(decode(this.scratch, len));
       }
       this.head += recordSize(len);
       // Hand the space back at once so a blocked producer can go on while we dispatch.
