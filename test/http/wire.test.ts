@@ -7,6 +7,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer, type HttpServerHandle } from '../../src/frontends/http/server.js';
+import { findHeadEnd, parseRequestHead } from '../../src/frontends/http/wire/request-head.js';
 import { createProtocolCore } from './protocol-core.js';
 
 let server: HttpServerHandle;
@@ -222,5 +223,34 @@ describe('HTTP/1.1 connection layer', () => {
     expect(closed).toBe(true);
     const { responses: after } = await exchange([infer('ok')]);
     expect(after.map((r) => r.status)).toEqual([200]);
+  });
+});
+
+describe('request head fields', () => {
+  const parse = (text: string) => {
+    const buf = Buffer.from(text, 'latin1');
+    return parseRequestHead(buf, 0, findHeadEnd(buf, 0));
+  };
+
+  it('lower-cases names, joins a repeated field with ", " and keeps one of equal Content-Lengths', () => {
+    const head = parse('POST /v2/models/m/infer HTTP/1.1\r\nX-Tag: a\r\nContent-Length: 5\r\nx-tag: b \r\nContent-Length: 5\r\nHost: h\r\n\r\n');
+    expect({ ...head.headers }).toEqual({ 'x-tag': 'a, b', 'content-length': '5', host: 'h' });
+    expect(head.contentLength).toBe(5);
+  });
+
+  it("keeps a field named __proto__ as data, not as the record's prototype", () => {
+    const head = parse('GET /v2 HTTP/1.1\r\n__proto__: x\r\nconstructor: y\r\n\r\n');
+    expect(Object.getPrototypeOf(head.headers)).toBeNull();
+    expect(Object.getOwnPropertyDescriptor(head.headers, '__proto__')?.value).toBe('x');
+    expect(head.headers.constructor).toBe('y');
+  });
+
+  it('parses the same head alike however often it is parsed (the optimized parser too)', () => {
+    const text = 'POST /v2/models/m/infer HTTP/1.1\r\nContent-Type: application/json\r\nConnection: keep-alive\r\nContent-Length: 67\r\n\r\n';
+    const first = parse(text);
+    let last = first;
+    for (let i = 0; i < 20_000; i++) last = parse(text);
+    expect(last).toEqual(first);
+    expect(last.keepAlive).toBe(true);
   });
 });

