@@ -15,7 +15,12 @@
  * per request (its statistics): what the call itself costs; and the CPU per BLS call (utime +
  * stime from /proc) of the server, the caller's stub and the target's stub. Nothing is asserted.
  *
- *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 200] [--spin-mode adaptive|always|never]
+ * With `--servers tritium,triton` the same repository and the same measurement run on the real
+ * Triton too (installed on first use into bench/.venv-triton, bench/lib/triton.mjs), one server
+ * after the other, `--rounds` times; the figures of each server are pooled over its rounds.
+ *
+ *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 3000] [--spin-mode adaptive|always|never]
+ *        [--servers tritium[,triton]] [--rounds 1]
  */
 import { jsonClient } from './lib/json-client.mjs';
 import fs from 'node:fs';
@@ -24,11 +29,16 @@ import path from 'node:path';
 import { arg, machine } from './grpc-common.mjs';
 import { cmdline, cpuSeconds, descendants } from './lib/proc-stats.mjs';
 import { ROOT, startTritium } from './lib/server.mjs';
+import { ensureTriton, startTriton, stopServer } from './lib/triton.mjs';
 
 const CALLS = Number(arg('calls', '2000'));
-const WARMUP = Number(arg('warmup', '200'));
+/** Untimed calls of each kind first: tritium's JavaScript is compiled during its first few thousand requests. */
+const WARMUP = Number(arg('warmup', '3000'));
 /** The stubs' and Node's wait policy (README, `spin-mode`): adaptive (default), always or never. */
 const SPIN_MODE = arg('spin-mode', 'adaptive');
+const SERVERS = arg('servers', 'tritium').split(',');
+const ROUNDS = Number(arg('rounds', '1'));
+for (const s of SERVERS) if (s !== 'tritium' && s !== 'triton') throw new Error(`--servers: unknown server '${s}' (tritium, triton)`);
 
 const CALLER = `import time
 import numpy as np
@@ -118,8 +128,8 @@ async function blsCalls(port, n) {
   return json.outputs[0].data;
 }
 
-const server = await startTritium({ repos: [repo()], args: [`--backend-config=python,spin-mode=${SPIN_MODE}`] });
-try {
+/** One server's run: client and BLS call times (µs), the target's server time and CPU per BLS call. */
+async function measure(server) {
   await clientCalls(server.httpPort, WARMUP);
   await blsCalls(server.httpPort, WARMUP);
   // Interleaved halves, so a change in machine load during the run touches both paths.
@@ -131,26 +141,61 @@ try {
   const after = await targetServerTime(server.httpPort);
   client.push(...(await clientCalls(server.httpPort, CALLS / 2)));
   bls.push(...(await blsCalls(server.httpPort, CALLS / 2)));
+  const cpu = {};
+  for (const k of Object.keys(cpuAfter)) cpu[k] = ((cpuAfter[k] - cpuBefore[k]) * 1e6) / (CALLS / 2);
   // The target's own time per BLS request in the server (queue + compute, from its statistics).
-  const targetUs = (after.ns - before.ns) / (after.count - before.count) / 1e3;
-  const c = stats(client);
-  const b = stats(bls);
-  const f = (v) => v.toFixed(0).padStart(6);
-  console.log(
-    `machine: ${machine()}; load average ${os
-      .loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')}`,
-  );
-  console.log(`${CALLS} calls each at concurrency 1, target bench/models/empty, spin-mode=${SPIN_MODE} (µs)`);
+  return { client, bls, targetNs: after.ns - before.ns, targetCount: after.count - before.count, cpu };
+}
+
+async function run(kind, repoDir) {
+  const triton = kind === 'triton' ? ensureTriton() : undefined;
+  const server = triton
+    ? await startTriton(triton, { repo: repoDir })
+    : await startTritium({ repos: [repoDir], args: [`--backend-config=python,spin-mode=${SPIN_MODE}`] });
+  try {
+    return await measure(server);
+  } finally {
+    for (const c of clients.values()) c.close();
+    clients.clear();
+    if (triton) await stopServer(server);
+    else await server.stop();
+  }
+}
+
+const repoDir = repo();
+const pooled = new Map(SERVERS.map((k) => [k, { client: [], bls: [], targetNs: 0, targetCount: 0, cpu: [] }]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const kind of SERVERS) {
+    process.stderr.write(`bls-overhead: round ${round + 1}/${ROUNDS}, ${kind}\n`);
+    const r = await run(kind, repoDir);
+    const p = pooled.get(kind);
+    p.client.push(...r.client);
+    p.bls.push(...r.bls);
+    p.targetNs += r.targetNs;
+    p.targetCount += r.targetCount;
+    p.cpu.push(r.cpu);
+  }
+}
+fs.rmSync(repoDir, { recursive: true, force: true });
+
+const f = (v) => v.toFixed(0).padStart(6);
+console.log(
+  `machine: ${machine()}; load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
+console.log(`${CALLS} calls each at concurrency 1 per round, ${ROUNDS} round(s), target bench/models/empty, tritium spin-mode=${SPIN_MODE} (µs)`);
+for (const [kind, p] of pooled) {
+  const c = stats(p.client);
+  const b = stats(p.bls);
+  const targetUs = p.targetNs / p.targetCount / 1e3;
+  const cpu = (k) => (p.cpu.reduce((a, x) => a + x[k], 0) / p.cpu.length).toFixed(0);
+  console.log(`--- ${kind === 'triton' ? 'Triton' : 'tritium'}`);
   console.log('                          p50    p90    p99   mean');
   console.log(`client HTTP infer     ${f(c.p50)} ${f(c.p90)} ${f(c.p99)} ${f(c.mean)}`);
   console.log(`BLS exec() in model   ${f(b.p50)} ${f(b.p90)} ${f(b.p99)} ${f(b.mean)}`);
   console.log(`BLS - client          ${f(b.p50 - c.p50)} ${f(b.p90 - c.p90)} ${f(b.p99 - c.p99)} ${f(b.mean - c.mean)}`);
   console.log(`target's server time per BLS request (statistics): ${targetUs.toFixed(0)} µs; BLS mean minus it: ${(b.mean - targetUs).toFixed(0)} µs`);
-  const per = (k) => (((cpuAfter[k] - cpuBefore[k]) * 1e6) / (CALLS / 2)).toFixed(0);
-  console.log(`CPU per BLS call (µs): server ${per('server')}, caller stub ${per('caller')}, target stub ${per('target')}`);
-} finally {
-  for (const c of clients.values()) c.close();
-  await server.stop();
+  console.log(`CPU per BLS call (µs): server ${cpu('server')}, caller stub ${cpu('caller')}, target stub ${cpu('target')}`);
 }
