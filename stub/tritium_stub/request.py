@@ -45,28 +45,30 @@ class InferenceRequest:
         # Models build one per BLS call, almost always with keywords only: check just the
         # arguments given (defaults always pass), as pybind's casters would.
         if args:
-            a = bind(_NAMES, _DEFAULTS, args, kwargs)
+            a = given = bind(_NAMES, _DEFAULTS, args, kwargs)
         elif _REQUIRED <= kwargs.keys() and kwargs.keys() <= _CHECKS.keys():
-            a = kwargs
+            given = kwargs
+            a = {**_DEFAULTS, **kwargs}
         else:
-            a = None
+            a = given = None
         if a is None:
             raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
-        for k, v in a.items():
+        for k, v in given.items():
             if not _CHECKS[k](v):
                 raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
-        get = a.get
-        request_id = get("request_id", "")
-        correlation_id = get("correlation_id", 0)
-        inputs = a["inputs"]
-        requested_output_names = a["requested_output_names"]
-        model_name = a["model_name"]
-        model_version = get("model_version", -1)
-        flags = get("flags", 0)
-        timeout = get("timeout", 0)
-        preferred_memory = get("preferred_memory", DEFAULT_PREFERRED_MEMORY)
-        trace = get("trace", NO_TRACE)
-        parameters = get("parameters")
+        (
+            request_id,
+            correlation_id,
+            inputs,
+            requested_output_names,
+            model_name,
+            model_version,
+            flags,
+            timeout,
+            preferred_memory,
+            trace,
+            parameters,
+        ) = (a[k] for k in _NAMES)
         model_name = as_str(model_name)  # often read from a BYTES tensor
         request_id = as_str(request_id)
         for t in inputs:

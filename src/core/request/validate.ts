@@ -57,8 +57,7 @@ function namedEarlier(inputs: InferRequest['inputs'], i: number): boolean {
 }
 
 export function validateRequest(model: ValidationModel, req: InferRequest): ValidatedRequest {
-  // Runs for every request: the model's lookup tables are cached, and nothing is allocated
-  // here unless the request is refused.
+  // Runs for every request: the model's lookup tables are cached, not built again each time.
   const { byName, required } = inputTable(model.inputs);
   let requiredSeen = 0;
   for (let i = 0; i < req.inputs.length; i++) {
@@ -75,7 +74,7 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
 
   const batching = model.maxBatchSize > 0;
   let batch = -1;
-  let signature = '';
+  const signature: string[] = [];
   for (const t of req.inputs) {
     const spec = byName.get(t.name)!;
     if (t.datatype !== spec.datatype) throw Errors.dataTypeMismatch(model.name, t.name, t.datatype, spec.datatype);
@@ -105,8 +104,8 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
       const want = elementCount(t.shape);
       if (n !== want) throw Errors.bytesElementCount(t.name, want, n);
     }
-    if (spec.dims.some((d) => d < 0)) signature += `${signature ? ';' : ''}${t.name}:${dims.join('x')}`;
-    if (spec.optional) signature += `${signature ? ';' : ''}+${t.name}`;
+    if (spec.dims.some((d) => d < 0)) signature.push(`${t.name}:${dims.join('x')}`);
+    if (spec.optional) signature.push(`+${t.name}`);
   }
   if (batching && batch > model.maxBatchSize) throw Errors.batchTooLarge(model.name, model.maxBatchSize);
 
@@ -123,7 +122,7 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
       req.outputs = req.outputs.filter((o, i, all) => all.findIndex((p) => p.name === o.name) === i);
     }
   }
-  return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature };
+  return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature.join(';') };
 }
 
 function shapeMatches(config: readonly number[], got: readonly number[]): boolean {
