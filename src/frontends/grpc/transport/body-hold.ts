@@ -37,8 +37,9 @@ export class BodyHold {
       else this.budget.give(this.reserved);
       this.reserved = 0;
     }
+    if (this.reserved > 0 || this.waiter) return;
     const pending = reader.pendingMessageBytes;
-    if (pending === undefined || this.reserved > 0 || this.waiter) return;
+    if (pending === undefined) return;
     this.seen = reader.completed;
     if (this.budget.tryTake(pending)) {
       this.reserved = pending;

@@ -43,13 +43,12 @@ export class MessageReader {
 
   /**
    * The size (prefix included) of the message that has begun to arrive but is not whole, once
-   * its prefix is in; undefined otherwise.
+   * its prefix is in; undefined otherwise. `push` keeps a started message's prefix whole in its
+   * first part once all five bytes are in.
    */
   get pendingMessageBytes(): number | undefined {
     if (this.#partBytes < PREFIX) return undefined;
-    const first = this.#parts[0]!;
-    const prefix = first.length >= PREFIX ? first : Buffer.concat(this.#parts, this.#partBytes).subarray(0, PREFIX);
-    return PREFIX + prefix.readUInt32BE(1);
+    return PREFIX + this.#parts[0]!.readUInt32BE(1);
   }
 
   /**

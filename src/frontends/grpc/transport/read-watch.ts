@@ -9,8 +9,9 @@
  *
  * One sweep per transport, every quarter of the timeout (at most every second), looks at the
  * calls still reading; a call's progress is its reader's byte count. So a call costs the request
- * path one set insertion and one deletion, not a timer and listeners of its own, and a stall is
- * seen between one timeout and one timeout plus a sweep interval after the last byte.
+ * path one set insertion and one deletion, not a timer and listeners of its own (the transport
+ * unwatches it when its request side ends), and a stall is seen between one timeout and one
+ * timeout plus a sweep interval after the last byte.
  */
 import { constants, type ServerHttp2Stream } from 'node:http2';
 import { DuplexCall, type UnaryCall } from './call.js';
@@ -38,15 +39,13 @@ export class ReadWatch {
     this.timer.unref();
   }
 
-  /** Watches `call` until its request side ends (or the stream closes). */
-  watch(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): void {
+  /** Watches `call`; call the function returned when its request side ends (or the stream closes). */
+  watch(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): () => void {
     const w: Watched = { stream, call, reader, midMessageOnly: call instanceof DuplexCall, bytes: reader.bytesRead, since: Date.now() };
     this.calls.add(w);
-    const done = (): void => {
+    return () => {
       this.calls.delete(w);
     };
-    stream.once('end', done);
-    stream.once('close', done);
   }
 
   stop(): void {

@@ -182,23 +182,26 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
     const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
-    if (route.kind === 'unary') {
-      const session = stream.session!;
-      arriving.set(session, (arriving.get(session) ?? 0) + 1);
-      let counted = true;
-      const arrived = (): void => {
-        if (!counted) return;
-        counted = false;
-        arriving.set(session, (arriving.get(session) ?? 1) - 1);
-      };
-      stream.once('end', arrived);
-      stream.once('close', arrived);
-    }
     const reader = new MessageReader(opts.maxMessageBytes);
+    // What lasts only while the request side is open, undone by one pair of listeners: the
+    // session's count of unary calls still arriving, and the read timeout's watch.
+    const session = route.kind === 'unary' ? stream.session! : undefined;
+    if (session) arriving.set(session, (arriving.get(session) ?? 0) + 1);
+    const unwatch = reads?.watch(stream, call, reader);
+    if (session || unwatch) {
+      let open = true;
+      const requestSideDone = (): void => {
+        if (!open) return;
+        open = false;
+        if (session) arriving.set(session, (arriving.get(session) ?? 1) - 1);
+        unwatch?.();
+      };
+      stream.once('end', requestSideDone);
+      stream.once('close', requestSideDone);
+    }
     const hold = opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined;
     if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader, hold);
     else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader, hold);
-    reads?.watch(stream, call, reader);
   });
   return t;
 }
