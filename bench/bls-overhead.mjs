@@ -148,20 +148,21 @@ async function measure(server) {
 }
 
 async function run(kind, repoDir) {
-  const triton = kind === 'triton' ? ensureTriton() : undefined;
-  const server = triton
-    ? await startTriton(triton, { repo: repoDir })
-    : await startTritium({ repos: [repoDir], args: [`--backend-config=python,spin-mode=${SPIN_MODE}`] });
+  const server =
+    kind === 'triton'
+      ? await startTriton(triton, { repo: repoDir })
+      : await startTritium({ repos: [repoDir], args: [`--backend-config=python,spin-mode=${SPIN_MODE}`] });
   try {
     return await measure(server);
   } finally {
     for (const c of clients.values()) c.close();
     clients.clear();
-    if (triton) await stopServer(server);
-    else await server.stop();
+    await stopServer(server);
   }
 }
 
+/** Checked (and installed on first use) once, before any round. */
+const triton = SERVERS.includes('triton') ? ensureTriton() : undefined;
 const repoDir = repo();
 const pooled = new Map(SERVERS.map((k) => [k, { client: [], bls: [], targetNs: 0, targetCount: 0, cpu: [] }]));
 for (let round = 0; round < ROUNDS; round++) {

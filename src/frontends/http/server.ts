@@ -61,11 +61,6 @@ export const DEFAULT_HTTP_MAX_INPUT_SIZE = 64 * 1024 * 1024;
  */
 export const DEFAULT_HTTP_IDLE_TIMEOUT_MS = 120_000;
 
-/**
- * What request bodies may hold at once unless `--http-max-body-memory` says otherwise: a
- * quarter of the host's memory, at most 2 GiB, and never less than one JSON body.
- */
-
 export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Promise<HttpServerHandle> {
   const maxInputSize = opts.maxInputSize > 0 ? opts.maxInputSize : DEFAULT_HTTP_MAX_INPUT_SIZE;
   const ctx: HttpContext = {
