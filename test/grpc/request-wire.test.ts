@@ -15,7 +15,7 @@ function fields(m: ModelInferRequest) {
     modelName: m.modelName,
     modelVersion: m.modelVersion,
     id: m.id,
-    parameters: Object.keys(m.parameters),
+    parameters: m.parameters,
     inputs: m.inputs.map((i) => ({
       name: i.name,
       datatype: i.datatype,
@@ -30,10 +30,23 @@ function fields(m: ModelInferRequest) {
 
 const text = fc.string({ unit: 'grapheme', maxLength: 12 });
 const int64 = fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n });
+const choice = fc.oneof(
+  fc.record({ case: fc.constant('boolParam' as const), value: fc.boolean() }),
+  fc.record({ case: fc.constant('int64Param' as const), value: int64 }),
+  fc.record({ case: fc.constant('stringParam' as const), value: text }),
+  fc.record({ case: fc.constant('doubleParam' as const), value: fc.double() }),
+  fc.record({ case: fc.constant('uint64Param' as const), value: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }) }),
+);
+const parameters = fc.dictionary(
+  text.filter((k) => k !== '__proto__'),
+  choice.map((parameterChoice) => ({ parameterChoice })),
+  { maxKeys: 3 },
+);
 const simple = fc.record({
   modelName: text,
   modelVersion: fc.oneof(fc.constant(''), fc.nat({ max: 99 }).map(String)),
   id: text,
+  parameters,
   inputs: fc.array(fc.record({ name: text, datatype: fc.constantFrom('FP32', 'INT64', 'BYTES', 'BOOL'), shape: fc.array(int64, { maxLength: 4 }) }), {
     maxLength: 4,
   }),
@@ -62,9 +75,42 @@ describe('hand-written ModelInferRequest reader', () => {
     expect(raw.buffer).toBe(bytes.buffer);
   });
 
-  it('leaves parameters, typed contents and unpacked shapes to fromBinary or reads them the same', () => {
-    const withParams = create(ModelInferRequestSchema, { modelName: 'm', parameters: { priority: { parameterChoice: { case: 'int64Param', value: 1n } } } });
-    expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withParams)))).toBeUndefined();
+  it("reads perf_analyzer's gRPC request, whose parameters it sets on every call", () => {
+    // As captured from perf_analyzer 2.51 (-i grpc) on identity_fp32.
+    const bytes = Buffer.from(
+      '0a0d6964656e746974795f6670333222280a22747269746f6e5f656e61626c655f656d7074795f66696e616c5f726573706f6e7365120208012a110a06494e505554301204465033321a010132090a074f5554505554303a0467c66973',
+      'hex',
+    );
+    const fast = readSimpleInferRequest(bytes);
+    expect(fast).toBeDefined();
+    expect(fast!.parameters['triton_enable_empty_final_response']?.parameterChoice).toEqual({ case: 'boolParam', value: true });
+    expect(fields(fast!)).toEqual(fields(fromBinary(ModelInferRequestSchema, bytes)));
+  });
+
+  it('leaves parameter entries of unusual form to fromBinary', () => {
+    const entry = (body: number[]) => Buffer.from([0x22, body.length, ...body]);
+    const key = [0x0a, 0x01, 0x6b]; // key "k"
+    const unusual = [
+      entry([...key]), // no value
+      entry([0x12, 0x02, 0x08, 0x01]), // no key
+      entry([...key, 0x12, 0x00]), // a value with no choice
+      entry([...key, 0x12, 0x04, 0x08, 0x01, 0x10, 0x02]), // two choices
+      entry([...key, 0x12, 0x03, 0x08, 0x82, 0x00]), // a bool in a long varint
+      entry([...key, 0x12, 0x02, 0x08, 0x02]), // a bool of 2
+      entry([...key, 0x12, 0x02, 0x30, 0x01]), // an unknown choice
+      entry([0x0a, 0x09, ...Buffer.from('__proto__'), 0x12, 0x02, 0x08, 0x01]),
+    ];
+    for (const bytes of unusual) {
+      expect(readSimpleInferRequest(bytes), bytes.toString('hex')).toBeUndefined();
+      fromBinary(ModelInferRequestSchema, bytes); // still a valid message for the slow path
+    }
+  });
+
+  it('leaves input and output parameters, typed contents and unpacked shapes to fromBinary or reads them the same', () => {
+    const withInputParams = create(ModelInferRequestSchema, {
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1n], parameters: { shared_memory_region: { parameterChoice: { case: 'stringParam', value: 'r' } } } }],
+    });
+    expect(readSimpleInferRequest(Buffer.from(toBinary(ModelInferRequestSchema, withInputParams)))).toBeUndefined();
     const withContents = create(ModelInferRequestSchema, {
       modelName: 'm',
       inputs: [{ name: 'x', datatype: 'FP32', shape: [1n], contents: { fp32Contents: [1] } }],

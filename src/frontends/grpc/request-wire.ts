@@ -1,12 +1,13 @@
 /**
  * @module frontends/grpc/request-wire
  * Reads the common shape of a `ModelInferRequest` straight off the wire: model name, version,
- * id, inputs with name, datatype and shape, requested outputs by name, and
+ * id, request parameters, inputs with name, datatype and shape, requested outputs by name, and
  * `raw_input_contents` (views of the received message, never copied). That is what
- * tritonclient and perf_analyzer send for every inference.
+ * tritonclient and perf_analyzer send for every inference (perf_analyzer sets the request
+ * parameter `triton_enable_empty_final_response` on every gRPC request).
  *
- * Anything else (request, input or output `parameters`, typed `contents`, an unknown field, a
- * string that is not UTF-8, a malformed varint) makes it return undefined, and the caller
+ * Anything else (input or output `parameters`, typed `contents`, an unknown field, a string
+ * that is not UTF-8, a malformed varint, a parameter entry of unusual form) makes it return undefined, and the caller
  * decodes the message with protobuf-es' `fromBinary` instead, so the two paths can never
  * disagree: the fast one only ever produces what `fromBinary` would. The reflective decoder
  * cost about 5 % of the server's CPU per small request (docs/benchmarks.md).
@@ -16,11 +17,19 @@
  *                       7 raw_input_contents
  *   InferInputTensor:   1 name, 2 datatype, 3 shape (int64, packed or not), 4 parameters, 5 contents
  *   InferRequestedOutputTensor: 1 name, 2 parameters
+ *   map<string, InferParameter> entry: 1 key, 2 value
+ *   InferParameter (one of): 1 bool_param, 2 int64_param, 3 string_param, 4 double_param, 5 uint64_param
  */
 import { isUtf8 } from 'node:buffer';
-import type { ModelInferRequest, ModelInferRequest_InferInputTensor, ModelInferRequest_InferRequestedOutputTensor } from '../../generated/grpc_service_pb.js';
+import type {
+  InferParameter,
+  ModelInferRequest,
+  ModelInferRequest_InferInputTensor,
+  ModelInferRequest_InferRequestedOutputTensor,
+} from '../../generated/grpc_service_pb.js';
 
 const VARINT = 0;
+const I64 = 1;
 const LEN = 2;
 
 /** Bails out of the fast path: the message is left to `fromBinary`. */
@@ -53,6 +62,11 @@ class Reader {
 
   /** An int64 varint (two's complement over 10 bytes for negatives). */
   int64(): bigint {
+    return BigInt.asIntN(64, this.varint64());
+  }
+
+  /** The low 64 bits of a varint of at most 10 bytes. */
+  varint64(): bigint {
     const buf = this.buf;
     let result = 0n;
     let shift = 0n;
@@ -60,10 +74,18 @@ class Reader {
       if (this.pos >= this.end) throw NOT_SIMPLE;
       const b = buf[this.pos++]!;
       result |= BigInt(b & 0x7f) << shift;
-      if (b < 0x80) return BigInt.asIntN(64, result);
+      if (b < 0x80) return BigInt.asUintN(64, result);
       shift += 7n;
     }
     throw NOT_SIMPLE;
+  }
+
+  /** A little-endian double (wire type I64). */
+  double(): number {
+    if (this.end - this.pos < 8) throw NOT_SIMPLE;
+    const v = this.buf.readDoubleLE(this.pos);
+    this.pos += 8;
+    return v;
   }
 
   /** Start and end of a length-delimited field's bytes. */
@@ -105,6 +127,49 @@ function readInput(buf: Buffer, start: number, end: number): ModelInferRequest_I
   return { $typeName: 'inference.ModelInferRequest.InferInputTensor', name, datatype, shape, parameters: {} } as ModelInferRequest_InferInputTensor;
 }
 
+/**
+ * One `map<string, InferParameter>` entry into `into`: the common form only, a key then a value
+ * holding exactly one choice (what every client writes); anything else goes to fromBinary.
+ */
+function readParameterEntry(buf: Buffer, start: number, end: number, into: Record<string, InferParameter>): void {
+  const r = new Reader(buf, start, end);
+  if (r.uint32() !== ((1 << 3) | LEN)) throw NOT_SIMPLE;
+  const key = r.string();
+  // fromBinary makes `__proto__` an own property; a plain store would set the prototype.
+  if (key === '__proto__') throw NOT_SIMPLE;
+  if (r.uint32() !== ((2 << 3) | LEN)) throw NOT_SIMPLE;
+  const [s, e] = r.span();
+  if (r.pos !== end) throw NOT_SIMPLE;
+  const v = new Reader(buf, s, e);
+  const tag = v.uint32();
+  let choice: InferParameter['parameterChoice'];
+  switch (tag) {
+    case (1 << 3) | VARINT: {
+      // protobuf-es reads any nonzero varint as true; only the two one-byte forms are taken here.
+      const b = v.uint32();
+      if (b > 1 || v.pos !== s + 2) throw NOT_SIMPLE;
+      choice = { case: 'boolParam', value: b === 1 };
+      break;
+    }
+    case (2 << 3) | VARINT:
+      choice = { case: 'int64Param', value: v.int64() };
+      break;
+    case (3 << 3) | LEN:
+      choice = { case: 'stringParam', value: v.string() };
+      break;
+    case (4 << 3) | I64:
+      choice = { case: 'doubleParam', value: v.double() };
+      break;
+    case (5 << 3) | VARINT:
+      choice = { case: 'uint64Param', value: v.varint64() };
+      break;
+    default:
+      throw NOT_SIMPLE;
+  }
+  if (v.pos !== e) throw NOT_SIMPLE;
+  into[key] = { $typeName: 'inference.InferParameter', parameterChoice: choice } as InferParameter;
+}
+
 function readOutput(buf: Buffer, start: number, end: number): ModelInferRequest_InferRequestedOutputTensor {
   let name = '';
   const r = new Reader(buf, start, end);
@@ -122,6 +187,7 @@ export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefin
     let modelName = '';
     let modelVersion = '';
     let id = '';
+    const parameters: Record<string, InferParameter> = {};
     const inputs: ModelInferRequest_InferInputTensor[] = [];
     const outputs: ModelInferRequest_InferRequestedOutputTensor[] = [];
     const rawInputContents: Uint8Array[] = [];
@@ -138,6 +204,11 @@ export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefin
         case 3:
           id = r.string();
           break;
+        case 4: {
+          const [s, e] = r.span();
+          readParameterEntry(buf, s, e, parameters);
+          break;
+        }
         case 5: {
           const [s, e] = r.span();
           inputs.push(readInput(buf, s, e));
@@ -162,7 +233,7 @@ export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefin
       modelName,
       modelVersion,
       id,
-      parameters: {},
+      parameters,
       inputs,
       outputs,
       rawInputContents,
