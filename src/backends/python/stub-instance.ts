@@ -231,14 +231,16 @@ export class StubInstance implements BackendInstance {
     this.life.died(inc, err.message);
   }
 
-  async execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
+  // Not `async`: the scheduler's continuation must be a reaction on the session's own promise
+  // (StubSession.execDone relies on it running before the batch's responses are written).
+  execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
     const inc = this.life.serving;
     if (!inc) {
       const startNs = process.hrtime.bigint();
       const err = Errors.stubUnhealthy(this.name, this.life.reason);
       for (const pr of batch) pr.fail(err);
       const t = process.hrtime.bigint();
-      return { startNs, inputEndNs: t, inferEndNs: t, endNs: t };
+      return Promise.resolve({ startNs, inputEndNs: t, inferEndNs: t, endNs: t });
     }
     return inc.session.execute(batch);
   }

@@ -131,13 +131,17 @@ export class StubSession {
     }
     const batchError = m.err !== undefined ? Errors.executeFailed(m.err) : undefined;
     // The instance is free as soon as the stub answered: resolve first, so the scheduler's
-    // continuation (a microtask) sends the next batch to the stub, and write this batch's
-    // responses to the clients afterwards (setImmediate), while the stub already works.
+    // continuation sends the next batch to the stub, and write this batch's responses to the
+    // clients afterwards, while the stub already works. That continuation is a reaction on
+    // this very promise (InstancePool.run; StubInstance.execute returns it as is), so it is
+    // queued by resolve() and runs before the microtask queued next. A microtask rather than
+    // setImmediate: the responses leave in this turn of the event loop (node:http2 sends from
+    // a native immediate, which a write made inside setImmediate would put off by one turn).
     // Requests stay in `live` until then, so a stub death in between still fails them
     // instead of reading the dead region.
     batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
     const rescheduled = new Set(m.resched ?? []);
-    setImmediate(() => this.settle(batch.rids, m.resps, batchError, rescheduled));
+    queueMicrotask(() => this.settle(batch.rids, m.resps, batchError, rescheduled));
   }
 
   /**
