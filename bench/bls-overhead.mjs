@@ -19,7 +19,7 @@
  * Triton too (installed on first use into bench/.venv-triton, bench/lib/triton.mjs), one server
  * after the other, `--rounds` times; the figures of each server are pooled over its rounds.
  *
- *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 3000] [--spin-mode adaptive|always|never]
+ *   npm run build && node bench/bls-overhead.mjs [--calls 2000] [--warmup 3000] [--spin-mode adaptive|always|never] [--spin-us 50]
  *        [--servers tritium[,triton]] [--rounds 1]
  */
 import { jsonClient } from './lib/json-client.mjs';
@@ -36,6 +36,8 @@ const CALLS = Number(arg('calls', '2000'));
 const WARMUP = Number(arg('warmup', '3000'));
 /** The stubs' and Node's wait policy (README, `spin-mode`): adaptive (default), always or never. */
 const SPIN_MODE = arg('spin-mode', 'adaptive');
+/** How long a waiting stub or the event loop may poll before it sleeps (README, `spin-us`). */
+const SPIN_US = Number(arg('spin-us', '50'));
 const SERVERS = arg('servers', 'tritium').split(',');
 const ROUNDS = Number(arg('rounds', '1'));
 for (const s of SERVERS) if (s !== 'tritium' && s !== 'triton') throw new Error(`--servers: unknown server '${s}' (tritium, triton)`);
@@ -151,7 +153,7 @@ async function run(kind, repoDir) {
   const server =
     kind === 'triton'
       ? await startTriton(triton, { repo: repoDir })
-      : await startTritium({ repos: [repoDir], args: [`--backend-config=python,spin-mode=${SPIN_MODE}`] });
+      : await startTritium({ repos: [repoDir], args: [`--backend-config=python,spin-mode=${SPIN_MODE}`, `--backend-config=python,spin-us=${SPIN_US}`] });
   try {
     return await measure(server);
   } finally {
@@ -186,7 +188,9 @@ console.log(
     .map((x) => x.toFixed(2))
     .join(' ')}`,
 );
-console.log(`${CALLS} calls each at concurrency 1 per round, ${ROUNDS} round(s), target bench/models/empty, tritium spin-mode=${SPIN_MODE} (µs)`);
+console.log(
+  `${CALLS} calls each at concurrency 1 per round, ${ROUNDS} round(s), target bench/models/empty, tritium spin-mode=${SPIN_MODE} spin-us=${SPIN_US} (µs)`,
+);
 for (const [kind, p] of pooled) {
   const c = stats(p.client);
   const b = stats(p.bls);
