@@ -7,10 +7,11 @@
  * parameter `triton_enable_empty_final_response` on every gRPC request).
  *
  * Anything else (input or output `parameters`, typed `contents`, an unknown field, a string
- * that is not UTF-8, a malformed varint, a parameter entry of unusual form) makes it return undefined, and the caller
- * decodes the message with protobuf-es' `fromBinary` instead, so the two paths can never
- * disagree: the fast one only ever produces what `fromBinary` would. The reflective decoder
- * cost about 5 % of the server's CPU per small request (docs/benchmarks.md).
+ * that is not UTF-8, a malformed varint, a parameter entry of unusual form) makes it return
+ * undefined, and the caller decodes the message with protobuf-es' `fromBinary` instead, so
+ * the two paths can never disagree: the fast one only ever produces what `fromBinary` would.
+ * The reflective decoder cost about 5 % of the server's CPU per small request
+ * (docs/benchmarks.md).
  *
  * Field numbers are those of `proto/grpc_service.proto`:
  *   ModelInferRequest:  1 model_name, 2 model_version, 3 id, 4 parameters, 5 inputs, 6 outputs,
