@@ -63,11 +63,16 @@ class Reader {
 
   /** An int64 varint (two's complement over 10 bytes for negatives). */
   int64(): bigint {
-    return BigInt.asIntN(64, this.varint64());
+    return BigInt.asIntN(64, this.varint());
   }
 
-  /** The low 64 bits of a varint of at most 10 bytes. */
-  varint64(): bigint {
+  /** A uint64 varint. */
+  uint64(): bigint {
+    return BigInt.asUintN(64, this.varint());
+  }
+
+  /** A varint of at most 10 bytes, unmasked (up to 70 bits): the callers keep their 64. */
+  private varint(): bigint {
     const buf = this.buf;
     let result = 0n;
     let shift = 0n;
@@ -75,7 +80,7 @@ class Reader {
       if (this.pos >= this.end) throw NOT_SIMPLE;
       const b = buf[this.pos++]!;
       result |= BigInt(b & 0x7f) << shift;
-      if (b < 0x80) return BigInt.asUintN(64, result);
+      if (b < 0x80) return result;
       shift += 7n;
     }
     throw NOT_SIMPLE;
@@ -162,7 +167,7 @@ function readParameterEntry(buf: Buffer, start: number, end: number, into: Recor
       choice = { case: 'doubleParam', value: v.double() };
       break;
     case (5 << 3) | VARINT:
-      choice = { case: 'uint64Param', value: v.varint64() };
+      choice = { case: 'uint64Param', value: v.uint64() };
       break;
     default:
       throw NOT_SIMPLE;
