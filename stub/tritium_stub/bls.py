@@ -22,7 +22,9 @@ from .tensor_codec import block_array, free_blocks, write_tensor
 _ONLY_EXECUTE = "BLS is only supported during the 'execute' function."
 
 _ids = itertools.count(1)
-# bid -> _Call, guarded by the inbox's condition (every change happens under it).
+# bid -> _Call. Answers are routed (get, pop) under the inbox's condition; a call is added
+# without it, before its message is sent: no answer for it can be routed earlier, and one dict
+# store is atomic under the GIL.
 _calls = {}
 # (segment, offset) of Node's blocks the model no longer references; appended from finalizers.
 _freed = collections.deque()
@@ -101,49 +103,49 @@ def _view_output(channel, desc):
 def _response(resp):
     """An InferenceResponse from an answer's wire map; None (a flags-only FINAL) -> empty."""
     if resp is None:
-        return InferenceResponse()
+        return InferenceResponse._wrap([], None, None)
     err = resp.get("err")
     if err:
         _drop_outputs(resp)
         return InferenceResponse(error=TritonError(err[1], type(TritonError.INTERNAL)(err[0])))
+    outs = resp.get("outs")
     channel = STATE.channel
-    response = InferenceResponse([_view_output(channel, d) for d in resp.get("outs") or ()])
-    response._params = resp.get("params")
-    return response
+    return InferenceResponse._wrap([_view_output(channel, d) for d in outs] if outs else [], None, resp.get("params"))
 
 
 def _start(request, decoupled):
     if not STATE.initialized or STATE.finalizing or STATE.inbox is None:
         raise TritonModelException(_ONLY_EXECUTE)
     channel = STATE.channel
-    flush_freed()
+    if _freed:
+        flush_freed()
     blocks = []
     try:
         inputs = [write_tensor(channel, t, blocks) for t in request._inputs]
     except BaseException:
         free_blocks(channel, blocks)
         raise
-    call = _Call(next(_ids), blocks)
-    with STATE.inbox.cond:
-        _calls[call.bid] = call
-    fields = {
-        "bid": call.bid,
-        "model": request._model_name,
-        "ver": request._model_version,
-        "id": request._request_id,
-        "corr": request._correlation_id,
-        "flags": request._flags,
-        "timeout": request._timeout,
-        "params": request._params or "{}",
-        "outs": [as_str(n) for n in request._requested],
-        "inputs": inputs,
-        "dec": decoupled,
-        "rids": STATE.running_rids,
-    }
+    bid = next(_ids)
+    call = _calls[bid] = _Call(bid, blocks)
+    msg = {"t": "bls", "bid": bid, "model": request._model_name, "ver": request._model_version}
+    msg["id"] = request._request_id
+    msg["corr"] = request._correlation_id
+    msg["flags"] = request._flags
+    msg["timeout"] = request._timeout
+    msg["params"] = request._params or "{}"
+    msg["outs"] = [n if type(n) is str else as_str(n) for n in request._requested]
+    msg["inputs"] = inputs
+    msg["dec"] = decoupled
+    msg["rids"] = STATE.running_rids
     rid = request._trace._rid
     if rid is not None:
-        fields["tr"] = rid
-    channel.send({"t": "bls", **fields})
+        msg["tr"] = rid
+    try:
+        channel.send(msg)
+    except BaseException:
+        _calls.pop(bid, None)
+        free_blocks(channel, blocks)
+        raise
     return call
 
 
@@ -153,13 +155,14 @@ def bls_exec(request, decoupled):
     if decoupled:
         return ResponseIterator(call)
     STATE.inbox.wait_for(lambda: call.finished)
+    answers = call.answers
     last = None
-    for resp, _final in call.answers:
+    for resp, _final in answers:
         if resp is not None:
             if last is not None:  # only the last response is the call's answer
                 _drop_outputs(last)
             last = resp
-    call.answers.clear()
+    answers.clear()
     return _response(last)
 
 

@@ -19,7 +19,10 @@ class Inbox:
         message answered a call (and was delivered under `self.cond`)."""
         self._recv = recv
         self._route = route
-        self.cond = threading.Condition(threading.Lock())
+        # `with self._lock` is the condition's own lock taken in C; `with self.cond` takes the
+        # same lock through two Python-level calls, on every message of every BLS call.
+        self._lock = threading.Lock()
+        self.cond = threading.Condition(self._lock)
         self._reading = False
         self._sleepers = 0  # threads in cond.wait(): only then is a notify worth its cost
         self._kept = collections.deque()
@@ -32,7 +35,7 @@ class Inbox:
             msg = self._recv(timeout)
         finally:
             # One acquisition both gives up the role and delivers an answer.
-            with self.cond:
+            with self._lock:
                 self._reading = False
                 if msg is not None and self._route(msg):
                     msg = None
@@ -43,7 +46,7 @@ class Inbox:
     def _take(self, ready):
         """Under the condition: ready()'s value when it is not None; else None once this thread
         holds the reader role (it must then read)."""
-        with self.cond:
+        with self._lock:
             while True:
                 value = ready()
                 if value is not None:
@@ -93,10 +96,24 @@ class Inbox:
     def wait_for(self, done):
         """Blocks until `done()` (checked under `cond`) is true; reads ring A meanwhile when no
         other thread does. Messages for the main loop are kept for it."""
-        while self._take(lambda: True if done() else None) is None:
+        # _take(), inlined: this runs twice per BLS call.
+        lock = self._lock
+        while True:
+            with lock:
+                while True:
+                    if done():
+                        return
+                    if not self._reading:
+                        self._reading = True
+                        break
+                    self._sleepers += 1
+                    try:
+                        self.cond.wait()
+                    finally:
+                        self._sleepers -= 1
             msg = self._read_one(None)
             if msg is not None:
-                with self.cond:
+                with lock:
                     self._kept.append(msg)
                     if self._sleepers:
                         self.cond.notify_all()

@@ -43,55 +43,46 @@ class InferenceRequest:
 
     def __init__(self, *args, **kwargs):
         # Models build one per BLS call, almost always with keywords only: check just the
-        # arguments given (defaults always pass), as pybind's casters would.
+        # arguments given (defaults always pass), as pybind's casters would, and read the rest
+        # from the defaults one by one (no merged dict: this runs on every call).
         if args:
-            a = given = bind(_NAMES, _DEFAULTS, args, kwargs)
-        elif _REQUIRED <= kwargs.keys() and kwargs.keys() <= _CHECKS.keys():
+            given = bind(_NAMES, _DEFAULTS, args, kwargs)
+            if given is None:
+                raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
+        elif _REQUIRED <= kwargs.keys():
             given = kwargs
-            a = {**_DEFAULTS, **kwargs}
         else:
-            a = given = None
-        if a is None:
             raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
         for k, v in given.items():
-            if not _CHECKS[k](v):
+            check = _CHECKS.get(k)
+            if check is None or not check(v):
                 raise mismatch("__init__", _signature(), args, kwargs, constructor=True)
-        (
-            request_id,
-            correlation_id,
-            inputs,
-            requested_output_names,
-            model_name,
-            model_version,
-            flags,
-            timeout,
-            preferred_memory,
-            trace,
-            parameters,
-        ) = (a[k] for k in _NAMES)
-        model_name = as_str(model_name)  # often read from a BYTES tensor
-        request_id = as_str(request_id)
+        get, d = given.get, _DEFAULTS
+        model_name = as_str(given["model_name"])  # often read from a BYTES tensor
+        request_id = as_str(get("request_id", d["request_id"]))
+        inputs = list(given["inputs"])
         for t in inputs:
             if t is None:
                 raise TritonModelException(
                     f"Input tensor for request with id '{request_id}' and model name "
                     f"'{model_name}' should not be empty."
                 )
-        params = params_to_json(parameters)
+        parameters = get("parameters")
+        correlation_id = get("correlation_id", d["correlation_id"])
         if not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
         self._request_id = request_id
         self._correlation_id = correlation_id
-        self._inputs = list(inputs)
+        self._inputs = inputs
         self._input_descs = None
-        self._requested = list(requested_output_names)
+        self._requested = list(given["requested_output_names"])
         self._model_name = model_name
-        self._model_version = model_version
-        self._flags = flags
-        self._timeout = timeout
-        self._preferred_memory = preferred_memory
-        self._trace = trace
-        self._params = params
+        self._model_version = get("model_version", d["model_version"])
+        self._flags = get("flags", d["flags"])
+        self._timeout = get("timeout", d["timeout"])
+        self._preferred_memory = get("preferred_memory", d["preferred_memory"])
+        self._trace = get("trace", d["trace"])
+        self._params = None if parameters is None else params_to_json(parameters)
         self._slot = None
         self._sender = None
         self._release_flags = 1
@@ -228,12 +219,36 @@ _DEFAULTS = {
     "trace": NO_TRACE,
     "parameters": None,
 }
+
+
+def _tensor_list(value):
+    # A list or tuple of Tensors (None items pass here, as pybind's pointer caster lets them)
+    # is checked without is_sequence_of's generator; anything else takes the full check.
+    if type(value) is list or type(value) is tuple:
+        for x in value:
+            if type(x) is not Tensor and x is not None:
+                break
+        else:
+            return True
+    return is_sequence_of(value, Tensor, none_ok=True)
+
+
+def _name_list(value):
+    if type(value) is list or type(value) is tuple:
+        for x in value:
+            if type(x) is not str:
+                break
+        else:
+            return True
+    return is_sequence_of(value, (str, bytes))
+
+
 _REQUIRED = frozenset(n for n in _NAMES if n not in _DEFAULTS)
 _CHECKS = {
     "request_id": is_str,
     "correlation_id": lambda v: v is not None,
-    "inputs": lambda v: is_sequence_of(v, Tensor, none_ok=True),
-    "requested_output_names": lambda v: is_sequence_of(v, (str, bytes)),
+    "inputs": _tensor_list,
+    "requested_output_names": _name_list,
     "model_name": is_str,
     "model_version": lambda v: is_int(v, 64),
     "flags": lambda v: is_int(v, 32, signed=False),

@@ -32,6 +32,15 @@ class InferenceResponse:
         self._error = error
         self._params = params_to_json(parameters)
 
+    @classmethod
+    def _wrap(cls, outputs, error, params):
+        """Build without validation: BLS answers, whose parts the stub made itself."""
+        r = object.__new__(cls)
+        r._outputs = outputs
+        r._error = error
+        r._params = params
+        return r
+
     def output_tensors(self):
         return self._outputs
 

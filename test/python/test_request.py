@@ -169,6 +169,63 @@ def test_bls_call_carries_the_trace_of_a_traced_request(node):
     assert [m.get("tr") for m in ch.of_type("bls")] == [41, None, None]
 
 
+def test_bls_request_arguments_of_every_accepted_form(node):
+    """The constructor checks plain lists of Tensors and str names without the generic sequence
+    check; every other form pybind accepts (tuples, subclasses, bytes names, any sequence,
+    positional arguments) takes the full check and reaches Node the same way."""
+
+    class MyTensor(pb_utils.Tensor):
+        pass
+
+    class Seq:
+        def __init__(self, items):
+            self.items = items
+
+        def __len__(self):
+            return len(self.items)
+
+        def __getitem__(self, i):
+            return self.items[i]
+
+    ch = node(lambda ch, msg: [{"t": "bls_r", "bid": msg["bid"], "resp": {"outs": []}, "final": True}])
+    x = pb_utils.Tensor("X", np.array([1], dtype=np.int32))
+    y = MyTensor("Y", np.array([2], dtype=np.int32))
+    forms = [
+        {"inputs": [x, y], "requested_output_names": ["A", b"B"]},
+        {"inputs": (x,), "requested_output_names": (b"A",)},
+        {"inputs": Seq([y]), "requested_output_names": Seq(["A"])},
+    ]
+    for kw in forms:
+        assert not pb_utils.InferenceRequest(model_name=b"t", **kw).exec().has_error()
+    assert not pb_utils.InferenceRequest("q", 3, [x], ["A"], "t", 2).exec().has_error()
+    sent = ch.of_type("bls")
+    assert [[d[0] for d in m["inputs"]] for m in sent] == [["X", "Y"], ["X"], ["Y"], ["X"]]
+    assert [m["outs"] for m in sent] == [["A", "B"], ["A"], ["A"], ["A"]]
+    assert [(m["model"], m["id"], m["corr"], m["ver"]) for m in sent] == [
+        ("t", "", 0, -1),
+        ("t", "", 0, -1),
+        ("t", "", 0, -1),
+        ("t", "q", 3, 2),
+    ]
+    for bad in ({"inputs": [x, 1]}, {"requested_output_names": ["A", 1]}, {"unknown": 1}):
+        kw = {"model_name": "t", "inputs": [x], "requested_output_names": ["A"], **bad}
+        with pytest.raises(TypeError, match="incompatible constructor arguments"):
+            pb_utils.InferenceRequest(**kw)
+
+
+def test_bls_call_that_cannot_be_sent_frees_its_inputs(node):
+    ch = node(lambda ch, msg: [])
+
+    def refuse(msg):
+        raise RuntimeError("channel is closed")
+
+    ch.send = refuse
+    x = pb_utils.Tensor("X", np.array([1], dtype=np.int32))
+    with pytest.raises(RuntimeError, match="channel is closed"):
+        pb_utils.InferenceRequest(model_name="t", inputs=[x], requested_output_names=[]).exec()
+    assert ch.blocks == {} and bls._calls == {}
+
+
 def test_bls_errors_and_decoupled_stream(node):
     def answer(ch, msg):
         if msg["model"] == "bad":
