@@ -8,13 +8,13 @@
  *
  * As in Triton 2.51 the message is quoted and escaped onto one line (a traceback stays one
  * record). Lines go to stderr, or to `--log-file`, through an asynchronous writer
- * (sonic-boom): a slow reader of stderr holds a writer thread, never the event loop; past
+ * (core/log-writer): a slow reader of stderr holds a writer thread, never the event loop; past
  * 16 MiB of unwritten log, lines are dropped and the count is logged when writing catches up.
- * Whatever is queued is written synchronously when the process exits.
+ * Whatever is queued is written synchronously when the process exits, unless the log cannot be
+ * written at all (its reader is gone): then the server exits without it.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import type { SonicBoom as SonicBoomType } from 'sonic-boom';
+import { LogWriter } from './log-writer.js';
 
 export type LogLevel = 'I' | 'W' | 'E' | 'V';
 export type LogFormat = 'default' | 'ISO8601';
@@ -67,9 +67,6 @@ export function escapeMessage(message: string): string {
   return JSON.stringify(message);
 }
 
-// sonic-boom is CommonJS whose typings declare an ES default export; require() matches what it is.
-const SonicBoom = createRequire(import.meta.url)('sonic-boom') as typeof SonicBoomType;
-
 /** Unwritten log past which lines are dropped rather than held. */
 const MAX_UNWRITTEN = 16 * 1024 * 1024;
 
@@ -93,36 +90,30 @@ const writers = new Map<string, (line: string) => void>();
 function openWriter(file: string | undefined): (line: string) => void {
   // Opened here, synchronously, so that a bad path fails start-up with the reason.
   const fd = file ? fs.openSync(file, 'a') : 2;
-  const boom = new SonicBoom({ fd, sync: false, maxLength: MAX_UNWRITTEN });
+  const writer = new LogWriter(fd, { maxPending: MAX_UNWRITTEN });
   let dropped = 0;
-  boom.on('drop', () => dropped++);
-  // An unwritable log (a closed stderr) must not take the server down.
-  boom.on('error', () => {});
   // At exit: what is queued is written now, and later lines (other exit handlers) directly.
   let exiting = false;
   process.once('exit', () => {
     exiting = true;
-    try {
-      boom.flushSync();
-    } catch {
-      // Nothing more can be done about a log that cannot be written.
-    }
+    writer.flushSync();
   });
   return (line) => {
     if (exiting) {
+      if (writer.broken) return;
       try {
         fs.writeSync(fd, line);
       } catch {
-        // as above
+        // Nothing more can be done about a log that cannot be written.
       }
       return;
     }
     if (
       dropped > 0 &&
-      boom.write(`${prefix('W', undefined)} logger] ${escapeMessage(`${dropped} log lines were dropped: the log was not read fast enough`)}\n`)
+      writer.write(`${prefix('W', undefined)} logger] ${escapeMessage(`${dropped} log lines were dropped: the log was not read fast enough`)}\n`)
     )
       dropped = 0;
-    boom.write(line);
+    if (!writer.write(line) && !writer.broken) dropped++;
   };
 }
 
