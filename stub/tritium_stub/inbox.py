@@ -44,12 +44,13 @@ class Inbox:
         return msg
 
     def _take(self, ready):
-        """Under the condition: ready()'s value when it is not None; else None once this thread
-        holds the reader role (it must then read)."""
+        """Under the condition: ready()'s value once it is neither None nor False (a kept message,
+        or True from a waiter's done()); else None once this thread holds the reader role (it
+        must then read)."""
         with self._lock:
             while True:
                 value = ready()
-                if value is not None:
+                if value is not None and value is not False:
                     return value
                 if not self._reading:
                     self._reading = True
@@ -96,24 +97,10 @@ class Inbox:
     def wait_for(self, done):
         """Blocks until `done()` (checked under `cond`) is true; reads ring A meanwhile when no
         other thread does. Messages for the main loop are kept for it."""
-        # _take(), inlined: this runs twice per BLS call.
-        lock = self._lock
-        while True:
-            with lock:
-                while True:
-                    if done():
-                        return
-                    if not self._reading:
-                        self._reading = True
-                        break
-                    self._sleepers += 1
-                    try:
-                        self.cond.wait()
-                    finally:
-                        self._sleepers -= 1
+        while not self._take(done):
             msg = self._read_one(None)
             if msg is not None:
-                with lock:
+                with self._lock:
                     self._kept.append(msg)
                     if self._sleepers:
                         self.cond.notify_all()

@@ -221,34 +221,12 @@ _DEFAULTS = {
 }
 
 
-def _tensor_list(value):
-    # A list or tuple of Tensors (None items pass here, as pybind's pointer caster lets them)
-    # is checked without is_sequence_of's generator; anything else takes the full check.
-    if type(value) is list or type(value) is tuple:
-        for x in value:
-            if type(x) is not Tensor and x is not None:
-                break
-        else:
-            return True
-    return is_sequence_of(value, Tensor, none_ok=True)
-
-
-def _name_list(value):
-    if type(value) is list or type(value) is tuple:
-        for x in value:
-            if type(x) is not str:
-                break
-        else:
-            return True
-    return is_sequence_of(value, (str, bytes))
-
-
 _REQUIRED = frozenset(n for n in _NAMES if n not in _DEFAULTS)
 _CHECKS = {
     "request_id": is_str,
     "correlation_id": lambda v: v is not None,
-    "inputs": _tensor_list,
-    "requested_output_names": _name_list,
+    "inputs": lambda v: is_sequence_of(v, Tensor, none_ok=True),
+    "requested_output_names": lambda v: is_sequence_of(v, (str, bytes)),
     "model_name": is_str,
     "model_version": lambda v: is_int(v, 64),
     "flags": lambda v: is_int(v, 32, signed=False),
