@@ -6,7 +6,7 @@
  * request uses it staying valid until that request is answered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { perfAnalyzer } from '../helpers/perf-analyzer.js';
+import { countWindows, perfAnalyzer } from '../helpers/perf-analyzer.js';
 import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
@@ -250,8 +250,7 @@ res['out'] = shm.get_contents_as_numpy(h_out, np.int32, [1]).tolist()`,
         '--shared-memory=system',
         '--concurrency-range',
         '2:2',
-        '--request-count',
-        '200',
+        ...countWindows(200),
       ]);
       expect(code, out).toBe(0);
       expect(out).not.toMatch(/error|failed/i);

@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { perfAnalyzer } from '../helpers/perf-analyzer.js';
+import { countWindows, perfAnalyzer } from '../helpers/perf-analyzer.js';
 import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const MODELS = [
@@ -479,16 +479,7 @@ describe('perf_analyzer on an ensemble', () => {
   });
 
   it('profiles the ensemble and reports its composing model from the statistics', async () => {
-    const { code, out } = await perfAnalyzer([
-      '-m',
-      'ensemble_add_sub',
-      '-u',
-      `127.0.0.1:${t.httpPort}`,
-      '--concurrency-range',
-      '2:2',
-      '--request-count',
-      '200',
-    ]);
+    const { code, out } = await perfAnalyzer(['-m', 'ensemble_add_sub', '-u', `127.0.0.1:${t.httpPort}`, '--concurrency-range', '2:2', ...countWindows(200)]);
     expect(code, out).toBe(0);
     expect(out).not.toMatch(/error|failed/i);
     expect(out).toMatch(/Server:\s+Inference count: \d+\s+Execution count: \d+\s+Successful request count: \d+/);

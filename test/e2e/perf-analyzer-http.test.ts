@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { perfAnalyzer } from '../helpers/perf-analyzer.js';
+import { countWindows, perfAnalyzer } from '../helpers/perf-analyzer.js';
 import { makeRepo, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { writeVariant } from './infer-helpers.js';
 
@@ -34,9 +34,8 @@ afterAll(async () => {
 
 describe('perf_analyzer over HTTP', () => {
   it('profiles a batching model at concurrency 1–16 with the server-side breakdown', async () => {
-    // One run per level with a fixed request count rather than windows repeated until stable:
-    // a loaded 2-core machine may never look stable, and perf_analyzer then exits 2
-    // (--request-count is refused with a concurrency range, hence one run per level).
+    // One run per level, with windows of a fixed request count any three of which count as
+    // stable (countWindows): a loaded 2-core machine may never look stable otherwise.
     for (const c of [1, 4, 8, 16]) {
       const csv = path.join(tmp, `pa-c${c}.csv`);
       const { code, out } = await perfAnalyzer([
@@ -48,8 +47,7 @@ describe('perf_analyzer over HTTP', () => {
         'http',
         '--concurrency-range',
         `${c}:${c}`,
-        '--request-count',
-        String(100 * c),
+        ...countWindows(100 * c),
         '-f',
         csv,
       ]);
@@ -87,8 +85,7 @@ describe('perf_analyzer over HTTP', () => {
       '4',
       '--concurrency-range',
       '4',
-      '--request-count',
-      '200',
+      ...countWindows(200),
     ]);
     expect(code, out).toBe(0);
     expect(out).toMatch(/Batch size: 4/);

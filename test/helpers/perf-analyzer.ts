@@ -8,6 +8,17 @@ import { ROOT } from './server.js';
 
 export const PERF_ANALYZER = path.join(ROOT, '.venv', 'bin', 'perf_analyzer');
 
+/**
+ * Measurement flags for a run that must end: windows of `requests` requests each, any three
+ * in a row accepted as stable (-s 999, at most 10 windows), so a loaded machine cannot keep
+ * it measuring. Not `--request-count`: perf_analyzer 2.50 then stops its workers after that many
+ * requests but, when requests complete before its measurement starts, drops their records and
+ * waits forever for the count (seen on CI: every request answered, perf_analyzer asleep).
+ */
+export function countWindows(requests: number): string[] {
+  return ['--measurement-mode', 'count_windows', '--measurement-request-count', String(requests), '-s', '999', '-r', '10'];
+}
+
 /** Runs perf_analyzer with `args` (SIGKILLed after `timeoutMs`); resolves with its exit code and stdout+stderr. */
 export function perfAnalyzer(args: string[], timeoutMs = 50_000): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
