@@ -1,8 +1,10 @@
-"""CPU DLPack for pb_utils.Tensor.
+"""DLPack for pb_utils.Tensor.
 
-numpy's own producer/consumer covers every dtype numpy has. BF16 has none, so BF16 tensors
-are exported and imported here through the DLPack C structs (ctypes), which is what lets a
-torch model hand bfloat16 tensors to and from pb_utils without going through numpy types.
+numpy's own producer/consumer covers every dtype numpy has, in host memory. Two cases go
+through the DLPack C structs (ctypes) instead: BF16, which numpy has no type for (so a torch
+model can hand bfloat16 tensors to and from pb_utils), and tensors in GPU memory, which are
+copied to the host here (cuda_host_copy) because every tensor tritium moves lives in host
+shared memory.
 """
 
 import ctypes
@@ -10,6 +12,7 @@ import ctypes
 import numpy as np
 
 from . import dtypes
+from .cuda_host_copy import copy_to_host
 from .errors import TritonModelException
 
 # Triton's text, with the run of spaces its C++ line continuation leaves in it.
@@ -21,6 +24,25 @@ NOT_DLPACK = (
 _NAME = b"dltensor"  # a capsule keeps a pointer to its name: keep it alive here
 _USED_NAME = b"used_dltensor"
 _KDL_CPU, _KDL_BFLOAT = 1, 4
+# Device types (dlpack.h DLDeviceType): host memory numpy reads itself, and CUDA device memory.
+_KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 2, 3, 13
+HOST_DEVICES = (_KDL_CPU, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED)
+SUPPORTED_DEVICES = (*HOST_DEVICES, _KDL_CUDA)
+# (DLDataType code, bits) -> numpy dtype, for tensors copied from GPU memory (lanes must be 1).
+_NUMPY_OF = {
+    (0, 8): np.int8,
+    (0, 16): np.int16,
+    (0, 32): np.int32,
+    (0, 64): np.int64,
+    (1, 8): np.uint8,
+    (1, 16): np.uint16,
+    (1, 32): np.uint32,
+    (1, 64): np.uint64,
+    (2, 16): np.float16,
+    (2, 32): np.float32,
+    (2, 64): np.float64,
+    (6, 8): np.bool_,
+}
 
 
 class _DLDevice(ctypes.Structure):
@@ -102,6 +124,10 @@ class CapsuleHolder:
         return self._capsule
 
     def __dlpack_device__(self):
+        # The capsule says where its memory is (a torch CUDA tensor's to_dlpack(), say).
+        if _capsule_is_valid(self._capsule, _NAME):
+            device = _DLManagedTensor.from_address(_capsule_pointer(self._capsule, _NAME)).dl_tensor.device
+            return (device.device_type, device.device_id)
         return (_KDL_CPU, 0)
 
 
@@ -123,7 +149,8 @@ def export_bf16(words):
     return _capsule_new(address, _NAME, _DESTRUCTOR)
 
 
-def _import_bf16(capsule, managed_ptr):
+def _import_copy(capsule, managed_ptr, np_dtype):
+    """A C-contiguous copy of the capsule's tensor (host or CUDA memory) as np_dtype; consumes it."""
     managed = _DLManagedTensor.from_address(managed_ptr)
     t = managed.dl_tensor
     shape = [t.shape[i] for i in range(t.ndim)]
@@ -136,28 +163,36 @@ def _import_bf16(capsule, managed_ptr):
                     "are stored in C-Order are supported."
                 )
             expected *= shape[i]
-    count = int(np.prod(shape, dtype=np.int64))
-    if count:
-        raw = (ctypes.c_uint16 * count).from_address(t.data + t.byte_offset)
-        words = np.frombuffer(raw, dtype=np.uint16).copy().reshape(shape)
-    else:
-        words = np.empty(shape, dtype=np.uint16)
+    array = np.empty(shape, dtype=np_dtype)
+    if array.nbytes:
+        source = t.data + t.byte_offset
+        if t.device.device_type == _KDL_CUDA:
+            copy_to_host(array.ctypes.data, source, array.nbytes, t.device.device_id)
+        else:
+            ctypes.memmove(array.ctypes.data, source, array.nbytes)
     # We copied the data, so consume the capsule and release the producer's memory now.
     _capsule_set_name(capsule, _USED_NAME)
     if managed.deleter:
         managed.deleter(ctypes.cast(managed_ptr, ctypes.POINTER(_DLManagedTensor)))
-    return words
+    return array
 
 
 def import_array(obj):
-    """(numpy array, protocol datatype) for an object with __dlpack__ on the CPU."""
+    """(numpy array, protocol datatype) for an object with __dlpack__, in host or CUDA memory."""
     capsule = obj.__dlpack__()
     if not (is_capsule(capsule) and _capsule_is_valid(capsule, _NAME)):
         raise TritonModelException(NOT_DLPACK)
     managed_ptr = _capsule_pointer(capsule, _NAME)
-    dt = _DLManagedTensor.from_address(managed_ptr).dl_tensor.dtype
+    t = _DLManagedTensor.from_address(managed_ptr).dl_tensor
+    dt = t.dtype
     if dt.code == _KDL_BFLOAT and dt.bits == 16 and dt.lanes == 1:
-        return _import_bf16(capsule, managed_ptr), "BF16"
+        return _import_copy(capsule, managed_ptr, np.uint16), "BF16"
+    if t.device.device_type == _KDL_CUDA:
+        np_dtype = _NUMPY_OF.get((dt.code, dt.bits)) if dt.lanes == 1 else None
+        if np_dtype is None:
+            raise TritonModelException("NumPy dtype is not supported.")
+        array = _import_copy(capsule, managed_ptr, np_dtype)
+        return array, dtypes.from_numpy(array.dtype)
     try:
         array = np.from_dlpack(CapsuleHolder(capsule))
     except (BufferError, TypeError, ValueError, RuntimeError) as e:

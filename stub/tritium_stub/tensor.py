@@ -1,9 +1,13 @@
-"""pb_utils.Tensor: a named numpy array (CPU only), with DLPack import/export."""
+"""pb_utils.Tensor: a named numpy array in host memory, with DLPack import/export.
+
+A GPU tensor given to from_dlpack is copied to the host there (dlpack.py): every tensor tritium
+moves lives in host shared memory, so is_cpu() is always True.
+"""
 
 import numpy as np
 
 from . import dtypes
-from .dlpack import NOT_DLPACK, CapsuleHolder, export_bf16, import_array, is_capsule
+from .dlpack import NOT_DLPACK, SUPPORTED_DEVICES, CapsuleHolder, export_bf16, import_array, is_capsule
 from .errors import TritonModelException
 from .pybind_args import MODULE, as_str, is_str, mismatch
 
@@ -11,7 +15,7 @@ _BF16_TEXT = "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpa
 _NOT_CONTIGUOUS = (
     "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported."
 )
-_DLPACK_CPU, _DLPACK_CUDA_HOST = 1, 3
+_DLPACK_CPU = 1
 
 
 class Tensor:
@@ -91,8 +95,10 @@ class Tensor:
         elif not (hasattr(tensor, "__dlpack__") and hasattr(tensor, "__dlpack_device__")):
             raise TritonModelException(NOT_DLPACK)
         device = tensor.__dlpack_device__()[0]
-        if device not in (_DLPACK_CPU, _DLPACK_CUDA_HOST):
-            raise TritonModelException(f"DLPack device type {device} is not supported: tritium runs CPU tensors only.")
+        if device not in SUPPORTED_DEVICES:
+            raise TritonModelException(
+                f"DLPack device type {device} is not supported: tritium takes tensors in host or CUDA memory."
+            )
         array, dtype = import_array(tensor)
         if not array.flags.c_contiguous:
             raise TritonModelException(_NOT_CONTIGUOUS)
