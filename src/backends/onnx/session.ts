@@ -63,7 +63,7 @@ export function tensorrtProviderInstalled(): boolean {
   return providerLibraryInstalled(TENSORRT_LIBRARY);
 }
 
-export const CUDA_HINT = 'see src/backends/onnx/README.md to enable CUDA';
+export const CUDA_HINT = "see the GPU section of tritium's README to enable CUDA";
 
 export function chooseProvider(kind: 'CPU' | 'GPU' | 'MODEL', deviceId: number, gpus: readonly number[], cudaInstalled: boolean): ProviderChoice {
   if (kind !== 'GPU') return { provider: 'cpu' };
