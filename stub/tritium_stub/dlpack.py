@@ -26,8 +26,8 @@ _USED_NAME = b"used_dltensor"
 _KDL_CPU, _KDL_BFLOAT = 1, 4
 # Device types (dlpack.h DLDeviceType): host memory numpy reads itself, and CUDA device memory.
 _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 2, 3, 13
-HOST_DEVICES = (_KDL_CPU, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED)
-SUPPORTED_DEVICES = (*HOST_DEVICES, _KDL_CUDA)
+_HOST_DEVICES = (_KDL_CPU, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED)
+SUPPORTED_DEVICES = (*_HOST_DEVICES, _KDL_CUDA)
 # (DLDataType code, bits) -> numpy dtype, for tensors copied from GPU memory (lanes must be 1).
 _NUMPY_OF = {
     (0, 8): np.int8,
