@@ -28,21 +28,12 @@ _KDL_CPU, _KDL_BFLOAT = 1, 4
 _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 2, 3, 13
 _HOST_DEVICES = (_KDL_CPU, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED)
 SUPPORTED_DEVICES = (*_HOST_DEVICES, _KDL_CUDA)
-# (DLDataType code, bits) -> numpy dtype, for tensors copied from GPU memory (lanes must be 1).
-_NUMPY_OF = {
-    (0, 8): np.int8,
-    (0, 16): np.int16,
-    (0, 32): np.int32,
-    (0, 64): np.int64,
-    (1, 8): np.uint8,
-    (1, 16): np.uint16,
-    (1, 32): np.uint32,
-    (1, 64): np.uint64,
-    (2, 16): np.float16,
-    (2, 32): np.float32,
-    (2, 64): np.float64,
-    (6, 8): np.bool_,
-}
+# DLDataType code of each numpy kind (dlpack.h: kDLInt, kDLUInt, kDLFloat, kDLBool).
+_DL_CODE = {"i": 0, "u": 1, "f": 2, "b": 6}
+# (DLDataType code, bits) -> (numpy dtype, protocol datatype) of the tensors copied here: BF16
+# (as uint16 words) from anywhere, and every fixed datatype from GPU memory (lanes must be 1).
+_COPIED = {(_DL_CODE[dt.kind], dt.itemsize * 8): (dt, name) for name, dt in dtypes.FIXED.items() if name != "BF16"}
+_COPIED[(_KDL_BFLOAT, 16)] = (dtypes.FIXED["BF16"], "BF16")
 
 
 class _DLDevice(ctypes.Structure):
@@ -185,14 +176,13 @@ def import_array(obj):
     managed_ptr = _capsule_pointer(capsule, _NAME)
     t = _DLManagedTensor.from_address(managed_ptr).dl_tensor
     dt = t.dtype
-    if dt.code == _KDL_BFLOAT and dt.bits == 16 and dt.lanes == 1:
-        return _import_copy(capsule, managed_ptr, np.uint16), "BF16"
-    if t.device.device_type == _KDL_CUDA:
-        np_dtype = _NUMPY_OF.get((dt.code, dt.bits)) if dt.lanes == 1 else None
-        if np_dtype is None:
-            raise TritonModelException("NumPy dtype is not supported.")
-        array = _import_copy(capsule, managed_ptr, np_dtype)
-        return array, dtypes.from_numpy(array.dtype)
+    on_gpu = t.device.device_type == _KDL_CUDA
+    copied = _COPIED.get((dt.code, dt.bits)) if dt.lanes == 1 else None
+    if copied is not None and (on_gpu or copied[1] == "BF16"):
+        np_dtype, datatype = copied
+        return _import_copy(capsule, managed_ptr, np_dtype), datatype
+    if on_gpu:
+        raise TritonModelException("NumPy dtype is not supported.")
     try:
         array = np.from_dlpack(CapsuleHolder(capsule))
     except (BufferError, TypeError, ValueError, RuntimeError) as e:
