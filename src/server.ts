@@ -19,6 +19,7 @@ import { registerDescriptorFamilies } from './frontends/metrics/descriptor-famil
 import type { Backend } from './core/backend.js';
 import { detectGpus } from './core/gpus.js';
 import { CustomMetrics } from './core/custom-metrics.js';
+import { descriptorShmFiles } from './core/extensions/shm-file.js';
 import { TraceSettingsStore } from './core/extensions/trace-settings.js';
 import { Tracer } from './core/trace/tracer.js';
 import { InferenceServer } from './core/inference-server.js';
@@ -28,7 +29,6 @@ import { createLogger, logSettingsStore, type LogSettings, type Logger } from '.
 import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
 import { PythonBackend } from './backends/python/backend.js';
-import { loadNative } from './backends/python/ipc/native.js';
 import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
 import type { TlsOptions } from './frontends/grpc/transport/server.js';
@@ -221,11 +221,10 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     configName: options.modelConfigName,
     loadRetryCount: options.modelLoadRetryCount,
   });
-  const native = loadNative();
   const core = new InferenceServer(models, {
     serverId: options.serverId,
     strictReadiness: options.strictReadiness,
-    shmMapper: { open: (key) => native.openShm(key), release: (m) => native.releaseShm(m) },
+    shmFiles: descriptorShmFiles,
     modelControlMode: options.modelControlMode,
     tracer: new Tracer(new TraceSettingsStore(options.traceSettings)),
   });

@@ -6,7 +6,8 @@
 import { TraceSettingsStore } from './extensions/trace-settings.js';
 import { Tracer } from './trace/tracer.js';
 import { asTritonError, Errors } from './errors.js';
-import { SystemSharedMemory, type ShmMapper } from './extensions/shared-memory.js';
+import { SystemSharedMemory } from './extensions/shared-memory.js';
+import type { ShmFiles } from './extensions/shm-file.js';
 import type { InferRequest, ResponseSink } from './inference.js';
 import type { ModelHandle } from './model-handle.js';
 import type { ModelManager } from './model/model-manager.js';
@@ -42,9 +43,9 @@ export class InferenceServer implements ServerCore {
 
   constructor(
     readonly models: ModelManager,
-    private readonly o: { serverId: string; strictReadiness: boolean; shmMapper?: ShmMapper; modelControlMode?: 'none' | 'poll' | 'explicit'; tracer?: Tracer },
+    private readonly o: { serverId: string; strictReadiness: boolean; shmFiles?: ShmFiles; modelControlMode?: 'none' | 'poll' | 'explicit'; tracer?: Tracer },
   ) {
-    this.systemSharedMemory = new SystemSharedMemory(o.shmMapper);
+    this.systemSharedMemory = new SystemSharedMemory(o.shmFiles);
     this.tracer = o.tracer ?? new Tracer(new TraceSettingsStore());
   }
 

@@ -106,10 +106,27 @@ describe('decodeInferRequest: raw_input_contents', () => {
     ]);
   });
 
-  it('refuses a raw entry count that differs from the input count', () => {
+  it('refuses fewer raw entries than inputs with Triton’s text, and ignores extra ones as Triton does', () => {
     const e = decodeError({ modelName: 'm', inputs: [input('A', 'FP32', [3]), input('B', 'FP32', [3])], rawInputContents: [rawOf('FP32')] });
     expect(e.code).toBe(ErrorCode.INVALID_ARG);
-    expect(e.message).toContain('raw_input_contents');
+    expect(e.message).toBe("unable to find data for input tensor 'B' for model 'm' in request.");
+    const { request } = decodeInferRequest(wire({ modelName: 'm', inputs: [input('A', 'FP32', [3])], rawInputContents: [rawOf('FP32'), rawOf('FP32')] }).msg);
+    expect(request.inputs.map((t) => t.data.length)).toEqual([12]);
+  });
+
+  it('counts raw entries over the inputs that are not in shared memory (tritonclient mixes them)', () => {
+    const inShm = {
+      ...input('A', 'FP32', [3]),
+      parameters: {
+        shared_memory_region: { parameterChoice: { case: 'stringParam' as const, value: 'r' } },
+        shared_memory_byte_size: { parameterChoice: { case: 'int64Param' as const, value: 12n } },
+      },
+    };
+    const { request } = decodeInferRequest(wire({ modelName: 'm', inputs: [inShm, input('B', 'FP32', [3])], rawInputContents: [rawOf('FP32')] }).msg);
+    expect(request.inputs.map((t) => [t.name, t.shm?.region, t.data.length])).toEqual([
+      ['A', 'r', 0],
+      ['B', undefined, 12],
+    ]);
   });
 
   it('refuses a raw size that does not match shape × datatype', () => {

@@ -164,6 +164,23 @@ export const extensions = {
     },
     (output: string, given: number, needed: number) => ({ output, given, needed }),
   ),
+  shmObjectShrunk: entry(
+    {
+      code: INVALID_ARG,
+      reason: 'REJECTED',
+      text: "shared memory region '{region}' needs {needed} bytes of its object, which now holds {size}: the object was shrunk after the region was registered",
+      when: 'An input is read from, or an output written to, a system region whose /dev/shm object the client truncated after registering it.',
+    },
+    (region: string, needed: number, size: number) => ({ region, needed, size }),
+  ),
+  shmAccessFailed: entry(
+    {
+      code: INTERNAL,
+      text: "Unable to {op} shared memory region '{region}': {reason}",
+      when: "Reading an input from, or writing an output to, a system region's object fails (for example /dev/shm is full when an output is written).",
+    },
+    (op: 'read' | 'write', region: string, reason: string) => ({ op, region, reason }),
+  ),
   classificationParam: fixed({
     code: INVALID_ARG,
     reason: 'REJECTED',

@@ -73,14 +73,14 @@ export const grpc = {
     text: "invalid value type for 'shared_memory_region' parameter, expected string_param.",
     when: 'shared_memory_region given as a non-string.',
   }),
-  rawContentsCount: entry(
+  rawContentsMissing: entry(
     {
       code: INVALID_ARG,
       reason: REJECTED,
-      text: "expected {expected} entries in raw_input_contents (one per input, in input order) for model '{model}', got {got}",
-      when: 'raw_input_contents does not hold one entry per input.',
+      text: "unable to find data for input tensor '{input}' for model '{model}' in request.",
+      when: "raw_input_contents is used but holds fewer entries than the inputs that are not in shared memory (Triton 2.51's text; entries past the last such input are ignored, as there).",
     },
-    (expected: number, model: string, got: number) => ({ expected, model, got }),
+    (input: string, model: string) => ({ input, model }),
   ),
   rawAndTypedContents: entry(
     {

@@ -1,12 +1,12 @@
 /**
  * @module core/request/shm-binding
- * Connects a request to the client shared-memory regions it names: inputs become views of
- * their regions (no copy), outputs requested in a region are checked now (an unknown region or
- * bad bounds fail the request before the model runs, as in Triton) and written there when the
- * model answers. Regions stay mapped until the request's final response.
+ * Connects a request to the client shared-memory regions it names: inputs are read out of
+ * their regions now, outputs requested in a region are checked now (an unknown region or bad
+ * bounds fail the request before the model runs, as in Triton) and written there when the
+ * model answers. Regions holding outputs stay open until the request's final response.
  */
-import { Errors } from '../errors.js';
-import type { SystemSharedMemory, ShmLease, ShmRef } from '../extensions/shared-memory.js';
+import { asTritonError, Errors, type TritonError } from '../errors.js';
+import type { ShmOutputTarget, ShmRef, SystemSharedMemory } from '../extensions/shared-memory.js';
 import type { InferRequest, InferResponse, Parameters, ResponseSink } from '../inference.js';
 import type { Tensor } from '../tensor.js';
 
@@ -31,50 +31,59 @@ export function outputShmRef(p: Parameters): ShmRef | undefined {
  * the regions go with the final response. Throws (leaving nothing held) on a region error.
  */
 export function bindSharedMemory(shm: SystemSharedMemory, request: InferRequest, sink: ResponseSink): ResponseSink {
-  const leases: ShmLease[] = [];
-  const outputs = new Map<string, { ref: ShmRef; lease: ShmLease }>();
+  const held: { release(): void }[] = [];
+  const outputs = new Map<string, { ref: ShmRef; target: ShmOutputTarget }>();
   try {
     for (const t of request.inputs) {
       if (t.shm === undefined) continue;
-      const lease = shm.acquire(t.shm);
-      leases.push(lease);
-      t.data = lease.data;
+      const copy = shm.readInput(t.shm);
+      held.push(copy);
+      t.data = copy.data;
     }
     for (const o of request.outputs ?? []) {
       const ref = outputShmRef(o.parameters);
       if (ref === undefined) continue;
-      const lease = shm.acquire(ref);
-      leases.push(lease);
-      outputs.set(o.name, { ref, lease });
+      const target = shm.holdOutput(ref);
+      held.push(target);
+      outputs.set(o.name, { ref, target });
     }
   } catch (err) {
-    for (const l of leases) l.release();
+    for (const h of held) h.release();
     throw err;
   }
   return (response: InferResponse) => {
     let out = response;
     if (outputs.size > 0 && response.outputs.length > 0 && response.error === undefined) out = writeOutputs(response, outputs);
-    if (out.final) for (const l of leases) l.release();
     sink(out);
+    // After the sink: nothing reads the request's inputs once its final response is out.
+    if (out.final) for (const h of held) h.release();
   };
 }
 
-function writeOutputs(response: InferResponse, targets: Map<string, { ref: ShmRef; lease: ShmLease }>): InferResponse {
+function writeOutputs(response: InferResponse, targets: Map<string, { ref: ShmRef; target: ShmOutputTarget }>): InferResponse {
   const written: Tensor[] = new Array(response.outputs.length);
   for (let i = 0; i < response.outputs.length; i++) {
     const t = response.outputs[i]!;
-    const target = targets.get(t.name);
-    if (target === undefined) {
+    const held = targets.get(t.name);
+    if (held === undefined) {
       written[i] = t;
       continue;
     }
-    if (t.data.length > target.lease.data.length) {
+    let error: TritonError | undefined;
+    if (t.data.length > held.target.byteSize) error = Errors.shmOutputTooSmall(t.name, held.target.byteSize, t.data.length);
+    else {
+      try {
+        held.target.write(t.data);
+      } catch (err) {
+        error = asTritonError(err);
+      }
+    }
+    if (error !== undefined) {
       response.release?.();
       const { release: _gone, ...rest } = response;
-      return { ...rest, outputs: [], error: Errors.shmOutputTooSmall(t.name, target.lease.data.length, t.data.length) };
+      return { ...rest, outputs: [], error };
     }
-    t.data.copy(target.lease.data);
-    written[i] = { name: t.name, datatype: t.datatype, shape: t.shape, data: EMPTY, shm: target.ref };
+    written[i] = { name: t.name, datatype: t.datatype, shape: t.shape, data: EMPTY, shm: held.ref };
   }
   return { ...response, outputs: written };
 }

@@ -3,8 +3,9 @@
  * `ModelInferRequest` → `InferRequest`, and `InferResponse` → the bytes of a
  * `ModelInferResponse` (or of a `ModelStreamInferResponse` wrapping one).
  *
- * Requests: tensor data comes either from `raw_input_contents` (one entry per input, in the
- * order of `inputs`; views of the received message, never copied) or from each input's typed
+ * Requests: tensor data comes from a registered shared-memory region, or else either from
+ * `raw_input_contents` (one entry per input not in shared memory, in the order of `inputs`, as
+ * Triton counts them; views of the received message, never copied) or from each input's typed
  * `contents`, never both. Model-level validation (names, datatypes against the config, shapes,
  * BYTES element counts) is the core's; this layer checks the message itself.
  *
@@ -53,9 +54,7 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
 
   const raw = msg.rawInputContents;
   const useRaw = raw.length > 0;
-  if (useRaw && raw.length !== msg.inputs.length) {
-    throw Errors.rawContentsCount(msg.inputs.length, model, raw.length);
-  }
+  let nextRaw = 0;
   const inputs: Tensor[] = new Array(msg.inputs.length);
   for (let i = 0; i < msg.inputs.length; i++) {
     const input = msg.inputs[i]!;
@@ -72,7 +71,8 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
       if (input.contents !== undefined) {
         throw Errors.rawAndTypedContents(name, model);
       }
-      const r = raw[i]!;
+      const r = raw[nextRaw++];
+      if (r === undefined) throw Errors.rawContentsMissing(name, model);
       data = Buffer.from(r.buffer, r.byteOffset, r.byteLength);
       const expected = expectedByteSize(dt, shape);
       if (expected !== undefined && expected !== data.length) throw Errors.byteSizeMismatch(name, expected, data.length);
