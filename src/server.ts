@@ -349,7 +349,21 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
       code = 1;
     }
     models.stopSchedulers();
-    await models.unloadAll(Math.max(1000, deadline - Date.now()));
+    // Loads still under way may finish and be unloaded within the exit timeout, as in Triton;
+    // past it they are abandoned: their stubs are killed and their regions removed, whatever
+    // `initialize` is doing. Triton then fails its stop ("Exit timeout expired"): exit status 1.
+    // Unloads bound themselves (a finalize past the timeout is killed), so only a load, or an
+    // unload that somehow outlives its own bound by seconds, is cut short here.
+    const unloading = models.unloadAll(Math.max(1000, deadline - Date.now()));
+    if (!(await settlesBefore(unloading, deadline))) {
+      const loading = models.loadsInProgress();
+      if (loading.length > 0 || !(await settlesBefore(unloading, deadline + UNLOAD_GRACE_MS))) {
+        const what = loading.length > 0 ? `model(s) still loading: ${loading.join(', ')}` : 'models still unloading';
+        log.warn(`Exit timeout expired. Exiting immediately; ${what}. Their stubs are killed.`);
+        killAll();
+        code = 1;
+      }
+    }
     python.shmReserve.drop();
     await Promise.race([closing, new Promise((r) => setTimeout(r, 1000))]);
     // Traces not yet written (log_frequency 0 writes them all now, as Triton at exit).
@@ -357,6 +371,26 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     return code;
   };
   return running;
+}
+
+/** How long past the exit timeout an unload may take to kill what did not stop in time. */
+const UNLOAD_GRACE_MS = 5000;
+
+/** Whether `work` settled before `deadline` (epoch ms); it keeps running either way. */
+async function settlesBefore(work: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), Math.max(0, deadline - Date.now()));
+  });
+  const done = work.then(
+    () => true as const,
+    () => true as const,
+  );
+  try {
+    return await Promise.race([done, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Reads the nv_gpu_* families in the background; says once which GPUs they cover, or why none. */

@@ -255,6 +255,54 @@ describe('SIGTERM / SIGINT', () => {
   });
 });
 
+describe('SIGTERM while a model control load is still initializing', () => {
+  /** Starts in explicit mode, asks for slow_execute whose initialize sleeps an hour, waits until both instances are inside it. */
+  async function loadingForever(): Promise<{ t: Tritium; stubs: number[]; load: Promise<unknown> }> {
+    const t = await start({ args: ['--model-control-mode=explicit', '--exit-timeout-secs=3'], env: { INIT_SLEEP_S: '3600' } });
+    const load = fetch(`${t.http}/v2/repository/models/slow_execute/load`, { method: 'POST' }).then(
+      (r) => r.status,
+      (err: Error) => err.message,
+    );
+    const inside = () => ['slow_execute_0_0', 'slow_execute_0_1'].every((i) => fs.existsSync(path.join(dir, `initializing_${i}`)));
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline && !inside()) await sleep(50);
+    expect(inside()).toBe(true);
+    const stubs = childPids(t.proc.pid!);
+    expect(stubs).toHaveLength(2);
+    return { t, stubs, load };
+  }
+
+  async function expectBoundedExit(t: Tritium, stubs: number[]): Promise<void> {
+    const pid = t.proc.pid!;
+    expect(shmFilesOf(pid).length).toBeGreaterThanOrEqual(2);
+    t.proc.kill('SIGTERM');
+    // The exit timeout (3 s) bounds the wait for the load; the test waits up to ten times that.
+    const exit = await within(t.exited, 30_000, 'the server to exit while initialize sleeps');
+    // Triton fails its stop when the exit timeout expires with a model still live: exit 1.
+    expect(exit).toEqual({ code: 1, signal: null });
+    expect(t.log()).toMatch(/Exit timeout expired\. Exiting immediately; model\(s\) still loading: slow_execute\./);
+    expect(await waitGone(stubs)).toEqual([]);
+    expect(shmFilesOf(pid)).toEqual([]);
+  }
+
+  it('abandons the load at the exit timeout: stubs killed, regions removed, exit 1', async () => {
+    const { t, stubs, load } = await loadingForever();
+    await expectBoundedExit(t, stubs);
+    // The load's client got an answer or a closed connection, not a hang.
+    await within(load, 10_000, 'the load request to end');
+  });
+
+  it('does the same when the model was asked to unload while still loading', async () => {
+    const { t, stubs, load } = await loadingForever();
+    const unload = fetch(`${t.http}/v2/repository/models/slow_execute/unload`, { method: 'POST' }).then(
+      (r) => r.status,
+      (err: Error) => err.message,
+    );
+    await expectBoundedExit(t, stubs);
+    await within(Promise.all([load, unload]), 10_000, 'the load and unload requests to end');
+  });
+});
+
 describe('a SIGKILLed server', () => {
   it('leaves files that the next start removes, only those whose owner process is gone', async () => {
     const first = await start();

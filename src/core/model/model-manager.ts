@@ -245,7 +245,15 @@ export class ModelManager {
     return n;
   }
 
-  /** Shutdown: waits for loads under way, then unloads every model within `timeoutMs`. */
+  /** Models with a load queued or under way (shutdown names them when it abandons them). */
+  loadsInProgress(): string[] {
+    return [...this.models.values()].filter((e) => e.loading > 0).map((e) => e.name);
+  }
+
+  /**
+   * Shutdown: waits for loads under way, then unloads every model within `timeoutMs`. A load
+   * may never end (an `initialize` that sleeps): the caller bounds this wait by the exit timeout.
+   */
   async unloadAll(timeoutMs: number): Promise<void> {
     await this.poller.stop();
     const tasks: Promise<void>[] = [];

@@ -1,6 +1,7 @@
 """Shutdown model: execute sleeps MS ms and answers OUT = VALUE + 1; finalize writes
 $MODEL_STATE_DIR/finalized_<instance> (or hangs forever when FINALIZE_HANG=1). initialize sleeps
-INIT_SLEEP_S seconds (0 by default)."""
+INIT_SLEEP_S seconds (0 by default), after writing $MODEL_STATE_DIR/initializing_<instance> so a
+test knows it is inside."""
 
 import os
 import time
@@ -14,7 +15,11 @@ MODEL_STATE_DIR = os.environ.get("MODEL_STATE_DIR", "/tmp")
 class TritonPythonModel:
     def initialize(self, args):
         self.instance = args["model_instance_name"]
-        time.sleep(float(os.environ.get("INIT_SLEEP_S", "0")))
+        sleep_s = float(os.environ.get("INIT_SLEEP_S", "0"))
+        if sleep_s > 0:
+            with open(os.path.join(MODEL_STATE_DIR, f"initializing_{self.instance}"), "w") as f:
+                f.write(str(os.getpid()))
+        time.sleep(sleep_s)
 
     def execute(self, requests):
         out = []
