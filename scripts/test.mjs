@@ -45,6 +45,8 @@ if (extra.length === 0) {
   check('import cycles', process.execPath, [path.join(root, 'scripts', 'check-cycles.mjs')]);
   // hadolint, yamllint and kubernetes-validate over Dockerfile and deploy/.
   check('deploy lint', process.execPath, [path.join(root, 'scripts', 'lint-deploy.mjs')]);
+  // Commit subjects of at most 72 characters, from the commit that added the check on.
+  check('commit subjects', process.execPath, [path.join(root, 'scripts', 'check-commit-subjects.mjs')]);
 }
 
 if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0) {
