@@ -256,13 +256,14 @@ describe('cancellation and shared memory', () => {
       { outputs: { OUT: ['int32', [1], [0]] }, params: '{}' },
       { outputs: { OUT: ['int32', [1], [1]] }, params: '{}' },
     ]);
-    expect(items.at(-1).error).toEqual([1, 'request cancelled by the client']);
+    // The target's CANCELLED code reaches the model (Triton's with cancel(); docs/protocol-notes.md).
+    expect(items.at(-1).error).toEqual([7, 'request cancelled by the client']);
     expect(await waitForJson(path.join(markers, 'iter'))).toMatchObject({ request: true });
   });
 
   it("the caller's request going away cancels its BLS calls", async () => {
     await run(String.raw`
-import http.client, socket
+import http.client, socket, struct
 body = json.dumps({"inputs": [{"name": "CMD", "datatype": "BYTES", "shape": [1], "data": [${JSON.stringify(loop('caller'))}]}]})
 conn = http.client.HTTPConnection("127.0.0.1", ${server.httpPort}, timeout=1.5)
 try:
@@ -271,6 +272,8 @@ try:
 except socket.timeout:
     res["timed_out"] = True
 finally:
+    # A reset (linger 0), not a FIN: a half-close after a whole request is still answered.
+    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     conn.close()  # the server sees the client go away and cancels the request
 `);
     expect(await waitForJson(path.join(markers, 'caller'), 30_000)).toMatchObject({ request: true });

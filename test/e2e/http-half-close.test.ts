@@ -1,17 +1,18 @@
 /**
- * A client that shuts down its sending side (FIN) once its request is out still gets the
- * answer; the connection closes after it. A client that half-closes in the middle of a body is
- * gone, and one that closed altogether is still found out and its request cancelled
- * (test/http/server.test.ts, "a client that disconnects aborts the request signal").
+ * A client that shuts down its sending side (FIN) once its requests are out still gets every
+ * answer, in order, and no interim response it did not ask for; the connection closes after
+ * the last. A client that half-closes in the middle of a body is gone. (A client that resets
+ * the connection is found out and its request cancelled: test/http/server.test.ts, "a client
+ * that disconnects aborts the request signal".)
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseResponses, rawExchange } from '../helpers/raw-http.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 
 beforeAll(async () => {
-  server = await startTritium({ repos: [makeRepo(['slow_execute'])] });
+  server = await startTritium({ repos: [makeRepo(['slow_execute', 'add_sub'])] });
 }, 120_000);
 
 afterAll(async () => {
@@ -19,18 +20,25 @@ afterAll(async () => {
 });
 
 /** Writes `request`, half-closes, and collects what the server sends until it closes. */
-function sendAndHalfClose(request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(server.httpPort, '127.0.0.1', () => {
-      socket.write(request);
-      socket.end(); // FIN: nothing more from us
-    });
-    let got = '';
-    socket.on('data', (d) => (got += d.toString('latin1')));
-    socket.on('close', () => resolve(got));
-    socket.on('error', reject);
-  });
+async function sendAndHalfClose(request: string): Promise<string> {
+  const reply = await rawExchange(server.httpPort, [request], { halfClose: true });
+  expect(reply.closed).toBe(true);
+  return reply.bytes.toString('latin1');
 }
+
+/** An add_sub request whose OUTPUT0 is [x + 1, x + 2, x + 3, x + 4]. */
+function addSub(x: number): string {
+  const body = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [x, x, x, x] },
+      { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+    ],
+    outputs: [{ name: 'OUTPUT0' }],
+  });
+  return `POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+const output0 = (body: Buffer): number[] => (JSON.parse(body.toString()) as { outputs: Array<{ data: number[] }> }).outputs[0]!.data;
 
 describe('HTTP half-close', () => {
   it('answers a whole request sent before the FIN, while the model is still working', async () => {
@@ -42,10 +50,35 @@ describe('HTTP half-close', () => {
     });
     const request = `POST /v2/models/slow_execute/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
     const got = await sendAndHalfClose(request);
-    // Interim 100 responses probe whether the client is still there (wire/connection.ts, onEnd).
-    const final = got.replace(/^(HTTP\/1\.1 100 Continue\r\n\r\n)+/, '');
-    expect(final.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true);
+    // The answer and nothing before it: no interim 100 the client did not ask for.
+    expect(got.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true);
     expect(got).toContain('"data":[42]');
+  }, 30_000);
+
+  it('answers every pipelined request sent before the FIN, in order, then closes', async () => {
+    const reply = await rawExchange(server.httpPort, [[1, 10, 100, 1000].map(addSub).join('')], { halfClose: true });
+    expect(reply.closed).toBe(true);
+    const responses = parseResponses(reply.bytes);
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(responses.map((r) => output0(r.body))).toEqual([
+      [2, 3, 4, 5],
+      [11, 12, 13, 14],
+      [101, 102, 103, 104],
+      [1001, 1002, 1003, 1004],
+    ]);
+    // No more requests can come: the last answer says the connection closes.
+    expect(responses.map((r) => r.headers.connection)).toEqual([undefined, undefined, undefined, 'close']);
+  }, 30_000);
+
+  it('answers the whole requests before a FIN and closes on the one cut short', async () => {
+    const cut = addSub(5);
+    const reply = await rawExchange(server.httpPort, [addSub(1) + addSub(2) + cut.slice(0, cut.length - 10)], { halfClose: true });
+    expect(reply.closed).toBe(true);
+    const responses = parseResponses(reply.bytes);
+    expect(responses.map((r) => [r.status, output0(r.body)])).toEqual([
+      [200, [2, 3, 4, 5]],
+      [200, [3, 4, 5, 6]],
+    ]);
   }, 30_000);
 
   it('closes a connection whose client half-closed in the middle of a body', async () => {

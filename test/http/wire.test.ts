@@ -7,7 +7,9 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer, type HttpServerHandle } from '../../src/frontends/http/server.js';
-import { findHeadEnd, parseRequestHead } from '../../src/frontends/http/wire/request-head.js';
+import { HeadPrefix } from '../../src/frontends/http/wire/head-prefix.js';
+import { findHeadEnd, parseRequestHead, WireError } from '../../src/frontends/http/wire/request-head.js';
+import { parseResponses, type ParsedResponse as Parsed } from '../helpers/raw-http.js';
 import { createProtocolCore } from './protocol-core.js';
 
 let server: HttpServerHandle;
@@ -19,59 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
 });
-
-interface Parsed {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-/**
- * Splits a byte stream into HTTP responses (Content-Length or chunked framing); the responses
- * whose index is in `headOnly` answered HEAD and carry no body whatever their headers say.
- */
-function parseResponses(all: Buffer, headOnly: ReadonlySet<number> = new Set()): Parsed[] {
-  const out: Parsed[] = [];
-  let i = 0;
-  while (i < all.length) {
-    const end = all.indexOf('\r\n\r\n', i);
-    if (end < 0) break;
-    const lines = all.toString('latin1', i, end).split('\r\n');
-    const status = Number(lines[0]!.split(' ')[1]);
-    const headers: Record<string, string> = {};
-    for (const l of lines.slice(1)) {
-      const c = l.indexOf(':');
-      headers[l.slice(0, c).toLowerCase()] = l.slice(c + 1).trim();
-    }
-    i = end + 4;
-    if (status === 100) {
-      out.push({ status, headers, body: Buffer.alloc(0) });
-      continue;
-    }
-    if (headOnly.has(out.length)) {
-      out.push({ status, headers, body: Buffer.alloc(0) });
-    } else if (headers['transfer-encoding'] === 'chunked') {
-      const parts: Buffer[] = [];
-      for (;;) {
-        const le = all.indexOf('\r\n', i);
-        const n = parseInt(all.toString('latin1', i, le), 16);
-        i = le + 2;
-        if (n === 0) {
-          i += 2;
-          break;
-        }
-        parts.push(all.subarray(i, i + n));
-        i += n + 2;
-      }
-      out.push({ status, headers, body: Buffer.concat(parts) });
-    } else {
-      const n = Number(headers['content-length'] ?? 0);
-      out.push({ status, headers, body: all.subarray(i, i + n) });
-      i += n;
-    }
-  }
-  return out;
-}
 
 /**
  * Sends `parts` (each written separately, `gapMs` apart) on one connection and collects
@@ -203,6 +152,10 @@ describe('HTTP/1.1 connection layer', () => {
     ['garbage', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n', 400],
     ['a head over 16 KiB', `GET /v2 HTTP/1.1\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`, 431],
     ['too many header fields', `GET /v2 HTTP/1.1\r\n${'X-A: 1\r\n'.repeat(200)}\r\n`, 431],
+    // No CRLF CRLF ever comes: refused as soon as the bytes cannot begin a head.
+    ['bare LF line ends only', 'GET /v2 HTTP/1.1\nHost: x\n\n', 400],
+    ['a TLS ClientHello', '\x16\x03\x01\x00\xf8\x01\x00\x00\xf4\x03\x03', 400],
+    ['a CR without LF', 'GET /v2 HTTP/1.1\r\nHost: x\rX', 400],
   ];
   for (const [what, bytes, status] of refused) {
     it(`answers ${status} and closes on ${what}`, async () => {
@@ -243,6 +196,44 @@ describe('request head fields', () => {
     expect(Object.getPrototypeOf(head.headers)).toBeNull();
     expect(Object.getOwnPropertyDescriptor(head.headers, '__proto__')?.value).toBe('x');
     expect(head.headers.constructor).toBe('y');
+  });
+
+  it('lets every prefix of a head the parser accepts through, however it is split', () => {
+    const heads = [
+      "POST /v2/models/m/infer?x=%20 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nX-Empty:\r\nX-Tab:\ta\tb \r\n!#$%&'*+-.^_`|~0aZ: \xe9\x80\r\n\r\n",
+      'GET /\xc3\xa9 HTTP/1.0\r\n\r\n',
+    ];
+    for (const text of heads) {
+      const buf = Buffer.from(text, 'latin1');
+      expect(() => parseRequestHead(buf, 0, findHeadEnd(buf, 0))).not.toThrow();
+      const check = new HeadPrefix();
+      for (let n = 1; n <= buf.length; n++) check.check(buf.subarray(0, n));
+      const inTwo = new HeadPrefix();
+      inTwo.check(buf.subarray(0, 7));
+      inTwo.check(buf);
+    }
+  });
+
+  it('refuses a head at the first byte that cannot be in one', () => {
+    // Each ends with that byte.
+    const cases = [
+      'GET /v2 HTTP/1.1\n',
+      'GET /v2 HTTP/1.1\r\nHost: x\n',
+      '\x16',
+      ' ',
+      'GET  ',
+      'GET /v2 HTTP/1.x',
+      'GET /v2 HTTP/1.1\r\n ',
+      'GET /v2 HTTP/1.1\r\nHost ',
+      'GET /v2 HTTP/1.1\r\nX: a\x00',
+      'GET /v2 HTTP/1.1\r\n\rX',
+    ];
+    for (const text of cases) {
+      const buf = Buffer.from(text, 'latin1');
+      const check = new HeadPrefix();
+      check.check(buf.subarray(0, buf.length - 1));
+      expect(() => check.check(buf), JSON.stringify(text)).toThrow(WireError);
+    }
   });
 
   it('parses the same head alike however often it is parsed (the optimized parser too)', () => {

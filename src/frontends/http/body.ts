@@ -45,14 +45,21 @@ export function inputSizeLimit(maxInputSize: number, budget: BodyBudget): BodyLi
   return { max: maxInputSize, tooLarge: (size) => Errors.bodyTooLarge(size, maxInputSize), budget };
 }
 
-/** Collects the body. Rejects with a 400 TritonError when it exceeds `limit.max` bytes. */
+/**
+ * Collects the body. Rejects with a 400 TritonError when it exceeds `limit.max` bytes, or the
+ * whole budget (`--http-max-body-memory`), which no wait would make room for: a declared length
+ * before any byte is read, a chunked body once its chunks pass it.
+ */
 export function readBody(req: HttpRequest, limit: BodyLimit): Promise<Body> {
   const { budget } = limit;
   return new Promise<Body>((resolve, reject) => {
     const declared = req.headers['content-length'];
     const expected = declared === undefined ? -1 : Number(declared);
-    if (expected > limit.max) {
-      reject(limit.tooLarge(expected));
+    const tooLarge = (size: number): TritonError | undefined =>
+      size > limit.max ? limit.tooLarge(size) : size > budget.capacity ? Errors.bodyOverMemory(size, budget.capacity) : undefined;
+    const refused = tooLarge(expected);
+    if (refused !== undefined) {
+      reject(refused);
       return;
     }
     // With a known length: one buffer of that size (or the first chunk itself, if it is the
@@ -82,22 +89,26 @@ export function readBody(req: HttpRequest, limit: BodyLimit): Promise<Body> {
       req.resume();
       reject(err);
     };
-    // Chunked: reserve as chunks arrive; hold the socket while the budget is spent.
+    // Chunked: reserve as chunks arrive; hold the socket while the budget is spent by others
+    // (memory only this body holds is never given back while it waits: it reads on, and is
+    // refused once past the budget).
+    const mustWait = (): boolean => budget.exhausted && budget.inUse > reserved;
     const holdWhileExhausted = (): void => {
-      if (!budget.exhausted || waiting !== undefined) return;
+      if (!mustWait() || waiting !== undefined) return;
       req.pause();
       waiting = () => {
         waiting = undefined;
         if (settled) return;
-        if (budget.exhausted) holdWhileExhausted();
+        if (mustWait()) holdWhileExhausted();
         else req.resume();
       };
       budget.whenFreed(waiting);
     };
     const accept = (chunk: Buffer): void => {
       const next = received + chunk.length;
-      if (next > limit.max) {
-        fail(limit.tooLarge(next));
+      const over = tooLarge(next);
+      if (over !== undefined) {
+        fail(over);
         return;
       }
       if (expected > 0 && next <= expected) {

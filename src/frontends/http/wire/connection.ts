@@ -7,17 +7,21 @@
  *   paused past `PIPELINE_BUFFER`) until the current response is written out;
  * - keep-alive per HTTP/1.0 and 1.1 and `Connection`, and `Connection: close` while the
  *   server closes;
- * - `Expect: 100-continue` answered before the body is read;
+ * - `Expect: 100-continue` answered before the body is read, and no other interim response;
+ * - a client's FIN (half-close) ends its requests, not its connection: what it sent whole is
+ *   answered in order, then the connection closes;
  * - a body nobody reads (an early error answer) is discarded; the connection then goes on
  *   with the next request, or closes if the body is long or chunked;
  * - a head that cannot be parsed is answered with its status (400, 431, 501, 505) and the
- *   connection closes, like node:http's default;
+ *   connection closes, like node:http's default; bytes that cannot even begin a head are
+ *   answered as soon as they arrive (head-prefix.ts), not when the head would have ended;
  * - idle and slow-sender time is bounded by `idleTimeoutMs` (no limit while a model runs).
  */
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { Errors } from '../../../core/errors.js';
 import { ChunkedDecoder } from './chunked.js';
+import { HeadPrefix } from './head-prefix.js';
 import { HttpRequest, HttpResponse, type ResponseOwner } from './exchange.js';
 import { WireError, findHeadEnd, parseRequestHead, type RequestHead } from './request-head.js';
 
@@ -38,14 +42,12 @@ const DISCARD_MAX = 1 << 20;
 /** After answering a broken request: how long its remaining bytes are read and dropped. */
 const LINGER_MS = 5_000;
 
-/** When a half-closed client's answer is not started yet, probe whether it is still there (onEnd). */
-const HALF_CLOSE_PROBES_MS = [0, 20, 200];
-const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
-
 export class Connection implements ResponseOwner {
   /** When it was accepted (the connection limit spares new ones a moment). */
   readonly openedAt = Date.now();
   private pending: Buffer | undefined;
+  /** Checks the next head while it arrives (its start is `pending`'s). */
+  private readonly headPrefix = new HeadPrefix();
   private req: HttpRequest | undefined;
   private res: HttpResponse | undefined;
   /** Body bytes of the current request still to come (Content-Length framing). */
@@ -90,20 +92,22 @@ export class Connection implements ResponseOwner {
   }
 
   /**
-   * The client sent FIN. A request it sent whole is still answered (a client may shut down its
-   * sending side once the request is out) and the connection closes after that answer; with no
-   * request in flight, or one whose body will never be complete, the client is gone.
+   * The client sent FIN: it sends nothing more but may still read (a client may shut down its
+   * sending side once its requests are out). The requests it sent whole are answered in order
+   * and the connection closes after the last (start(), next()); a request whose body will never
+   * be complete means the client is gone.
    *
-   * A FIN is also what a client that closed altogether sends, and only a write tells the two
-   * apart: a closed peer answers it with RST and the write after that fails, which closes the
-   * connection and cancels the request (docs/design.md, "Policies beyond Triton"). So while the
-   * answer is not started an HTTP/1.1 client gets interim `100 Continue` responses (which every
-   * HTTP/1.1 client must skip, RFC 9110 15.2), a few spaced out to cover the round trip.
+   * A client that closed altogether sends the same FIN, and only a write would tell the two
+   * apart (a closed peer answers it with RST). Nothing may come before an answer but an interim
+   * response the client asked for (no probing 1xx), so such a client's request runs to its end
+   * and its answer goes nowhere; a streamed answer finds it out at its next write
+   * (docs/design.md, "Policies beyond Triton").
    */
   private onEnd(): void {
     this.peerEnded = true;
     const req = this.req;
     if (req === undefined || this.ending) {
+      // Nothing whole is buffered either: advance() starts a request as soon as it is.
       this.socket.end();
       return;
     }
@@ -111,13 +115,19 @@ export class Connection implements ResponseOwner {
       this.socket.destroy();
       return;
     }
-    const res = this.res;
-    if (req.httpVersionMinor !== 1 || res === undefined) return;
-    for (const ms of HALF_CLOSE_PROBES_MS) {
-      setTimeout(() => {
-        if (this.res === res && !res.headersSent && !this.gone) this.socket.write(CONTINUE, 'latin1');
-      }, ms).unref();
+    this.closeAfterIfLast(this.res);
+  }
+
+  /** After the client's FIN: `res` says the connection closes when no whole head waits behind it. */
+  private closeAfterIfLast(res: HttpResponse | undefined): void {
+    if (res === undefined || res.headersSent) return;
+    let more = false;
+    try {
+      more = this.pending !== undefined && findHeadEnd(this.pending, 0) >= 0;
+    } catch {
+      // An oversized head: refused when its turn comes, so not an answer to wait for.
     }
+    if (!more) res.shouldKeepAlive = false;
   }
 
   /** No request in flight and nothing buffered: safe to close during shutdown. */
@@ -163,7 +173,12 @@ export class Connection implements ResponseOwner {
       let end: number;
       try {
         end = findHeadEnd(buf, 0);
-        if (end < 0) return;
+        if (end < 0) {
+          // Not whole yet: what can never become a head is refused now, not at the idle timeout.
+          this.headPrefix.check(buf);
+          return;
+        }
+        this.headPrefix.reset();
         head = parseRequestHead(buf, 0, end);
       } catch (err) {
         this.refuse(err instanceof WireError ? err.status : 400);
@@ -197,6 +212,14 @@ export class Connection implements ResponseOwner {
       }
     } else {
       this.bodyDone();
+    }
+    if (this.peerEnded) {
+      // A request after the client's FIN (next()): its body can only be what is buffered.
+      if (this.inBody()) {
+        this.socket.destroy();
+        return;
+      }
+      this.closeAfterIfLast(res);
     }
     this.o.handler(req, res);
     // A handler that did not start reading the body will not: drop it instead of holding it.
@@ -296,13 +319,15 @@ export class Connection implements ResponseOwner {
   }
 
   private next(keepAlive: boolean): void {
-    if (!keepAlive || this.o.closing() || this.peerEnded) {
+    if (!keepAlive || this.o.closing()) {
       this.finish();
       return;
     }
     this.socket.setTimeout(this.o.idleTimeoutMs);
     if (this.socket.isPaused()) this.socket.resume();
     this.advance();
+    // After the client's FIN no more bytes come: done once no whole request is left.
+    if (this.peerEnded && this.req === undefined && !this.ending && !this.gone) this.finish();
   }
 
   /** No more requests: end our side, then drop what the client still sends for a while. */

@@ -40,21 +40,24 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 /** More fields than any client of this server sends; a flood of tiny fields is refused. */
 export const MAX_HEADER_FIELDS = 128;
 
+// The byte classes below are shared with head-prefix.ts, which applies the same rules to a
+// head still arriving.
+
 // tchar of RFC 9110: ! # $ % & ' * + - . ^ _ ` | ~ DIGIT ALPHA
-const TOKEN = new Uint8Array(256);
+export const TOKEN = new Uint8Array(256);
 for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
 for (let c = 0x30; c <= 0x39; c++) TOKEN[c] = 1;
 for (let c = 0x41; c <= 0x5a; c++) TOKEN[c] = 1;
 for (let c = 0x61; c <= 0x7a; c++) TOKEN[c] = 1;
 
 // field-vchar / obs-text plus SP and HTAB inside a value; no other control byte.
-const VALUE = new Uint8Array(256);
+export const VALUE = new Uint8Array(256);
 for (let c = 0x20; c <= 0xff; c++) VALUE[c] = 1;
 VALUE[0x7f] = 0;
 VALUE[0x09] = 1;
 
 // request-target: visible ASCII (no SP, no controls); UTF-8 bytes are tolerated as node does.
-const TARGET = new Uint8Array(256);
+export const TARGET = new Uint8Array(256);
 for (let c = 0x21; c <= 0xff; c++) TARGET[c] = 1;
 TARGET[0x7f] = 0;
 
