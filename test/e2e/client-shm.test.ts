@@ -79,7 +79,7 @@ res['after_all'] = call('GET', '/v2/systemsharedmemory/status')`,
     expect(res.duplicate).toEqual(err(400, "shared memory region 'in' already in manager"));
     expect(res.no_object).toEqual(err(500, "Unable to open shared memory region: '/tritium_no_such_object'"));
     expect(res.past_end).toEqual(err(400, "failed to register shared memory region 'x': invalid args"));
-    expect(res.zero[0]).toBe(500);
+    expect(res.zero).toEqual(err(400, "failed to register shared memory region 'x': unable to process address spaceInvalid argument"));
     expect(res.no_key).toEqual(err(400, "Shared memory register request has no 'key' field"));
     expect(res.no_size).toEqual(err(400, "Shared memory register request has no 'byte_size' field"));
     expect(res.negative).toEqual(err(500, 'attempt to access JSON non-unsigned-integer as unsigned-integer'));
@@ -98,6 +98,42 @@ res['after_all'] = call('GET', '/v2/systemsharedmemory/status')`,
     expect(res.unregister_unknown).toEqual([200, '']);
     expect(JSON.parse(res.after_one[1]).map((r: { name: string }) => r.name)).toEqual(['out']);
     expect(res.after_all).toEqual([200, '[]']);
+  }, 60_000);
+
+  it('refuses register numbers TritonJson does not read as unsigned with 500, and a zero size with 400, as Triton 2.51', async () => {
+    const res = await pythonResult(
+      prelude('n'),
+      `call('POST', '/v2/systemsharedmemory/unregister')
+# Bodies written as given: json.dumps would print 1e20 as 1e+20 and cannot write 2^64 as a float.
+def reg(offset, size):
+    return call('POST', '/v2/systemsharedmemory/region/x/register', ('{"key":"%s","offset":%s,"byte_size":%s}' % (out_key, offset, size)).encode())
+for name, offset, size in [('offset_negative', '-1', '8'), ('offset_huge', '1e20', '8'), ('offset_float', '0.0', '8'), ('offset_null', 'null', '8'),
+                           ('offset_string', '"0"', '8'), ('size_negative', '0', '-1'), ('size_huge', '0', '1e20'), ('size_float', '0', '8.0'),
+                           ('size_fraction', '0', '1.5'), ('size_2_64', '0', '18446744073709551616'), ('size_bool', '0', 'true'), ('size_array', '0', '[8]')]:
+    res[name] = reg(offset, size)
+res['size_max'] = reg('0', '18446744073709551615')
+res['offset_before_size'] = call('POST', '/v2/systemsharedmemory/region/x/register', ('{"key":"%s","offset":-1}' % out_key).encode())
+res['status'] = call('GET', '/v2/systemsharedmemory/status')
+def code(f):
+    try:
+        f(); return 'OK'
+    except InferenceServerException as e:
+        return [e.status(), e.message()]
+res['grpc_zero'] = code(lambda: gc.register_system_shared_memory('x', out_key, 0))
+res['grpc_past_end'] = code(lambda: gc.register_system_shared_memory('x', out_key, 2**64 - 1))`,
+      EPILOGUE,
+    );
+    const notUnsigned = [500, JSON.stringify({ error: 'attempt to access JSON non-unsigned-integer as unsigned-integer' })];
+    const refused = ['offset_negative', 'offset_huge', 'offset_float', 'offset_null', 'offset_string', 'size_negative', 'size_huge', 'size_float'];
+    refused.push('size_fraction', 'size_2_64', 'size_bool', 'size_array', 'offset_before_size');
+    for (const name of refused) expect([name, res[name]]).toEqual([name, notUnsigned]);
+    expect(res.size_max).toEqual([400, JSON.stringify({ error: "failed to register shared memory region 'x': invalid args" })]);
+    expect(res.status).toEqual([200, '[]']);
+    expect(res.grpc_zero).toEqual([
+      'StatusCode.INVALID_ARGUMENT',
+      "failed to register shared memory region 'x': unable to process address spaceInvalid argument",
+    ]);
+    expect(res.grpc_past_end).toEqual(['StatusCode.INVALID_ARGUMENT', "failed to register shared memory region 'x': invalid args"]);
   }, 60_000);
 
   it('reads inputs from and writes outputs to regions over HTTP, with Triton’s errors', async () => {

@@ -3,15 +3,18 @@
  * taken from it): an integer literal beyond 64 bits (1e20), or one written as a float (1.0,
  * 1e2), is not an integer and is refused with 500, a 64-bit integer beyond a narrower type wraps like a C cast, an output named twice is one
  * output (the first entry's choices stand), an undeclared output is refused, and a 0-d output
- * has shape [].
+ * has shape []. Elements of the wrong JSON kind, `data` that is not an array and a number of
+ * elements that disagrees with the shape are refused with 500 (400 for BYTES, whose count the
+ * request validation checks), and an output the model returns without the config declaring it
+ * is left out of the response.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 
 beforeAll(async () => {
-  server = await startTritium({ repos: [makeRepo(['identity_all', 'scalar_output'])] });
+  server = await startTritium({ repos: [makeRepo(['identity_all', 'scalar_output', 'undeclared_output'])] });
 }, 120_000);
 
 afterAll(async () => {
@@ -45,6 +48,60 @@ describe('JSON tensor data', () => {
   ])('refuses %s %s as Triton does', async (datatype, literal, kind) => {
     const r = await infer('identity_all', one(datatype, literal));
     expect(r).toEqual({ status: 500, body: { error: `Unable to parse 'data': attempt to access JSON non-${kind} as ${kind}` } });
+  });
+
+  // Each element kind a client may get wrong, in each family of types (Triton calls a float a double).
+  const wrongKinds = ['"a"', '{}', '{"a":1}', 'null', '[["x"]]'];
+  it.each([
+    ...wrongKinds.flatMap((w) => [
+      ['FP32', w, 'number', 'double'],
+      ['FP64', w, 'number', 'double'],
+      ['INT32', w, 'signed-integer', 'signed-integer'],
+      ['UINT64', w, 'unsigned-integer', 'unsigned-integer'],
+      ['BOOL', w, 'boolean', 'boolean'],
+    ]),
+    ['FP32', 'true', 'number', 'double'],
+    ['FP64', 'false', 'number', 'double'],
+    ['INT8', 'true', 'signed-integer', 'signed-integer'],
+  ])('refuses %s element %s with 500, as Triton does', async (datatype, literal, kind, as) => {
+    const r = await infer('identity_all', one(datatype, literal));
+    expect(r).toEqual({ status: 500, body: { error: `Unable to parse 'data': attempt to access JSON non-${kind} as ${as}` } });
+  });
+
+  it.each(['1', '1.5', 'true', 'null', '{}', '[null]'])('refuses BYTES element %s with 500, as Triton does', async (literal) => {
+    const r = await infer('identity_all', one('STRING', literal).replace('"datatype":"STRING"', '"datatype":"BYTES"'));
+    expect(r).toEqual({ status: 500, body: { error: 'Unable to parse JSON bytes array: attempt to access JSON non-string as string' } });
+  });
+
+  it.each([
+    ['FP32', '"abc"'],
+    ['INT32', '{}'],
+    ['BOOL', 'null'],
+    ['BYTES', '1'],
+    ['FP16', '"x"'], // the JSON kind is looked at before the datatype
+  ])('refuses %s data %s, not an array, with 500, as Triton does', async (datatype, data) => {
+    const name = datatype === 'BYTES' ? 'IN_STRING' : `IN_${datatype}`;
+    const r = await infer('identity_all', `{"inputs":[{"name":"${name}","datatype":"${datatype}","shape":[1],"data":${data}}]}`);
+    expect(r).toEqual({ status: 500, body: { error: "Unable to parse 'data': attempt to access JSON non-array as array" } });
+  });
+
+  it.each([
+    ['FP32', '[2]', '[1]'],
+    ['FP32', '[2]', '[1,2,"x"]'], // the count is checked before the kind of the extra element
+    ['INT32', '[1]', '[1,2]'],
+    ['BOOL', '[1]', '[[]]'],
+  ])('refuses %s shape %s with data %s with 500, as Triton does', async (datatype, shape, data) => {
+    const r = await infer('identity_all', `{"inputs":[{"name":"IN_${datatype}","datatype":"${datatype}","shape":${shape},"data":${data}}]}`);
+    expect(r).toEqual({ status: 500, body: { error: "Unable to parse 'data': Shape does not match true shape of 'data' field" } });
+  });
+
+  it.each([
+    ['[2]', '["a"]', 2, 1],
+    ['[2]', '["a","b","c"]', 2, 3],
+    ['[1]', '[[]]', 1, 0],
+  ])('refuses BYTES shape %s with data %s as a request of the wrong element count, 400', async (shape, data, expected, got) => {
+    const r = await infer('identity_all', `{"inputs":[{"name":"IN_STRING","datatype":"BYTES","shape":${shape},"data":${data}}]}`);
+    expect(r).toEqual({ status: 400, body: { error: `expected ${expected} string elements for inference input 'IN_STRING', got ${got}` } });
   });
 
   it.each([
@@ -92,6 +149,43 @@ describe('requested outputs', () => {
     const r = await infer('identity_all', '{"inputs":[{"name":"IN_INT32","datatype":"INT32","shape":[1],"data":[5]}],"outputs":[{"name":"NOPE"}]}');
     expect(r).toEqual({ status: 400, body: { error: "unexpected inference output 'NOPE' for model 'identity_all'" } });
   });
+
+  // tritonserver 2.51 answers 200 and leaves the tensor out, whether the client names outputs or not.
+  it.each([
+    ['no requested outputs', ''],
+    ['OUTPUT0 requested', ',"outputs":[{"name":"OUTPUT0"}]'],
+    ['OUTPUT0 requested as binary', ',"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}]'],
+  ])('leaves out an output the model returns but the config does not declare (%s)', async (_, outputs) => {
+    const r = await infer('undeclared_output', `{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[0]}]${outputs}}`);
+    expect(r).toEqual({ status: 200, body: { model_name: 'undeclared_output', model_version: '1', outputs: [] } });
+  });
+
+  it('answers the declared outputs beside an undeclared one', async () => {
+    const r = await infer('undeclared_output', '{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}]}');
+    expect(r).toEqual({
+      status: 200,
+      body: { model_name: 'undeclared_output', model_version: '1', outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1], data: [2] }] },
+    });
+  });
+
+  it('leaves it out over gRPC as well (tritonclient)', async () => {
+    const res = await pythonResult(
+      `import json, numpy as np
+import tritonclient.grpc as grpcclient
+gc = grpcclient.InferenceServerClient('127.0.0.1:${server.grpcPort}')`,
+      `for v in (0, 1):
+    for names in ([], ['OUTPUT0']):
+        i = grpcclient.InferInput('IN', [1], 'INT32'); i.set_data_from_numpy(np.array([v], dtype=np.int32))
+        r = gc.infer('undeclared_output', [i], outputs=[grpcclient.InferRequestedOutput(n) for n in names] or None)
+        res['%d %s' % (v, names)] = [[o.name for o in r.get_response().outputs], len(r.get_response().raw_output_contents), r.as_numpy('NOT_DECLARED') is None]`,
+    );
+    expect(res).toEqual({
+      '0 []': [[], 0, true],
+      "0 ['OUTPUT0']": [[], 0, true],
+      '1 []': [['OUTPUT0'], 1, true],
+      "1 ['OUTPUT0']": [['OUTPUT0'], 1, true],
+    });
+  }, 60_000);
 
   it('reports a 0-d output with shape []', async () => {
     const r = await infer('scalar_output', '{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[5]}]}');

@@ -6,7 +6,7 @@
  * Model: test/models/log_channels (one tagged line per channel in initialize and execute).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const LABEL = 'log_channels/log_channels_0_0';
 let quiet: Tritium;
@@ -121,4 +121,50 @@ describe('verbose level changed at run time', () => {
     await infer(quiet);
     expect(await lineWith(quiet, 'tag-logger-execute-verbose')).toMatch(lineRe('I', 'model\\.py:\\d+', esc(`[${LABEL}] tag-logger-execute-verbose`)));
   });
+});
+
+describe('verbose level values as Triton 2.51 reads them', () => {
+  /** POST /v2/logging with the body written as given (so that 1e20 stays 1e20), as [status, body]. */
+  async function post(body: string): Promise<[number, unknown]> {
+    const res = await fetch(`${quiet.http}/v2/logging`, { method: 'POST', body });
+    return [res.status, await res.json()];
+  }
+  const notUnsigned = [500, { error: 'attempt to access JSON non-unsigned-integer as unsigned-integer' }];
+
+  // TritonJson reads the level as a rapidjson uint64: a float-written literal (even a whole one)
+  // or one beyond 64 bits is of another type, as a negative number or a string is.
+  it.each(['1e20', '1.0', '1e2', '1.5', '-1', '18446744073709551616', '"1"', 'true', '[1]', '{}'])(
+    'refuses log_verbose_level %s with 500, as Triton does',
+    async (literal) => {
+      await post('{"log_verbose_level":2}');
+      expect(await post(`{"log_verbose_level":${literal}}`)).toEqual(notUnsigned);
+      // Nothing of a refused update is applied.
+      expect(((await post('{}'))[1] as { log_verbose_level: number }).log_verbose_level).toBe(2);
+      await post('{"log_verbose_level":0}');
+    },
+  );
+
+  it.each([
+    ['4294967297', 1],
+    ['2147483647', 2147483647],
+    ['2147483648', 0],
+    ['18446744073709551615', 0],
+  ])('keeps log_verbose_level %s as the int32 Triton stores, a negative one read as 0', async (literal, level) => {
+    const [status, body] = await post(`{"log_verbose_level":${literal}}`);
+    expect(status).toBe(200);
+    expect((body as { log_verbose_level: number }).log_verbose_level).toBe(level);
+    await post('{"log_verbose_level":0}');
+  });
+
+  it('keeps a gRPC uint32 level as the same int32', async () => {
+    const res = await pythonResult(
+      `import json
+import tritonclient.grpc as grpcclient
+gc = grpcclient.InferenceServerClient('127.0.0.1:${quiet.grpcPort}')`,
+      `for v in (3, 2147483648, 4294967295):
+    res[str(v)] = gc.update_log_settings({'log_verbose_level': v}, as_json=True)['settings']['log_verbose_level']['uint32_param']
+gc.update_log_settings({'log_verbose_level': 0})`,
+    );
+    expect(res).toEqual({ '3': 3, '2147483648': 0, '4294967295': 0 });
+  }, 60_000);
 });

@@ -129,7 +129,22 @@ export const extensions = {
     { code: INTERNAL, text: "Unable to open shared memory region: '{key}'", when: 'Register of a key that does not exist or cannot be opened.' },
     (key: string) => ({ key }),
   ),
-  shmRegionInvalid: entry({ code: INTERNAL, text: "Invalid shared memory region: '{key}'", when: 'Register with byte_size 0.' }, (key: string) => ({ key })),
+  shmRegionInvalid: entry(
+    {
+      code: INTERNAL,
+      text: "Invalid shared memory region: '{key}'",
+      when: "Register with byte_size 0, in the registry; the frontends answer it with Triton's shmRegisterZeroSize (frontends/shm-register.ts).",
+    },
+    (key: string) => ({ key }),
+  ),
+  shmRegisterZeroSize: entry(
+    {
+      code: INVALID_ARG,
+      text: "failed to register shared memory region '{region}': unable to process address spaceInvalid argument",
+      when: "Register with byte_size 0: Triton's mmap of a 0-byte length fails with EINVAL, its text glued to the message (tritonserver 2.51, HTTP 400 and gRPC INVALID_ARGUMENT).",
+    },
+    (region: string) => ({ region }),
+  ),
   shmRegisterInvalidArgs: entry(
     {
       code: INVALID_ARG,
@@ -235,7 +250,7 @@ export const extensions = {
     {
       code: INVALID_ARG,
       text: "Invalid file parameter '{param}' with normalized path '{path}' must stay within model directory.",
-      when: "Logged: a 'file:' override names a path outside the model directory (../, absolute).",
+      when: "Logged: a 'file:' override names a path that leaves the model directory once normalised (a '..' that climbs out; leading slashes are relative, as in Triton).",
     },
     (param: string, path: string) => ({ param, path }),
   ),

@@ -12,7 +12,7 @@ import { Errors } from '../errors.js';
 import type { LogSettingsView } from '../logger.js';
 
 /** A setting as it arrived: the wire type it had, or `other` (any other type, or no value). */
-export type SettingValue = { type: 'bool'; value: boolean } | { type: 'string'; value: string } | { type: 'uint'; value: number } | { type: 'other' };
+export type SettingValue = { type: 'bool'; value: boolean } | { type: 'string'; value: string } | { type: 'uint'; value: number | bigint } | { type: 'other' };
 
 export type Protocol = 'http' | 'grpc';
 
@@ -35,7 +35,7 @@ export function logSettingsPatch(protocol: Protocol, settings: ReadonlyMap<strin
         break;
       case 'log_verbose_level':
         if (v.type !== 'uint') throw wrongType(key, 'uint');
-        patch.log_verbose_level = v.value;
+        patch.log_verbose_level = verboseLevel(v.value);
         break;
       case 'log_format':
         if (v.type !== 'string') throw wrongType(key, 'string');
@@ -49,4 +49,13 @@ export function logSettingsPatch(protocol: Protocol, settings: ReadonlyMap<strin
     }
   }
   return patch;
+}
+
+/**
+ * The level Triton keeps for an unsigned value: it stores it in an int32 and reports a negative
+ * one as 0 (tritonserver 2.51, both protocols: 2^32 + 1 gives 1, 2^31 and 2^32 - 1 give 0).
+ */
+function verboseLevel(v: number | bigint): number {
+  const level = Number(BigInt.asIntN(32, BigInt(v)));
+  return Math.max(level, 0);
 }

@@ -162,7 +162,7 @@ function parseInput(
 }
 
 /** What Triton calls the integer types in its JSON errors. */
-const INTEGER_KIND: Partial<Record<string, string>> = {
+const INTEGER_KIND: Partial<Record<string, 'signed-integer' | 'unsigned-integer'>> = {
   UINT8: 'unsigned-integer',
   UINT16: 'unsigned-integer',
   UINT32: 'unsigned-integer',
@@ -193,13 +193,14 @@ function shmRef(p: Record<string, unknown>): ShmRef {
 
 function jsonData(data: unknown, name: string, dt: Datatype, shape: number[], headerLength: number): Buffer {
   const count = elementCount(shape);
-  // Triton ignores 'data' of an empty tensor.
+  // Triton ignores 'data' of an empty tensor, and looks at its JSON kind before its datatype
+  // (tritonserver 2.51: FP16 data "x" is refused as a non-array, with 500).
   if (count === 0) return EMPTY;
+  if (!Array.isArray(data)) throw Errors.jsonDataNotArray();
   if (dt === 'FP16' || dt === 'BF16') return encodeJsonData(name, dt, [], count); // throws the JSON refusal
-  if (!Array.isArray(data)) throw Errors.unableToParseKind('data', 'an array', kindOf(data));
   // Every element takes at least one character of the header, so a larger count cannot match
-  // (and must not reach the allocation below).
-  if (count > headerLength) throw Errors.jsonDataShape();
+  // (and must not reach the allocation below). BYTES allocates per string found instead.
+  if (dt !== 'BYTES' && count > headerLength) throw Errors.jsonDataShape();
   return encodeJsonData(name, dt, data, count);
 }
 

@@ -58,13 +58,15 @@ const PUT: Partial<Record<Datatype, Put>> = {
 /**
  * Encodes a request input's JSON `data` (nested row-major arrays or flat) into raw bytes.
  * `count` is the element count the shape declares; a different number of leaves is an error.
- * BYTES elements must be strings and come out length-prefixed (u32 LE).
+ * BYTES elements must be strings and come out length-prefixed (u32 LE); their number is left to
+ * request validation, which Triton's wording comes from (tritonserver 2.51: `expected 2 string
+ * elements ...`, 400, where other types get `Shape does not match ...`, 500).
  */
 export function encodeJsonData(inputName: string, datatype: Datatype, data: unknown[], count: number): Buffer {
   if (datatype === 'FP16' || datatype === 'BF16') {
     throw Errors.jsonInputHalf(datatype, inputName);
   }
-  if (datatype === 'BYTES') return encodeBytes(data, count);
+  if (datatype === 'BYTES') return encodeBytes(data);
   const put = PUT[datatype]!;
   const out = Buffer.allocUnsafe(count * elementSize(datatype));
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
@@ -84,21 +86,19 @@ export function encodeJsonData(inputName: string, datatype: Datatype, data: unkn
   return out;
 }
 
-function encodeBytes(data: unknown[], count: number): Buffer {
+function encodeBytes(data: unknown[]): Buffer {
   const strings: string[] = [];
   const walk = (arr: unknown[]): void => {
     for (let i = 0; i < arr.length; i++) {
       const v = arr[i];
       if (Array.isArray(v)) walk(v);
       else {
-        if (typeof v !== 'string') throw Errors.jsonDataKind('string');
-        if (strings.length >= count) throw Errors.jsonDataShape();
+        if (typeof v !== 'string') throw Errors.jsonBytesKind();
         strings.push(v);
       }
     }
   };
   walk(data);
-  if (strings.length !== count) throw Errors.jsonDataShape();
   let total = 0;
   for (const s of strings) total += 4 + Buffer.byteLength(s);
   const out = Buffer.allocUnsafe(total);

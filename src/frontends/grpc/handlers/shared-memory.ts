@@ -20,6 +20,7 @@ import {
   SystemSharedMemoryStatusResponseSchema,
   SystemSharedMemoryUnregisterResponseSchema,
 } from '../../../generated/grpc_service_pb.js';
+import { registerSystemRegion } from '../../shm-register.js';
 import type { GrpcContext } from '../context.js';
 
 export function systemSharedMemoryStatus(ctx: GrpcContext, req: SystemSharedMemoryStatusRequest) {
@@ -33,7 +34,7 @@ function regionStatus(r: { name: string; key: string; offset: number; byteSize: 
 }
 
 export function systemSharedMemoryRegister(ctx: GrpcContext, req: SystemSharedMemoryRegisterRequest) {
-  ctx.core.systemSharedMemory.register(req.name, req.key, Number(req.offset), Number(req.byteSize));
+  registerSystemRegion(ctx.core.systemSharedMemory, req.name, req.key, Number(req.offset), Number(req.byteSize));
   return create(SystemSharedMemoryRegisterResponseSchema);
 }
 

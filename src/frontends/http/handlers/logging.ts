@@ -9,12 +9,12 @@ import { Errors } from '../../../core/errors.js';
 import { logSettingsPatch, type SettingValue } from '../../../core/extensions/log-settings.js';
 import type { HttpContext } from '../context.js';
 import { sendError, sendJson } from '../reply.js';
-import { readJsonObject } from './json-body.js';
+import { jsonUint64, readJsonObject } from './json-body.js';
 
 export async function handleLogging(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Promise<void> {
   try {
     if (req.method === 'POST') {
-      const body = await readJsonObject(ctx, req);
+      const body = await readJsonObject(ctx, req, true);
       if (body === undefined) throw Errors.jsonEmpty();
       ctx.logSettings.update(logSettingsPatch('http', decode(body)));
     }
@@ -24,14 +24,19 @@ export async function handleLogging(ctx: HttpContext, req: HttpRequest, res: Htt
   }
 }
 
-/** JSON values as the core's protocol-neutral settings; null means "leave alone" and is dropped. */
+/**
+ * JSON values as the core's protocol-neutral settings; null means "leave alone" and is dropped.
+ * An unsigned value is an integer literal below 2^64, as TritonJson reads one (jsonUint64):
+ * `1e20`, `1.0` and 2^64 are of another type, as a string is.
+ */
 function decode(body: Record<string, unknown>): Map<string, SettingValue> {
   const out = new Map<string, SettingValue>();
   for (const [key, v] of Object.entries(body)) {
     if (v === null || v === undefined) continue;
+    const uint = jsonUint64(v);
     if (typeof v === 'boolean') out.set(key, { type: 'bool', value: v });
     else if (typeof v === 'string') out.set(key, { type: 'string', value: v });
-    else if (typeof v === 'number' && Number.isInteger(v) && v >= 0) out.set(key, { type: 'uint', value: v });
+    else if (uint !== undefined) out.set(key, { type: 'uint', value: uint });
     else out.set(key, { type: 'other' });
   }
   return out;

@@ -7,9 +7,10 @@
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { Errors } from '../../../core/errors.js';
 import { cudaSharedMemoryRegister, cudaSharedMemoryStatus } from '../../../core/extensions/shared-memory.js';
+import { registerSystemRegion } from '../../shm-register.js';
 import type { HttpContext } from '../context.js';
 import { sendEmpty, sendError, sendJson } from '../reply.js';
-import { readJsonObject } from './json-body.js';
+import { jsonUint64, readJsonObject } from './json-body.js';
 
 type Action = 'status' | 'register' | 'unregister';
 
@@ -36,15 +37,20 @@ export async function handleSharedMemory(
         return;
       }
       case 'register': {
-        const body = await readJsonObject(ctx, req);
+        const body = await readJsonObject(ctx, req, true);
         if (body === undefined) throw Errors.jsonEmpty();
+        // Triton 2.51's order of checks: key, then offset (optional, but null is not absent),
+        // then byte_size; a negative, fractional, float-written (64.0, 1e20) or 2^64 number is
+        // not an unsigned integer to TritonJson, and Triton answers it with 500.
         const key = body.key;
         if (key === undefined) throw Errors.shmRegisterFieldMissing('key');
         if (typeof key !== 'string') throw Errors.jsonNotString();
-        const offset = body.offset ?? 0;
+        const offset = body.offset === undefined ? 0 : jsonUint64(body.offset);
+        if (offset === undefined) throw Errors.jsonNotUnsigned();
         if (body.byte_size === undefined) throw Errors.shmRegisterFieldMissing('byte_size');
-        if (!isUint(offset) || !isUint(body.byte_size)) throw Errors.jsonNotUnsigned();
-        shm.register(region, key, Number(offset), Number(body.byte_size));
+        const byteSize = jsonUint64(body.byte_size);
+        if (byteSize === undefined) throw Errors.jsonNotUnsigned();
+        registerSystemRegion(shm, region, key, Number(offset), Number(byteSize));
         sendEmpty(res, 200);
         return;
       }
@@ -56,8 +62,4 @@ export async function handleSharedMemory(
   } catch (err) {
     sendError(res, err);
   }
-}
-
-function isUint(v: unknown): boolean {
-  return (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'bigint' && v >= 0n);
 }
