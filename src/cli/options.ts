@@ -27,6 +27,11 @@ export interface PythonBackendOptions {
   spinUs: number;
   /** `spin-mode`: adaptive (poll only while it pays), always, or never. */
   spinMode: 'adaptive' | 'always' | 'never';
+  /**
+   * `max-async-executes`: how many `async def execute` coroutines of a decoupled model one
+   * instance runs at once (default 128); past it further requests wait in the scheduler's queue.
+   */
+  maxAsyncExecutes: number;
 }
 
 export interface ServerOptions {
@@ -609,6 +614,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     'shm_message_queue_size',
     'spin-us',
     'spin-mode',
+    'max-async-executes',
   ]);
   for (const key of py.keys()) {
     if (!known.has(key)) throw new OptionsError(`--backend-config=python,${key}: unknown python backend setting.`);
@@ -707,6 +713,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
       pythonExecutable: py.get('python-executable') ?? 'python3',
       spinUs,
       spinMode,
+      maxAsyncExecutes: pyInt('max-async-executes', 128, 1, 'must be a positive number of coroutines'),
     },
     backendConfig,
   };

@@ -31,7 +31,7 @@ _freed = collections.deque()
 
 
 class _Call:
-    __slots__ = ("bid", "answers", "blocks", "finished", "abandoned")
+    __slots__ = ("bid", "answers", "blocks", "finished", "abandoned", "cancelled")
 
     def __init__(self, bid, blocks):
         self.bid = bid
@@ -39,6 +39,7 @@ class _Call:
         self.blocks = blocks  # the stub's input blocks, freed at the final answer
         self.finished = False  # the final answer arrived
         self.abandoned = False  # the caller stopped listening (iterator dropped)
+        self.cancelled = False  # the model called the iterator's cancel()
 
 
 def route_answer(msg):
@@ -153,6 +154,11 @@ def bls_exec(request, decoupled):
     """exec(): one response (non-decoupled) or an iterator over the responses (decoupled)."""
     call = _start(request, decoupled)
     if decoupled:
+        # Triton returns the iterator once the first response is in (its ResponseIterator is
+        # built from it). That is what lets `await async_exec(decoupled=True)` wait in an
+        # executor thread: were the wait left to the iterator, a coroutine iterating it would
+        # block the event loop, and with it every other coroutine of the instance.
+        STATE.inbox.wait_for(lambda: len(call.answers) > 0)
         return ResponseIterator(call)
     STATE.inbox.wait_for(lambda: call.finished)
     answers = call.answers
@@ -180,7 +186,10 @@ class ResponseIterator:
         self._done = False
 
     def __iter__(self):
-        self._pos = 0
+        # As Triton's Iter(): a finished stream replays from the start, an unfinished one
+        # resumes where the model left it (`first = next(it)` then `for r in it`).
+        if self._done and self._pos >= len(self._seen):
+            self._pos = 0
         return self
 
     def __next__(self):
@@ -202,10 +211,16 @@ class ResponseIterator:
         return response
 
     def cancel(self):
-        """Asks the server to cancel the call; nothing happens once it finished."""
+        """Asks the server to cancel the call, as Triton's iterator does: the target sees
+        is_cancelled() and decides (it usually ends the stream with a CANCELLED error; one that
+        ignores it streams on to its FINAL, which this iterator still yields). Nothing happens
+        once the call finished, and a second cancel() sends nothing (a cancelled request stays
+        cancelled)."""
         call = self._call
-        if not call.finished and STATE.channel is not None:
-            STATE.channel.send({"t": "bls_cancel", "bid": call.bid})
+        if call.finished or call.cancelled or STATE.channel is None:
+            return
+        call.cancelled = True
+        STATE.channel.send({"t": "bls_cancel", "bid": call.bid})
 
     def __del__(self):
         # Responses nobody will read: their outputs go back to Node now or when they arrive.

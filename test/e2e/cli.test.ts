@@ -48,6 +48,7 @@ describe('flags', () => {
     [['--model-repository=x', '--backend-config=python,spin-us=-1'], /spin-us: must be a whole number of microseconds between 0 and 1000000, got '-1'/],
     [['--model-repository=x', '--backend-config=python,spin-us=1000001'], /spin-us: must be a whole number of microseconds between 0 and 1000000/],
     [['--model-repository=x', '--backend-config=python,spin-mode=sometimes'], /spin-mode: must be adaptive, always or never, got 'sometimes'/],
+    [['--model-repository=x', '--backend-config=python,max-async-executes=0'], /max-async-executes: must be a positive number of coroutines, got '0'/],
     [['--http-port=1'], /--model-repository must be specified/],
     [['--model-repository=x', '--http-port=9000', '--grpc-port=9000'], /same port 9000/],
     [['--model-repository=x', '--load-model=a'], /Use of '--load-model' requires setting '--model-control-mode=explicit' as well\./],

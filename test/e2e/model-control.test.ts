@@ -5,15 +5,18 @@
  * a failed reload that keeps the old version serving, an unload with a request in flight, an
  * unload during a load (as Triton: the load succeeds, then the model is unloaded), an unload cut
  * short by --exit-timeout-secs answering what it still held, metrics of an
- * unloaded version disappearing, poll mode picking up changes, and pb_utils.load_model /
- * unload_model from a Python model taking the same path. Texts are Triton 2.51's.
+ * unloaded version disappearing, poll mode picking up changes, pb_utils.load_model /
+ * unload_model from a Python model taking the same path, and model names with shell
+ * metacharacters refused as tritonserver's Python backend refuses them (its QA test's requests:
+ * curl, `file:/1/model.py`). Texts are Triton 2.51's, those of the name check a later release's.
  *
  * Model: test/models/reload_probe (answers GEN, its config's GENERATION parameter, after MS ms).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { curlPost } from '../helpers/run.js';
+import { makeRepo, pythonResult, shmFilesOf, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
 import { markPath, scrape, waitFor, waitForMark } from './infer-helpers.js';
 
 const POLL_FAILED = (m: string) => `failed to load '${m}', failed to poll from model repository`;
@@ -376,6 +379,116 @@ describe('pb_utils.load_model / unload_model in explicit mode', () => {
       expect(await probe({ op: 'ready', args: ['reload_probe'] })).toEqual({ value: false });
     } finally {
       await stopAndExpectNoShm(t);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The Python backend's INVALID_CHARS: a model named with any of them is refused. */
+const SHELL_CHARS = [...';|&$`<>()[]{}\\"\'*?~#!'];
+const STUB_NAME = 'Invalid argument: Invalid stub name: contains invalid characters';
+const STUB_NAME_REFUSED = (m: string) => `load failed for model '${m}': version 1 is at UNAVAILABLE state: ${STUB_NAME};\n`;
+
+describe('model names with shell metacharacters, and file overrides with a leading slash', () => {
+  let repo: string;
+  let t: Tritium;
+  const modelPy = fs.readFileSync(path.join(TEST_MODELS, 'reload_probe', '1', 'model.py'));
+
+  /** reload_probe's config under `name`, answering GEN = 5. */
+  const configOf = (name: string) =>
+    JSON.stringify({
+      name,
+      backend: 'python',
+      max_batch_size: 0,
+      input: [{ name: 'MS', data_type: 'TYPE_INT32', dims: [1] }],
+      output: [{ name: 'GEN', data_type: 'TYPE_INT32', dims: [1] }],
+      parameters: { GENERATION: { string_value: '5' } },
+    });
+
+  /**
+   * The load of tritonserver's test_invalid_character_model_names, by curl so that the name
+   * travels unencoded: a config naming the model and its model.py as `file:/1/model.py`.
+   */
+  async function loadByCurl(name: string, inPath = name, files: Record<string, Buffer> = { 'file:/1/model.py': modelPy }) {
+    const parameters = { config: configOf(name), ...Object.fromEntries(Object.entries(files).map(([k, v]) => [k, v.toString('base64')])) };
+    const res = await curlPost(`${t.http}/v2/repository/models/${inPath}/load`, JSON.stringify({ parameters }));
+    return { status: res.status, error: res.body ? (JSON.parse(res.body) as { error: string }).error : undefined };
+  }
+
+  beforeAll(async () => {
+    repo = makeRepo([{ from: path.join(TEST_MODELS, 'reload_probe'), name: 'dir;name' }]);
+    t = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit'] });
+  });
+
+  afterAll(async () => {
+    await stopAndExpectNoShm(t);
+    fs.rmSync(repo, { recursive: true, force: true });
+  });
+
+  it("refuses each character over HTTP with Triton's text, the name sent unencoded where a URL can carry it", async () => {
+    for (const c of SHELL_CHARS) {
+      const name = `model${c}test`;
+      // '?' and '#' end a URL's path: they can only travel percent-encoded.
+      const inPath = c === '?' || c === '#' ? encodeURIComponent(name) : name;
+      expect(await loadByCurl(name, inPath), name).toEqual({ status: 400, error: STUB_NAME_REFUSED(name) });
+      expect((await fetch(`${t.http}/v2/models/${encodeURIComponent(name)}/ready`)).status, name).not.toBe(200);
+    }
+    // The log reaches us through a pipe, maybe after the answer.
+    const logged = `failed to load 'model;test' version 1: ${STUB_NAME}`;
+    await waitFor(logged, () => t.log().includes(logged));
+  });
+
+  it('loads names of letters, digits, _, - and . built from file:/1/model.py, and refuses overrides that climb out', async () => {
+    for (const name of ['TestModel123', 'model-with-hyphens', 'model_with_underscores', 'model.v2']) {
+      expect(await loadByCurl(name), name).toEqual({ status: 200, error: undefined });
+      expect((await infer(t, name)).gen, name).toBe(5);
+      expect((await post(t, `/v2/repository/models/${name}/unload`)).status).toBe(200);
+    }
+    // A leading slash is relative to the model directory, as in Triton: '/x/..' still may not leave it.
+    for (const key of ['file:/../escaped.py', 'file:///1/../../escaped.py']) {
+      expect(await loadByCurl('climber', 'climber', { 'file:/1/model.py': modelPy, [key]: Buffer.from('x') }), key).toEqual({
+        status: 500,
+        error: POLL_FAILED('climber'),
+      });
+      const logged = `Poll failed for model directory 'climber': Invalid file parameter '${key}' with normalized path '`;
+      await waitFor(logged, () => t.log().includes(logged));
+    }
+  });
+
+  it("refuses a repository directory so named, and the same over gRPC (tritonclient's load_model)", async () => {
+    expect(await curlPost(`${t.http}/v2/repository/models/dir;name/load`, '')).toEqual({
+      status: 400,
+      body: JSON.stringify({ error: STUB_NAME_REFUSED('dir;name') }),
+    });
+    expect(await stateOf(t, 'dir;name')).toEqual([{ name: 'dir;name', version: '1', state: 'UNAVAILABLE', reason: STUB_NAME }]);
+    const res = await pythonResult(
+      clientPrelude(t),
+      String.raw`
+model = open(${JSON.stringify(path.join(TEST_MODELS, 'reload_probe', '1', 'model.py'))}, "rb").read()
+res["bad"] = attempt(grpc.load_model, "grpc|name", config=${JSON.stringify(configOf('grpc|name'))}, files={"file:/1/model.py": model})
+res["good"] = attempt(grpc.load_model, "grpc_name", config=${JSON.stringify(configOf('grpc_name'))}, files={"file:/1/model.py": model})
+ms = tg.InferInput("MS", [1], "INT32")
+ms.set_data_from_numpy(np.array([0], dtype=np.int32))
+res["gen"] = int(grpc.infer("grpc_name", [ms]).as_numpy("GEN")[0])
+`,
+    );
+    expect(res.bad).toEqual(['StatusCode.INVALID_ARGUMENT', STUB_NAME_REFUSED('grpc|name')]);
+    expect(res.good).toBe('ok');
+    expect(res.gen).toBe(5);
+  });
+});
+
+describe('a model directory named with a shell metacharacter at start-up (mode none)', () => {
+  it('fails that model with the same text, and start-up with it, as tritonserver does with --exit-on-error', async () => {
+    const repo = makeRepo(['reload_probe', { from: path.join(TEST_MODELS, 'reload_probe'), name: 'start$up' }]);
+    const t = await startTritium({ repos: [repo], expectFailure: true });
+    try {
+      const logged = `failed to load 'start$up' version 1: ${STUB_NAME}`;
+      await waitFor(logged, () => t.log().includes(logged) && t.log().includes('failed to load all models'), 30_000);
+      expect((await t.exited).code).not.toBe(0);
+      expect(shmFilesOf(t.proc.pid)).toEqual([]);
+    } finally {
+      await t.stop();
       fs.rmSync(repo, { recursive: true, force: true });
     }
   });

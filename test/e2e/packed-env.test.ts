@@ -1,8 +1,9 @@
 /**
  * A model whose EXECUTION_ENV_PATH names a packed environment (a conda-pack style .tar.gz):
  * served end to end by real stubs running the unpacked environment's interpreter, unpacked once
- * into the content-keyed cache and found there again after a restart; a hostile archive fails
- * the load of its model only, with a message naming the entry.
+ * into the content-keyed cache and found there again after a restart; a hostile archive (an entry
+ * with `..`, an absolute entry) fails the load of its model only, with a message naming the entry
+ * after the text tritonserver logs for it (`Path contains '..'`, `Path is absolute`).
  */
 import crypto from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -45,12 +46,19 @@ const start = () => startTritium({ repos: [repo], env: { TRITIUM_ENV_CACHE: cach
 beforeAll(() => {
   work = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-packed-env-')));
   cache = path.join(work, 'cache');
-  repo = makeRepo(['packed_env', { from: path.join(TEST_MODELS, 'packed_env'), name: 'packed_env_hostile' }]);
+  repo = makeRepo([
+    'packed_env',
+    { from: path.join(TEST_MODELS, 'packed_env'), name: 'packed_env_hostile' },
+    { from: path.join(TEST_MODELS, 'packed_env'), name: 'packed_env_absolute' },
+  ]);
   archive = path.join(repo, 'packed_env', 'env.tar.gz');
   buildEnvArchive(archive);
   const hostile = treeEntries(path.join(work, 'envsrc'));
   hostile.push({ type: 'file', name: '../escaped.txt', data: 'must not be written' });
   writeTarGz(path.join(repo, 'packed_env_hostile', 'env.tar.gz'), hostile);
+  const absolute = treeEntries(path.join(work, 'envsrc'));
+  absolute.push({ type: 'file', name: path.join(work, 'absolute.txt'), data: 'must not be written' });
+  writeTarGz(path.join(repo, 'packed_env_absolute', 'env.tar.gz'), absolute);
 });
 
 afterAll(() => {
@@ -84,7 +92,7 @@ describe('packed EXECUTION_ENV_PATH', () => {
     }
   });
 
-  it('refuses a hostile archive, failing only its model with a message naming the entry', async () => {
+  it("refuses hostile archives, failing only their models with Triton's text and a message naming the entry", async () => {
     const s = await start();
     try {
       const index = (await (await fetch(`${s.http}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as Array<{
@@ -92,14 +100,22 @@ describe('packed EXECUTION_ENV_PATH', () => {
         state?: string;
         reason?: string;
       }>;
-      const bad = index.find((e) => e.name === 'packed_env_hostile');
-      expect(bad?.state).toBe('UNAVAILABLE');
-      expect(bad?.reason).toContain(
-        `cannot unpack EXECUTION_ENV_PATH '${path.join(fs.realpathSync(repo), 'packed_env_hostile', 'env.tar.gz')}': entry '../escaped.txt' climbs out of the environment with '..'`,
-      );
+      const refusal = (model: string) => `cannot unpack EXECUTION_ENV_PATH '${path.join(fs.realpathSync(repo), model, 'env.tar.gz')}': `;
+      const dotdot = `${refusal('packed_env_hostile')}Path contains '..': entry '../escaped.txt' climbs out of the environment with '..'`;
+      const absolute = `${refusal('packed_env_absolute')}Path is absolute: entry '${path.join(work, 'absolute.txt')}' has an absolute path`;
+      for (const [model, text] of [
+        ['packed_env_hostile', dotdot],
+        ['packed_env_absolute', absolute],
+      ]) {
+        const bad = index.find((e) => e.name === model);
+        expect(bad?.state).toBe('UNAVAILABLE');
+        expect(bad?.reason).toContain(text);
+        expect(s.log()).toContain(`failed to load '${model}' version 1: ${text}`);
+      }
       expect(index.find((e) => e.name === 'packed_env')?.state).toBe('READY');
       expect(fs.readdirSync(cache).some((n) => n.startsWith('.unpacking'))).toBe(false);
       expect(fs.existsSync(path.join(cache, 'escaped.txt'))).toBe(false);
+      expect(fs.existsSync(path.join(work, 'absolute.txt'))).toBe(false);
     } finally {
       await s.stop();
     }

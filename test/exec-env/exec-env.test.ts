@@ -103,7 +103,7 @@ describe('resolveExecEnv', () => {
     const cache = path.join(base, 'cache');
     const bad = writeTarGz(path.join(base, 'bad.tar.gz'), [...ENV, { type: 'file', name: '../escaped', data: 'evil' }]);
     await expect(resolveExecEnv(bad, base, cache)).rejects.toThrow(
-      `cannot unpack EXECUTION_ENV_PATH '${bad}': entry '../escaped' climbs out of the environment with '..'`,
+      `cannot unpack EXECUTION_ENV_PATH '${bad}': Path contains '..': entry '../escaped' climbs out of the environment with '..'`,
     );
     expect(fs.readdirSync(cache)).toEqual([]);
     expect(fs.existsSync(path.join(cache, '..', 'escaped'))).toBe(false);

@@ -94,13 +94,21 @@ describe('unpackArchive', () => {
   });
 
   it.each<[string, TarSpec[], string]>([
-    ['a name that climbs out with ..', [...ENV, { type: 'file', name: '../x', data: 'evil' }], "entry '../x' climbs out of the environment with '..'"],
+    [
+      'a name that climbs out with ..',
+      [...ENV, { type: 'file', name: '../x', data: 'evil' }],
+      "Path contains '..': entry '../x' climbs out of the environment with '..'",
+    ],
     [
       '.. in the middle of a name',
       [...ENV, { type: 'file', name: 'bin/../../x', data: 'evil' }],
-      "entry 'bin/../../x' climbs out of the environment with '..'",
+      "Path contains '..': entry 'bin/../../x' climbs out of the environment with '..'",
     ],
-    ['an absolute name', [...ENV, { type: 'file', name: '/tmp/tritium-evil-abs', data: 'evil' }], "entry '/tmp/tritium-evil-abs' has an absolute path"],
+    [
+      'an absolute name',
+      [...ENV, { type: 'file', name: '/tmp/tritium-evil-abs', data: 'evil' }],
+      "Path is absolute: entry '/tmp/tritium-evil-abs' has an absolute path",
+    ],
     ['a symlink to /etc', [...ENV, { type: 'symlink', name: 'etc', target: '/etc' }], "symbolic link 'etc' -> '/etc' points outside the environment"],
     [
       'a relative symlink that climbs out',
@@ -120,12 +128,12 @@ describe('unpackArchive', () => {
     [
       'a hard link to a file outside',
       [...ENV, { type: 'hardlink', name: 'hl', target: '/etc/passwd' }],
-      "hard link 'hl' -> '/etc/passwd' has an absolute path",
+      "Path is absolute: hard link 'hl' -> '/etc/passwd' has an absolute path",
     ],
     [
       'a hard link climbing out',
       [...ENV, { type: 'hardlink', name: 'hl', target: '../../../victim' }],
-      "hard link 'hl' -> '../../../victim' climbs out of the environment with '..'",
+      "Path contains '..': hard link 'hl' -> '../../../victim' climbs out of the environment with '..'",
     ],
     [
       'a hard link to a symlink',

@@ -29,3 +29,16 @@ export function runAsync(cmd: string, args: string[], o: SpawnOptions & { timeou
     });
   });
 }
+
+/**
+ * POSTs `body` with curl, the URL's path sent as written: no globbing of `[]{}` (-g), no
+ * squashing of `/../` (--path-as-is). fetch() and the Python clients percent-encode what curl
+ * leaves raw, so this is how a test puts `;`, `"` or `<` into a request path unencoded, as
+ * Triton's own QA tests do. Resolves with the status and the body.
+ */
+export async function curlPost(url: string, body: string): Promise<{ status: number; body: string }> {
+  const r = await runAsync('curl', ['-s', '-g', '--path-as-is', '-X', 'POST', '--data-binary', body, '-w', '\n%{http_code}', url], { timeoutMs: 120_000 });
+  if (r.status !== 0) throw new Error(`curl ${url} failed (${r.status}): ${r.stderr}`);
+  const cut = r.stdout.lastIndexOf('\n');
+  return { status: Number(r.stdout.slice(cut + 1)), body: r.stdout.slice(0, cut) };
+}

@@ -1,7 +1,8 @@
 /**
  * The overrides of a load request (core/model/load-overrides.ts): a config override alone keeps
  * the repository's directory; with file overrides the model comes from a fresh temporary
- * directory holding only those files; paths that leave it, files without a config and configs
+ * directory holding only those files (a leading slash is relative to it, as in Triton); paths
+ * that leave it, files without a config and configs
  * that are not model configs are refused with Triton's texts; the user's repository is never
  * written to.
  */
@@ -46,16 +47,37 @@ describe('prepareOverrides', () => {
     expect(listing()).toEqual(before);
   });
 
+  it('takes a path with leading slashes as relative to the model directory, as tritonserver joins it', () => {
+    const p = prepareOverrides(source, {
+      config: '{}',
+      files: { 'file:/1/model.py': Buffer.from('slash\n'), 'file://etc/x': Buffer.from('inside\n') },
+    });
+    expect(p.source.versions).toEqual([1]);
+    expect(fs.readFileSync(path.join(p.source.dir, '1', 'model.py'), 'utf8')).toBe('slash\n');
+    expect(fs.readFileSync(path.join(p.source.dir, 'etc', 'x'), 'utf8')).toBe('inside\n');
+    p.release();
+    expect(listing()).toEqual(before);
+  });
+
+  it("keeps the directory inside its temporary root whatever the model's name (gRPC can send '../x')", () => {
+    for (const name of ['../escaped-model', '..', 'a/b']) {
+      const p = prepareOverrides({ ...source, name }, { config: '{}', files: { 'file:1/model.py': Buffer.from('x') } });
+      expect(path.dirname(p.source.dir)).toBe(p.source.repository);
+      expect(p.source.name).toBe(name);
+      p.release();
+    }
+    expect(fs.existsSync(path.join(os.tmpdir(), 'escaped-model'))).toBe(false);
+    expect(listing()).toEqual(before);
+  });
+
   it.each([
     [{ files: { 'file:1/model.py': Buffer.from('x') } }, "Load parameter 'config' must be specified for model file override"],
     [
       { config: '{}', files: { 'file:../x': Buffer.from('x') } },
       /^Invalid file parameter 'file:\.\.\/x' with normalized path '\/.*\/x' must stay within model directory\.$/,
     ],
-    [
-      { config: '{}', files: { 'file:/etc/x': Buffer.from('x') } },
-      "Invalid file parameter 'file:/etc/x' with normalized path '/etc/x' must stay within model directory.",
-    ],
+    [{ config: '{}', files: { 'file:/../x': Buffer.from('x') } }, /^Invalid file parameter 'file:\/\.\.\/x' with normalized path '\/.*\/x' must stay/],
+    [{ config: '{}', files: { 'file:///1/../../x': Buffer.from('x') } }, /must stay within model directory/],
     [{ config: '{}', files: { 'file:1/../../m2/x': Buffer.from('x') } }, /must stay within model directory/],
     [{ config: '{}', files: { 'file:': Buffer.from('x') } }, /must stay within model directory/],
     [{ config: '{not json' }, /^Invalid config override: /],

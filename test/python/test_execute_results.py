@@ -349,3 +349,59 @@ def test_dropped_decoupled_request_is_closed_with_an_error(stub):
     gc.collect()
     sends = stub.ch.of_type("send")
     assert len(sends) == 1 and sends[0]["flags"] == 1 and sends[0]["resp"]["err"][0] == 1
+
+
+HELD = """
+import asyncio
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.in_flight = self.most = 0
+        self.release = False
+
+    async def execute(self, requests):
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        while not self.release:  # held until the test lets every coroutine go
+            await asyncio.sleep(0.005)
+        self.in_flight -= 1
+        requests[0].get_response_sender().send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
+
+
+def test_decoupled_async_executes_are_bounded_by_the_init_limit(stub):
+    """`init` carries max-async-executes: at the limit the main thread waits for a coroutine to
+    finish before it schedules the next batch's, so that batch's exec_done waits too."""
+    import threading
+
+    from tritium_stub import async_loop
+
+    if async_loop._loop is not None and not async_loop._loop.is_running():
+        async_loop._loop = None  # an earlier test's finalize stopped it (a real stub exits then)
+    try:
+        stub.load(HELD, decoupled=True, async_limit=2)
+        model = stub.rt.model
+        assert [stub.exec(stub.request())["resps"] for _ in range(2)] == [[None], [None]]
+        third = threading.Thread(target=stub.exec, args=(stub.request(),))
+        third.start()
+        _wait_until(lambda: model.most == 2)
+        # Held at the limit: the thread stays in exec (a grace for an unbounded stub to show itself
+        # by finishing; a bounded one never does, so this cannot fail spuriously).
+        third.join(0.3)
+        assert third.is_alive() and len(stub.ch.of_type("exec_done")) == 2
+        model.release = True
+        third.join(30)
+        assert not third.is_alive()
+        _wait_until(lambda: len(stub.ch.of_type("send")) == 3)
+        assert model.most == 2  # the third coroutine started only once one of the two had ended
+    finally:
+        async_loop.configure(async_loop.DEFAULT_LIMIT)
+
+
+def _wait_until(pred, timeout=30.0):
+    # A bounded wait for the coroutines on the stub's loop; not a timing assertion.
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, "condition not reached"
+        time.sleep(0.005)

@@ -254,6 +254,32 @@ def test_bls_errors_and_decoupled_stream(node):
     assert [r.error().message() for r in asyncio.run(gathered())] == ["nope"] * 3
 
 
+def test_bls_decoupled_exec_returns_with_the_first_response_and_cancel_is_sent_once(node):
+    """Triton's iterator is built from the first response, so exec(decoupled=True) returns once
+    that arrived (async_exec waits for it in an executor thread, not in the coroutine). cancel()
+    sends one bls_cancel however often it is called, and none once the stream ended; the
+    target's CANCELLED error reaches the model with that code (qa decoupled_bls_cancel)."""
+
+    def answer(ch, msg):
+        outs = [_node_output(ch, "OUT", [float(i)]) for i in range(2)]
+        return [{"t": "bls_r", "bid": msg["bid"], "resp": {"outs": [o]}, "final": False} for o in outs]
+
+    ch = node(answer)
+    it = pb_utils.InferenceRequest(model_name="s", inputs=[], requested_output_names=[]).exec(decoupled=True)
+    assert len(ch.inbox) == 1  # the first response was read before exec returned, the second waits
+    assert next(it).output_tensors()[0].as_numpy().tolist() == [0.0]
+    it.cancel()
+    it.cancel()
+    bid = ch.of_type("bls")[0]["bid"]
+    assert ch.of_type("bls_cancel") == [{"t": "bls_cancel", "bid": bid}]
+    ch.inbox.append({"t": "bls_r", "bid": bid, "resp": {"outs": [], "err": [7, "cancelled"]}, "final": True})
+    rest = list(it)
+    assert [r.has_error() for r in rest] == [False, True]
+    assert rest[1].error().code() == pb_utils.TritonError.CANCELLED and rest[1].error().message() == "cancelled"
+    it.cancel()  # the stream is over: nothing is sent
+    assert len(ch.of_type("bls_cancel")) == 1
+
+
 def test_model_control(node):
     def answer(ch, msg):
         if msg["op"] == "ready":

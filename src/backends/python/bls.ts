@@ -256,8 +256,15 @@ function callError(model: string, e: TritonError): TritonError {
   return Errors.blsInferenceFailed(model, e.message);
 }
 
+/**
+ * The code a BLS error carries is INTERNAL, as tritonserver 2.51 gives every one, except
+ * CANCELLED: a target that ends its stream because the caller cancelled it (the iterator's
+ * `cancel()`) answers CANCELLED, and Triton's Python backend, since it has `cancel()`, hands the
+ * model that code so it can tell a cancelled stream from a failed one (qa decoupled_bls_cancel;
+ * docs/protocol-notes.md, "BLS calls from a model").
+ */
 function errorWire(e: TritonError): RespWire {
-  return { outs: [], err: [ErrorCode.INTERNAL, e.message] };
+  return { outs: [], err: [e.code === ErrorCode.CANCELLED ? ErrorCode.CANCELLED : ErrorCode.INTERNAL, e.message] };
 }
 
 /** Copies a response's outputs into the caller's arena: one copy, the target's blocks are released after. */

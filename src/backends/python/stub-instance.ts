@@ -38,6 +38,8 @@ export interface StubInstanceOptions {
   stubTimeoutSeconds: number;
   /** `--backend-config=python,initialize-timeout-seconds`: 0 = `initialize` may run for ever. */
   initializeTimeoutSeconds?: number;
+  /** `--backend-config=python,max-async-executes`: decoupled coroutines the stub runs at once; the stub's default when absent. */
+  maxAsyncExecutes?: number;
   /** spin-us / spin-mode for this instance's stub and its wake listener on the event loop. */
   ipcWait?: IpcWaitOptions;
   logger: Logger;
@@ -160,7 +162,7 @@ export class StubInstance implements BackendInstance {
     void stub.exited.then((exit) => this.onExit(inc, exit));
     try {
       await stub.expect(['hello']);
-      stub.channel.send({ t: 'init', args: o.initArgs });
+      stub.channel.send({ t: 'init', args: o.initArgs, ...(o.maxAsyncExecutes ? { async_limit: o.maxAsyncExecutes } : {}) });
       const reply = await this.bounded(stub.expect(['init_ok', 'init_err']));
       if (reply.t === 'init_err') throw Errors.initializeFailed(String(reply.msg));
       if (reply.ready_fn === true && stub.readinessPipe) inc.readiness = new ReadinessProbe(stub.readinessPipe, this.name);

@@ -2,12 +2,17 @@
  * @module core/errors/python
  * Catalogue: the Python backend (stub processes, their execution environments, auto-complete).
  */
-import { entry } from './entry.js';
+import { entry, fixed } from './entry.js';
 import { ErrorCode, type TritonError } from './triton-error.js';
 
-const { INTERNAL, UNSUPPORTED } = ErrorCode;
+const { INTERNAL, INVALID_ARG, UNSUPPORTED } = ErrorCode;
 
 export const python = {
+  stubNameInvalid: fixed({
+    code: INVALID_ARG,
+    text: 'Invalid argument: Invalid stub name: contains invalid characters',
+    when: "A Python model's version load, when the model's name or an instance's holds one of ;|&$`<>()[]{}\\\"'*?~#! (the check of the Python backend in releases after 2.51, which hangs on such a name; the load API answers 400 `load failed for model '<m>': version <v> is at UNAVAILABLE state: <this>;`). No stub is started.",
+  }),
   stubUnhealthy: entry(
     {
       code: INTERNAL,

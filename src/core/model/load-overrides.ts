@@ -3,7 +3,9 @@
  * The overrides a load request may carry (docs/protocol-notes.md, "Model repository"): `config`,
  * a JSON model config that replaces config.pbtxt, and `file:<version>/<path>` contents that,
  * with it, form the whole model directory. The files are written to a fresh temporary directory,
- * never into the user's repository, and a path that leaves that directory is refused.
+ * never into the user's repository. A path is relative to the model directory even with leading
+ * slashes (`file:/1/model.py` is `1/model.py`, as tritonserver joins it), and one that leaves the
+ * directory once normalised (`file:../x`, `file:/1/../../x`) is refused.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -48,10 +50,14 @@ export function prepareOverrides(source: ModelSource, o: LoadOverrides | undefin
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-load-'));
   const release = () => fs.rmSync(root, { recursive: true, force: true });
   try {
-    const dir = path.join(root, source.name);
+    // Named after the model where the name is one path component: a gRPC load may name a model
+    // '../x', which must not put the directory outside root.
+    const plain = source.name !== '' && source.name !== '.' && source.name !== '..' && !source.name.includes('/');
+    const dir = path.join(root, plain ? source.name : 'model');
     fs.mkdirSync(dir);
     for (const [key, content] of files) {
-      const target = path.resolve(dir, key.slice(FILE_PREFIX.length));
+      // join, not resolve: a leading slash does not make the path absolute (Triton's JoinPath).
+      const target = path.join(dir, key.slice(FILE_PREFIX.length));
       if (!key.startsWith(FILE_PREFIX) || !target.startsWith(dir + path.sep)) throw Errors.loadFileEscapes(key, target);
       fs.mkdirSync(path.dirname(target), { recursive: true });
       fs.writeFileSync(target, content);

@@ -3,7 +3,9 @@
  * Extracts a packed environment (conda-pack tar.gz) into a fresh directory without ever writing
  * outside it. Archives come from model repositories, so each entry is checked before anything
  * is written (docs/design.md, "Python environment"):
- * - a name that is absolute or has a `..` component is refused;
+ * - a name that is absolute or has a `..` component is refused, the message starting with the
+ *   text tritonserver's extraction (libarchive with ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS and
+ *   _NODOTDOT) logs for it, `Path is absolute` / `Path contains '..'`, then tritium's account;
  * - nothing is written through a symbolic link (every parent of an entry must be a real
  *   directory created by this extraction), and a link never replaces a directory;
  * - a symbolic link whose target leaves the directory is refused, judged once the whole tree
@@ -58,12 +60,16 @@ export async function unpackArchive(archive: string, dest: string): Promise<void
   }
 }
 
+/** libarchive's texts, as Triton logs them for such an entry (harnesses grep for them). */
+const PATH_ABSOLUTE = 'Path is absolute';
+const PATH_DOTDOT = "Path contains '..'";
+
 /** The normalised relative path of an entry name, or an UnpackError for an unsafe one. */
 function entryPath(name: string, what: string): string {
   if (name.includes('\0')) throw new UnpackError(`${what} name '${name}' contains a NUL byte`);
-  if (path.isAbsolute(name)) throw new UnpackError(`${what} '${name}' has an absolute path`);
+  if (path.isAbsolute(name)) throw new UnpackError(`${PATH_ABSOLUTE}: ${what} '${name}' has an absolute path`);
   const parts = name.split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) throw new UnpackError(`${what} '${name}' climbs out of the environment with '..'`);
+  if (parts.includes('..')) throw new UnpackError(`${PATH_DOTDOT}: ${what} '${name}' climbs out of the environment with '..'`);
   return parts.join('/');
 }
 

@@ -38,7 +38,8 @@ export interface RespWire {
 // --- Node → stub (ring A) ---------------------------------------------------------------
 
 export type NodeToStub =
-  | { t: 'init'; args: Record<string, string> }
+  /** `async_limit`: decoupled `async def execute` coroutines the stub runs at once (max-async-executes). */
+  | { t: 'init'; args: Record<string, string>; async_limit?: number }
   | { t: 'autocomplete'; config: string }
   | { t: 'exec'; id: number; reqs: ExecRequestWire[]; rel?: BlockRef[] }
   | { t: 'release'; blocks: BlockRef[] }

@@ -1,0 +1,26 @@
+/**
+ * @module backends/python/stub-name
+ * The names a Python model's stubs run under: the model's own (auto-complete) and each
+ * instance's. tritonserver's Python backend starts its stub through `bash -c` with the name on
+ * the command line, so newer releases refuse a name holding a shell metacharacter
+ * (`Invalid stub name: contains invalid characters`, its QA test test_invalid_character_model_names)
+ * and 2.51 hangs on one. tritium starts stubs without a shell, so nothing could be injected, but
+ * it refuses the same names so that a repository behaves as under a current Triton.
+ */
+import { Errors } from '../../core/errors.js';
+
+/** The Python backend's INVALID_CHARS. */
+const INVALID_CHARS = ';|&$`<>()[]{}\\"\'*?~#!';
+
+export function isValidStubName(name: string): boolean {
+  if (name === '') return false;
+  for (const c of name) if (INVALID_CHARS.includes(c)) return false;
+  return true;
+}
+
+/** Throws Triton's version failure when the model's or an instance's name is refused. */
+export function checkStubNames(modelName: string, instanceNames: readonly string[]): void {
+  for (const name of [modelName, ...instanceNames]) {
+    if (!isValidStubName(name)) throw Errors.stubNameInvalid();
+  }
+}
