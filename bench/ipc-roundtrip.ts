@@ -71,9 +71,10 @@ async function benchShm(): Promise<Stats> {
     wait: { spinUs: SPIN_STUB, spinMode: SPIN_MODE },
   });
   const child = spawn(python, [echo, ch.region, String(1 << 20), String(SPIN_STUB), String(YIELD_STUB), SPIN_MODE], {
-    stdio: ['ignore', 'inherit', 'inherit', ch.wakeFd],
-    env: { ...process.env, TRITIUM_STUB_WAKE_FD: '3' },
+    stdio: ['ignore', 'inherit', 'inherit', ch.wakeFd, ...(ch.segmentFds ?? [])],
+    env: { ...process.env, TRITIUM_STUB_WAKE_FD: '3', TRITIUM_STUB_SEGMENT_FDS: ch.segmentFds ? '4,5' : undefined },
   });
+  ch.stubSpawned();
   let onReply: () => void = () => {};
   const hello = new Promise<void>((res) => {
     ch.onMessage((m) => {

@@ -30,6 +30,7 @@ import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
 import { PythonBackend } from './backends/python/backend.js';
 import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
+import { describeSegmentBacking } from './backends/python/ipc/backing.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
 import type { TlsOptions } from './frontends/grpc/transport/server.js';
 import { startHttpServer } from './frontends/http/server.js';
@@ -166,6 +167,8 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   if (cannotListen !== undefined) throw new StartupError(cannotListen);
   const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
+  // memfd segments, or /dev/shm files where memfds are refused: decided once, here.
+  log.verbose(1, describeSegmentBacking());
   // Held back before any client can connect: what restarting a stub needs (core/instance/fd-reserve.ts).
   recoveryFds();
   // Runs out of descriptors are invisible to the frontends otherwise (frontends/descriptor-watch.ts).
@@ -183,6 +186,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     stubTimeoutSeconds: options.python.stubTimeoutSeconds,
     initializeTimeoutSeconds: options.python.initializeTimeoutSeconds,
     ipcWait: { spinUs: options.python.spinUs, spinMode: options.python.spinMode },
+    maxAsyncExecutes: options.python.maxAsyncExecutes,
     // pb_utils.load_model / unload_model take the repository API's path (explicit mode only).
     modelControl:
       options.modelControlMode === 'explicit'

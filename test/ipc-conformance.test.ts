@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Arena } from '../src/backends/python/ipc/arena.js';
+import { segmentBacking, type SegmentBacking } from '../src/backends/python/ipc/backing.js';
 import { StubChannel, newRegionName } from '../src/backends/python/ipc/channel.js';
 import { decode } from '../src/backends/python/ipc/codec.js';
 import { loadNative } from '../src/backends/python/ipc/native.js';
@@ -81,20 +82,23 @@ interface PeerCase {
   doorbellStart?: number;
 }
 
-async function startPeer(c: PeerCase, role: string, section: string, native: string): Promise<Peer> {
+async function startPeer(c: PeerCase, role: string, section: string, native: string, backing?: SegmentBacking): Promise<Peer> {
   const ch = StubChannel.create<ConfMessage, ConfMessage>({
     region: newRegionName('conf'),
     defaultByteSize: MiB,
     growthByteSize: c.growth ?? MiB,
     ringByteSize: c.ring,
     wait: { spinUs: 50, spinMode: c.spinMode ?? 'never' },
+    ...(backing ? { backing } : {}),
   });
-  const hdr = new Header(ch.region);
+  const hdr = new Header(ch);
   for (const ring of [RING_A, RING_B]) hdr.set32(ring.doorbell, c.doorbellStart ?? 0);
   const child = spawn(PYTHON, [PEER, ch.region, role, section, c.name], {
-    stdio: ['pipe', 'pipe', 'inherit', ch.wakeFd],
-    env: { ...process.env, TRITIUM_STUB_NATIVE: native, TRITIUM_STUB_WAKE_FD: '3' },
+    // With memfd segments, n0 and the segment socket follow the wake eventfd (docs/ipc.md, "Segments").
+    stdio: ['pipe', 'pipe', 'inherit', ch.wakeFd, ...(ch.segmentFds ?? [])],
+    env: { ...process.env, TRITIUM_STUB_NATIVE: native, TRITIUM_STUB_WAKE_FD: '3', TRITIUM_STUB_SEGMENT_FDS: ch.segmentFds ? '4,5' : undefined },
   });
+  ch.stubSpawned();
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   const closed = new Promise<number | null>((res) => child.on('close', (code) => res(code)));
@@ -260,9 +264,11 @@ describe.each([
     await p.report();
   });
 
-  describe.each(CASES.regionArena)('region arena case: $name', (c) => {
+  // Segments as memfds passed between the processes (where this host allows them) and as /dev/shm files.
+  const backings: SegmentBacking[] = segmentBacking() === 'memfd' ? ['memfd', 'dev-shm'] : ['dev-shm'];
+  describe.each(CASES.regionArena.flatMap((c) => backings.map((backing) => ({ ...c, backing }))))('region arena case: $name, $backing segments', (c) => {
     it("Node's input blocks, read by the stub", async () => {
-      const p = await startPeer(c, 'arena-reader', 'regionArena', native);
+      const p = await startPeer(c, 'arena-reader', 'regionArena', native, c.backing);
       const arenaStart = p.hdr.get64(OFF_ARENA);
       const base = (seg: number) => (seg === 0 ? arenaStart : 0);
       const { blocks, errors } = regionBlocks(
@@ -281,7 +287,7 @@ describe.each([
     });
 
     it("the stub's output blocks, read by Node", async () => {
-      const p = await startPeer(c, 'arena-writer', 'regionArena', native);
+      const p = await startPeer(c, 'arena-writer', 'regionArena', native, c.backing);
       const segs: ConfMessage[] = [];
       let m: ConfMessage;
       while ((m = await p.next()).t === 'seg') segs.push(m);
@@ -303,7 +309,7 @@ describe.each([
 describe('Node reads a corrupt ring B', () => {
   it.each(CASES.corruption)('$name', (c) => {
     const ch = StubChannel.create<ConfMessage, ConfMessage>({ region: newRegionName('conf'), defaultByteSize: MiB, growthByteSize: MiB, ringByteSize: c.ring });
-    const hdr = new Header(ch.region);
+    const hdr = new Header(ch);
     try {
       const data = new DataView(hdr.sab, HEADER_SIZE + c.ring, c.ring);
       hdr.set64(RING_B.head, c.head);

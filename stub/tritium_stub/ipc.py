@@ -5,8 +5,8 @@ extension built from native/src/python_ipc.cc by scripts/build-native.mjs, shari
 wait and arena code with the Node addon) and this pure-Python fallback, used when the module
 is missing, was built for another interpreter, or TRITIUM_STUB_NATIVE=0.
 
-The fallback is stdlib + msgpack only: segments are mmap'ed files in /dev/shm, the futex is reached through
-ctypes' syscall(), and rings/arenas are plain Python over memoryviews. Mirrors
+The fallback is stdlib + msgpack only: segments are mmap'ed memfds (memfd.py) or files in /dev/shm,
+the futex is reached through ctypes' syscall(), and rings/arenas are plain Python over memoryviews. Mirrors
 src/backends/python/ipc/{shm-layout,ring,arena,channel}.ts; change both together.
 
 Memory ordering: the pure-Python path runs only on x86 and x86-64, and refuses any other
@@ -32,6 +32,8 @@ import threading
 import time
 
 import msgpack
+
+from . import memfd
 
 _packb = msgpack.packb
 _unpackb = msgpack.unpackb
@@ -329,9 +331,9 @@ class Arena:
 
 
 class _Segment:
-    __slots__ = ("name", "mm", "mv", "size", "arena", "hollow")
+    __slots__ = ("name", "mm", "mv", "size", "arena", "hollow", "fd")
 
-    def __init__(self, name: str, mm: mmap.mmap):
+    def __init__(self, name: str, mm: mmap.mmap, fd: int = -1):
         self.name = name
         self.mm = mm
         self.mv = memoryview(mm)
@@ -340,8 +342,13 @@ class _Segment:
         # Its pages went back to tmpfs when its last block was freed (docs/ipc.md, "Segments"):
         # a block allocated in it reserves its pages first.
         self.hollow = False
+        # The memfd of an output segment this stub created (kept to reserve pages); -1 otherwise.
+        self.fd = fd
 
     def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
         try:
             self.mv.release()
             self.mm.close()
@@ -362,11 +369,14 @@ class Channel:
         native="auto",
         wake_fd: int | None = None,
         machine: str | None = None,
+        segment_fds: tuple[int, int] | None = None,
     ):
         """native: "auto" (the extension when loadable), False (pure Python), or a module.
         wake_fd: Node's wake eventfd (docs/ipc.md, "Waking Node"); None: ring B's consumer
         sleeps on its futex and is woken with FUTEX_WAKE (the test emulator of Node).
-        machine: the architecture the pure-Python path checks (default: this one; for tests)."""
+        machine: the architecture the pure-Python path checks (default: this one; for tests).
+        segment_fds: (n0's memfd, the segment socket) inherited from Node (memfd.py); None: the
+        region's segments are files in /dev/shm named after `region`."""
         if "/" in region or not region:
             raise ValueError(f"invalid region name {region!r}")
         self.region = region
@@ -391,7 +401,16 @@ class Channel:
         self._packing = False
         self._main_ident = threading.get_ident()
 
-        n0 = self._map(f"{region}.n0")
+        self._fdlink: memfd.FdLink | None = None
+        # Output segments are memfds while memfd_create works here; a refusal (seccomp, an old
+        # kernel) makes them /dev/shm files, which Node opens by name when no descriptor came.
+        self._memfd_refused: str | None = None
+        if segment_fds is not None:
+            n0 = self._map_fd(segment_fds[0], "n0")
+            os.close(segment_fds[0])
+            self._fdlink = memfd.FdLink(segment_fds[1])
+        else:
+            n0 = self._map(f"{region}.n0")
         self._segs["n0"] = n0
         hdr = n0.mv
         if bytes(hdr[0:8]) != MAGIC:
@@ -439,7 +458,8 @@ class Channel:
         """One line for the verbose log: which hot path and wait policy this stub uses."""
         p = self.policy
         path = "native (_tritium_ipc)" if self._link is not None else f"pure Python ({self.native_reason})"
-        return f"IPC path: {path}; spin-mode={p.mode}, spin-us={p.spin_s * 1e6:g}"
+        segs = "memfd" if self._fdlink is not None else "/dev/shm files"
+        return f"IPC path: {path}; spin-mode={p.mode}, spin-us={p.spin_s * 1e6:g}; segments: {segs}"
 
     # ---- native hot path (the extension does ring, doorbell and wait; msgpack stays here) ----
     def _recv_native(self, timeout: float | None = None) -> dict | None:
@@ -473,6 +493,12 @@ class Channel:
             os.close(fd)
         return _Segment(file.rsplit(".", 1)[1], mm)
 
+    @staticmethod
+    def _map_fd(fd: int, name: str) -> _Segment:
+        """Maps a memfd segment (the caller still owns `fd`)."""
+        size = os.fstat(fd).st_size
+        return _Segment(name, mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE))
+
     def _segment(self, seg: str) -> _Segment:
         s = self._segs.get(seg)
         if s is None:
@@ -481,7 +507,15 @@ class Channel:
                 if s is None:
                     if not (len(seg) > 1 and seg[0] in "ns" and seg[1:].isdigit()):
                         raise ValueError(f"invalid segment name {seg!r}")
-                    s = self._map(f"{self.region}.{seg}")
+                    if self._fdlink is not None and seg[0] == "n":
+                        # Node passes its segments as descriptors (memfd.py), maybe just after the message.
+                        fd = self._fdlink.take(seg)
+                        try:
+                            s = self._map_fd(fd, seg)
+                        finally:
+                            os.close(fd)
+                    else:
+                        s = self._map(f"{self.region}.{seg}")
                     self._segs[seg] = s
         return s
 
@@ -536,6 +570,9 @@ class Channel:
         here rather than a SIGBUS on first write; on failure the block is freed again."""
         start = off & ~(PAGE_SIZE - 1)
         end = min(s.size, _round_up(off + max(nbytes, 1), PAGE_SIZE))
+        if s.fd >= 0:
+            self._reserve_memfd(s, start, end - start, nbytes, off)
+            return
         path = os.path.join(SHM_DIR, f"{self.region}.{s.name}")
         try:
             fd = os.open(path, os.O_RDWR)
@@ -551,6 +588,22 @@ class Channel:
                 ) from e
             raise
 
+    def _reserve_memfd(self, s: _Segment, start: int, length: int, nbytes: int, off: int) -> None:
+        what = f"reserve {length} bytes of output segment {self.region}.{s.name}"
+        room, _ = memfd.headroom()
+        try:
+            if length > room:
+                raise MemoryError(memfd.memory_full_text(what, nbytes, f"more than the {room} bytes available"))
+            try:
+                os.posix_fallocate(s.fd, start, length)
+            except OSError as e:
+                if e.errno in (errno.ENOMEM, errno.ENOSPC):
+                    raise MemoryError(memfd.memory_full_text(what, nbytes, errno.errorcode[e.errno])) from e
+                raise
+        except BaseException:
+            s.arena.free(off)
+            raise
+
     def _hollow_if_empty(self, s: _Segment) -> None:
         """A segment grown for a large tensor hands its pages back once nothing is in it, so
         the space returns to /dev/shm after a large request; growth-sized segments stay."""
@@ -560,6 +613,10 @@ class Channel:
         s.hollow = True
 
     def _create(self, name: str, size: int, nbytes: int) -> _Segment:
+        if self._fdlink is not None and self._memfd_refused is None:
+            s = self._create_memfd(name, size, nbytes)
+            if s is not None:
+                return s
         path = os.path.join(SHM_DIR, f"{self.region}.{name}")
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
@@ -575,6 +632,39 @@ class Channel:
             raise
         os.close(fd)
         return _Segment(name, mm)
+
+    def _create_memfd(self, name: str, size: int, nbytes: int) -> _Segment | None:
+        """A memfd output segment, passed to Node before any message names it; None when this
+        host refuses memfds (then, and from then on, a /dev/shm file)."""
+        label = f"{self.region}.{name}"
+        what = f"create {size}-byte output segment {label}"
+        room, _ = memfd.headroom()
+        if size > room:
+            # Past the memory limit the kernel OOM-kills instead of failing (memfd.py).
+            raise MemoryError(memfd.memory_full_text(what, nbytes, f"more than the {room} bytes available"))
+        try:
+            fd = memfd.create(label)
+        except OSError as e:
+            if e.errno in (errno.ENOMEM, errno.EMFILE, errno.ENFILE):
+                raise
+            self._memfd_refused = str(e)
+            return None
+        try:
+            os.ftruncate(fd, size)
+            os.posix_fallocate(fd, 0, size)
+            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            s = _Segment(name, mm, fd)
+        except OSError as e:
+            os.close(fd)  # the only reference: the pages go with it
+            if e.errno in (errno.ENOMEM, errno.ENOSPC):
+                raise MemoryError(memfd.memory_full_text(what, nbytes, errno.errorcode[e.errno])) from e
+            raise
+        try:
+            self._fdlink.send(name, fd)
+        except BaseException:
+            s.close()
+            raise
+        return s
 
     def free_many(self, blocks) -> list:
         """Frees [[seg, off], ...] under one lock; returns the errors of blocks it could not free."""
@@ -778,10 +868,13 @@ class Channel:
             self._hb_thread.join(timeout=1.0)
         if self._link is not None:
             self._link.close()
-        # Node owns the files and unlinks them; the stub only drops its mappings.
+        # Node owns the files and unlinks them; the stub only drops its mappings (a memfd goes
+        # with its last descriptor and mapping).
         del self._anchor
         self._u32.release()
         self._u64.release()
         for s in self._segs.values():
             s.close()
         self._segs.clear()
+        if self._fdlink is not None:
+            self._fdlink.close()

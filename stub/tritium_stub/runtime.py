@@ -13,6 +13,7 @@ from .inbox import Inbox
 from .ipc import Channel
 from .loader import StubError, import_model
 from .logger import emit
+from .memfd import segment_fds_setting
 from .request import InferenceRequest
 from .response_sender import close_all
 from .result import build_resps, rescheduled
@@ -114,7 +115,7 @@ class Runtime:
             if kind == "exec":
                 execute_batch(msg)
             elif kind == "init":
-                if not self._init(msg["args"]):
+                if not self._init(msg["args"], msg.get("async_limit")):
                     return 0
             elif kind == "fin":
                 self._fin()
@@ -140,8 +141,10 @@ class Runtime:
         for e in errors:  # a Node bug must not take the instance down
             emit("WARNING", f"release of an unknown output block: {e}", "runtime.py", 0)
 
-    def _init(self, args):
+    def _init(self, args, async_limit=None):
         channel = STATE.channel
+        if async_limit is not None:
+            async_loop.configure(async_limit)
         try:
             model_class = import_model(STATE.model_file).TritonPythonModel
             config = json.loads(args["model_config"])
@@ -258,7 +261,12 @@ def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbos
     parent_watch.start(parent_pid)
     spin_us, spin_mode = wait_settings(os.environ)
     channel = STATE.channel = Channel(
-        region, growth_byte_size, spin_us=spin_us, spin_mode=spin_mode, wake_fd=wake_fd_setting(os.environ)
+        region,
+        growth_byte_size,
+        spin_us=spin_us,
+        spin_mode=spin_mode,
+        wake_fd=wake_fd_setting(os.environ),
+        segment_fds=segment_fds_setting(os.environ),
     )
     emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}", "runtime.py", 0)
     channel.start_heartbeat(0.1)

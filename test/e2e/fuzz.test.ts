@@ -15,6 +15,7 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { segmentBytes } from '../helpers/memfd.js';
 import { makeRepo, shmFilesOf, startTritium, type Tritium } from '../helpers/server.js';
 import { memoryAfterGc } from '../helpers/server-memory.js';
 
@@ -516,7 +517,7 @@ function rssBytes(pid: number): number {
 }
 
 function shmBytes(pid: number): number {
-  return shmFilesOf(pid).reduce((n, f) => n + fs.statSync(`/dev/shm/${f}`).size, 0);
+  return segmentBytes(pid, 'size');
 }
 
 async function validRequestSucceeds(): Promise<void> {
@@ -648,7 +649,7 @@ describe('transport-level abuse', () => {
 
 describe('large tensors under a memory and responsiveness guard', () => {
   /** Bytes of /dev/shm the server's regions really hold (allocated blocks, not file sizes). */
-  const shmAllocated = (pid: number) => shmFilesOf(pid).reduce((n, f) => n + fs.statSync(`/dev/shm/${f}`).blocks * 512, 0);
+  const shmAllocated = (pid: number) => segmentBytes(pid, 'allocated');
 
   /** A 16 MiB INT32 output asked for as JSON (about 90 MB of text, streamed a slice at a time). */
   async function largeJsonOutput(): Promise<number> {

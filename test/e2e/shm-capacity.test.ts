@@ -6,6 +6,10 @@
  * (docs/ipc.md, "Segments"). Before, the 20 MB request's segments (input and output) stayed
  * allocated and the 30 MB request found /dev/shm full. Needs root for `unshare -m` and the tmpfs mount; skipped
  * otherwise.
+ *
+ * The segments are /dev/shm files here (`TRITIUM_MEMFD=0`, the fallback where memfd_create is
+ * refused), so the texts are the fallback's; memfd segments are hollowed the same way
+ * (test/ipc.test.ts) and need no /dev/shm (no-dev-shm.test.ts).
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,7 +25,7 @@ let server: Tritium;
 
 beforeAll(async () => {
   if (!canUnshare) return;
-  server = await startTritium({ repos: [makeRepo(['identity_all'])], wrap: SMALL_SHM });
+  server = await startTritium({ repos: [makeRepo(['identity_all'])], wrap: SMALL_SHM, env: { TRITIUM_MEMFD: '0' } });
 }, 120_000);
 
 afterAll(async () => {

@@ -16,6 +16,9 @@
  *  3. when the neighbour goes, the instance turns ready by itself, the reserve is taken again,
  *     and requests succeed, without restarting the server.
  * Needs root for `unshare -m` and the tmpfs mount; skipped otherwise.
+ *
+ * This is the /dev/shm fallback (`TRITIUM_MEMFD=0`, as where memfd_create is refused): memfd
+ * segments take memory rather than /dev/shm space, and hold no reserve (docs/design.md, "Supervision").
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -40,6 +43,7 @@ beforeAll(async () => {
     repos: [repo],
     args: [`--backend-config=python,shm-default-byte-size=${N0_BYTES}`],
     wrap: SMALL_SHM,
+    env: { TRITIUM_MEMFD: '0' },
   });
   shm = `/proc/${server.proc.pid}/root/dev/shm`;
 }, 120_000);

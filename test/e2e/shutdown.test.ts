@@ -2,11 +2,13 @@
  * Shutdown and shared-memory hygiene, end to end with the real CLI and real stubs:
  * SIGTERM under load answers every in-flight request and calls finalize; the exit timeout
  * bounds both the wait and a finalize that never returns; a second signal exits at once; a
- * signal during start-up; and the files of a SIGKILLed server are removed by the next start
- * (only those whose owner is gone). After every exit path: no stub left, /dev/shm clean.
+ * signal during start-up; a SIGKILLed server leaves no memfd segment behind, and with /dev/shm
+ * files (the fallback, `TRITIUM_MEMFD=0`) its files are removed by the next start (only those
+ * whose owner is gone). After every exit path: no stub left, no segment left.
  *
- * Last, a /dev/shm too small for a request (a private tmpfs in a mount namespace, when the test
- * may create one): only that request fails, with the size needed, the free space and the flag.
+ * Last, with /dev/shm files, a /dev/shm too small for a request (a private tmpfs in a mount
+ * namespace, when the test may create one): only that request fails, with the size needed, the
+ * free space and the flag (the fallback's texts; memfd segments need no /dev/shm, no-dev-shm.test.ts).
  *
  * Model: test/models/slow_execute (2 instances; execute sleeps MS ms and answers VALUE + 1).
  */
@@ -15,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { memfdsOf } from '../helpers/memfd.js';
 import { ensureBuilt, makeRepo, PYTHON, ROOT, shmFilesOf, startTritium, type StartOptions, type Tritium } from '../helpers/server.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -304,8 +307,27 @@ describe('SIGTERM while a model control load is still initializing', () => {
 });
 
 describe('a SIGKILLed server', () => {
-  it('leaves files that the next start removes, only those whose owner process is gone', async () => {
-    const first = await start();
+  it('leaves no shared memory: its memfd segments go with the last process holding them', async () => {
+    const t = await start();
+    const pid = t.proc.pid!;
+    const stubs = childPids(pid);
+    const segments = shmFilesOf(pid);
+    // Both instances' n0 are memfds of the server (and of their stub); nothing is in /dev/shm.
+    expect(segments.filter((s) => s.endsWith('.n0'))).toHaveLength(2);
+    expect(fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`tritium_${pid}_`))).toEqual([]);
+    const label = segments[0]!;
+    const inStub = () => stubs.some((s) => memfdsOf(s, label).has(label));
+    expect(inStub()).toBe(true);
+    t.proc.kill('SIGKILL');
+    await t.exited;
+    // The stubs notice their parent is gone (stub/tritium_stub/parent_watch.py, within 0.3 s).
+    expect(await waitGone(stubs)).toEqual([]);
+    expect(inStub()).toBe(false);
+    expect(shmFilesOf(pid)).toEqual([]);
+  });
+
+  it('with /dev/shm files (the fallback), leaves files that the next start removes, only those whose owner process is gone', async () => {
+    const first = await start({ env: { TRITIUM_MEMFD: '0' } });
     const pid = first.proc.pid!;
     const stubs = childPids(pid);
     const files = shmFilesOf(pid);
@@ -321,6 +343,7 @@ describe('a SIGKILLed server', () => {
     const liveFile = path.join('/dev/shm', `tritium_${process.pid}_0badcafe_live.n0`);
     fs.writeFileSync(liveFile, '');
     try {
+      // Started with memfds (the default): the stale-file cleanup runs all the same.
       const second = await start();
       expect(shmFilesOf(pid)).toEqual([]);
       expect(fs.existsSync(liveFile)).toBe(true);
@@ -355,6 +378,7 @@ describe.skipIf(!canUnshare)('a /dev/shm too small for a request', () => {
     // 12 MiB of /dev/shm for the server and its stub only; `exec` keeps the server's pid.
     const proc = spawn('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs -o size=12m tmpfs /dev/shm && exec "$@"', 'sh', process.execPath, ...args], {
       cwd: ROOT,
+      env: { ...process.env, TRITIUM_MEMFD: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let log = '';

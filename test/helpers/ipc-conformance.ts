@@ -174,8 +174,9 @@ export class Header {
   private readonly u64: BigUint64Array;
   readonly i32: Int32Array;
 
-  constructor(region: string) {
-    this.sab = loadNative().openShm(`${region}.n0`);
+  /** `ch`: the channel whose n0 to map (its memfd, or its /dev/shm file). */
+  constructor(ch: { region: string; segmentFds: readonly [number, number] | undefined }) {
+    this.sab = ch.segmentFds ? loadNative().mapFd(ch.segmentFds[0]) : loadNative().openShm(`${ch.region}.n0`);
     this.u64 = new BigUint64Array(this.sab, 0, 512);
     this.i32 = new Int32Array(this.sab, 0, 1024);
   }

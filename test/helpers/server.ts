@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { mappedMemfdsOf, memfdsOf } from './memfd.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
@@ -131,10 +132,17 @@ function resolveModel(name: string): string {
   throw new Error(`no model '${name}' in test/models or python_models`);
 }
 
-/** `/dev/shm` entries this server pid created (should be none after it stopped). */
+/**
+ * The shared-memory segments of this server pid (should be none after it stopped): its
+ * `/dev/shm` files (the fallback, or after a crash) and the memfds it holds open or mapped,
+ * labelled like the files (docs/ipc.md, "Segments"). A memfd goes with the last process holding
+ * it, so after the server and its stubs exited only files can remain.
+ */
 export function shmFilesOf(pid: number | undefined): string[] {
   if (pid === undefined) return [];
-  return fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`tritium_${pid}_`));
+  const prefix = `tritium_${pid}_`;
+  const files = fs.readdirSync('/dev/shm').filter((f) => f.startsWith(prefix));
+  return [...new Set([...files, ...memfdsOf(pid, prefix).keys(), ...mappedMemfdsOf(pid, prefix)])].sort();
 }
 
 /**

@@ -291,6 +291,7 @@ describe('classifyStartFailure', () => {
     expect(classifyStartFailure(new Error('shm_open /tritium_1_a.n0: Too many open files'))).toEqual({ shortage: 'EMFILE' });
     expect(classifyStartFailure(new Error("Stub process 'm_0' is not healthy. spawn /usr/bin/python3 EAGAIN"))).toEqual({ shortage: 'EAGAIN' });
     expect(classifyStartFailure(new Error('/dev/shm is full: cannot create 1048576-byte segment'))).toEqual({ shortage: 'ENOSPC' });
+    expect(classifyStartFailure(new Error('out of memory for shared memory: cannot create 1048576-byte segment'))).toEqual({ shortage: 'ENOMEM' });
     expect(classifyStartFailure(new Error('initialize raised ValueError'))).toBe('crash');
     expect(classifyStartFailure(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBe('crash');
   });

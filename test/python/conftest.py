@@ -167,7 +167,9 @@ class StubHarness:
         self._batch = 0
         self._rid = 0
 
-    def load(self, source, outputs=("OUTPUT0",), decoupled=False, name="m_0", log_verbose=0, **write_kwargs):
+    def load(
+        self, source, outputs=("OUTPUT0",), decoupled=False, name="m_0", log_verbose=0, async_limit=None, **write_kwargs
+    ):
         from tritium_stub.runtime import Runtime
 
         path = self.write("m", source, **write_kwargs)
@@ -188,7 +190,7 @@ class StubHarness:
             "model_name": "m",
         }
         self.rt = Runtime(path, name, "instance", log_verbose, self.ch)
-        self.rt._init(self.args)
+        self.rt._init(self.args, async_limit)  # async_limit: what Node's init says (max-async-executes)
         return self.ch.sent[-1]
 
     def request(self, inputs=None, **kw):

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(ROOT, "stub"))
 
 import msgpack  # noqa: E402
 
-from tritium_stub import ipc  # noqa: E402
+from tritium_stub import ipc, memfd  # noqa: E402
 
 CASES_PATH = os.path.join(ROOT, "test", "ipc-conformance", "cases.json")
 BOUND_S = 20.0  # every wait of the suite is bounded by this (never an assertion on speed)
@@ -168,11 +168,15 @@ class Header:
     """Words of segment n0's control header (docs/ipc.md, "Control header")."""
 
     def __init__(self, region: str):
-        fd = os.open(f"/dev/shm/{region}.n0", os.O_RDWR)
-        try:
-            self.mm = mmap.mmap(fd, ipc.HEADER_SIZE)
-        finally:
-            os.close(fd)
+        fds = memfd.segment_fds_setting(os.environ)
+        if fds is not None:  # n0 is an inherited memfd, which the channel closes once mapped
+            self.mm = mmap.mmap(fds[0], ipc.HEADER_SIZE)
+        else:
+            fd = os.open(f"/dev/shm/{region}.n0", os.O_RDWR)
+            try:
+                self.mm = mmap.mmap(fd, ipc.HEADER_SIZE)
+            finally:
+                os.close(fd)
         # One aligned load per word (struct's "<Q" reads byte by byte and can see a torn value).
         self._w32 = memoryview(self.mm).cast("I")
         self._w64 = memoryview(self.mm).cast("Q")
@@ -363,7 +367,13 @@ def check_blocks(blocks, view) -> list[str]:
 def _open_channel(region: str, case: dict):
     fd = os.environ.get("TRITIUM_STUB_WAKE_FD")
     mode = case.get("spinMode", "never")
-    return ipc.Channel(region, case.get("growth", 1 << 16), spin_mode=mode, wake_fd=None if fd is None else int(fd))
+    return ipc.Channel(
+        region,
+        case.get("growth", 1 << 16),
+        spin_mode=mode,
+        wake_fd=None if fd is None else int(fd),
+        segment_fds=memfd.segment_fds_setting(os.environ),
+    )
 
 
 def _idle(ring: dict) -> bool:

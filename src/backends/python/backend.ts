@@ -5,6 +5,7 @@
  */
 import { n0ByteSize } from './ipc/channel.js';
 import { ShmReserve } from './ipc/shm-reserve.js';
+import { segmentBacking } from './ipc/backing.js';
 import type { CustomMetrics } from '../../core/custom-metrics.js';
 import fs from 'node:fs';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
@@ -16,6 +17,7 @@ import { modelConfigFromJson, modelConfigToJson } from '../../core/config/json.j
 import { resolveInside } from '../../core/repository/safe-path.js';
 import { runAutoComplete } from './auto-complete.js';
 import { pythonFor } from './stub-paths.js';
+import { checkStubNames, isValidStubName } from './stub-name.js';
 import { StubInstance } from './stub-instance.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
 import type { ModelControl } from './bls.js';
@@ -29,6 +31,8 @@ export interface PythonBackendOptions {
   stubTimeoutSeconds: number;
   /** Bound of each instance's `initialize` in seconds; 0 or absent = none. */
   initializeTimeoutSeconds?: number;
+  /** Decoupled `async def execute` coroutines one instance runs at once (max-async-executes); the stub's default when absent. */
+  maxAsyncExecutes?: number;
   /** Explicit model control for pb_utils.load_model / unload_model; absent outside explicit mode. */
   modelControl?: ModelControl;
   /** The server's families for pb_utils.MetricFamily (exported on /metrics). */
@@ -41,7 +45,11 @@ export class PythonBackend implements Backend {
   readonly name = 'python';
   /** Every live instance, for metrics (shared-memory bytes) and tests. */
   readonly instances = new Set<StubInstance>();
-  /** /dev/shm space held for restarting a stub (ipc/shm-reserve.ts). */
+  /**
+   * /dev/shm space held for restarting a stub (ipc/shm-reserve.ts). Used only where segments
+   * are /dev/shm files: memfds take memory, which no neighbour fills to the last byte the way
+   * files fill a small /dev/shm (docs/design.md, "Supervision").
+   */
   readonly shmReserve: ShmReserve;
 
   constructor(private readonly o: PythonBackendOptions) {
@@ -59,6 +67,9 @@ export class PythonBackend implements Backend {
   }
 
   async autoComplete(ctx: AutoCompleteContext, config: ModelConfig): Promise<ModelConfig> {
+    // No stub for a name the version load refuses anyway (stub-name.ts): that refusal, with
+    // Triton's text, is what the client gets.
+    if (!isValidStubName(ctx.source.name)) return config;
     const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
     // Triton starts a throw-away stub for every Python model, even one that defines no
     // auto_complete_config. A model file that never mentions it cannot change the config, so
@@ -86,13 +97,18 @@ export class PythonBackend implements Backend {
 
   async load(ctx: ModelVersionContext, hooks: InstanceHooks): Promise<LoadedModel> {
     const { config } = ctx;
+    const specs = expandInstances(config);
+    checkStubNames(
+      config.name,
+      specs.map((s) => s.name),
+    );
     const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
     const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
     // Triton's Python backend logs the configuration it loads at verbose level 1 (python_be.cc):
     // how Model Analyzer's users see, in the server log, which configuration each load served.
     ctx.logger.verbose(1, `model configuration:\n${JSON.stringify(JSON.parse(ctx.configJson), null, 4)}`);
     const decoupled = config.modelTransactionPolicy?.decoupled === true;
-    const instances = expandInstances(config).map(
+    const instances = specs.map(
       (spec) =>
         new StubInstance({
           modelName: config.name,
@@ -116,12 +132,13 @@ export class PythonBackend implements Backend {
           shmGrowthByteSize: this.o.shmGrowthByteSize,
           stubTimeoutSeconds: this.o.stubTimeoutSeconds,
           initializeTimeoutSeconds: this.o.initializeTimeoutSeconds ?? 0,
+          ...(this.o.maxAsyncExecutes ? { maxAsyncExecutes: this.o.maxAsyncExecutes } : {}),
           ipcWait: this.o.ipcWait,
           logger: ctx.logger,
           hooks,
           calls: { client: ctx.client, modelControl: this.o.modelControl, customMetrics: this.o.customMetrics },
           cpus: this.o.hostPolicies?.get(spec.hostPolicy),
-          shmReserve: this.shmReserve,
+          ...(segmentBacking() === 'dev-shm' ? { shmReserve: this.shmReserve } : {}),
         }),
     );
     for (const i of instances) this.instances.add(i);

@@ -2,7 +2,8 @@
  * @module backends/python/launcher
  * Brings one stub up and watches it, for instances and for the auto-complete stub alike: creates
  * its shared-memory channel, spawns the process (stub-process.ts: the wake eventfd as fd 3, an
- * instance's readiness pipe as fd 4, its output in the server log), waits for the messages of
+ * instance's readiness pipe as fd 4, with memfd segments n0's memfd and the segment socket as fds
+ * 5 and 6, its output in the server log), waits for the messages of
  * a handshake (`expect`), kills a stub whose heartbeat stops (the watchdog), and reports its
  * exit once, with a cause: the spawn error, why Node killed it, or how it ended.
  *
@@ -113,6 +114,7 @@ export class LaunchedStub {
         modelFile: o.modelFile,
         region,
         wakeFd: channel.wakeFd,
+        ...(channel.segmentFds ? { segmentFds: channel.segmentFds } : {}),
         growthByteSize: o.shmGrowthByteSize,
         name: o.name,
         mode: o.mode,
@@ -122,6 +124,7 @@ export class LaunchedStub {
         ipcWait: o.ipcWait,
         ...(o.cpus ? { cpus: o.cpus } : {}),
       });
+      channel.stubSpawned();
       return { channel, child };
     } catch (err) {
       channel.close();

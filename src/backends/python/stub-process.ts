@@ -29,6 +29,8 @@ export interface StubSpawnOptions {
   ipcWait?: IpcWaitOptions;
   /** The channel's wake eventfd (`StubChannel.wakeFd`): inherited as the stub's fd 3. */
   wakeFd: number;
+  /** memfd backing: n0's memfd and the segment socket (`StubChannel.segmentFds`), inherited as fds 5 and 6. */
+  segmentFds?: readonly [number, number];
   /** CPUs the stub runs on (its host policy); the stub pins itself before importing model.py. */
   cpus?: readonly number[];
 }
@@ -40,6 +42,8 @@ const STUB_WAKE_FD = 3;
  * end is `child.stdio[4]` (see readinessPipe).
  */
 const STUB_READY_FD = 4;
+/** Where the stub finds n0's memfd and its end of the segment socket (docs/ipc.md, "Segments"). */
+const STUB_SEGMENT_FDS = [5, 6] as const;
 
 export interface ExitInfo {
   code: number | null;
@@ -110,9 +114,15 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
   const instance = o.mode === 'instance';
   if (instance) env.TRITIUM_STUB_READY_FD = String(STUB_READY_FD);
   else delete env.TRITIUM_STUB_READY_FD;
+  const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe', o.wakeFd, instance ? 'pipe' : 'ignore'];
+  // Without them the stub opens the region's /dev/shm files by name.
+  if (o.segmentFds) {
+    stdio.push(...o.segmentFds);
+    env.TRITIUM_STUB_SEGMENT_FDS = STUB_SEGMENT_FDS.join(',');
+  } else delete env.TRITIUM_STUB_SEGMENT_FDS;
   const child = spawn(o.python, [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)], {
     env,
-    stdio: instance ? ['ignore', 'pipe', 'pipe', o.wakeFd, 'pipe'] : ['ignore', 'pipe', 'pipe', o.wakeFd],
+    stdio,
   });
   liveStubs.add(child);
   const forget = () => liveStubs.delete(child);

@@ -42,7 +42,7 @@ export class TraceSettingsStore {
   }
 
   private computeEnabled(): boolean {
-    const on = (levels: readonly string[] | undefined) => levels !== undefined && levels.some((l) => l !== 'OFF');
+    const on = (levels: readonly string[] | undefined) => levels?.some((l) => l !== 'OFF') === true;
     return on(this.global.trace_level) || [...this.models.values()].some((m) => on(m.trace_level));
   }
 

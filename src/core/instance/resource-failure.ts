@@ -1,10 +1,11 @@
 /**
  * @module core/instance/resource-failure
  * Which start failures mean "the host is short of something" rather than "this instance is
- * broken": descriptors (EMFILE, ENFILE), memory (ENOMEM), processes (EAGAIN from fork), space in
- * /dev/shm (ENOSPC). Such a failure says nothing about the model, so it must not count towards
- * the crash-loop limit: a client holding every descriptor for a while would otherwise retire an
- * instance for good (docs/design.md, "Supervision").
+ * broken": descriptors (EMFILE, ENFILE), memory (ENOMEM, also a memfd segment that would exceed
+ * the memory available), processes (EAGAIN from fork), space in /dev/shm (ENOSPC). Such a
+ * failure says nothing about the model, so it must not count towards the crash-loop limit: a
+ * client holding every descriptor for a while would otherwise retire an instance for good
+ * (docs/design.md, "Supervision").
  */
 import type { StartFailure } from './lifecycle.js';
 
@@ -13,7 +14,7 @@ const RESOURCE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'ENOSPC'
 const RESOURCE_TEXT: ReadonlyArray<[RegExp, string]> = [
   [/\b(EMFILE|ENFILE|ENOMEM|EAGAIN|ENOSPC)\b/, ''],
   [/Too many open files/, 'EMFILE'],
-  [/Cannot allocate memory/, 'ENOMEM'],
+  [/Cannot allocate memory|out of memory for shared memory/, 'ENOMEM'],
   [/Resource temporarily unavailable/, 'EAGAIN'],
   [/No space left on device|\/dev\/shm is full/, 'ENOSPC'],
 ];

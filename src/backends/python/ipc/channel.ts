@@ -3,14 +3,20 @@
  * `StubChannel`: Node's end of the shared-memory link with one Python stub (docs/ipc.md).
  * Owns the region: creates `n0` (header, rings, input arena) and any `n<k>`, maps the stub's
  * `s<k>` lazily, sends on ring A, receives ring B on the event loop when the stub writes the
- * wake eventfd (`wakeFd`, inherited by the stub), and unlinks every `<region>.*` file on close.
+ * wake eventfd (`wakeFd`, inherited by the stub), and on close drops every segment: memfds
+ * (`segmentFds`, also inherited) go with their last descriptor and mapping, `<region>.*` files
+ * in /dev/shm (the fallback, backing.ts) are unlinked.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import { Arena } from './arena.js';
+import { segmentBacking, type SegmentBacking } from './backing.js';
 import { decode, encode } from './codec.js';
 import type { NodeToStub, StubToNode } from './messages.js';
 import { loadNative, type NativeAddon, type WakeListener } from './native.js';
+import { describeMemoryLimit, memoryHeadroom } from './memory-limit.js';
 import { RingConsumer, RingProducer } from './ring.js';
+import { closeQuiet, SegmentFdLink } from './segment-fds.js';
 import { describeShmUse, removeRegion } from './shm-cleanup.js';
 import {
   DEFAULT_RING_BYTES,
@@ -58,6 +64,8 @@ export interface StubChannelOptions {
    * (docs/ipc.md, "Waiting"); the same settings as the stub's. Default adaptive, 50 µs.
    */
   wait?: IpcWaitOptions;
+  /** memfds or /dev/shm files; default: what this host allows (backing.ts). */
+  backing?: SegmentBacking;
 }
 
 interface Segment {
@@ -66,6 +74,8 @@ interface Segment {
   buf: Buffer;
   /** Only on Node's own input segments (n<k>). */
   arena?: Arena;
+  /** The memfd of one of Node's own segments (kept to reserve pages and to pass it); -1 otherwise. */
+  fd: number;
   /**
    * Its pages were handed back to tmpfs when its last block was freed (a grown segment, larger
    * than the growth size): a block allocated in it reserves its pages first.
@@ -73,13 +83,15 @@ interface Segment {
   hollow?: boolean;
 }
 
-/** Region names are `/dev/shm` file names: keep them to a safe alphabet. */
+/** Region names are `/dev/shm` file names and memfd labels: keep them to a safe alphabet. */
 const REGION_RE = /^[A-Za-z0-9_.-]+$/;
 const SEGMENT_RE = /^[ns][0-9]+$/;
 const SEGMENT_ROUND = 1 << 16;
 const PAGE = 4096;
 /** Fallback poll while ring A is full, in case the stub's "space freed" signal was missed. */
 const FULL_RETRY_MS = 1;
+/** Retry of segment descriptors the stub's socket had no room for (it waits for them). */
+const FD_RETRY_MS = 1;
 /**
  * Output-block releases ride on the next `exec` (field `rel`) instead of costing the stub a
  * wake-up of their own; when no exec comes they go out as a `release` message after this
@@ -144,6 +156,10 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   private releaseTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly wake: (off: number) => void;
+  readonly backing: SegmentBacking;
+  /** memfd backing: the socket that passes segment descriptors (segment-fds.ts). */
+  private readonly fdLink: SegmentFdLink | undefined;
+  private fdRetryTimer: NodeJS.Timeout | undefined;
 
   private constructor(opts: StubChannelOptions) {
     if (!REGION_RE.test(opts.region)) throw new Error(`invalid shm region name '${opts.region}'`);
@@ -156,8 +172,17 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     this.growthByteSize = Math.max(opts.growthByteSize, SEGMENT_ROUND);
     const arenaOff = HEADER_SIZE + 2 * ring;
     const n0Size = n0ByteSize(opts.defaultByteSize, ring);
+    this.backing = opts.backing ?? segmentBacking();
 
     const n0 = this.createSegment('n0', n0Size, n0Size);
+    if (this.backing === 'memfd') {
+      try {
+        this.fdLink = new SegmentFdLink(this.native);
+      } catch (e) {
+        this.dropSegments();
+        throw e;
+      }
+    }
     this.hdr64 = new BigUint64Array(n0.sab, 0, HEADER_SIZE / 8);
     this.hdr32 = new Int32Array(n0.sab, 0, HEADER_SIZE / 4);
     const dv = new DataView(n0.sab, 0, HEADER_SIZE);
@@ -178,10 +203,18 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     const native = this.native;
     const sab = n0.sab;
     this.wake = (off) => native.futexWake(sab, off);
-    this.listener = new native.WakeListener(() => this.onWake(), {
-      spinUs: opts.wait?.spinUs ?? DEFAULT_SPIN_US,
-      spinMode: opts.wait?.spinMode ?? 'adaptive',
-    });
+    try {
+      this.listener = new native.WakeListener(() => this.onWake(), {
+        spinUs: opts.wait?.spinUs ?? DEFAULT_SPIN_US,
+        spinMode: opts.wait?.spinMode ?? 'adaptive',
+      });
+    } catch (e) {
+      // Out of descriptors: nothing of the region may outlive the failed launch.
+      this.fdLink?.close();
+      this.dropSegments();
+      removeRegion(this.region);
+      throw e;
+    }
     // Ask for the first wake-up (the stub's `hello`).
     Atomics.store(this.hdr32, RING_B.sleeping / 4, 1);
   }
@@ -192,6 +225,21 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
    */
   get wakeFd(): number {
     return this.listener?.fd ?? -1;
+  }
+
+  /**
+   * memfd backing: the descriptors the stub inherits besides the wake eventfd, n0's memfd and
+   * its end of the segment socket (it learns their numbers from `TRITIUM_STUB_SEGMENT_FDS`);
+   * undefined with /dev/shm files, which the stub opens by name. Call `stubSpawned` after the spawn.
+   */
+  get segmentFds(): [number, number] | undefined {
+    const n0 = this.inputs[0];
+    return this.fdLink && n0 ? [n0.fd, this.fdLink.stubFd] : undefined;
+  }
+
+  /** The stub was spawned with `segmentFds`: Node closes its copy of the stub's socket end. */
+  stubSpawned(): void {
+    this.fdLink?.stubSpawned();
   }
 
   /** Creates the region's n0 segment and starts listening; see StubChannelOptions. */
@@ -209,6 +257,8 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
 
   private write(msg: Message): void {
     if (this.closed) throw new Error(`StubChannel ${this.region} is closed`);
+    // New n<k> segments go out before the message that may name them (segment-fds.ts).
+    if (this.fdLink?.hasPending) this.flushFds();
     if (this.pendingRelease.length > 0 && msg.t === 'exec') {
       msg = { ...msg, rel: this.pendingRelease } as Message;
       this.pendingRelease = [];
@@ -256,6 +306,15 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     return { seg: name, off, view: seg.buf.subarray(off, off + nbytes) };
   }
 
+  /** Passes the queued segment descriptors; while the stub's queue is full, again shortly. */
+  private flushFds(): void {
+    if (this.closed || this.fdLink!.flush() || this.fdRetryTimer !== undefined) return;
+    this.fdRetryTimer = setTimeout(() => {
+      this.fdRetryTimer = undefined;
+      this.flushFds();
+    }, FD_RETRY_MS);
+  }
+
   freeInput(seg: string, off: number): void {
     const s = this.segments.get(seg);
     if (!s?.arena) throw new Error(`freeInput: '${seg}' is not an input segment of ${this.region}`);
@@ -268,18 +327,42 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     }
   }
 
-  /** Reserves the pages of a block in a hollowed segment; on a full /dev/shm frees it again and throws. */
+  /** Reserves the pages of a block in a hollowed segment; when memory or /dev/shm is short, frees it again and throws. */
   private reserve(s: Segment, off: number, nbytes: number): void {
     const start = off & ~(PAGE - 1);
     const end = Math.min(s.buf.byteLength, roundUp(off + Math.max(nbytes, 1), PAGE));
+    const what = `reserve ${end - start} bytes of segment ${this.region}.${s.name}`;
     try {
-      this.native.reserveShm(`${this.region}.${s.name}`, start, end - start);
+      if (s.fd >= 0) {
+        this.checkHeadroom(what, end - start, nbytes);
+        this.native.reserveFd(s.fd, start, end - start);
+      } else this.native.reserveShm(`${this.region}.${s.name}`, start, end - start);
     } catch (e) {
       s.arena!.release(off);
-      if ((e as NodeJS.ErrnoException).code === 'ENOSPC')
-        throw new Error(this.shmFullText(`reserve ${end - start} bytes of segment ${this.region}.${s.name}`, nbytes));
-      throw e;
+      throw this.allocationError(e, what, nbytes, s.fd >= 0);
     }
+  }
+
+  /**
+   * memfd backing: refuses a segment that needs more memory than is available, since past the
+   * limit the kernel OOM-kills a process instead of failing the allocation (memory-limit.ts).
+   */
+  private checkHeadroom(what: string, bytes: number, needed: number): void {
+    const room = memoryHeadroom();
+    if (bytes <= room.bytes) return;
+    throw Object.assign(new Error(describeMemoryLimit(what, needed, `more than the ${room.bytes} bytes available`)), { code: 'ENOMEM' });
+  }
+
+  /** The error of an allocation that failed: says what is limited when it is memory or /dev/shm. */
+  private allocationError(e: unknown, what: string, needed: number, memfd: boolean): unknown {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (memfd && (code === 'ENOMEM' || code === 'ENOSPC')) {
+      // A text we made already (checkHeadroom) says it all; a kernel refusal is described here.
+      if ((e as Error).message.startsWith('out of memory')) return e;
+      return Object.assign(new Error(describeMemoryLimit(what, needed, code)), { code });
+    }
+    if (!memfd && code === 'ENOSPC') return new Error(this.shmFullText(what, needed));
+    return e;
   }
 
   /** The "/dev/shm is full" text: what holds the space, and what helps. */
@@ -349,7 +432,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     this.listener?.ref();
   }
 
-  /** Stops listening, returns the mapped pages and unlinks every `<region>.*` file. Idempotent. */
+  /** Stops listening, returns the mapped pages, closes the memfds and unlinks every `<region>.*` file. Idempotent. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -359,19 +442,30 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     this.retryTimer = undefined;
     if (this.releaseTimer) clearTimeout(this.releaseTimer);
     this.releaseTimer = undefined;
+    if (this.fdRetryTimer) clearTimeout(this.fdRetryTimer);
+    this.fdRetryTimer = undefined;
     this.pendingRelease = [];
     this.outQueue.length = 0;
+    this.fdLink?.close();
+    this.dropSegments();
+    // Includes s<k> segments the stub created but Node never mapped; with memfds, files the
+    // stub made where it could not create memfds.
+    removeRegion(this.region);
+  }
+
+  /** Returns the pages of every mapped segment now and closes Node's memfds. */
+  private dropSegments(): void {
     for (const s of this.segments.values()) {
       try {
         this.native.releaseShm(s.sab);
       } catch {
         /* the GC-time munmap still happens */
       }
+      closeQuiet(s.fd);
+      s.fd = -1;
     }
     this.segments.clear();
     this.inputs.length = 0;
-    // Includes s<k> segments the stub created but Node never mapped.
-    removeRegion(this.region);
   }
 
   // --- internals ------------------------------------------------------------------------
@@ -381,23 +475,40 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   }
 
   private createSegment(name: string, size: number, needed: number): Segment {
-    const file = `${this.region}.${name}`;
+    const label = `${this.region}.${name}`;
+    const what = `create ${size}-byte segment ${label}`;
+    const memfd = this.backing === 'memfd';
     let sab: SharedArrayBuffer;
+    let fd = -1;
     try {
-      sab = this.native.createShm(file, size);
+      if (memfd) {
+        this.checkHeadroom(what, size, needed);
+        ({ fd, buffer: sab } = this.native.createMemfd(label, size));
+      } else sab = this.native.createShm(label, size);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOSPC') throw new Error(this.shmFullText(`create ${size}-byte segment ${file}`, needed));
-      throw e;
+      throw this.allocationError(e, what, needed, memfd);
     }
-    const seg: Segment = { name, sab, buf: Buffer.from(sab) };
+    const seg: Segment = { name, sab, buf: Buffer.from(sab), fd };
     this.segments.set(name, seg);
+    // n0 reaches the stub at spawn; later segments through the socket, before any message names them.
+    if (memfd && name !== 'n0') this.fdLink!.send(name, fd);
     return seg;
   }
 
   private mapPeerSegment(name: string): Segment {
     if (!SEGMENT_RE.test(name)) throw new Error(`invalid segment name '${name}'`);
-    const sab = this.native.openShm(`${this.region}.${name}`);
-    const seg: Segment = { name, sab, buf: Buffer.from(sab) };
+    // A stub's segment comes as a descriptor when it is a memfd, else it is a /dev/shm file.
+    const fd = name.startsWith('s') ? this.fdLink?.take(name) : undefined;
+    let sab: SharedArrayBuffer;
+    if (fd === undefined) sab = this.native.openShm(`${this.region}.${name}`);
+    else {
+      try {
+        sab = this.native.mapFd(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    const seg: Segment = { name, sab, buf: Buffer.from(sab), fd: -1 };
     this.segments.set(name, seg);
     return seg;
   }
@@ -472,6 +583,9 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
 
   private receive(): void {
     const msgs = this.ringB.drain(asStubMessage) as In[];
+    // The stub passed a segment's descriptor before each `seg`: take them off its queue so
+    // that its next ones find room (segment-fds.ts).
+    if (this.fdLink) for (const m of msgs) if (m.t === 'seg') this.fdLink.drain();
     if (this.outQueue.length > 0) this.flush();
     if (msgs.length > 0) this.dispatch(msgs);
   }

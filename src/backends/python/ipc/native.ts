@@ -1,8 +1,8 @@
 /**
  * @module backends/python/ipc/native
  * Typed loader for the `tritium_native` addon (native/, built by `npm run build:native`).
- * The addon only maps memory, wakes futexes and watches the wake eventfd; all protocol logic
- * stays in TypeScript.
+ * The addon only maps memory, passes segment descriptors, wakes futexes and watches the wake
+ * eventfd; all protocol logic stays in TypeScript.
  */
 import { createRequire } from 'node:module';
 
@@ -34,6 +34,23 @@ export interface NativeAddon {
   hollowShm(buffer: SharedArrayBuffer): void;
   /** posix_fallocate of [offset, offset + length) of the named segment; throws with `code` ENOSPC when /dev/shm is full. */
   reserveShm(name: string, offset: number, length: number): void;
+  /** '' when memfd_create works here, else why not (ENOSYS, or a seccomp filter's EPERM). */
+  probeMemfd(): string;
+  /** memfd_create (close-on-exec) + ftruncate + posix_fallocate + mmap; the caller owns `fd`. Throws with `code` (ENOMEM, ENOSPC...). */
+  createMemfd(name: string, size: number): { fd: number; buffer: SharedArrayBuffer };
+  /** Maps a segment held by a descriptor (size from fstat); the caller still owns `fd`. */
+  mapFd(fd: number): SharedArrayBuffer;
+  /** posix_fallocate of [offset, offset + length) of the segment held by `fd`. */
+  reserveFd(fd: number, offset: number, length: number): void;
+  /** An AF_UNIX SOCK_SEQPACKET pair, close-on-exec: [this process's end, the stub's end]. */
+  socketPair(): [number, number];
+  /**
+   * Sends `fds` (at most 253) with their comma-separated `names` as one datagram (SCM_RIGHTS),
+   * without blocking; throws with `code` EAGAIN while the peer has not read what is queued, EPIPE when it is gone.
+   */
+  sendFds(socket: number, fds: number[], names: string): void;
+  /** The next datagram queued on `socket` (descriptors close-on-exec, owned by the caller), or null when none is. */
+  recvFds(socket: number): { names: string; fds: number[] } | null;
   /** FUTEX_WAKE (non-private) on the u32 at byteOffset; returns the number of woken waiters. */
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
   /**
