@@ -24,10 +24,14 @@ COPY stub ./stub
 COPY docs ./docs
 COPY README.md LICENSE requirements.txt ./
 # Pack, then install the tarball the way users do (--omit=dev), into /opt/tritium. The CPU image
-# skips onnxruntime-node's CUDA download; its CPU provider ships in the npm package.
+# skips onnxruntime-node's CUDA download; its CPU provider ships in the npm package. The addon
+# compiles against the base image's Node headers (/usr/local/include/node): without nodedir,
+# node-gyp downloads them from nodejs.org, outside the npm registry, and fails where that is
+# unreachable.
 RUN npx tsc -p tsconfig.json \
  && npm pack --ignore-scripts --pack-destination /tmp \
- && ONNXRUNTIME_NODE_INSTALL=skip npm install -g --prefix /opt/tritium --omit=dev --no-audit --no-fund /tmp/tritium-*.tgz \
+ && ONNXRUNTIME_NODE_INSTALL=skip npm_config_nodedir=/usr/local \
+    npm install -g --prefix /opt/tritium --omit=dev --no-audit --no-fund /tmp/tritium-*.tgz \
  && npm cache clean --force
 # onnxruntime-node ships binaries for every platform (~290 MB); keep this one's (~45 MB).
 RUN ort=/opt/tritium/lib/node_modules/tritium/node_modules/onnxruntime-node/bin/napi-v6 \
