@@ -24,14 +24,15 @@ export function ensureBuilt() {
  * Starts the CLI on `repos` (one path or several) with `args` appended to its command line;
  * resolves once HTTP, metrics and gRPC (unless `--allow-grpc=false` / `--allow-metrics=false`)
  * listen. With `inspect`, node runs the server with `--inspect=127.0.0.1:0` and the result's
- * `inspector` is its WebSocket URL.
+ * `inspector` is its WebSocket URL. `nodeArgs` go to node before the script (e.g. `--cpu-prof`).
  *
  * Resolves with { proc, http, httpPort, grpcPort, metricsPort, inspector, log(), stop(signal),
  * exited }; stop() sends SIGTERM (or `signal`) and resolves with { code, signal } of the exit.
  */
-export async function startTritium({ repos, args = [], inspect = false, timeoutMs = 180_000 }) {
+export async function startTritium({ repos, args = [], inspect = false, nodeArgs = [], timeoutMs = 180_000 }) {
   ensureBuilt();
   const argv = [
+    ...nodeArgs,
     ...(inspect ? ['--inspect=127.0.0.1:0'] : []),
     path.join(ROOT, 'bin', 'tritium.js'),
     ...[repos].flat().map((r) => `--model-repository=${r}`),
