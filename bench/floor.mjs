@@ -24,23 +24,23 @@
  */
 import { fork, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 
 import { recordCanned } from './floor/record.mjs';
 import { PERF_NODE_ARGS, perfAvailable, removePerfMap, STAGES, stageSplitPerf, stageSplitV8 } from './floor/profile.mjs';
 import { arg, machine } from './grpc-common.mjs';
-import { perfAnalyzer, readPerfCsv, requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
-import { cmdline, cpuSeconds, descendants, treeCpu } from './lib/proc-stats.mjs';
-import { PYTHON, ROOT, ensureBuilt, startTritium } from './lib/server.mjs';
+import { CONCURRENCIES, cellDir, cellGrid, cellPort, PROTOCOLS, SMALL_MODELS, selected } from './lib/cells.mjs';
+import { checkFlags, list, positive, showHelp, windowOptions } from './lib/options.mjs';
+import { measuredWindows, requirePerfAnalyzer, warmUpServer as warmUpServerWindows, warmUpWindow } from './lib/perf-analyzer.mjs';
+import { cmdline, cpuPerRequest, cpuSeconds, descendants, killDescendants, treeCpu, voluntarySwitches } from './lib/proc-stats.mjs';
+import { commandLine, fmt, gitCommit, loadAverage, median, publishReport, table, toolVersion } from './lib/report.mjs';
+import { PYTHON, ROOT, ensureBuilt, startTritium, successCount } from './lib/server.mjs';
 import { killNow, stopServer } from './lib/triton.mjs';
 
 const REPO = path.join(ROOT, 'bench', 'models', 'vs-triton');
 const OUT = path.join(ROOT, 'bench', '.out', 'floor');
 const FLOOR = path.join(ROOT, 'bench', 'floor');
-const MODELS = ['add_sub', 'identity_fp32'];
-const PROTOCOLS = ['http', 'grpc'];
-const CONCURRENCIES = [1, 4, 16];
+const MODELS = SMALL_MODELS;
 
 const USAGE = `usage: node bench/floor.mjs [options]
 
@@ -97,32 +97,8 @@ const BOOLEAN_FLAGS = ['quick', 'help'];
 
 // ---------------------------------------------------------------- options and cells
 
-function checkFlags(argv) {
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--([^=]+)(=.*)?$/.exec(argv[i]);
-    if (!m || !KNOWN_FLAGS.includes(m[1])) throw new Error(`unknown argument ${argv[i]}\n\n${USAGE}`);
-    if (!m[2] && !BOOLEAN_FLAGS.includes(m[1])) {
-      if (i + 1 >= argv.length) throw new Error(`--${m[1]} needs a value`);
-      i++;
-    }
-  }
-}
-
-function positive(name, text) {
-  const n = Number(text);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, not ${text}`);
-  return n;
-}
-
-function list(text) {
-  return text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
 function parseOptions() {
-  checkFlags(process.argv.slice(2));
+  checkFlags(process.argv.slice(2), KNOWN_FLAGS, BOOLEAN_FLAGS, USAGE);
   const quick = process.argv.includes('--quick');
   const profileText = arg('profile', 'add_sub/c1,add_sub/c16');
   const profile =
@@ -137,10 +113,7 @@ function parseOptions() {
     help: process.argv.includes('--help'),
     quick,
     rounds: Math.round(positive('rounds', arg('rounds', '1'))),
-    warmupMs: Math.round(positive('warmup-ms', arg('warmup-ms', quick ? '300' : '1000'))),
-    serverWarmupMs: Math.round(positive('server-warmup-ms', arg('server-warmup-ms', quick ? '1000' : '3000'))),
-    measureMs: Math.round(positive('measure-ms', arg('measure-ms', quick ? '500' : '2000'))),
-    stability: positive('stability', arg('stability', '10')),
+    ...windowOptions(quick),
     only: list(arg('only', '')),
     profile,
     profileMs: Math.round(positive('profile-ms', arg('profile-ms', quick ? '1500' : '6000'))),
@@ -149,14 +122,6 @@ function parseOptions() {
     perfFreq: Math.round(positive('perf-freq', arg('perf-freq', '1999'))),
     json: arg('json', undefined),
   };
-}
-
-function allCells() {
-  const cells = [];
-  for (const model of MODELS)
-    for (const protocol of PROTOCOLS)
-      for (const concurrency of CONCURRENCIES) cells.push({ name: `${model}/${protocol}/c${concurrency}`, model, protocol, concurrency });
-  return cells;
 }
 
 /** tritium's PIPELINE_DEPTH, read from dist/ once it is known to be built (main). */
@@ -175,13 +140,7 @@ function installExitGuards() {
     for (const s of live) if (s.tritium) killNow(s.tritium);
     for (const s of live) if (s.perf) s.perf.kill('SIGKILL');
     for (const s of live) removePerfMap(s.tritium ? s.tritium.proc.pid : s.pid);
-    for (const pid of descendants(process.pid)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    killDescendants(process.pid);
     // A killed driver cannot unlink its region; its name holds the driver's pid.
     for (const s of live) {
       if (!s.pid || !fs.existsSync('/dev/shm')) continue;
@@ -232,90 +191,23 @@ async function forkFloor(script, args, nodeArgs = []) {
 
 // ---------------------------------------------------------------- perf_analyzer
 
-function paArgs(cell, port, csv, windowMs, stability, trials, extra = []) {
-  return [
-    '-m',
-    cell.model,
-    '-u',
-    `127.0.0.1:${port}`,
-    '-i',
-    cell.protocol,
-    '--concurrency-range',
-    `${cell.concurrency}:${cell.concurrency}`,
-    '--max-threads',
-    String(Math.max(16, cell.concurrency)),
-    '--measurement-interval',
-    String(windowMs),
-    '--stability-percentage',
-    String(stability),
-    '--max-trials',
-    String(trials),
-    '-f',
-    csv,
-    ...extra,
-  ];
+/** One window whose figures are thrown away (bench/lib/perf-analyzer.mjs, as bench/vs-triton.mjs). */
+function warmUp(ctx, cell, port, dir, windowMs = ctx.opts.warmupMs) {
+  return warmUpWindow(ctx.pa, { cell, port, dir, windowMs, stability: ctx.opts.stability });
 }
 
-const UNSTABLE = /Failed to obtain stable measurement/;
-
-/** One window whose figures are thrown away (as bench/vs-triton.mjs). */
-async function warmUp(ctx, cell, port, dir, windowMs = ctx.opts.warmupMs) {
-  fs.mkdirSync(dir, { recursive: true });
-  try {
-    await perfAnalyzer(ctx.pa, paArgs(cell, port, path.join(dir, 'warmup.csv'), windowMs, ctx.opts.stability, 1));
-  } catch (err) {
-    if (!UNSTABLE.test(String(err?.message))) throw err;
-  }
-}
-
-function windowSpread(output) {
-  const passes = [...output.matchAll(/Pass \[\d+\] throughput: ([\d.]+) infer\/sec\. Avg latency: (\d+) usec/g)];
-  if (passes.length === 0) return NaN;
-  const spread = (xs) => {
-    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-    return Math.max(...xs.map((x) => Math.abs(x - mean) / mean)) * 100;
-  };
-  return Math.max(spread(passes.map((p) => Number(p[1]))), spread(passes.map((p) => Number(p[2]))));
-}
-
-/** Exactly 3 windows of `windowMs`, whatever their spread (as bench/vs-triton.mjs). */
-async function measure(ctx, cell, port, dir, windowMs = ctx.opts.measureMs) {
-  fs.mkdirSync(dir, { recursive: true });
-  const csv = path.join(dir, 'measured.csv');
-  const output = await perfAnalyzer(ctx.pa, paArgs(cell, port, csv, windowMs, 1e6, 3, ['-v']));
-  fs.writeFileSync(path.join(dir, 'measured.txt'), output);
-  const get = readPerfCsv(csv);
-  const spreadPct = windowSpread(output);
-  return { throughput: get('Inferences/Second'), p50Us: get('p50 latency'), spreadPct, unstable: !(spreadPct <= ctx.opts.stability) };
+/** Exactly 3 windows of `windowMs`, whatever their spread (bench/lib/perf-analyzer.mjs, as bench/vs-triton.mjs). */
+function measure(ctx, cell, port, dir, windowMs = ctx.opts.measureMs) {
+  const columns = { throughput: 'Inferences/Second', p50Us: 'p50 latency' };
+  return measuredWindows(ctx.pa, { cell, port, dir, windowMs, stability: ctx.opts.stability, columns });
 }
 
 /** Right after a server starts: one window per model and protocol at concurrency 4. */
-async function warmUpServer(ctx, cells, portOf, dir) {
-  const seen = new Set();
-  for (const cell of cells) {
-    const key = `${cell.model}-${cell.protocol}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    await warmUp(ctx, { ...cell, concurrency: 4 }, portOf(cell), path.join(dir, `server-warmup-${key}`), ctx.opts.serverWarmupMs);
-  }
+function warmUpServer(ctx, cells, portOf, dir) {
+  return warmUpServerWindows(ctx.pa, { cells, portOf, dir, windowMs: ctx.opts.serverWarmupMs, stability: ctx.opts.stability });
 }
 
 // ---------------------------------------------------------------- tritium
-
-async function successCount(server, model) {
-  const res = await fetch(`http://127.0.0.1:${server.httpPort}/v2/models/${model}/stats`);
-  const body = await res.json();
-  return Number(body.model_stats[0].inference_stats.success.count);
-}
-
-/** Voluntary context switches of `pid`'s main thread: how often it went to sleep. */
-function voluntarySwitches(pid) {
-  try {
-    return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
-  } catch {
-    return NaN;
-  }
-}
 
 /** The stub process serving `model` (its model.py is on its command line). */
 function stubOf(serverPid, model) {
@@ -323,7 +215,7 @@ function stubOf(serverPid, model) {
   return descendants(serverPid).find((pid) => cmdline(pid).some((a) => a.endsWith(tail)));
 }
 
-const portOf = (server) => (cell) => (cell.protocol === 'grpc' ? server.grpcPort : server.httpPort);
+const portOf = (server) => (cell) => cellPort(server, cell);
 
 async function tritiumCell(ctx, server, cell, dir) {
   const port = portOf(server)(cell);
@@ -340,8 +232,7 @@ async function tritiumCell(ctx, server, cell, dir) {
   return {
     ...figures,
     requests: n,
-    serverCpuUs: ((cpu1.server - cpu0.server) / n) * 1e6,
-    stubCpuUs: ((cpu1.children - cpu0.children) / n) * 1e6,
+    ...cpuPerRequest(cpu0, cpu1, n),
     stubSleepsPerRequest: (sw1 - sw0) / n,
   };
 }
@@ -353,7 +244,7 @@ async function measureTritium(ctx, round, cells) {
     await warmUpServer(ctx, cells, portOf(server), dir);
     if (!ctx.canned) await record(ctx, server, cells);
     for (const cell of cells) {
-      const r = await attempt(() => tritiumCell(ctx, server, cell, path.join(dir, cell.name.replaceAll('/', '-'))));
+      const r = await attempt(() => tritiumCell(ctx, server, cell, path.join(dir, cellDir(cell))));
       ctx.results.cells[cell.name].tritium.push(r);
       progress(
         round,
@@ -405,7 +296,7 @@ async function measureFrontendFloors(ctx, round, cells) {
       const dir = path.join(OUT, `round${round}`, `floor-${protocol}`);
       await warmUpServer(ctx, mine, () => floor.port, dir);
       for (const cell of mine) {
-        const r = await attempt(() => frontendCell(ctx, floor, cell, path.join(dir, cell.name.replaceAll('/', '-'))));
+        const r = await attempt(() => frontendCell(ctx, floor, cell, path.join(dir, cellDir(cell))));
         ctx.results.cells[cell.name].frontend.push(r);
         progress(
           round,
@@ -480,10 +371,7 @@ function mainProfile(dir, pid) {
 }
 
 function profileCells(ctx) {
-  const cells = [];
-  for (const p of ctx.opts.profile)
-    for (const protocol of PROTOCOLS) cells.push({ name: `${p.model}/${protocol}/c${p.concurrency}`, model: p.model, protocol, concurrency: p.concurrency });
-  return cells;
+  return ctx.opts.profile.flatMap((p) => cellGrid([p.model], PROTOCOLS, [p.concurrency]));
 }
 
 /** node flags of a profiled server: perf's symbol map, or V8's profiler writing into `dir`. */
@@ -517,9 +405,9 @@ async function startPerf(ctx, pid, file) {
  * measured run under the profiler, with the requests it answered (`count()`) and its CPU.
  */
 async function profiledRun(ctx, { pid, port, count, dir, cell }) {
-  const cdir = path.join(dir, cell.name.replaceAll('/', '-'));
+  const cdir = path.join(dir, cellDir(cell));
   await warmUp(ctx, cell, port, cdir);
-  const perfFile = ctx.profiler === 'perf' ? path.join(dir, `${cell.name.replaceAll('/', '-')}.perf.data`) : undefined;
+  const perfFile = ctx.profiler === 'perf' ? path.join(dir, `${cellDir(cell)}.perf.data`) : undefined;
   const perf = perfFile ? await startPerf(ctx, pid, perfFile) : undefined;
   const n0 = await count();
   const cpu0 = cpuSeconds(pid);
@@ -608,17 +496,6 @@ async function attempt(fn) {
   }
 }
 
-function fmt(v, digits = 0) {
-  return Number.isFinite(v) ? v.toFixed(digits) : '—';
-}
-
-function median(values) {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (v.length === 0) return NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
 /** Median of `key` over rounds, and whether a round was unstable (†) or failed (‡). */
 function summary(rounds, key) {
   const ok = (rounds ?? []).filter((r) => !r.error);
@@ -627,12 +504,6 @@ function summary(rounds, key) {
 
 function marked(s, digits = 0) {
   return `${fmt(s.value, digits)}${s.unstable ? '†' : ''}${s.failed ? '‡' : ''}`;
-}
-
-function table(header, rows) {
-  const lines = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
-  for (const r of rows) lines.push(`| ${r.join(' | ')} |`);
-  return lines.join('\n');
 }
 
 /** Median figures of one cell: tritium's, its frontend floor's and its Python floor's. */
@@ -809,27 +680,6 @@ function stageTables(ctx) {
   return parts.join('\n');
 }
 
-function shellQuote(a) {
-  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
-}
-
-function toolVersion(cmd, args) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return r.status === 0 ? `${r.stdout}${r.stderr}`.trim().split('\n')[0] : 'unknown';
-}
-
-function gitCommit() {
-  const head = toolVersion('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
-  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'stub', 'native'], { encoding: 'utf8' }).stdout?.trim();
-  return dirty ? `${head} (+ uncommitted changes in src/ stub/ native/)` : head;
-}
-
-const load = () =>
-  os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-
 /** The busiest processes outside this run's own tree (what else was running), from ps. */
 function otherLoad() {
   const mine = new Set([process.pid, ...descendants(process.pid)]);
@@ -848,10 +698,10 @@ function header(ctx) {
   const o = ctx.opts;
   return [
     '```',
-    `command: node bench/floor.mjs ${process.argv.slice(2).map(shellQuote).join(' ')}`.trimEnd(),
+    `command: ${commandLine('bench/floor.mjs')}`,
     `date: ${new Date(ctx.startedAt).toISOString()}, elapsed ${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s`,
     `machine: ${machine()}`,
-    `load average: ${ctx.loadBefore} at start, ${load()} at end`,
+    `load average: ${ctx.loadBefore} at start, ${loadAverage()} at end`,
     `other processes at start: ${ctx.othersBefore}`,
     `other processes at end: ${otherLoad()}`,
     `tritium: commit ${ctx.commit}${process.env.TRITIUM_MEMFD !== undefined ? ` (TRITIUM_MEMFD=${process.env.TRITIUM_MEMFD})` : ''}; stubs and Python floor: ${toolVersion(PYTHON, ['--version'])} (${path.relative(ROOT, PYTHON)})`,
@@ -890,20 +740,17 @@ function report(ctx) {
 
 async function main() {
   const opts = parseOptions();
-  if (opts.help) {
-    console.log(USAGE);
-    return;
-  }
+  if (showHelp(opts, USAGE)) return;
   ensureBuilt();
   ({ PIPELINE_DEPTH } = await import('../dist/backends/python/stub-session.js'));
-  const cells = allCells().filter((c) => opts.only.length === 0 || opts.only.some((s) => c.name.includes(s)));
+  const cells = cellGrid(MODELS, PROTOCOLS, CONCURRENCIES).filter((c) => selected(c.name, opts.only));
   if (cells.length === 0 && opts.profile.length === 0) throw new Error(`--only ${opts.only.join(',')} matches no cell`);
   if (!['auto', 'perf', 'v8'].includes(opts.profiler)) throw new Error(`--profiler must be auto, perf or v8, not ${opts.profiler}`);
   installExitGuards();
   const ctx = {
     opts,
     startedAt: Date.now(),
-    loadBefore: load(),
+    loadBefore: loadAverage(),
     othersBefore: otherLoad(),
     commit: gitCommit(),
     pa: requirePerfAnalyzer(),
@@ -931,9 +778,7 @@ async function main() {
     }
     await profilePhase(ctx);
   }
-  const text = report(ctx);
-  console.log(text);
-  fs.writeFileSync(path.join(OUT, 'report.md'), `${text}\n`);
+  publishReport(report(ctx), OUT);
   if (opts.json) {
     const { pa, ...rest } = ctx;
     fs.writeFileSync(opts.json, JSON.stringify({ ...rest, perfAnalyzer: pa, machine: machine() }, null, 2));

@@ -14,15 +14,17 @@
  * instances. The report (Markdown, medians over rounds, ratios tritium/Triton) goes to stdout
  * at the end; progress goes to stderr as it happens.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import { arg, machine } from './grpc-common.mjs';
-import { perfAnalyzer, readPerfCsv, requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
-import { descendants, rssBytes, treeCpu, treeRss } from './lib/proc-stats.mjs';
-import { modelStats, PYTHON, ROOT, startTritium } from './lib/server.mjs';
+import { cellDir, cellGrid, cellPort, selected } from './lib/cells.mjs';
+import { checkFlags, list, positive, showHelp, windowOptions } from './lib/options.mjs';
+import { measuredWindows, requirePerfAnalyzer, warmUpServer as warmUpServerWindows, warmUpWindow } from './lib/perf-analyzer.mjs';
+import { cpuPerRequest, killDescendants, rssBytes, treeCpu, treeRss } from './lib/proc-stats.mjs';
+import { commandLine, fmt, gitCommit, loadAverage, median, publishReport, table, toolVersion } from './lib/report.mjs';
+import { modelStats, PYTHON, ROOT, startTritium, successCount } from './lib/server.mjs';
 import { ensureTriton, freePorts, killNow, startTriton, stopServer, waitReady } from './lib/triton.mjs';
 
 const REPO = path.join(ROOT, 'bench', 'models', 'vs-triton');
@@ -68,43 +70,17 @@ const BOOLEAN_FLAGS = ['quick', 'help'];
 
 // ---------------------------------------------------------------- options and cells
 
-function checkFlags(argv) {
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--([^=]+)(=.*)?$/.exec(argv[i]);
-    if (!m || !KNOWN_FLAGS.includes(m[1])) throw new Error(`unknown argument ${argv[i]}\n\n${USAGE}`);
-    if (!m[2] && !BOOLEAN_FLAGS.includes(m[1])) {
-      if (i + 1 >= argv.length) throw new Error(`--${m[1]} needs a value`);
-      i++;
-    }
-  }
-}
-
-function positive(name, text) {
-  const n = Number(text);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, not ${text}`);
-  return n;
-}
-
 function parseOptions() {
-  checkFlags(process.argv.slice(2));
+  checkFlags(process.argv.slice(2), KNOWN_FLAGS, BOOLEAN_FLAGS, USAGE);
   const quick = process.argv.includes('--quick');
-  const servers = arg('servers', SERVERS.join(','))
-    .split(',')
-    .map((s) => s.trim().toLowerCase())
-    .filter(Boolean);
+  const servers = list(arg('servers', SERVERS.join(','))).map((s) => s.toLowerCase());
   for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`--servers: unknown server ${s} (tritium, triton)`);
   return {
     help: process.argv.includes('--help'),
     quick,
     rounds: Math.round(positive('rounds', arg('rounds', '2'))),
-    warmupMs: Math.round(positive('warmup-ms', arg('warmup-ms', quick ? '300' : '1000'))),
-    serverWarmupMs: Math.round(positive('server-warmup-ms', arg('server-warmup-ms', quick ? '1000' : '3000'))),
-    measureMs: Math.round(positive('measure-ms', arg('measure-ms', quick ? '500' : '2000'))),
-    stability: positive('stability', arg('stability', '10')),
-    only: arg('only', '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
+    ...windowOptions(quick),
+    only: list(arg('only', '')),
     servers: SERVERS.filter((s) => servers.includes(s)),
     tritiumArgs: arg('tritium-args', '').split(/\s+/).filter(Boolean),
     json: arg('json', undefined),
@@ -113,16 +89,7 @@ function parseOptions() {
 
 /** Every measured cell: the two small models over both protocols at three concurrencies, then batching. */
 function allCells() {
-  const cells = [];
-  for (const model of ['add_sub', 'identity_fp32'])
-    for (const protocol of ['http', 'grpc'])
-      for (const concurrency of [1, 4, 16]) cells.push({ name: `${model}/${protocol}/c${concurrency}`, model, protocol, concurrency });
-  cells.push({ name: 'batch_sleep/http/c32', model: 'batch_sleep', protocol: 'http', concurrency: 32, batching: true });
-  return cells;
-}
-
-function selected(name, only) {
-  return only.length === 0 || only.some((s) => name.includes(s));
+  return [...cellGrid(), { name: 'batch_sleep/http/c32', model: 'batch_sleep', protocol: 'http', concurrency: 32, batching: true }];
 }
 
 // ---------------------------------------------------------------- servers
@@ -134,13 +101,7 @@ function installExitGuards() {
   process.on('exit', () => {
     for (const s of live) killNow(s);
     // A perf_analyzer still measuring would otherwise load the machine until its windows end.
-    for (const pid of descendants(process.pid)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    killDescendants(process.pid);
   });
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.once(sig, async () => {
@@ -191,12 +152,6 @@ async function launchTimed(kind, repo, ctx) {
 
 // ---------------------------------------------------------------- one cell
 
-async function successCount(server, model) {
-  const res = await fetch(`http://127.0.0.1:${server.httpPort}/v2/models/${model}/stats`);
-  const body = await res.json();
-  return Number(body.model_stats[0].inference_stats.success.count);
-}
-
 /** Counters at one edge of a measured run: requests answered, batches executed, CPU seconds. */
 async function snapshot(server, model, edge) {
   const take = async () => ({ success: await successCount(server, model), ...(await modelStats(server, model)) });
@@ -209,77 +164,15 @@ async function snapshot(server, model, edge) {
   return { ...(await take()), cpu };
 }
 
-function paArgs(cell, server, csv, windowMs, stability, trials, extra = []) {
-  const port = cell.protocol === 'grpc' ? server.grpcPort : server.httpPort;
-  return [
-    '-m',
-    cell.model,
-    '-u',
-    `127.0.0.1:${port}`,
-    '-i',
-    cell.protocol,
-    '--concurrency-range',
-    `${cell.concurrency}:${cell.concurrency}`,
-    '--max-threads',
-    String(Math.max(16, cell.concurrency)),
-    '--measurement-interval',
-    String(windowMs),
-    '--stability-percentage',
-    String(stability),
-    '--max-trials',
-    String(trials),
-    '-f',
-    csv,
-    ...extra,
-  ];
-}
-
-const UNSTABLE = /Failed to obtain stable measurement/;
-
 /** One window whose figures are thrown away: connections, threads and the model's first calls. */
-async function warmUp(ctx, cell, server, dir, windowMs = ctx.opts.warmupMs) {
-  const csv = path.join(dir, 'warmup.csv');
-  try {
-    await perfAnalyzer(ctx.pa, paArgs(cell, server, csv, windowMs, ctx.opts.stability, 1));
-  } catch (err) {
-    // One window can never be "stable"; that refusal is expected, anything else is not.
-    if (!UNSTABLE.test(String(err?.message))) throw err;
-  }
+function warmUp(ctx, cell, server, dir) {
+  return warmUpWindow(ctx.pa, { cell, port: cellPort(server, cell), dir, windowMs: ctx.opts.warmupMs, stability: ctx.opts.stability });
 }
 
-/**
- * The largest distance, in percent of their mean, of one window's throughput or average latency
- * from the mean of the run's windows (perf_analyzer -v prints each window as a "Pass" line).
- */
-function windowSpread(output) {
-  const passes = [...output.matchAll(/Pass \[\d+\] throughput: ([\d.]+) infer\/sec\. Avg latency: (\d+) usec/g)];
-  if (passes.length === 0) return NaN;
-  const spread = (xs) => {
-    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-    return Math.max(...xs.map((x) => Math.abs(x - mean) / mean)) * 100;
-  };
-  return Math.max(spread(passes.map((p) => Number(p[1]))), spread(passes.map((p) => Number(p[2]))));
-}
-
-/**
- * The measured run: exactly 3 windows, whatever their spread. perf_analyzer would otherwise
- * keep adding windows until 3 agree within its --stability-percentage, which on a busy machine
- * rarely happens and makes a run last 3 to 4 times longer (or fail without figures). The spread
- * of the 3 windows is checked here afterwards instead, and a run beyond --stability is flagged.
- */
-async function measure(ctx, cell, server, dir) {
-  const csv = path.join(dir, 'measured.csv');
-  const output = await perfAnalyzer(ctx.pa, paArgs(cell, server, csv, ctx.opts.measureMs, 1e6, 3, ['-v']));
-  fs.writeFileSync(path.join(dir, 'measured.txt'), output);
-  const get = readPerfCsv(csv);
-  const spreadPct = windowSpread(output);
-  return {
-    throughput: get('Inferences/Second'),
-    p50Us: get('p50 latency'),
-    p99Us: get('p99 latency'),
-    spreadPct,
-    unstable: !(spreadPct <= ctx.opts.stability),
-  };
+/** The measured run: exactly 3 windows, whatever their spread, flagged beyond --stability (bench/lib/perf-analyzer.mjs). */
+function measure(ctx, cell, server, dir) {
+  const columns = { throughput: 'Inferences/Second', p50Us: 'p50 latency', p99Us: 'p99 latency' };
+  return measuredWindows(ctx.pa, { cell, port: cellPort(server, cell), dir, windowMs: ctx.opts.measureMs, stability: ctx.opts.stability, columns });
 }
 
 /**
@@ -287,21 +180,14 @@ async function measure(ctx, cell, server, dir) {
  * cell measures a cold server (tritium's JavaScript is compiled on first use, and its first few
  * thousand requests cost more CPU than the rest). Both servers get the same.
  */
-async function warmUpServer(ctx, cells, server, kind, round) {
-  const seen = new Set();
-  for (const cell of cells) {
-    const key = `${cell.model}/${cell.protocol}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    const dir = path.join(OUT, `round${round}`, kind, `server-warmup-${key.replace('/', '-')}`);
-    fs.mkdirSync(dir, { recursive: true });
-    await warmUp(ctx, { ...cell, concurrency: 4 }, server, dir, ctx.opts.serverWarmupMs);
-  }
+function warmUpServer(ctx, cells, server, kind, round) {
+  const dir = path.join(OUT, `round${round}`, kind);
+  const portOf = (cell) => cellPort(server, cell);
+  return warmUpServerWindows(ctx.pa, { cells, portOf, dir, windowMs: ctx.opts.serverWarmupMs, stability: ctx.opts.stability });
 }
 
 async function runCell(ctx, cell, server, kind, round) {
-  const dir = path.join(OUT, `round${round}`, kind, cell.name.replaceAll('/', '-'));
-  fs.mkdirSync(dir, { recursive: true });
+  const dir = path.join(OUT, `round${round}`, kind, cellDir(cell));
   await warmUp(ctx, cell, server, dir);
   const before = await snapshot(server, cell.model, 'before');
   const figures = await measure(ctx, cell, server, dir);
@@ -311,8 +197,7 @@ async function runCell(ctx, cell, server, kind, round) {
   return {
     ...figures,
     requests,
-    serverCpuUs: ((after.cpu.server - before.cpu.server) / requests) * 1e6,
-    stubCpuUs: ((after.cpu.children - before.cpu.children) / requests) * 1e6,
+    ...cpuPerRequest(before.cpu, after.cpu, requests),
     stubProcesses: after.cpu.processes,
     meanBatch: (after.inferences - before.inferences) / Math.max(1, after.executions - before.executions),
   };
@@ -416,17 +301,6 @@ function firstLine(err) {
   return lines[0].endsWith(':') && lines[1] ? `${lines[0]} ${lines[1]}` : lines[0];
 }
 
-function fmt(v, digits = 0) {
-  return Number.isFinite(v) ? v.toFixed(digits) : '—';
-}
-
-function median(values) {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (v.length === 0) return NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
 /** Median of `key` over the rounds of one server, with a mark when some rounds failed or were unstable. */
 function summary(rounds, key) {
   const ok = rounds.filter((r) => !r.error);
@@ -453,12 +327,6 @@ function triple(byServer, key, digits = 0) {
   return [cellText(t, digits), cellText(n, digits), ratioText(t, n)];
 }
 
-function table(header, rows) {
-  const lines = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
-  for (const r of rows) lines.push(`| ${r.join(' | ')} |`);
-  return lines.join('\n');
-}
-
 function errorNotes(ctx) {
   const notes = [];
   const collect = (name, byServer) => {
@@ -470,32 +338,14 @@ function errorNotes(ctx) {
   return notes;
 }
 
-function shellQuote(a) {
-  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
-}
-
-function toolVersion(cmd, args) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return r.status === 0 ? `${r.stdout}${r.stderr}`.trim().split('\n')[0] : 'unknown';
-}
-
-function gitCommit() {
-  const head = toolVersion('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
-  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'stub', 'native'], { encoding: 'utf8' }).stdout?.trim();
-  return dirty ? `${head} (+ uncommitted changes in src/ stub/ native/)` : head;
-}
-
 function header(ctx) {
   const o = ctx.opts;
   const cpus = os.cpus();
   return [
     '```',
-    `command: node bench/vs-triton.mjs ${process.argv.slice(2).map(shellQuote).join(' ')}`.trimEnd(),
+    `command: ${commandLine('bench/vs-triton.mjs')}`,
     `machine: ${cpus[0]?.model ?? 'unknown CPU'} x${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()} (${os.version()})`,
-    `load average: ${ctx.loadBefore} at start, ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')} at end`,
+    `load average: ${ctx.loadBefore} at start, ${loadAverage()} at end`,
     `node ${process.version}; tritium stubs: ${toolVersion(PYTHON, ['--version'])} (${path.relative(ROOT, PYTHON)}); Triton stubs: Python ${ctx.triton?.python ?? '—'} (bench/.venv-triton)`,
     `tritium: commit ${ctx.commit}${o.tritiumArgs.length ? `, extra args ${o.tritiumArgs.join(' ')}` : ''}`,
     `Triton: ${ctx.tritonVersion ? `${ctx.tritonVersion} (GET /v2)` : o.servers.includes('triton') ? 'version unknown' : 'not run'}${ctx.triton ? `, ${path.relative(ROOT, ctx.triton.bin)}` : ''}`,
@@ -579,10 +429,7 @@ function report(ctx) {
 
 async function main() {
   const opts = parseOptions();
-  if (opts.help) {
-    console.log(USAGE);
-    return;
-  }
+  if (showHelp(opts, USAGE)) return;
   if (opts.servers.length === 0) throw new Error('--servers names no server');
   const cells = allCells().filter((c) => selected(c.name, opts.only));
   const doStartup = selected(STARTUP, opts.only);
@@ -591,10 +438,7 @@ async function main() {
   const ctx = {
     opts,
     startedAt: Date.now(),
-    loadBefore: os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' '),
+    loadBefore: loadAverage(),
     commit: gitCommit(),
     pa: requirePerfAnalyzer(),
     triton: opts.servers.includes('triton') ? ensureTriton() : undefined,
@@ -615,9 +459,7 @@ async function main() {
   } finally {
     if (ctx.startupRepo) fs.rmSync(ctx.startupRepo, { recursive: true, force: true });
   }
-  const text = report(ctx);
-  console.log(text);
-  fs.writeFileSync(path.join(OUT, 'report.md'), `${text}\n`);
+  publishReport(report(ctx), OUT);
   if (opts.json) {
     const { pa, triton, startupRepo, ...rest } = ctx;
     fs.writeFileSync(opts.json, JSON.stringify({ ...rest, perfAnalyzer: pa, triton, machine: machine(), idealPerSec: IDEAL_PER_SEC }, null, 2));

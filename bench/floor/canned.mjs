@@ -67,3 +67,17 @@ export function advanceStats(value, n) {
   }
   return value;
 }
+
+/**
+ * Serves a floor server (`server`, a net.Server or http2 server) to bench/floor.mjs over the IPC
+ * channel: listens on an ephemeral loopback port and sends { port }, answers { op: 'count' } with
+ * a copy of `counts`, and exits on { op: 'exit' } or when the parent goes.
+ */
+export function serveParent(server, counts) {
+  process.on('message', (m) => {
+    if (m.op === 'count') process.send({ ...counts });
+    else if (m.op === 'exit') process.exit(0); // also writes a --cpu-prof profile
+  });
+  process.on('disconnect', () => process.exit(0));
+  server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+}

@@ -16,7 +16,7 @@
 import http2 from 'node:http2';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ModelStatisticsResponseSchema } from '../../dist/generated/grpc_service_pb.js';
-import { advanceStats, grpcKey, grpcModel, loadCanned } from './canned.mjs';
+import { advanceStats, grpcKey, grpcModel, loadCanned, serveParent } from './canned.mjs';
 
 const INFER = '/inference.GRPCInferenceService/ModelInfer';
 const UNIMPLEMENTED = { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12', 'grpc-message': 'the floor has no canned answer' };
@@ -77,10 +77,4 @@ server.on('stream', function readCall(stream, headers) {
 });
 server.on('sessionError', () => {});
 
-process.on('message', (m) => {
-  if (m.op === 'count') process.send({ ...counts });
-  else if (m.op === 'exit') process.exit(0); // also writes a --cpu-prof profile
-});
-process.on('disconnect', () => process.exit(0));
-
-server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+serveParent(server, counts);

@@ -11,7 +11,7 @@
  * { op: 'count' } with { infer, other } (requests answered so far) and exits on { op: 'exit' }.
  */
 import net from 'node:net';
-import { advanceStats, loadCanned } from './canned.mjs';
+import { advanceStats, loadCanned, serveParent } from './canned.mjs';
 import { Http1Framer, requestKey } from './http1.mjs';
 
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n');
@@ -68,10 +68,4 @@ const server = net.createServer((socket) => {
   socket.on('error', () => socket.destroy());
 });
 
-process.on('message', (m) => {
-  if (m.op === 'count') process.send({ ...counts });
-  else if (m.op === 'exit') process.exit(0); // also writes a --cpu-prof profile
-});
-process.on('disconnect', () => process.exit(0));
-
-server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+serveParent(server, counts);

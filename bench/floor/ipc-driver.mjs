@@ -17,10 +17,9 @@
  * stops the stub and removes the region.
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { StubChannel, newRegionName } from '../../dist/backends/python/ipc/channel.js';
-import { cpuSeconds } from '../lib/proc-stats.mjs';
+import { cpuSeconds, voluntarySwitches } from '../lib/proc-stats.mjs';
 import { PYTHON, ROOT } from '../lib/server.mjs';
 
 const MODELS = {
@@ -131,14 +130,6 @@ const hello = new Promise((resolve) => {
     else if (m.t === 'hello') resolve(m.pid);
   });
 });
-
-function voluntarySwitches(pid) {
-  try {
-    return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
-  } catch {
-    return NaN;
-  }
-}
 
 /** Keeps `depth` execs in flight for `ms`, then waits for the last answers. */
 async function window(ms) {

@@ -1,7 +1,8 @@
 /**
  * Benchmark helper: the real perf_analyzer binary (from the tritonclient wheel in .venv, or
  * PERF_ANALYZER, or PATH), run asynchronously so the server's log pipe keeps draining, and
- * its CSV read back.
+ * its CSV read back; and the runs bench/vs-triton.mjs and bench/floor.mjs make of one cell
+ * (bench/lib/cells.mjs) with it: a warm-up window, then exactly 3 measured windows.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,4 +50,100 @@ export function readPerfCsv(csv) {
   const cols = header.split(',');
   const vals = row.split(',');
   return (name) => Number(vals[cols.indexOf(name)]);
+}
+
+/**
+ * perf_analyzer's arguments for one cell ({ model, protocol, concurrency }) against
+ * 127.0.0.1:`port`: sync requests at exactly that concurrency, windows of `windowMs`, at most
+ * `trials` of them until 3 agree within `stability` %, the figures into the CSV `csv`.
+ */
+export function cellArgs(cell, port, csv, windowMs, stability, trials, extra = []) {
+  return [
+    '-m',
+    cell.model,
+    '-u',
+    `127.0.0.1:${port}`,
+    '-i',
+    cell.protocol,
+    '--concurrency-range',
+    `${cell.concurrency}:${cell.concurrency}`,
+    '--max-threads',
+    String(Math.max(16, cell.concurrency)),
+    '--measurement-interval',
+    String(windowMs),
+    '--stability-percentage',
+    String(stability),
+    '--max-trials',
+    String(trials),
+    '-f',
+    csv,
+    ...extra,
+  ];
+}
+
+const UNSTABLE = /Failed to obtain stable measurement/;
+
+/**
+ * One window of `cell` on `port` whose figures are thrown away (connections, threads and the
+ * model's first calls); its CSV goes to `dir`/warmup.csv.
+ */
+export async function warmUpWindow(bin, { cell, port, dir, windowMs, stability }) {
+  fs.mkdirSync(dir, { recursive: true });
+  try {
+    await perfAnalyzer(bin, cellArgs(cell, port, path.join(dir, 'warmup.csv'), windowMs, stability, 1));
+  } catch (err) {
+    // One window can never be "stable"; that refusal is expected, anything else is not.
+    if (!UNSTABLE.test(String(err?.message))) throw err;
+  }
+}
+
+/**
+ * The largest distance, in percent of their mean, of one window's throughput or average latency
+ * from the mean of the run's windows (perf_analyzer -v prints each window as a "Pass" line).
+ */
+export function windowSpread(output) {
+  const passes = [...output.matchAll(/Pass \[\d+\] throughput: ([\d.]+) infer\/sec\. Avg latency: (\d+) usec/g)];
+  if (passes.length === 0) return NaN;
+  const spread = (xs) => {
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    return Math.max(...xs.map((x) => Math.abs(x - mean) / mean)) * 100;
+  };
+  return Math.max(spread(passes.map((p) => Number(p[1]))), spread(passes.map((p) => Number(p[2]))));
+}
+
+/**
+ * The measured run of `cell` on `port`: exactly 3 windows of `windowMs`, whatever their spread.
+ * perf_analyzer would otherwise keep adding windows until 3 agree within its
+ * --stability-percentage, which on a busy machine rarely happens and makes a run last 3 to 4
+ * times longer (or fail without figures). The spread of the 3 windows is checked here
+ * afterwards instead, and a run beyond `stability` % is flagged `unstable`.
+ *
+ * CSV and output go to `dir`/measured.csv and measured.txt. Resolves with the CSV's figures
+ * named in `columns` ({ key: 'p50 latency', ... }, in that order), then spreadPct and unstable.
+ */
+export async function measuredWindows(bin, { cell, port, dir, windowMs, stability, columns }) {
+  fs.mkdirSync(dir, { recursive: true });
+  const csv = path.join(dir, 'measured.csv');
+  const output = await perfAnalyzer(bin, cellArgs(cell, port, csv, windowMs, 1e6, 3, ['-v']));
+  fs.writeFileSync(path.join(dir, 'measured.txt'), output);
+  const get = readPerfCsv(csv);
+  const spreadPct = windowSpread(output);
+  const figures = Object.fromEntries(Object.entries(columns).map(([key, column]) => [key, get(column)]));
+  return { ...figures, spreadPct, unstable: !(spreadPct <= stability) };
+}
+
+/**
+ * Right after a server starts: one warm-up window per model and protocol of `cells`, at
+ * concurrency 4, on `portOf(cell)`, into `dir`/server-warmup-<model>-<protocol>, so that no cell
+ * measures a cold server (tritium's JavaScript is compiled on first use, and its first few
+ * thousand requests cost more CPU than the rest).
+ */
+export async function warmUpServer(bin, { cells, portOf, dir, windowMs, stability }) {
+  const seen = new Set();
+  for (const cell of cells) {
+    const key = `${cell.model}-${cell.protocol}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    await warmUpWindow(bin, { cell: { ...cell, concurrency: 4 }, port: portOf(cell), dir: path.join(dir, `server-warmup-${key}`), windowMs, stability });
+  }
 }

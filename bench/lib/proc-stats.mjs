@@ -100,3 +100,34 @@ export function cmdline(pid) {
     return [];
   }
 }
+
+/** Voluntary context switches of `pid`'s main thread: how often it went to sleep (NaN once it is gone). */
+export function voluntarySwitches(pid) {
+  try {
+    return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * CPU µs per request of the server process and of its descendants (its stubs) between two
+ * treeCpu() snapshots `before` and `after`, over `requests` requests.
+ */
+export function cpuPerRequest(before, after, requests) {
+  return {
+    serverCpuUs: ((after.server - before.server) / requests) * 1e6,
+    stubCpuUs: ((after.children - before.children) / requests) * 1e6,
+  };
+}
+
+/** SIGKILLs every live process below `root` (for an exit handler: nothing may outlive the run). */
+export function killDescendants(root) {
+  for (const pid of descendants(root)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}

@@ -87,3 +87,10 @@ export async function modelStats(server, model) {
   const s = (await res.json()).model_stats[0];
   return { inferences: Number(s.inference_count), executions: Number(s.execution_count) };
 }
+
+/** Successful inference requests of `model` so far, from the statistics extension. */
+export async function successCount(server, model) {
+  const res = await fetch(`http://127.0.0.1:${server.httpPort}/v2/models/${model}/stats`);
+  const body = await res.json();
+  return Number(body.model_stats[0].inference_stats.success.count);
+}
