@@ -33,8 +33,3 @@ export function isDatatype(s: unknown): s is Datatype {
 export function elementSize(dt: Datatype): number {
   return ELEMENT_SIZE[dt];
 }
-
-/** FP16 and BF16 have no JSON representation in Triton. */
-export function jsonAllowed(dt: Datatype): boolean {
-  return dt !== 'FP16' && dt !== 'BF16';
-}

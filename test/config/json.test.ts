@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { equals, type DescMessage } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/core/config/config-error.js';
+import { ConfigError } from '../../src/core/errors/config-error.js';
 import { inferBackend } from '../../src/core/config/infer-backend.js';
 import { INT64_FIELDS_AS_NUMBERS, INT64_FIELDS_KEPT_AS_STRINGS, fieldFullName, modelConfigFromJson, modelConfigToJson } from '../../src/core/config/json.js';
 import { normalizeModelConfig } from '../../src/core/config/normalize.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { equals } from '@bufbuild/protobuf';
 import { fromText } from '@bufbuild/protobuf/txtpb';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/core/config/config-error.js';
+import { ConfigError } from '../../src/core/errors/config-error.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { parseModelConfigText, parseModelConfigTextWithPositions } from '../../src/core/config/parse.js';
 import {

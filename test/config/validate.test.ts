@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/core/config/config-error.js';
+import { ConfigError } from '../../src/core/errors/config-error.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { inferBackend } from '../../src/core/config/infer-backend.js';
 import { normalizeModelConfig } from '../../src/core/config/normalize.js';

@@ -122,16 +122,3 @@ export function createModelConfig(init?: MessageInitShape<typeof ModelConfigSche
 export function cloneModelConfig(cfg: ModelConfig): ModelConfig {
   return clone(ModelConfigSchema, cfg);
 }
-
-/**
- * Config dims (`bigint[]`) as numbers. Dims are small (>= 1 or -1) so the
- * conversion is exact for every valid config.
- */
-export function dimsToNumbers(dims: readonly bigint[]): number[] {
-  return dims.map(Number);
-}
-
-/** Whether the model may send 0..n responses per request. */
-export function isDecoupled(cfg: ModelConfig): boolean {
-  return cfg.modelTransactionPolicy?.decoupled ?? false;
-}

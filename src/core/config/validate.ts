@@ -13,7 +13,7 @@ import {
   type ModelOutput,
   type ModelQueuePolicy,
 } from '../../generated/model_config_pb.js';
-import type { ConfigError } from './config-error.js';
+import type { ConfigError } from '../errors/config-error.js';
 import { Errors } from '../errors.js';
 import type { RuleEntry } from '../errors/config-rules.js';
 import { BACKEND_OF_PLATFORM } from './infer-backend.js';

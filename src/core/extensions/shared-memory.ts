@@ -15,8 +15,6 @@
 import { Errors } from '../errors.js';
 import type { ShmFile, ShmFiles } from './shm-file.js';
 
-export type SharedMemoryKind = 'system' | 'cuda';
-
 export interface SystemRegionStatus {
   name: string;
   key: string;
