@@ -12,7 +12,7 @@
  * --exit-timeout-secs → finalize every instance (bounded by what is left of the timeout) →
  * remove shared memory → exit 0. A second signal exits at once, still removing shared memory.
  */
-import type { ServerOptions } from './cli/options.js';
+import { OptionsError, type ServerOptions } from './server-options.js';
 import { recoveryFds } from './core/instance/fd-reserve.js';
 import { DescriptorWatch } from './frontends/descriptor-watch.js';
 import { registerDescriptorFamilies } from './frontends/metrics/descriptor-families.js';
@@ -29,7 +29,9 @@ import { createLogger, logSettingsStore, type LogSettings, type Logger } from '.
 import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
 import { PythonBackend } from './backends/python/backend.js';
-import { removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
+import { pythonBackendOptions } from './backends/python/options.js';
+import { killAllStubs } from './backends/python/stub-process.js';
+import { removeOwnFiles, removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { describeSegmentBacking } from './backends/python/ipc/backing.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
 import type { TlsOptions } from './frontends/grpc/transport/server.js';
@@ -157,8 +159,37 @@ function checkRepositories(repositories: readonly string[]): void {
   }
 }
 
+/** A backend's options from its `--backend-config` keys; a key it refuses is an OptionsError. */
+function backendOptions<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
+}
+
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
   const log = logger ?? createLogger(logSettingsOf(options));
+  // Families models define with pb_utils.MetricFamily, exported with the server's own.
+  const customMetrics = new CustomMetrics();
+  const gpus = detectGpus();
+  // Each backend reads and checks its own --backend-config keys, as Triton's do, before anything
+  // is opened or loaded: a key it refuses ends start-up as a bad flag does.
+  const pythonOptions = backendOptions(() =>
+    pythonBackendOptions(options.backendConfig, {
+      customMetrics,
+      hostPolicies: options.hostPolicies,
+      // pb_utils.load_model / unload_model take the repository API's path (explicit mode only).
+      modelControl:
+        options.modelControlMode === 'explicit'
+          ? {
+              load: (name, o): Promise<void> => core.loadModel(name, { config: o.config || undefined, files: o.files }),
+              unload: (name, o): Promise<void> => core.unloadModel(name, { unloadDependents: o.unloadDependents }),
+            }
+          : undefined,
+    }),
+  );
+  const onnxOptions = backendOptions(() => onnxBackendOptions(options.backendConfig, options.defaultMaxBatchSize, gpus, log));
   checkRepositories(options.modelRepositories);
   const grpcTls = options.allowGrpc ? readGrpcTls(options) : undefined;
   const listeners = listenersOf(options);
@@ -175,31 +206,10 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const descriptors = new DescriptorWatch({ warn: (l) => log.warn(l), info: (l) => log.info(l) });
   descriptors.start();
 
-  // Families models define with pb_utils.MetricFamily, exported with the server's own.
-  const customMetrics = new CustomMetrics();
-  const python = new PythonBackend({
-    customMetrics,
-    hostPolicies: options.hostPolicies,
-    pythonExecutable: options.python.pythonExecutable,
-    shmDefaultByteSize: options.python.shmDefaultByteSize,
-    shmGrowthByteSize: options.python.shmGrowthByteSize,
-    stubTimeoutSeconds: options.python.stubTimeoutSeconds,
-    initializeTimeoutSeconds: options.python.initializeTimeoutSeconds,
-    ipcWait: { spinUs: options.python.spinUs, spinMode: options.python.spinMode },
-    maxAsyncExecutes: options.python.maxAsyncExecutes,
-    // pb_utils.load_model / unload_model take the repository API's path (explicit mode only).
-    modelControl:
-      options.modelControlMode === 'explicit'
-        ? {
-            load: (name, o): Promise<void> => core.loadModel(name, { config: o.config || undefined, files: o.files }),
-            unload: (name, o): Promise<void> => core.unloadModel(name, { unloadDependents: o.unloadDependents }),
-          }
-        : undefined,
-  });
-  const gpus = detectGpus();
+  const python = new PythonBackend(pythonOptions);
   const backends = new Map<string, Backend>([
     ['python', python],
-    ['onnxruntime', new OnnxBackend(onnxBackendOptions(options.backendConfig, options.defaultMaxBatchSize, gpus, log))],
+    ['onnxruntime', new OnnxBackend(onnxOptions)],
   ]);
   const metrics = new Metrics({
     cpuMetrics: options.allowCpuMetrics,
@@ -411,3 +421,12 @@ function startGpuMetrics(metrics: Metrics, intervalMs: number, log: Logger): voi
 }
 
 export class StartupError extends Error {}
+
+/**
+ * The last resort on any exit Node sees (synchronous: it runs in 'exit'), whether start-up
+ * finished or not: no stub and no shared-memory file of this server outlives the process.
+ */
+export function releaseAtExit(): void {
+  killAllStubs();
+  removeOwnFiles();
+}

@@ -3,15 +3,17 @@
  * `tritium` entry point: parse tritonserver-style flags, start the server, and handle
  * SIGINT/SIGTERM (first: graceful shutdown; second: exit at once, removing shared memory).
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { CommanderError } from 'commander';
-import { SHM_DIR } from '../backends/python/ipc/shm-layout.js';
-import { killAllStubs } from '../backends/python/stub-process.js';
 import { createLogger } from '../core/logger.js';
-import { logSettingsOf } from '../server.js';
-import { startServer, StartupError, type RunningServer } from '../server.js';
-import { OptionsError, parseOptions } from './options.js';
+import { logSettingsOf, releaseAtExit, startServer, StartupError, type RunningServer } from '../server.js';
+import { OptionsError } from '../server-options.js';
+import { parseOptions } from './options.js';
+
+/** A usage error: the options cannot be served. Nothing has started; exit status 2, as for a bad flag. */
+function exitWithUsageError(err: Error): never {
+  process.stderr.write(`tritium: ${err.message}\nRun 'tritium --help' for the list of flags.\n`);
+  process.exit(2);
+}
 
 export async function main(argv: string[]): Promise<void> {
   let options;
@@ -23,8 +25,7 @@ export async function main(argv: string[]): Promise<void> {
       // printed it, with the nearest known flag for an unknown one).
       process.exit(err.exitCode === 0 ? 0 : 2);
     }
-    process.stderr.write(`tritium: ${(err as Error).message}\nRun 'tritium --help' for the list of flags.\n`);
-    process.exit(2);
+    exitWithUsageError(err as Error);
   }
   let log;
   try {
@@ -39,8 +40,7 @@ export async function main(argv: string[]): Promise<void> {
   // uncaught error, a signal during start-up. (SIGKILL leaves files; the next start removes them.)
   process.on('exit', () => {
     server?.kill();
-    killAllStubs();
-    removeOwnShmFiles();
+    releaseAtExit();
   });
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
@@ -72,28 +72,10 @@ export async function main(argv: string[]): Promise<void> {
   try {
     server = await startServer(options, log);
   } catch (err) {
+    // A --backend-config key its backend refuses: each backend checks its own keys when the
+    // server starts, before anything is opened (server-options.ts).
+    if (err instanceof OptionsError) exitWithUsageError(err);
     log.error(err instanceof StartupError ? err.message : `failed to start: ${(err as Error).stack ?? err}`);
     process.exit(1);
   }
 }
-
-/** Unlinks every /dev/shm file named after this process (synchronous: runs in 'exit'). */
-function removeOwnShmFiles(): void {
-  const prefix = `tritium_${process.pid}_`;
-  let names: string[];
-  try {
-    names = fs.readdirSync(SHM_DIR);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix)) continue;
-    try {
-      fs.unlinkSync(path.join(SHM_DIR, name));
-    } catch {
-      // raced with a channel closing it
-    }
-  }
-}
-
-export { OptionsError };

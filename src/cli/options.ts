@@ -1,131 +1,24 @@
 /**
  * @module cli/options
  * tritonserver's command-line flags, so `tritonserver` can be swapped for `tritium` in scripts.
- * Parsing is done by commander; this file owns the flag list, the value checks and the typed
- * `ServerOptions` every other layer receives.
+ * Parsing is done by commander; this file owns the flag list and the value checks, and builds
+ * the server's `ServerOptions` (server-options.ts). `--backend-config` entries are checked for
+ * their `<backend>,<key>=<value>` shape only and passed on as given: each backend reads its own
+ * keys (backends/python/options.ts, backends/onnx/backend.ts).
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { TRITIUM_VERSION } from '../core/inference-server.js';
-import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from '../frontends/grpc/transport/keepalive.js';
+import { KEEPALIVE_DEFAULTS } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
 import { headerPattern } from '../frontends/header-forward.js';
 import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
+import { OptionsError, type ServerOptions } from '../server-options.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 import type { SummaryQuantile } from '../frontends/metrics/latency-families.js';
 
-export interface PythonBackendOptions {
-  shmDefaultByteSize: number;
-  shmGrowthByteSize: number;
-  stubTimeoutSeconds: number;
-  /** `initialize-timeout-seconds`: how long an instance's `initialize` may run before its load fails; 0 = no bound. */
-  initializeTimeoutSeconds: number;
-  /** Interpreter that runs the stubs (`python-executable` key); python3 from PATH by default. */
-  pythonExecutable: string;
-  /** `spin-us`: how long a stub and Node's event loop may poll for the next message before sleeping (0..1000000 µs, default 50). */
-  spinUs: number;
-  /** `spin-mode`: adaptive (poll only while it pays), always, or never. */
-  spinMode: 'adaptive' | 'always' | 'never';
-  /**
-   * `max-async-executes`: how many `async def execute` coroutines of a decoupled model one
-   * instance runs at once (default 128); past it further requests wait in the scheduler's queue.
-   */
-  maxAsyncExecutes: number;
-}
-
-export interface ServerOptions {
-  modelRepositories: string[];
-  httpPort: number;
-  httpAddress: string;
-  grpcPort: number;
-  grpcAddress: string;
-  metricsPort: number;
-  metricsAddress: string | undefined;
-  allowHttp: boolean;
-  allowGrpc: boolean;
-  allowMetrics: boolean;
-  logVerbose: number;
-  logInfo: boolean;
-  logWarning: boolean;
-  logError: boolean;
-  logFormat: 'default' | 'ISO8601';
-  /** '' = stderr. */
-  logFile: string;
-  strictReadiness: boolean;
-  autoCompleteConfig: boolean;
-  exitTimeoutSecs: number;
-  exitOnError: boolean;
-  httpMaxInputSize: number;
-  /** tritium: memory all HTTP request bodies may hold at once; 0 = the default. */
-  httpMaxBodyMemory: number;
-  /** tritium: the largest output (tensor bytes) an HTTP response sends as JSON. */
-  httpMaxJsonOutputSize: number;
-  grpcMaxMessageSize: number;
-  /** `--http-max-connections` / `--grpc-max-connections`; absent = from the descriptor limit. */
-  httpMaxConnections?: number;
-  grpcMaxConnections?: number;
-  /** `--grpc-max-concurrent-streams`. */
-  grpcMaxConcurrentStreams: number;
-  /** `--grpc-read-timeout-secs` (0 = none). */
-  grpcReadTimeoutSecs: number;
-  /** `--grpc-max-body-memory` in bytes (0 = the default). */
-  grpcMaxBodyMemory: number;
-  /** `--http-idle-timeout-secs`. */
-  httpIdleTimeoutSecs: number;
-  defaultMaxBatchSize: number;
-  serverId: string;
-  /** `--model-control-mode`: none (load all, no changes), poll (rescan), explicit (API-driven). */
-  modelControlMode: ModelControlMode;
-  /** `--load-model` names (explicit mode; `*` alone = every model). */
-  startupModels: string[];
-  /** `--repository-poll-secs` (poll mode; 0 = never rescan). */
-  repositoryPollSecs: number;
-  /** `--http-header-forward-pattern` / `--grpc-header-forward-pattern`, compiled. */
-  httpHeaderForward: RegExp | undefined;
-  grpcHeaderForward: RegExp | undefined;
-  /** `--http-restricted-api` / `--grpc-restricted-protocol`: the header each restricted API group needs. */
-  httpRestricted: Map<ApiGroup, Restriction> | undefined;
-  grpcRestricted: Map<ApiGroup, Restriction> | undefined;
-  /** `--grpc-infer-response-compression-level`. */
-  grpcResponseCompression: 'none' | 'low' | 'medium' | 'high';
-  /** `--grpc-use-ssl[-mutual]` and the certificate files; undefined = plaintext. */
-  grpcTls: { certFile: string; keyFile: string; caFile?: string; mutual: boolean } | undefined;
-  /** `--model-load-retry-count`: further tries of a version that failed to load. */
-  modelLoadRetryCount: number;
-  /** `--model-config-name` ('' = every model's config.pbtxt). */
-  modelConfigName: string;
-  /** `--model-load-thread-count`: models loading at once at start-up. */
-  modelLoadThreadCount: number;
-  /** `--grpc-keepalive-*`, `--grpc-http2-*`, `--grpc-max-connection-age*`. */
-  grpcKeepalive: KeepaliveOptions;
-  allowCpuMetrics: boolean;
-  /** `--metrics-interval-ms`: how often the CPU metrics are read. */
-  metricsIntervalMs: number;
-  /** `--metrics-config=counter_latencies=<bool>`: the `_duration_us` counters. */
-  metricsCounterLatencies: boolean;
-  /** `--metrics-config=summary_latencies=<bool>`: the `_summary_us` families. */
-  metricsSummaryLatencies: boolean;
-  /** `--metrics-config=summary_quantiles=<q>:<error>,...`; undefined = Triton's defaults. */
-  metricsSummaryQuantiles: SummaryQuantile[] | undefined;
-  /** `--metrics-config=histogram_latencies=<bool>`: `nv_inference_first_response_histogram_ms`. */
-  metricsHistogramLatencies: boolean;
-  /** `--allow-gpu-metrics`: the nv_gpu_* families, read with nvidia-smi. */
-  allowGpuMetrics: boolean;
-  /** `--trace-config` (and the deprecated `--trace-*` flags) as the trace extension's initial settings. */
-  traceSettings: TraceSettings;
-  /** `--host-policy`: the CPUs of each policy name (cli/host-policy.ts). */
-  hostPolicies: Map<string, number[]>;
-  /** One line per flag given that has no effect here (cli/inert-flags.ts); logged at start-up. */
-  warnings: string[];
-  python: PythonBackendOptions;
-  /** Unrecognised `--backend-config` entries, kept for backends that read them (e.g. onnxruntime). */
-  backendConfig: Map<string, Map<string, string>>;
-}
-
-export const MIB = 1024 * 1024;
-
-export type ModelControlMode = 'none' | 'poll' | 'explicit';
+const MIB = 1024 * 1024;
 
 function parseBool(flag: string) {
   return (v: string): boolean => {
@@ -559,8 +452,6 @@ export function buildCommand(): Command {
   return cmd;
 }
 
-export class OptionsError extends Error {}
-
 /** Refuses a flag tritium does not know, naming the one it most likely meant. */
 function checkKnownFlags(argv: readonly string[], cmd: Command): void {
   const known = [...cmd.options.map((o) => o.long!), '--help', '--version'];
@@ -595,37 +486,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     if (!backendConfig.has(backend)) backendConfig.set(backend, new Map());
     backendConfig.get(backend)!.set(key, value);
   }
-  const py = backendConfig.get('python') ?? new Map<string, string>();
-  const pyInt = (key: string, def: number, min: number, why: string) => {
-    const v = py.get(key);
-    if (v === undefined) return def;
-    const n = Number(v);
-    if (!/^\d+$/.test(v) || n < min) throw new OptionsError(`--backend-config=python,${key}: ${why}, got '${v}'.`);
-    return n;
-  };
-  const known = new Set([
-    'shm-default-byte-size',
-    'shm-growth-byte-size',
-    'stub-timeout-seconds',
-    'initialize-timeout-seconds',
-    'python-executable',
-    'shm-region-prefix-name',
-    'thread-pool-size',
-    'shm_message_queue_size',
-    'spin-us',
-    'spin-mode',
-    'max-async-executes',
-  ]);
-  for (const key of py.keys()) {
-    if (!known.has(key)) throw new OptionsError(`--backend-config=python,${key}: unknown python backend setting.`);
-  }
-  const spinUs = pyInt('spin-us', 50, 0, 'must be a whole number of microseconds between 0 and 1000000');
-  if (spinUs > 1_000_000)
-    throw new OptionsError(`--backend-config=python,spin-us: must be a whole number of microseconds between 0 and 1000000, got '${spinUs}'.`);
-  const spinMode = py.get('spin-mode') ?? 'adaptive';
-  if (spinMode !== 'adaptive' && spinMode !== 'always' && spinMode !== 'never') {
-    throw new OptionsError(`--backend-config=python,spin-mode: must be adaptive, always or never, got '${spinMode}'.`);
-  }
+  // The one global setting, default-max-batch-size, belongs to the server rather than a backend: read here.
   const global = backendConfig.get('') ?? new Map<string, string>();
   const dmbs = global.get('default-max-batch-size');
   if (dmbs !== undefined && !/^\d+$/.test(dmbs)) {
@@ -705,16 +566,6 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     hostPolicies,
     traceSettings: traceSettingsOf(o, warnings),
     warnings,
-    python: {
-      shmDefaultByteSize: pyInt('shm-default-byte-size', MIB, MIB, 'must be at least 1 MiB (1048576 bytes)'),
-      shmGrowthByteSize: pyInt('shm-growth-byte-size', MIB, 1, 'must be a positive number of bytes'),
-      stubTimeoutSeconds: pyInt('stub-timeout-seconds', 30, 1, 'must be a positive number of seconds'),
-      initializeTimeoutSeconds: pyInt('initialize-timeout-seconds', 0, 0, 'must be a number of seconds (0: no bound)'),
-      pythonExecutable: py.get('python-executable') ?? 'python3',
-      spinUs,
-      spinMode,
-      maxAsyncExecutes: pyInt('max-async-executes', 128, 1, 'must be a positive number of coroutines'),
-    },
     backendConfig,
   };
   checkPorts(options);

@@ -49,6 +49,7 @@ describe('flags', () => {
     [['--model-repository=x', '--backend-config=python,spin-us=1000001'], /spin-us: must be a whole number of microseconds between 0 and 1000000/],
     [['--model-repository=x', '--backend-config=python,spin-mode=sometimes'], /spin-mode: must be adaptive, always or never, got 'sometimes'/],
     [['--model-repository=x', '--backend-config=python,max-async-executes=0'], /max-async-executes: must be a positive number of coroutines, got '0'/],
+    [['--model-repository=x', '--backend-config=onnxruntime,threads=2'], /--backend-config=onnxruntime,threads: unknown onnxruntime backend setting/],
     [['--http-port=1'], /--model-repository must be specified/],
     [['--model-repository=x', '--http-port=9000', '--grpc-port=9000'], /same port 9000/],
     [['--model-repository=x', '--load-model=a'], /Use of '--load-model' requires setting '--model-control-mode=explicit' as well\./],
@@ -57,9 +58,10 @@ describe('flags', () => {
       /Wildcard model name '\*' must be the ONLY startup model if specified at all\./,
     ],
     [['--model-repository=x', '--repository-poll-secs=-1'], /--repository-poll-secs must be between 0/],
-  ])('refuses %j with a message and a non-zero exit', (args, message) => {
+  ])('refuses %j with a message and exit status 2', (args, message) => {
     const r = cli(...args);
-    expect(r.status).not.toBe(0);
+    // A usage error, whether the command line or a backend refused it: nothing was started.
+    expect(r.status).toBe(2);
     expect(r.stderr).toMatch(message);
   });
 });

@@ -6,7 +6,6 @@
 import { n0ByteSize } from './ipc/channel.js';
 import { ShmReserve } from './ipc/shm-reserve.js';
 import { segmentBacking } from './ipc/backing.js';
-import type { CustomMetrics } from '../../core/custom-metrics.js';
 import fs from 'node:fs';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
 import { Errors } from '../../core/errors.js';
@@ -19,27 +18,7 @@ import { runAutoComplete } from './auto-complete.js';
 import { pythonFor } from './stub-paths.js';
 import { checkStubNames, isValidStubName } from './stub-name.js';
 import { StubInstance } from './stub-instance.js';
-import type { IpcWaitOptions } from './ipc/channel.js';
-import type { ModelControl } from './bls.js';
-
-export interface PythonBackendOptions {
-  pythonExecutable: string;
-  /** How stubs and the event loop wait for messages (spin-us / spin-mode keys); adaptive 50 µs by default. */
-  ipcWait?: IpcWaitOptions;
-  shmDefaultByteSize: number;
-  shmGrowthByteSize: number;
-  stubTimeoutSeconds: number;
-  /** Bound of each instance's `initialize` in seconds; 0 or absent = none. */
-  initializeTimeoutSeconds?: number;
-  /** Decoupled `async def execute` coroutines one instance runs at once (max-async-executes); the stub's default when absent. */
-  maxAsyncExecutes?: number;
-  /** Explicit model control for pb_utils.load_model / unload_model; absent outside explicit mode. */
-  modelControl?: ModelControl;
-  /** The server's families for pb_utils.MetricFamily (exported on /metrics). */
-  customMetrics?: CustomMetrics;
-  /** `--host-policy`: the CPUs of each policy name; an instance's stub runs on its policy's. */
-  hostPolicies?: ReadonlyMap<string, readonly number[]>;
-}
+import type { PythonBackendOptions } from './options.js';
 
 export class PythonBackend implements Backend {
   readonly name = 'python';

@@ -7,7 +7,6 @@
  * (`segmentFds`, also inherited) go with their last descriptor and mapping, `<region>.*` files
  * in /dev/shm (the fallback, backing.ts) are unlinked.
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Arena } from './arena.js';
 import { segmentBacking, type SegmentBacking } from './backing.js';
@@ -18,6 +17,7 @@ import { describeMemoryLimit, memoryHeadroom } from './memory-limit.js';
 import { RingConsumer, RingProducer } from './ring.js';
 import { closeQuiet, SegmentFdLink } from './segment-fds.js';
 import { describeShmUse, removeRegion } from './shm-cleanup.js';
+import { newShmName } from './shm-name.js';
 import {
   DEFAULT_RING_BYTES,
   HEADER_SIZE,
@@ -39,9 +39,13 @@ import {
   RING_B,
 } from './shm-layout.js';
 
-/** adaptive: poll only while it pays (recent messages within the window, an idle core); always; never. */
-export type SpinMode = 'adaptive' | 'always' | 'never';
-export const SPIN_MODES: readonly SpinMode[] = ['adaptive', 'always', 'never'];
+/**
+ * adaptive: poll only while it pays (recent messages within the window, an idle core); always;
+ * never. The list `spin-mode` is checked against (backends/python/options.ts).
+ */
+export const SPIN_MODES = ['adaptive', 'always', 'never'] as const;
+export type SpinMode = (typeof SPIN_MODES)[number];
+export const DEFAULT_SPIN_MODE: SpinMode = 'adaptive';
 export const DEFAULT_SPIN_US = 50;
 
 /** How both ends of a link wait for messages (`--backend-config=python,spin-us=...,spin-mode=...`). */
@@ -116,7 +120,7 @@ function asStubMessage(bytes: Uint8Array, end: number): Message {
 /** A fresh region name for an instance, following docs/ipc.md. */
 export function newRegionName(instance: string): string {
   const safe = instance.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 100);
-  return `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_${safe}`;
+  return newShmName(safe);
 }
 
 const roundUp = (n: number, m: number): number => Math.ceil(n / m) * m;
@@ -206,7 +210,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     try {
       this.listener = new native.WakeListener(() => this.onWake(), {
         spinUs: opts.wait?.spinUs ?? DEFAULT_SPIN_US,
-        spinMode: opts.wait?.spinMode ?? 'adaptive',
+        spinMode: opts.wait?.spinMode ?? DEFAULT_SPIN_MODE,
       });
     } catch (e) {
       // Out of descriptors: nothing of the region may outlive the failed launch.

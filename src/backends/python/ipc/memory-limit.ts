@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { OWN_SHM_PREFIX } from './shm-name.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 /** cgroup v1 writes "no limit" as a page-rounded 2^63 - 1. */
@@ -124,7 +125,7 @@ export function describeMemoryLimit(what: string, needed: number, why: string): 
 
 /** Bytes this process's own memfd segments really hold (hollowed pages count for nothing). */
 function ownSegmentBytes(): { n0: number; n0Count: number; other: number } {
-  const prefix = `/memfd:tritium_${process.pid}_`;
+  const prefix = `/memfd:${OWN_SHM_PREFIX}`;
   const out = { n0: 0, n0Count: 0, other: 0 };
   let fds: string[];
   try {

@@ -6,8 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { SHM_DIR } from './shm-layout.js';
-
-const STALE_RE = /^tritium_(\d+)_/;
+import { OWN_SHM_PREFIX, shmOwnerPid } from './shm-name.js';
 
 function listShm(dir: string): string[] {
   try {
@@ -53,15 +52,28 @@ export function removeStaleFiles(dir: string = SHM_DIR): string[] {
   const removed: string[] = [];
   const alive = new Map<number, boolean>();
   for (const f of listShm(dir)) {
-    const m = STALE_RE.exec(f);
-    if (!m) continue;
-    const pid = Number(m[1]);
-    if (pid === process.pid) continue;
+    const pid = shmOwnerPid(f);
+    if (pid === undefined || pid === process.pid) continue;
     let live = alive.get(pid);
     if (live === undefined) alive.set(pid, (live = pid > 0 && pidAlive(pid)));
     if (!live && unlinkQuiet(path.join(dir, f))) removed.push(f);
   }
   return removed;
+}
+
+/**
+ * Unlinks every file of this server process. Synchronous, and never throws: it runs in the
+ * process's 'exit' handler, so that no file outlives the server on any exit path Node sees.
+ */
+export function removeOwnFiles(dir: string = SHM_DIR): void {
+  for (const f of listShm(dir)) {
+    if (!f.startsWith(OWN_SHM_PREFIX)) continue;
+    try {
+      fs.unlinkSync(path.join(dir, f));
+    } catch {
+      // raced with a channel closing it, or not ours to remove: nothing more can be done at exit
+    }
+  }
 }
 
 /**
@@ -78,7 +90,6 @@ export function describeShmUse(dir: string = SHM_DIR): string {
   } catch {
     // unknown; the rest still helps
   }
-  const ours = `tritium_${process.pid}_`;
   let n0Bytes = 0;
   let n0Count = 0;
   let tensorBytes = 0;
@@ -91,7 +102,7 @@ export function describeShmUse(dir: string = SHM_DIR): string {
     } catch {
       continue; // removed meanwhile
     }
-    if (!name.startsWith(ours)) others.push({ name, bytes });
+    if (!name.startsWith(OWN_SHM_PREFIX)) others.push({ name, bytes });
     else if (name.endsWith('.n0')) {
       n0Bytes += bytes;
       n0Count++;

@@ -11,14 +11,14 @@
  * stub holds nothing; removed when the process exits (and by the next start's stale-file
  * cleanup after a crash, since the name starts with `tritium_<pid>_`).
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadNative } from './native.js';
 import { SHM_DIR } from './shm-layout.js';
+import { newShmName } from './shm-name.js';
 
 export class ShmReserve {
-  readonly name = `tritium_${process.pid}_${crypto.randomBytes(4).toString('hex')}_reserve`;
+  readonly name = newShmName('reserve');
   private readonly file = path.join(SHM_DIR, this.name);
   private held = false;
   private exitHooked = false;
