@@ -7,7 +7,7 @@
  * keys (backends/python/options.ts, backends/onnx/backend.ts).
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { TRITIUM_VERSION } from '../core/inference-server.js';
+import { TRITIUM_VERSION, TRITON_API_VERSION } from '../core/version.js';
 import { KEEPALIVE_DEFAULTS } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
@@ -138,7 +138,7 @@ export function buildCommand(): Command {
     .showHelpAfterError(false)
     .showSuggestionAfterError(true)
     .helpOption('--help', 'print usage')
-    .version(`tritium ${TRITIUM_VERSION} (tritonserver 2.51 command line)`, '--version', 'print the version');
+    .version(`tritium ${TRITIUM_VERSION} (tritonserver's command line; reports Triton API version ${TRITON_API_VERSION})`, '--version', 'print the version');
   const add = (group: string, o: Option) => cmd.addOption(o.helpGroup(group));
   const inert = new Map(INERT_FLAGS.map((f) => [f.flag, f]));
   const addInert = (flag: string) => {

@@ -14,8 +14,7 @@ import type { ModelManager } from './model/model-manager.js';
 import { bindSharedMemory, usesSharedMemory } from './request/shm-binding.js';
 import type { LoadModelOptions, RepositoryIndexEntry, ServerCore, ServerMetadata, UnloadModelOptions } from './server-core.js';
 import type { ModelStatistics } from './stats/types.js';
-
-export const TRITIUM_VERSION = '2.73.0';
+import { TRITON_API_VERSION } from './version.js';
 
 /**
  * Extensions in Triton's order (perf_analyzer looks for "statistics"), only those that work:
@@ -85,7 +84,7 @@ export class InferenceServer implements ServerCore {
   }
 
   serverMetadata(): ServerMetadata {
-    return { name: this.o.serverId, version: TRITIUM_VERSION, extensions: EXTENSIONS };
+    return { name: this.o.serverId, version: TRITON_API_VERSION, extensions: EXTENSIONS };
   }
 
   resolveModel(name: string, version: string): ModelHandle {
