@@ -9,7 +9,8 @@ import { defineConfig } from 'vitest/config';
 // after everything else.
 const SERIAL = ['test/e2e/shutdown.test.ts'];
 
-// dist-fresh stops the run when dist/ is older than src/: the e2e suites start dist/cli/main.js.
+// dist-fresh rebuilds a stale dist/ once before the run with TRITIUM_REBUILD=1; the suites that
+// run the compiled server refuse a stale one themselves (ensureBuilt), unit suites never need it.
 const shared = { pool: 'forks' as const, testTimeout: 60_000, hookTimeout: 120_000, globalSetup: ['test/helpers/dist-fresh.ts'] };
 
 export default defineConfig({

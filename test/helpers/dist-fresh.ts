@@ -1,8 +1,11 @@
 /**
- * vitest globalSetup: the end-to-end suites start `dist/cli/main.js`, so a `dist/` older than
- * `src/` would test yesterday's code and pass or fail for the wrong reason. Before any suite
- * runs, every `src/**\/*.ts` must have a `dist/` output at least as new as itself; otherwise the
- * run stops and says which file and how to fix it (or, with TRITIUM_REBUILD=1, rebuilds first).
+ * Whether `dist/` is as new as `src/`. The suites that run the compiled server (they start
+ * `bin/tritium.js` or import `dist/`) would otherwise test yesterday's code and pass or fail for
+ * the wrong reason, so `ensureBuilt()` (test/helpers/server.ts) refuses a stale `dist/`, naming
+ * the file and the fix; the unit suites import `src/` and run whatever state `dist/` is in.
+ *
+ * As vitest's globalSetup, with TRITIUM_REBUILD=1, it rebuilds a stale `dist/` once before any
+ * suite runs (one build, not one per worker).
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,19 +34,20 @@ export function staleSources(): string[] {
   });
 }
 
+/** Why `dist/` cannot be used, or undefined when every source has an output as new as itself. */
+export function staleDist(): string | undefined {
+  const stale = staleSources();
+  if (stale.length === 0) return undefined;
+  const list = stale.slice(0, 5).map((f) => path.relative(ROOT, f));
+  const more = stale.length > list.length ? ` and ${stale.length - list.length} more` : '';
+  return (
+    `dist/ is older than src/ (${list.join(', ')}${more}): this suite runs the compiled server and would run old code. ` +
+    'Run `npx tsc -p tsconfig.json` (or set TRITIUM_REBUILD=1) and start again.'
+  );
+}
+
 export default function setup(): void {
-  let stale = staleSources();
-  if (stale.length > 0 && process.env.TRITIUM_REBUILD === '1') {
-    const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('dist-fresh: `tsc -p tsconfig.json` failed');
-    stale = staleSources();
-  }
-  if (stale.length > 0) {
-    const list = stale.slice(0, 5).map((f) => path.relative(ROOT, f));
-    const more = stale.length > list.length ? ` and ${stale.length - list.length} more` : '';
-    throw new Error(
-      `dist/ is older than src/ (${list.join(', ')}${more}): the end-to-end suites would run old code. ` +
-        'Run `npx tsc -p tsconfig.json` (or set TRITIUM_REBUILD=1) and start again.',
-    );
-  }
+  if (process.env.TRITIUM_REBUILD !== '1' || staleSources().length === 0) return;
+  const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('dist-fresh: `tsc -p tsconfig.json` failed');
 }

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { staleDist } from './dist-fresh.js';
 import { mappedMemfdsOf, memfdsOf } from './memfd.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -18,14 +19,20 @@ export const MODELS = path.join(ROOT, 'python_models');
 export const TEST_MODELS = path.join(ROOT, 'test', 'models');
 
 let built = false;
-/** Builds dist/ once per test process if it is missing (test/helpers/dist-fresh.ts refuses a stale one). */
+/**
+ * For suites that run the compiled server: builds dist/ once per test process if it is missing,
+ * and refuses one older than src/ (test/helpers/dist-fresh.ts; TRITIUM_REBUILD=1 rebuilds it
+ * before the run).
+ */
 export function ensureBuilt(): void {
   if (built) return;
   const main = path.join(ROOT, 'dist', 'cli', 'main.js');
-  if (!fs.existsSync(main) || process.env.TRITIUM_REBUILD === '1') {
+  if (!fs.existsSync(main)) {
     const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'inherit' });
     if (r.status !== 0) throw new Error('tsc failed');
   }
+  const stale = staleDist();
+  if (stale !== undefined) throw new Error(stale);
   built = true;
 }
 
