@@ -11,13 +11,13 @@
  */
 import type { CancelSignal } from '../../core/cancellation.js';
 import { Errors, type TritonError } from '../../core/errors.js';
-import { readParameters } from '../../core/request/parameters.js';
+import { hasNoParameters, readParameters } from '../../core/request/parameters.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
 import { readOutput, writeInput, type Block } from './codec.js';
 import type { StubChannel } from './ipc/channel.js';
-import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg } from './ipc/messages.js';
+import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg, TensorDescriptor } from './ipc/messages.js';
 
 /**
  * Batches handed to a stub before the one it runs is answered (see ExecutionInstance
@@ -27,13 +27,59 @@ import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg } from './ipc/mess
 export const PIPELINE_DEPTH = 2;
 
 interface LiveRequest {
+  readonly rid: number;
   pr: PendingRequest;
   /** Input blocks and the cancel flag, freed when the request is finished with. */
   blocks: Block[];
   /** Non-decoupled: a response sent through the sender without FINAL, waiting for FINAL. */
-  held?: RespWire;
-  /** Removes the abort listener. */
-  detach?: () => void;
+  held: RespWire | undefined;
+  /** The request's signal and its abort listener (sets the cancel flag), removed on release. */
+  signal: CancelSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+/**
+ * The open requests by rid: an array indexed by `rid & (SLOTS - 1)` (rids are consecutive, so
+ * the open ones rarely meet); a request still open when a new rid lands on its slot (a long
+ * decoupled stream) moves to a Map.
+ *
+ * Not a Map for all: with an insert and a delete per request a Map rehashes every few requests,
+ * and V8 links each obsolete table to its successor (for live iterators), so a promoted old
+ * table kept every later table, and the requests in them, alive through scavenges: much of what
+ * each scavenge promoted on the request path (docs/benchmarks.md, "Garbage collection and the
+ * young generation").
+ */
+class LiveTable {
+  private static readonly SLOTS = 1024;
+  private readonly slots: Array<LiveRequest | undefined> = new Array<LiveRequest | undefined>(LiveTable.SLOTS).fill(undefined);
+  /** Open requests pushed out of their slot by a later rid. */
+  private readonly overflow = new Map<number, LiveRequest>();
+
+  get(rid: number): LiveRequest | undefined {
+    const live = this.slots[rid & (LiveTable.SLOTS - 1)];
+    if (live !== undefined && live.rid === rid) return live;
+    return this.overflow.size > 0 ? this.overflow.get(rid) : undefined;
+  }
+
+  set(rid: number, live: LiveRequest): void {
+    const i = rid & (LiveTable.SLOTS - 1);
+    const old = this.slots[i];
+    if (old !== undefined) this.overflow.set(old.rid, old);
+    this.slots[i] = live;
+  }
+
+  delete(rid: number): void {
+    const i = rid & (LiveTable.SLOTS - 1);
+    if (this.slots[i]?.rid === rid) this.slots[i] = undefined;
+    else if (this.overflow.size > 0) this.overflow.delete(rid);
+  }
+
+  /** The open rids, oldest first, in a new array (callers finish requests while going through it). */
+  rids(): number[] {
+    const out = [...this.overflow.keys()];
+    for (const live of this.slots) if (live !== undefined) out.push(live.rid);
+    return out.sort((a, b) => a - b);
+  }
 }
 
 interface Batch {
@@ -53,7 +99,7 @@ export interface StubSessionOptions {
 }
 
 export class StubSession {
-  private readonly live = new Map<number, LiveRequest>();
+  private readonly live = new LiveTable();
   /** Sent to the stub and not answered yet, in the order the stub runs them. */
   private readonly inFlight: Batch[] = [];
   private nextRid = 1;
@@ -70,41 +116,49 @@ export class StubSession {
   execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
     const startNs = process.hrtime.bigint();
     const channel = this.channel;
-    const reqs: ExecRequestWire[] = [];
-    const rids: number[] = [];
+    const n = batch.length;
+    const reqs: ExecRequestWire[] = new Array(n);
+    const rids: number[] = new Array(n);
+    let sent = 0;
     try {
-      for (const pr of batch) {
+      for (let k = 0; k < n; k++) {
+        const pr = batch[k]!;
+        const request = pr.request;
         const rid = this.nextRid++;
-        const blocks: Block[] = [];
-        const live: LiveRequest = { pr, blocks };
+        const ins = request.inputs;
+        // Sized once: one block per input, then the cancel flag's (a hole until allocated;
+        // release() skips holes).
+        const blocks: Block[] = new Array(ins.length + 1);
+        const live: LiveRequest = { rid, pr, blocks, held: undefined, signal: undefined, onAbort: undefined };
         this.live.set(rid, live);
-        rids.push(rid);
-        const inputs = pr.request.inputs.map((t) => writeInput(channel, t, blocks));
+        rids[k] = rid;
+        sent = k + 1;
+        const inputs: TensorDescriptor[] = new Array(ins.length);
+        for (let j = 0; j < ins.length; j++) inputs[j] = writeInput(channel, ins[j]!, blocks, j);
         const flag = channel.allocInput(4);
-        flag.view.writeUInt32LE(pr.cancelled ? 1 : 0, 0);
-        blocks.push([flag.seg, flag.off]);
-        const signal = pr.request.signal;
+        const flagView = flag.view;
+        flagView.writeUInt32LE(pr.cancelled ? 1 : 0, 0);
+        // One [seg, off] pair serves as the block to free and as the wire's cflag (neither is
+        // ever modified).
+        const cflag: Block = [flag.seg, flag.off];
+        blocks[ins.length] = cflag;
+        const signal = request.signal;
         if (signal && !signal.aborted) {
-          const onAbort = () => flag.view.writeUInt32LE(1, 0);
+          const onAbort = (): void => void flagView.writeUInt32LE(1, 0);
           signal.addEventListener('abort', onAbort, { once: true });
-          live.detach = () => signal.removeEventListener('abort', onAbort);
+          live.signal = signal;
+          live.onAbort = onAbort;
         }
-        const wire: ExecRequestWire = {
-          rid,
-          id: pr.request.id,
-          ...requestFields(pr),
-          timeout: pr.timeoutUs,
-          outs: requestedOutputs(pr),
-          inputs,
-          cflag: [flag.seg, flag.off],
-        };
-        if (pr.request.trace !== undefined) wire.tr = 1;
-        reqs.push(wire);
+        const wire: ExecRequestWire = hasNoParameters(request.parameters)
+          ? { rid, id: request.id, corr: 0, flags: 0, params: '{}', timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag }
+          : { rid, id: request.id, ...requestFields(pr), timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag };
+        if (request.trace !== undefined) wire.tr = 1;
+        reqs[k] = wire;
       }
     } catch (err) {
       // Shared memory exhausted: only this batch fails, with the reason.
       const e = Errors.batchSendFailed((err as Error).message);
-      for (const rid of rids) this.finish(rid, undefined, e);
+      for (let k = 0; k < sent; k++) this.finish(rids[k]!, undefined, e);
       const t = process.hrtime.bigint();
       return Promise.resolve({ startNs, inputEndNs: t, inferEndNs: t, endNs: t });
     }
@@ -140,7 +194,7 @@ export class StubSession {
     // Requests stay in `live` until then, so a stub death in between still fails them
     // instead of reading the dead region.
     batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
-    const rescheduled = new Set(m.resched ?? []);
+    const rescheduled = m.resched !== undefined && m.resched.length > 0 ? new Set(m.resched) : undefined;
     queueMicrotask(() => this.settle(batch.rids, m.resps, batchError, rescheduled));
   }
 
@@ -151,29 +205,30 @@ export class StubSession {
    * notice that the model dropped it (`send` with FINAL, see RequestSlot.__del__), or the
    * instance stopping (fail) — never by waiting here.
    */
-  private settle(rids: number[], resps: Array<RespWire | null> | undefined, batchError: TritonError | undefined, rescheduled: Set<number>): void {
+  private settle(rids: number[], resps: Array<RespWire | null> | undefined, batchError: TritonError | undefined, rescheduled: Set<number> | undefined): void {
     if (this.closed) return;
-    rids.forEach((rid, i) => {
+    for (let i = 0; i < rids.length; i++) {
+      const rid = rids[i]!;
       const live = this.live.get(rid);
-      if (!live) return;
+      if (!live) continue;
       if (batchError) {
         // A non-decoupled response already sent through the sender stays the answer (Triton
         // hands it to the client before the batch fails); the model saw the error raised.
         if (!this.o.decoupled && live.held !== undefined) this.finish(rid, live.held);
         else this.finish(rid, undefined, batchError);
-        return;
+        continue;
       }
       const resp = resps?.[i] ?? null;
       if (resp) {
         this.finish(rid, resp);
-      } else if (!this.o.decoupled && rescheduled.has(i)) {
+      } else if (!this.o.decoupled && rescheduled?.has(i) === true) {
         // Re-queuing needs iterative sequence batching, which is refused at load: say so
         // instead of leaving the request waiting.
         this.finish(rid, undefined, Errors.rescheduleUnsupported(this.o.instanceName));
       } else if (!this.o.decoupled && live.pr.done) {
         this.release(rid);
       }
-    });
+    }
   }
 
   /** `send`: a response (or a bare FINAL) from a request's response sender. */
@@ -210,7 +265,7 @@ export class StubSession {
   }
 
   fail(error: TritonError): void {
-    for (const rid of [...this.live.keys()]) this.finish(rid, undefined, error);
+    for (const rid of this.live.rids()) this.finish(rid, undefined, error);
     for (const b of this.inFlight.splice(0)) {
       const t = process.hrtime.bigint();
       b.resolve({ startNs: b.startNs, inputEndNs: b.inputEndNs, inferEndNs: t, endNs: t });
@@ -243,8 +298,10 @@ export class StubSession {
       });
       return;
     }
-    const blocks: Block[] = [];
-    const outputs: Tensor[] = (resp.outs ?? []).map((d) => readOutput(channel, d, blocks));
+    const outs = resp.outs ?? NO_OUTPUTS;
+    const blocks: Block[] = new Array(outs.length);
+    const outputs: Tensor[] = new Array(outs.length);
+    for (let i = 0; i < outs.length; i++) outputs[i] = readOutput(channel, outs[i]!, blocks, i);
     let released = blocks.length === 0;
     pr.respond({
       modelName: pr.request.modelName,
@@ -267,8 +324,14 @@ export class StubSession {
     const live = this.live.get(rid);
     if (!live) return;
     this.live.delete(rid);
-    live.detach?.();
-    if (!this.closed) for (const [seg, off] of live.blocks) this.channel.freeInput(seg, off);
+    if (live.onAbort !== undefined) live.signal!.removeEventListener('abort', live.onAbort);
+    if (!this.closed) {
+      const blocks = live.blocks;
+      for (let i = 0; i < blocks.length; i++) {
+        const b = blocks[i];
+        if (b !== undefined) this.channel.freeInput(b[0], b[1]);
+      }
+    }
   }
 }
 
@@ -282,6 +345,8 @@ function requestFields(pr: PendingRequest) {
     params: custom,
   };
 }
+
+const NO_OUTPUTS: readonly TensorDescriptor[] = [];
 
 function requestedOutputs(pr: PendingRequest): string[] | null {
   return pr.request.outputs ? pr.request.outputs.map((o) => o.name) : null;

@@ -108,17 +108,7 @@ export class ModelVersion implements ModelHandle {
     try {
       const { batchSize, shapeSignature } = validateRequest(this, request);
       const p = readParameters(request.parameters);
-      pr = new PendingRequestImpl(
-        request,
-        batchSize,
-        shapeSignature,
-        p.priority,
-        p.timeoutUs,
-        this.version,
-        sink,
-        (r, endNs, error) => this.complete(r, endNs, error),
-        this.firstResponse,
-      );
+      pr = new PendingRequestImpl(request, batchSize, shapeSignature, p.priority, p.timeoutUs, this.version, sink, this.onComplete, this.firstResponse);
     } catch (err) {
       // Like Triton, a request refused by validation never entered the scheduler: it is
       // answered but not counted in statistics.
@@ -142,6 +132,9 @@ export class ModelVersion implements ModelHandle {
     this.outstanding++;
     this.scheduler.enqueue(pr);
   }
+
+  /** The completion listener of every request (one function, not one per request). */
+  private readonly onComplete = (r: PendingRequest, endNs: bigint, error: TritonError | undefined): void => this.complete(r, endNs, error);
 
   /** Requests accepted and not yet answered with their final response. */
   inflight(): number {

@@ -28,7 +28,24 @@ function uint(key: string, v: ParamValue | undefined): number {
   return n;
 }
 
-export function readParameters(params: Parameters): SchedulingParameters {
+/** What a request without parameters reads as (shared: callers only read it). */
+const NO_PARAMETERS: Readonly<SchedulingParameters> = Object.freeze({
+  priority: 0,
+  timeoutUs: 0,
+  sequenceId: 0n,
+  sequenceStart: false,
+  sequenceEnd: false,
+  custom: Object.freeze({}) as Parameters,
+});
+
+/** True when `params` has no own enumerable key (most requests): nothing to read. */
+export function hasNoParameters(params: Parameters): boolean {
+  for (const _ in params) return false;
+  return true;
+}
+
+export function readParameters(params: Parameters): Readonly<SchedulingParameters> {
+  if (hasNoParameters(params)) return NO_PARAMETERS;
   const custom: Parameters = {};
   for (const [k, v] of Object.entries(params)) {
     if (!RESERVED.has(k) && !k.startsWith('triton_')) custom[k] = v;

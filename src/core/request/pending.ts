@@ -16,7 +16,9 @@ export type FirstResponseListener = (request: PendingRequestImpl, atNs: Nanos) =
 
 export class PendingRequestImpl implements PendingRequest {
   readonly arrivalNs: Nanos = process.hrtime.bigint();
-  queueEndNs?: Nanos;
+  queueEndNs?: Nanos = undefined;
+  statsEndNs?: Nanos = undefined;
+  statsPhases?: object = undefined;
   /** Index of the next response (decoupled models send several). */
   responseCount = 0;
   #done = false;

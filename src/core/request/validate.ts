@@ -74,7 +74,8 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
 
   const batching = model.maxBatchSize > 0;
   let batch = -1;
-  const signature: string[] = [];
+  // Only models with variable dims or optional inputs have a signature (most have none).
+  let signature: string[] | undefined;
   for (const t of req.inputs) {
     const spec = byName.get(t.name)!;
     if (t.datatype !== spec.datatype) throw Errors.dataTypeMismatch(model.name, t.name, t.datatype, spec.datatype);
@@ -104,8 +105,8 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
       const want = elementCount(t.shape);
       if (n !== want) throw Errors.bytesElementCount(t.name, want, n);
     }
-    if (spec.dims.some((d) => d < 0)) signature.push(`${t.name}:${dims.join('x')}`);
-    if (spec.optional) signature.push(`+${t.name}`);
+    if (hasVariableDim(spec.dims)) (signature ??= []).push(`${t.name}:${dims.join('x')}`);
+    if (spec.optional) (signature ??= []).push(`+${t.name}`);
   }
   if (batching && batch > model.maxBatchSize) throw Errors.batchTooLarge(model.name, model.maxBatchSize);
 
@@ -122,7 +123,12 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
       req.outputs = req.outputs.filter((o, i, all) => all.findIndex((p) => p.name === o.name) === i);
     }
   }
-  return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature.join(';') };
+  return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature === undefined ? '' : signature.join(';') };
+}
+
+function hasVariableDim(dims: readonly number[]): boolean {
+  for (let i = 0; i < dims.length; i++) if (dims[i]! < 0) return true;
+  return false;
 }
 
 function shapeMatches(config: readonly number[], got: readonly number[]): boolean {

@@ -29,6 +29,13 @@ export interface PendingRequest {
   readonly arrivalNs: Nanos;
   /** Set by the scheduler when the request leaves the queue for an instance. */
   queueEndNs?: Nanos;
+  /**
+   * @internal Kept by the model's statistics (core/stats/model-stats.ts) between its two
+   * events: when its final response went out (while its execution is not recorded yet), or its
+   * execution's phases (while it has not finished yet).
+   */
+  statsEndNs?: Nanos;
+  statsPhases?: object;
   /** True once the client cancelled (request.signal aborted). */
   readonly cancelled: boolean;
   /** True once a final response (or error) was delivered. */

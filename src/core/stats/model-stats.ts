@@ -64,25 +64,55 @@ interface BatchBucket {
 
 const span = (from: bigint, to: bigint): bigint => (to > from ? to - from : 0n);
 
+/** Where a number total is folded into its bigint: sums stay exact integers below 2^53. */
+const FOLD = 2 ** 52;
+
+/**
+ * A nanosecond total: a number while it is exact, folded into a bigint before it could lose
+ * precision, so that adding a request's durations allocates nothing.
+ */
+class NsTotal {
+  private big = 0n;
+  private small = 0;
+
+  add(ns: bigint): void {
+    if (ns >= FOLD_BIG) {
+      this.big += ns;
+      return;
+    }
+    this.small += Number(ns);
+    if (this.small >= FOLD) {
+      this.big += BigInt(this.small);
+      this.small = 0;
+    }
+  }
+
+  get value(): bigint {
+    return this.big + BigInt(this.small);
+  }
+}
+const FOLD_BIG = BigInt(FOLD);
+
 export class ModelStats {
-  private successCount = 0n;
-  private successNs = 0n;
-  private failCount = 0n;
-  private failNs = 0n;
-  private queueNs = 0n;
-  private computeCount = 0n;
-  private inputNs = 0n;
-  private inferNs = 0n;
-  private outputNs = 0n;
-  private inferenceCount = 0n;
-  private executionCount = 0n;
-  private lastInferenceMs = 0n;
+  // Counts are numbers (exact far beyond any server's life), durations NsTotals: per request
+  // nothing here allocates. Both become bigints in snapshot().
+  private successCount = 0;
+  private readonly successNs = new NsTotal();
+  private failCount = 0;
+  private readonly failNs = new NsTotal();
+  private readonly queueNs = new NsTotal();
+  private computeCount = 0;
+  private readonly inputNs = new NsTotal();
+  private readonly inferNs = new NsTotal();
+  private readonly outputNs = new NsTotal();
+  private inferenceCount = 0;
+  private executionCount = 0;
+  private lastInferenceMs = 0;
   private readonly batches = new Map<number, BatchBucket>();
 
-  /** Succeeded (at the mapped end time), waiting for their execution to be recorded. */
-  private readonly awaitingExecution = new WeakMap<PendingRequest, bigint>();
-  /** Executed, not finished yet (decoupled / ordered): phases to add when they succeed. */
-  private readonly awaitingSuccess = new WeakMap<PendingRequest, Phases>();
+  // A request between its two events keeps what the second needs on itself (no map):
+  // `statsEndNs`, succeeded (at that end time) and waiting for its execution to be recorded;
+  // `statsPhases`, executed and not finished yet (decoupled / ordered), phases to add at success.
 
   constructor(private readonly listener?: StatsListener) {}
 
@@ -91,27 +121,27 @@ export class ModelStats {
     const requestNs = span(req.arrivalNs, endNs);
     const queueNs = req.queueEndNs === undefined ? 0n : span(req.arrivalNs, req.queueEndNs);
     const inferences = Math.max(req.batchSize, 1);
-    this.successCount += 1n;
-    this.successNs += requestNs;
-    this.queueNs += queueNs;
-    this.inferenceCount += BigInt(inferences);
+    this.successCount += 1;
+    this.successNs.add(requestNs);
+    this.queueNs.add(queueNs);
+    this.inferenceCount += inferences;
     this.listener?.onSuccess(inferences, requestNs, queueNs);
 
-    const phases = this.awaitingSuccess.get(req);
+    const phases = req.statsPhases as Phases | undefined;
     if (phases !== undefined) {
-      this.awaitingSuccess.delete(req);
+      req.statsPhases = undefined;
       this.addCompute(req, phases, 0n, requestNs);
     } else {
-      this.awaitingExecution.set(req, endNs);
+      req.statsEndNs = endNs;
     }
   }
 
   /** `req` ended with an error at `endNs`. */
   recordFailure(req: PendingRequest, endNs: bigint, reason: FailureReason = 'OTHER'): void {
     const requestNs = span(req.arrivalNs, endNs);
-    this.failCount += 1n;
-    this.failNs += requestNs;
-    this.awaitingSuccess.delete(req);
+    this.failCount += 1;
+    this.failNs.add(requestNs);
+    if (req.statsPhases !== undefined) req.statsPhases = undefined;
     this.listener?.onFailure(reason, requestNs);
   }
 
@@ -122,8 +152,8 @@ export class ModelStats {
       infer: span(times.inputEndNs, times.inferEndNs),
       output: span(times.inferEndNs, times.endNs),
     };
-    this.executionCount += 1n;
-    const ms = BigInt(Date.now());
+    this.executionCount += 1;
+    const ms = Date.now();
     if (ms > this.lastInferenceMs) this.lastInferenceMs = ms;
 
     let bucket = this.batches.get(batchSize);
@@ -137,16 +167,17 @@ export class ModelStats {
     bucket.output += phases.output;
     this.listener?.onExecution(batchSize);
 
-    for (const req of batch) {
-      const end = this.awaitingExecution.get(req);
+    for (let i = 0; i < batch.length; i++) {
+      const req = batch[i]!;
+      const end = req.statsEndNs;
       if (end !== undefined) {
-        this.awaitingExecution.delete(req);
+        req.statsEndNs = undefined;
         // Request end moves from `end` to the execution's end (never before the arrival).
         const extra = times.endNs > end ? span(req.arrivalNs, times.endNs) - span(req.arrivalNs, end) : 0n;
-        this.successNs += extra;
+        if (extra > 0n) this.successNs.add(extra);
         this.addCompute(req, phases, extra, span(req.arrivalNs, end));
       } else if (!req.done) {
-        this.awaitingSuccess.set(req, phases);
+        req.statsPhases = phases;
       }
       // done and not awaiting: it failed; failures carry no compute time.
     }
@@ -162,19 +193,21 @@ export class ModelStats {
         compute_infer: d(b.count, b.infer),
         compute_output: d(b.count, b.output),
       }));
+    const successCount = BigInt(this.successCount);
+    const computeCount = BigInt(this.computeCount);
     return {
       name,
       version,
-      last_inference: this.lastInferenceMs,
-      inference_count: this.inferenceCount,
-      execution_count: this.executionCount,
+      last_inference: BigInt(this.lastInferenceMs),
+      inference_count: BigInt(this.inferenceCount),
+      execution_count: BigInt(this.executionCount),
       inference_stats: {
-        success: d(this.successCount, this.successNs),
-        fail: d(this.failCount, this.failNs),
-        queue: d(this.successCount, this.queueNs),
-        compute_input: d(this.computeCount, this.inputNs),
-        compute_infer: d(this.computeCount, this.inferNs),
-        compute_output: d(this.computeCount, this.outputNs),
+        success: d(successCount, this.successNs.value),
+        fail: d(BigInt(this.failCount), this.failNs.value),
+        queue: d(successCount, this.queueNs.value),
+        compute_input: d(computeCount, this.inputNs.value),
+        compute_infer: d(computeCount, this.inferNs.value),
+        compute_output: d(computeCount, this.outputNs.value),
         cache_hit: d(0n, 0n),
         cache_miss: d(0n, 0n),
       },
@@ -196,10 +229,10 @@ export class ModelStats {
 
   private addCompute(req: PendingRequest, p: Phases, extraRequestNs: bigint, requestNs: bigint): void {
     req.request.onCompute?.(p.input, p.infer, p.output);
-    this.computeCount += 1n;
-    this.inputNs += p.input;
-    this.inferNs += p.infer;
-    this.outputNs += p.output;
+    this.computeCount += 1;
+    this.inputNs.add(p.input);
+    this.inferNs.add(p.infer);
+    this.outputNs.add(p.output);
     this.listener?.onCompute(p.input, p.infer, p.output, extraRequestNs, requestNs);
   }
 }

@@ -6,7 +6,7 @@
  * before the first byte is buffered; a body that arrives as a single chunk is used as is,
  * without a copy. The caller releases the body once nothing reads it any more.
  */
-import type { HttpRequest } from './wire/exchange.js';
+import type { BodySink, HttpRequest } from './wire/exchange.js';
 import { unzip } from 'node:zlib';
 import { Errors, type TritonError } from '../../core/errors.js';
 import type { BodyBudget } from '../body-budget.js';
@@ -40,10 +40,15 @@ export function requestEncoding(header: string | undefined): RequestEncoding | u
   return undefined;
 }
 
-/** The limit of an ordinary body: `--http-max-input-size`. */
+/** The limit of an ordinary body: `--http-max-input-size` (the same object while the settings stay). */
 export function inputSizeLimit(maxInputSize: number, budget: BodyBudget): BodyLimit {
-  return { max: maxInputSize, tooLarge: (size) => Errors.bodyTooLarge(size, maxInputSize), budget };
+  const last = lastLimit;
+  if (last !== undefined && last.max === maxInputSize && last.budget === budget) return last;
+  const limit: BodyLimit = { max: maxInputSize, tooLarge: (size) => Errors.bodyTooLarge(size, maxInputSize), budget };
+  lastLimit = limit;
+  return limit;
 }
+let lastLimit: BodyLimit | undefined;
 
 /**
  * Collects the body. Rejects with a 400 TritonError when it exceeds `limit.max` bytes, or the
@@ -51,124 +56,184 @@ export function inputSizeLimit(maxInputSize: number, budget: BodyBudget): BodyLi
  * before any byte is read, a chunked body once its chunks pass it.
  */
 export function readBody(req: HttpRequest, limit: BodyLimit): Promise<Body> {
-  const { budget } = limit;
   return new Promise<Body>((resolve, reject) => {
-    const declared = req.headers['content-length'];
-    const expected = declared === undefined ? -1 : Number(declared);
-    const tooLarge = (size: number): TritonError | undefined =>
-      size > limit.max ? limit.tooLarge(size) : size > budget.capacity ? Errors.bodyOverMemory(size, budget.capacity) : undefined;
-    const refused = tooLarge(expected);
+    readBodyThen(req, limit, (err, body) => (err === undefined ? resolve(body!) : reject(err)));
+  });
+}
+
+/** Receives the outcome of readBodyThen: the body, or why there is none. */
+export type BodyCallback = (err: Error | undefined, body: Body | undefined) => void;
+
+/**
+ * readBody with a callback, called exactly once: synchronously (before this returns) when the
+ * whole body has already arrived, as it usually has, so a request costs no promise.
+ */
+export function readBodyThen(req: HttpRequest, limit: BodyLimit, done: BodyCallback): void {
+  const declared = req.headers['content-length'];
+  const reader = new BodyReader(req, limit, declared === undefined ? -1 : Number(declared), done);
+  reader.start();
+}
+
+/**
+ * One body being read (one object per request instead of a closure per step). With a known
+ * length: one buffer of that size (or the first chunk itself, if it is the whole body). Without
+ * one (chunked): the chunks, joined at the end.
+ */
+class BodyReader implements BodySink, Body {
+  data: Buffer = EMPTY;
+  private whole: Buffer | undefined;
+  private chunks: Buffer[] | undefined;
+  private received = 0;
+  private reserved = 0;
+  private settled = false;
+  private waiting: (() => void) | undefined;
+  /**
+   * A known length is reserved whole before the body is buffered. Until it fits, what already
+   * arrived is held as is and the socket is paused: the client waits (TCP).
+   */
+  private granted: boolean;
+  private held: Buffer[] | undefined;
+  private ended = false;
+  private readonly budget: BodyBudget;
+
+  constructor(
+    private readonly req: HttpRequest,
+    private readonly limit: BodyLimit,
+    private readonly expected: number,
+    private readonly done: BodyCallback,
+  ) {
+    this.budget = limit.budget;
+    this.granted = expected <= 0;
+  }
+
+  start(): void {
+    const refused = this.tooLarge(this.expected);
     if (refused !== undefined) {
-      reject(refused);
+      this.settled = true;
+      this.done(refused, undefined);
       return;
     }
-    // With a known length: one buffer of that size (or the first chunk itself, if it is the
-    // whole body). Without one (chunked): the chunks, joined at the end.
-    let whole: Buffer | undefined;
-    let chunks: Buffer[] | undefined;
-    let received = 0;
-    let reserved = 0;
-    let settled = false;
-    let waiting: (() => void) | undefined;
-    // A known length is reserved whole before the body is buffered. Until it fits, what
-    // already arrived is held as is and the socket is paused: the client waits (TCP).
-    let granted = expected <= 0;
-    let held: Buffer[] | undefined;
-    let ended = false;
-    const giveBack = (): void => {
-      if (waiting !== undefined) budget.cancel(waiting);
-      waiting = undefined;
-      budget.give(reserved);
-      reserved = 0;
+    this.req.read(this);
+    if (this.granted || this.settled) return;
+    this.reserve();
+  }
+
+  /** Body: gives the body's share of the budget back (idempotent). */
+  release(): void {
+    if (this.waiting !== undefined) this.budget.cancel(this.waiting);
+    this.waiting = undefined;
+    this.budget.give(this.reserved);
+    this.reserved = 0;
+  }
+
+  // --- BodySink ---
+
+  chunk(chunk: Buffer): void {
+    if (this.settled) return;
+    if (this.granted) this.accept(chunk);
+    else (this.held ??= []).push(chunk);
+  }
+
+  end(): void {
+    if (this.granted) this.finish();
+    else this.ended = true;
+  }
+
+  error(err: Error): void {
+    this.fail(err);
+  }
+
+  private tooLarge(size: number): TritonError | undefined {
+    const { limit, budget } = this;
+    return size > limit.max ? limit.tooLarge(size) : size > budget.capacity ? Errors.bodyOverMemory(size, budget.capacity) : undefined;
+  }
+
+  private fail(err: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.release();
+    this.held = undefined;
+    this.req.resume();
+    this.done(err, undefined);
+  }
+
+  /**
+   * Chunked: reserve as chunks arrive; hold the socket while the budget is spent by others
+   * (memory only this body holds is never given back while it waits: it reads on, and is
+   * refused once past the budget).
+   */
+  private mustWait(): boolean {
+    return this.budget.exhausted && this.budget.inUse > this.reserved;
+  }
+
+  private holdWhileExhausted(): void {
+    if (!this.mustWait() || this.waiting !== undefined) return;
+    this.req.pause();
+    const waiting = (): void => {
+      this.waiting = undefined;
+      if (this.settled) return;
+      if (this.mustWait()) this.holdWhileExhausted();
+      else this.req.resume();
     };
-    const fail = (err: Error): void => {
-      if (settled) return;
-      settled = true;
-      giveBack();
-      held = undefined;
-      req.resume();
-      reject(err);
-    };
-    // Chunked: reserve as chunks arrive; hold the socket while the budget is spent by others
-    // (memory only this body holds is never given back while it waits: it reads on, and is
-    // refused once past the budget).
-    const mustWait = (): boolean => budget.exhausted && budget.inUse > reserved;
-    const holdWhileExhausted = (): void => {
-      if (!mustWait() || waiting !== undefined) return;
-      req.pause();
-      waiting = () => {
-        waiting = undefined;
-        if (settled) return;
-        if (mustWait()) holdWhileExhausted();
-        else req.resume();
-      };
-      budget.whenFreed(waiting);
-    };
-    const accept = (chunk: Buffer): void => {
-      const next = received + chunk.length;
-      const over = tooLarge(next);
-      if (over !== undefined) {
-        fail(over);
-        return;
+    this.waiting = waiting;
+    this.budget.whenFreed(waiting);
+  }
+
+  private accept(chunk: Buffer): void {
+    const { expected, received } = this;
+    const next = received + chunk.length;
+    const over = this.tooLarge(next);
+    if (over !== undefined) {
+      this.fail(over);
+      return;
+    }
+    if (expected > 0 && next <= expected) {
+      if (received === 0 && chunk.length === expected) this.whole = chunk;
+      else {
+        if (this.whole === undefined) this.whole = Buffer.allocUnsafe(expected);
+        chunk.copy(this.whole, received);
       }
-      if (expected > 0 && next <= expected) {
-        if (received === 0 && chunk.length === expected) whole = chunk;
-        else {
-          if (whole === undefined) whole = Buffer.allocUnsafe(expected);
-          chunk.copy(whole, received);
-        }
-      } else {
-        // Chunked (the connection enforces a Content-Length, so never more than declared).
-        if (chunks === undefined) chunks = whole !== undefined ? [whole.subarray(0, received)] : [];
-        whole = undefined;
-        chunks.push(chunk);
-        budget.take(chunk.length);
-        reserved += chunk.length;
-        holdWhileExhausted();
-      }
-      received = next;
-    };
-    const finish = (): void => {
-      if (settled) return;
-      settled = true;
-      let data: Buffer;
-      if (chunks !== undefined) data = Buffer.concat(chunks, received);
-      else if (whole !== undefined) data = received === whole.length ? whole : whole.subarray(0, received);
-      else data = EMPTY;
-      resolve({ data, release: giveBack });
-    };
-    req.read({
-      data(chunk: Buffer): void {
-        if (settled) return;
-        if (granted) accept(chunk);
-        else (held ??= []).push(chunk);
-      },
-      end(): void {
-        if (granted) finish();
-        else ended = true;
-      },
-      error: fail,
-    });
-    if (granted || settled) return;
-    const reserve = (): void => {
-      waiting = undefined;
-      if (settled) return;
-      if (!budget.tryTake(expected)) {
-        req.pause();
-        waiting = reserve;
-        budget.whenFreed(reserve);
-        return;
-      }
-      reserved = expected;
-      granted = true;
-      const early = held ?? [];
-      held = undefined;
-      for (const c of early) if (!settled) accept(c);
-      if (ended) finish();
-      else req.resume();
-    };
-    reserve();
-  });
+    } else {
+      // Chunked (the connection enforces a Content-Length, so never more than declared).
+      if (this.chunks === undefined) this.chunks = this.whole !== undefined ? [this.whole.subarray(0, received)] : [];
+      this.whole = undefined;
+      this.chunks.push(chunk);
+      this.budget.take(chunk.length);
+      this.reserved += chunk.length;
+      this.holdWhileExhausted();
+    }
+    this.received = next;
+  }
+
+  private finish(): void {
+    if (this.settled) return;
+    this.settled = true;
+    const { chunks, whole, received } = this;
+    if (chunks !== undefined) this.data = Buffer.concat(chunks, received);
+    else if (whole !== undefined) this.data = received === whole.length ? whole : whole.subarray(0, received);
+    this.chunks = undefined;
+    this.whole = undefined;
+    this.done(undefined, this);
+  }
+
+  private reserve(): void {
+    this.waiting = undefined;
+    if (this.settled) return;
+    if (!this.budget.tryTake(this.expected)) {
+      this.req.pause();
+      const again = (): void => this.reserve();
+      this.waiting = again;
+      this.budget.whenFreed(again);
+      return;
+    }
+    this.reserved = this.expected;
+    this.granted = true;
+    const early = this.held ?? [];
+    this.held = undefined;
+    for (const c of early) if (!this.settled) this.accept(c);
+    if (this.ended) this.finish();
+    else this.req.resume();
+  }
 }
 
 const EMPTY = Buffer.alloc(0);

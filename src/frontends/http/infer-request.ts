@@ -37,6 +37,8 @@ export interface OutputPlan {
   defaultBinary: boolean;
   /** The outputs the request listed, if it listed any. */
   requested?: Map<string, OutputChoice>;
+  /** Some listed output asks for classification (so its labels are needed). */
+  classification?: boolean;
 }
 
 export interface ParsedInferRequest {
@@ -86,18 +88,20 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
   let offset = headerLength;
   // Only when some number has a fraction or exponent: the inputs again, with those marked.
   let marked: unknown[] | undefined;
-  const markedData = (i: number): unknown => {
-    if (marked === undefined) {
-      const again = parseJsonMarkingFloats(body, 0, headerLength);
-      marked = isObject(again) && Array.isArray(again.inputs) ? again.inputs : [];
-    }
-    const m = marked[i];
-    return isObject(m) ? m.data : undefined;
-  };
+  const markedData = scanned.floatLiterals
+    ? (i: number): unknown => {
+        if (marked === undefined) {
+          const again = parseJsonMarkingFloats(body, 0, headerLength);
+          marked = isObject(again) && Array.isArray(again.inputs) ? again.inputs : [];
+        }
+        const m = marked[i];
+        return isObject(m) ? m.data : undefined;
+      }
+    : undefined;
   for (let i = 0; i < inputsJson.length; i++) {
     const input = inputsJson[i];
     if (!isObject(input)) throw Errors.unableToParseItem('inputs', i);
-    const tensor = parseInput(input, body, offset, headerLength, modelName, scanned.floatLiterals ? () => markedData(i) : undefined);
+    const tensor = parseInput(input, body, offset, headerLength, modelName, markedData !== undefined ? () => markedData(i) : undefined);
     offset += tensor.fromBody;
     inputs[i] = tensor.tensor;
   }
@@ -291,7 +295,10 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
     for (const key of Object.keys(p)) if (isParamValue(p[key])) setOwn(parameters, key, p[key] as ParamValue);
     outputs[i] = { name, parameters };
     // A name listed twice is one output (core/request/validate.ts): the first entry's choices stand, as in Triton.
-    if (!requested.has(name)) requested.set(name, { binary: p.binary_data === true, classification });
+    if (!requested.has(name)) {
+      requested.set(name, { binary: p.binary_data === true, classification });
+      if (classification > 0) plan.classification = true;
+    }
   }
   plan.requested = requested;
   return outputs;

@@ -30,6 +30,12 @@ import { dataToJsonText, JsonArrayText } from './tensor-json.js';
  */
 export const STREAM_JSON_OUTPUT_BYTES = 1 << 20;
 
+/**
+ * Up to this many body bytes an identity response is copied into one buffer with its head (one
+ * write, outputs released at once); larger ones go out as views in one writev, without a copy.
+ */
+export const COPY_BODY_BYTES = 16 * 1024;
+
 /** `--http-max-json-output-size` unless the server says otherwise. */
 export const DEFAULT_MAX_JSON_OUTPUT_SIZE = 256 * 1024 * 1024;
 
@@ -62,28 +68,30 @@ export function encodeInferResponse(
   let pieces: Array<string | JsonArrayText> | undefined;
   let json = '{';
   if (response.id !== '') json += '"id":' + JSON.stringify(response.id) + ',';
-  json += '"model_name":' + JSON.stringify(response.modelName) + ',"model_version":' + JSON.stringify(response.modelVersion);
+  json += '"model_name":' + quoted(response.modelName) + ',"model_version":' + quoted(response.modelVersion);
   if (response.parameters !== undefined && Object.keys(response.parameters).length > 0) {
     json += ',"parameters":' + stringifyJson(response.parameters);
   }
   json += ',"outputs":[';
-  const blobs: Buffer[] = [];
-  let blobBytes = 0;
   const outputs = response.outputs;
+  // Sized for every output and cut to the blobs found (no growth per push).
+  const blobs: Buffer[] = new Array(outputs.length);
+  let blobCount = 0;
+  let blobBytes = 0;
   for (let i = 0; i < outputs.length; i++) {
     let out: Tensor = outputs[i]!;
     const choice = plan.requested?.get(out.name);
     const binary = choice !== undefined ? choice.binary : plan.defaultBinary;
     if (choice !== undefined && choice.classification > 0) out = classify(out, choice.classification, batching, choice.labels);
     if (i > 0) json += ',';
-    json += '{"name":' + JSON.stringify(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
+    json += '{"name":' + quoted(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
     if (out.shm !== undefined) {
       // Written into the client's shared-memory region: name, datatype and shape only.
       json += '}';
     } else if (binary) {
       json += ',"parameters":{"binary_data_size":' + out.data.length + '}}';
       if (out.data.length > 0) {
-        blobs.push(out.data);
+        blobs[blobCount++] = out.data;
         blobBytes += out.data.length;
       }
     } else if (out.data.length < STREAM_JSON_OUTPUT_BYTES) {
@@ -95,11 +103,26 @@ export function encodeInferResponse(
     }
   }
   json += ']}';
+  blobs.length = blobCount;
   if (pieces !== undefined) {
     pieces.push(json);
     return { json: '', jsonBytes: 0, blobs, blobBytes, pieces };
   }
   return { json, jsonBytes: Buffer.byteLength(json), blobs, blobBytes };
+}
+
+/** Model, version and output names as JSON strings, kept: they are the same on every response. */
+const QUOTED = new Map<string, string>();
+const QUOTED_MAX = 4096;
+
+function quoted(s: string): string {
+  let q = QUOTED.get(s);
+  if (q === undefined) {
+    q = JSON.stringify(s);
+    if (QUOTED.size >= QUOTED_MAX) QUOTED.clear();
+    QUOTED.set(s, q);
+  }
+  return q;
 }
 
 /**
@@ -177,6 +200,14 @@ export function writeInferResponse(
   }
 
   headers['Content-Length'] = enc.jsonBytes + enc.blobBytes;
+  if (enc.jsonBytes + enc.blobBytes <= COPY_BODY_BYTES) {
+    // Small: head, JSON and outputs copied into one buffer and written at once; the output
+    // blocks go back to the stub now instead of when the socket is done.
+    res.writeHead(200, headers);
+    res.endCopied(enc.json, enc.jsonBytes, enc.blobs, enc.blobBytes);
+    release();
+    return;
+  }
   // 'close' follows 'finish' (data handed to the kernel) or an aborted socket: either way the
   // output buffers are no longer referenced by pending writes.
   res.onClose(release);

@@ -10,7 +10,7 @@ import { Errors, asTritonError } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import type { InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';
-import { decodeBody, inputSizeLimit, readBody, requestEncoding, type Body, type BodyLimit } from '../body.js';
+import { decodeBody, inputSizeLimit, readBodyThen, requestEncoding, type Body, type BodyLimit } from '../body.js';
 import { responseEncoding } from '../compression.js';
 import type { HttpContext } from '../context.js';
 import { parseHeaderLength, parseInferRequest, type ParsedInferRequest } from '../infer-request.js';
@@ -50,17 +50,48 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
     sendError(res, err);
     return;
   }
-  readBody(req, limit)
-    .then((raw) => decodeBody(raw, encoding, ctx.maxInputSize, ctx.bodyBudget))
-    .then(
-      (body) => run(ctx, req, res, handle, model, v, body, recvStartNs),
-      (err) => {
-        // Refused before the end of the body (too large): close rather than read and discard
-        // the rest of a possibly huge upload.
-        if (!req.complete) res.shouldKeepAlive = false;
-        sendError(res, err);
-      },
+  // Usually the whole body is already here and this runs the request at once, with no promise.
+  readBodyThen(req, limit, (err, raw) => {
+    if (err !== undefined) {
+      refused(req, res, err);
+      return;
+    }
+    if (encoding === 'identity') {
+      runGuarded(ctx, req, res, handle, model, v, raw!, recvStartNs);
+      return;
+    }
+    decodeBody(raw!, encoding, ctx.maxInputSize, ctx.bodyBudget).then(
+      (body) => runGuarded(ctx, req, res, handle, model, v, body, recvStartNs),
+      (e: unknown) => refused(req, res, e),
     );
+  });
+}
+
+/** The body could not be had (too large, broken, not inflatable). */
+function refused(req: HttpRequest, res: HttpResponse, err: unknown): void {
+  // Refused before the end of the body (too large): close rather than read and discard
+  // the rest of a possibly huge upload.
+  if (!req.complete) res.shouldKeepAlive = false;
+  sendError(res, err);
+}
+
+/** run(), which may be called from the connection's read: a bug in it answers 500 rather than escape. */
+function runGuarded(
+  ctx: HttpContext,
+  req: HttpRequest,
+  res: HttpResponse,
+  handle: ModelHandle,
+  model: string,
+  version: string,
+  body: Body,
+  recvStartNs: bigint,
+): void {
+  try {
+    run(ctx, req, res, handle, model, version, body, recvStartNs);
+  } catch (err) {
+    ctx.logger?.error(`HTTP infer for '${model}' failed: ${asTritonError(err).message}`);
+    sendError(res, err);
+  }
 }
 
 /**
@@ -90,12 +121,12 @@ function run(
   body: Body,
   recvStartNs: bigint,
 ): void {
-  const recv = { startNs: recvStartNs, endNs: process.hrtime.bigint() };
+  const recvEndNs = process.hrtime.bigint();
   const headerField = req.headers['inference-header-content-length'];
   if (headerField === undefined && body.data.length >= LARGE_JSON_BYTES) {
     // A large JSON body is parsed off the event loop (json-parse-worker.ts).
     parseInferRequestOffLoop(body.data, model, version).then(
-      (parsed) => infer(ctx, req, res, handle, model, parsed, body, recv),
+      (parsed) => infer(ctx, req, res, handle, model, parsed, body, recvStartNs, recvEndNs),
       (err) => {
         body.release();
         sendError(res, err);
@@ -112,13 +143,7 @@ function run(
     sendError(res, err);
     return;
   }
-  infer(ctx, req, res, handle, model, parsed, body, recv);
-}
-
-/** When the request's body started and finished arriving (monotonic ns; trace events). */
-interface ReceiveTimes {
-  startNs: bigint;
-  endNs: bigint;
+  infer(ctx, req, res, handle, model, parsed, body, recvStartNs, recvEndNs);
 }
 
 function infer(
@@ -129,19 +154,23 @@ function infer(
   model: string,
   parsed: ParsedInferRequest,
   body: Body,
-  recv: ReceiveTimes,
+  /** When the request's body started and finished arriving (monotonic ns; trace events). */
+  recvStartNs: bigint,
+  recvEndNs: bigint,
 ): void {
   const { request, plan } = parsed;
   if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, req.headers, request.parameters);
   // Triton's HTTP trace events around the core's (docs/protocol-notes.md, "Trace").
   const trace = ctx.core.tracer.sample(model);
   if (trace !== undefined) {
-    trace.add('HTTP_RECV_START', recv.startNs);
-    trace.add('HTTP_RECV_END', recv.endNs);
+    trace.add('HTTP_RECV_START', recvStartNs);
+    trace.add('HTTP_RECV_END', recvEndNs);
     request.trace = trace;
   }
   const batching = handle.maxBatchSize > 0;
-  for (const [name, choice] of plan.requested ?? []) if (choice.classification > 0) choice.labels = outputLabels(handle, name);
+  if (plan.classification === true) {
+    for (const [name, choice] of plan.requested!) if (choice.classification > 0) choice.labels = outputLabels(handle, name);
+  }
   const encoding = responseEncoding(req.headers['accept-encoding']);
 
   // A CancelToken rather than an AbortController: building an EventTarget per request cost

@@ -60,6 +60,8 @@ export class Connection implements ResponseOwner {
   private gone = false;
   /** The client half-closed (FIN): it sends nothing more, but may still read our answer. */
   private peerEnded = false;
+  /** The socket's idle timer was switched off (a body reader waiting for memory). */
+  private timerOff = false;
 
   /**
    * A body reader holds the socket while it waits for memory: no idle timeout meanwhile (the
@@ -70,10 +72,12 @@ export class Connection implements ResponseOwner {
     pause: (): void => {
       this.socket.pause();
       this.socket.setTimeout(0);
+      this.timerOff = true;
     },
     resume: (): void => {
       if (this.gone) return;
       this.socket.setTimeout(this.o.idleTimeoutMs);
+      this.timerOff = false;
       if (this.pending === undefined || this.pending.length <= PIPELINE_BUFFER) this.socket.resume();
     },
   };
@@ -85,7 +89,7 @@ export class Connection implements ResponseOwner {
     socket.setNoDelay(true);
     socket.setTimeout(o.idleTimeoutMs);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('timeout', () => socket.destroy());
+    socket.on('timeout', () => this.onTimeout());
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.onClose());
     socket.on('end', () => this.onEnd());
@@ -128,6 +132,18 @@ export class Connection implements ResponseOwner {
       // An oversized head: refused when its turn comes, so not an answer to wait for.
     }
     if (!more) res.shouldKeepAlive = false;
+  }
+
+  /**
+   * The socket's timer ran out. It is armed once, at `idleTimeoutMs`, and every read and write
+   * restarts it, so it measures the client's idle and slow-sender time without being set again
+   * per request (each `setTimeout` of a socket makes a new timer). While a whole request waits
+   * for its answer the time is the model's, not the client's: the expiry is ignored then, and
+   * the answer's write starts the timer again.
+   */
+  private onTimeout(): void {
+    if (this.req?.complete === true && !this.ending) return;
+    this.socket.destroy();
   }
 
   /** No request in flight and nothing buffered: safe to close during shutdown. */
@@ -204,7 +220,6 @@ export class Connection implements ResponseOwner {
     if (hasBody && head.expectContinue && head.versionMinor === 1) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
     if (this.inBody()) {
       // The body follows the head in the buffer (usually all of it, in the same read).
-      this.socket.setTimeout(this.o.idleTimeoutMs);
       const buf = this.pending;
       if (buf !== undefined) {
         const used = this.feedBody(buf, 0);
@@ -261,8 +276,8 @@ export class Connection implements ResponseOwner {
   }
 
   private bodyDone(): void {
-    // From here the model may take as long as it needs: no idle limit until the answer.
-    this.socket.setTimeout(0);
+    // From here the model may take as long as it needs: no idle limit until the answer
+    // (onTimeout ignores the timer while the request is complete and unanswered).
     this.req!.pushEnd();
   }
 
@@ -306,9 +321,10 @@ export class Connection implements ResponseOwner {
     });
     this.req = sink;
     this.discarding = true;
+    this.timerOff = false;
     this.socket.setTimeout(this.o.idleTimeoutMs);
     sink.read({
-      data: () => {},
+      chunk: () => {},
       end: () =>
         queueMicrotask(() => {
           this.req = undefined;
@@ -323,7 +339,10 @@ export class Connection implements ResponseOwner {
       this.finish();
       return;
     }
-    this.socket.setTimeout(this.o.idleTimeoutMs);
+    if (this.timerOff) {
+      this.timerOff = false;
+      this.socket.setTimeout(this.o.idleTimeoutMs);
+    }
     if (this.socket.isPaused()) this.socket.resume();
     this.advance();
     // After the client's FIN no more bytes come: done once no whole request is left.

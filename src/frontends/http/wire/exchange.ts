@@ -11,7 +11,7 @@ import type { RequestHead } from './request-head.js';
 
 /** Receives the body of a request (see HttpRequest.read). */
 export interface BodySink {
-  data(chunk: Buffer): void;
+  chunk(chunk: Buffer): void;
   end(): void;
   error(err: Error): void;
 }
@@ -57,7 +57,7 @@ export class HttpRequest {
     this.sink = sink;
     const early = this.early;
     this.early = undefined;
-    if (early !== undefined) for (const c of early) sink.data(c);
+    if (early !== undefined) for (const c of early) sink.chunk(c);
     if (this.failure !== undefined) sink.error(this.failure);
     else if (this.complete) sink.end();
   }
@@ -82,7 +82,7 @@ export class HttpRequest {
 
   /** @internal */
   pushData(chunk: Buffer): void {
-    if (this.sink !== undefined) this.sink.data(chunk);
+    if (this.sink !== undefined) this.sink.chunk(chunk);
     else (this.early ??= []).push(chunk);
   }
 
@@ -126,8 +126,12 @@ export class HttpResponse {
   /** Whether the connection stays open after this response; handlers may clear it. */
   shouldKeepAlive: boolean;
   private extra: Record<string, HeaderValue> | undefined;
+  /** The first close listener, and any after it. */
+  private firstClose: (() => void) | undefined;
   private closeListeners: Array<() => void> | undefined;
   private framing: Framing = 'length';
+  /** writeHead saw a Content-Length field. */
+  private hasLength = false;
   private pendingHead: string | undefined;
   private corked = false;
   private closed = false;
@@ -155,19 +159,10 @@ export class HttpResponse {
     this.statusCode = status;
     this.headersSent = true;
     let head = `HTTP/1.${this.versionMinor} ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
-    let hasLength = false;
-    const add = (all: Record<string, HeaderValue> | undefined): void => {
-      if (all === undefined) return;
-      for (const name in all) {
-        const v = all[name]!;
-        if (name.length === 14 && name.toLowerCase() === 'content-length') hasLength = true;
-        if (typeof v === 'object') for (const one of v) head += `${name}: ${one}\r\n`;
-        else head += `${name}: ${v}\r\n`;
-      }
-    };
-    add(this.extra);
-    add(headers);
-    if (!hasLength) {
+    this.hasLength = false;
+    if (this.extra !== undefined) head = this.addFields(head, this.extra);
+    if (headers !== undefined) head = this.addFields(head, headers);
+    if (!this.hasLength) {
       if (this.versionMinor === 1) {
         this.framing = 'chunked';
         head += 'Transfer-Encoding: chunked\r\n';
@@ -180,6 +175,17 @@ export class HttpResponse {
     else if (this.versionMinor === 0) head += 'Connection: keep-alive\r\n';
     this.pendingHead = head + '\r\n';
     return this;
+  }
+
+  /** `head` with the fields of `all` appended; notes a Content-Length in `hasLength`. */
+  private addFields(head: string, all: Record<string, HeaderValue>): string {
+    for (const name in all) {
+      const v = all[name]!;
+      if (name.length === 14 && name.toLowerCase() === 'content-length') this.hasLength = true;
+      if (typeof v === 'object') for (const one of v) head += `${name}: ${one}\r\n`;
+      else head += `${name}: ${v}\r\n`;
+    }
+    return head;
   }
 
   /** Collects the following writes into one system call (writev), until end() or uncork(). */
@@ -245,6 +251,38 @@ export class HttpResponse {
     this.uncork();
   }
 
+  /**
+   * Finishes the response with `text` (UTF-8, `textBytes` long) followed by `blobs`: head, text
+   * and blobs are copied into one buffer and leave in one write, so the blobs are free for
+   * reuse as soon as this returns. For small bodies, where one copy costs less than a writev of
+   * several buffers.
+   */
+  endCopied(text: string, textBytes: number, blobs: readonly Buffer[], blobBytes: number): void {
+    if (this.finished) return;
+    if (this.destroyed) {
+      this.finished = true;
+      return;
+    }
+    if (!this.headersSent) this.writeHead(this.statusCode);
+    const head = this.pendingHead;
+    const size = textBytes + blobBytes;
+    if (head === undefined || this.framing !== 'length' || this.headOnly) {
+      const body = Buffer.allocUnsafe(size);
+      let at = body.write(text, 0, 'utf8');
+      for (let i = 0; i < blobs.length; i++) at += blobs[i]!.copy(body, at);
+      this.end(body);
+      return;
+    }
+    this.pendingHead = undefined;
+    this.finished = true;
+    const buf = Buffer.allocUnsafe(head.length + size);
+    let at = buf.write(head, 0, 'latin1');
+    at += buf.write(text, at, 'utf8');
+    for (let i = 0; i < blobs.length; i++) at += blobs[i]!.copy(buf, at);
+    this.owner.socket.write(at === buf.length ? buf : buf.subarray(0, at), () => this.writtenOut());
+    this.uncork();
+  }
+
   /** Abandons the response and the connection. */
   destroy(): void {
     if (this.destroyed) return;
@@ -257,7 +295,9 @@ export class HttpResponse {
       fn();
       return;
     }
-    (this.closeListeners ??= []).push(fn);
+    // Usually the only one: kept without an array.
+    if (this.firstClose === undefined && this.closeListeners === undefined) this.firstClose = fn;
+    else (this.closeListeners ??= []).push(fn);
   }
 
   /** Bytes written and not yet taken by the kernel: they grow while the client does not read. */
@@ -285,6 +325,10 @@ export class HttpResponse {
   }
 
   offClose(fn: () => void): void {
+    if (this.firstClose === fn) {
+      this.firstClose = undefined;
+      return;
+    }
     const all = this.closeListeners;
     if (all === undefined) return;
     const i = all.indexOf(fn);
@@ -316,8 +360,11 @@ export class HttpResponse {
   private fireClose(): void {
     if (this.closed) return;
     this.closed = true;
+    const first = this.firstClose;
     const all = this.closeListeners;
+    this.firstClose = undefined;
     this.closeListeners = undefined;
+    if (first !== undefined) first();
     if (all !== undefined) for (const fn of all) fn();
   }
 }

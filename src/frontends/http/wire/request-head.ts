@@ -89,17 +89,21 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
   let i = start;
   while (i < end && TOKEN[buf[i]!] === 1) i++;
   if (i === start || buf[i] !== SP) throw bad('malformed request line');
-  const method = buf.toString('latin1', start, i);
+  const method = knownMethod(buf, start, i);
   const targetStart = ++i;
   while (i < end && TARGET[buf[i]!] === 1) i++;
   if (i === targetStart || buf[i] !== SP) throw bad('malformed request target');
-  const url = buf.toString('utf8', targetStart, i);
+  const url = sameTarget(buf, targetStart, i);
   i++;
   // HTTP/d.d CRLF; a well-formed version other than 1.0 and 1.1 is 505, anything else 400.
   const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
   if (
     i + 10 > end ||
-    buf.toString('latin1', i, i + 5) !== 'HTTP/' ||
+    buf[i] !== 0x48 || // H
+    buf[i + 1] !== 0x54 || // T
+    buf[i + 2] !== 0x54 || // T
+    buf[i + 3] !== 0x50 || // P
+    buf[i + 4] !== 0x2f || // /
     !isDigit(buf[i + 5]) ||
     buf[i + 6] !== 0x2e ||
     !isDigit(buf[i + 7]) ||
@@ -116,8 +120,10 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
   // Fields are collected here and put in the record by fieldRecord: stores into a fresh
   // null-prototype object kept re-tuning this function's inline caches on every request, so
   // V8 never optimized it (about 15 µs per head instead of 5).
-  const names: string[] = [];
-  const values: string[] = [];
+  // Module-level scratch arrays (this function never re-enters): no arrays grown per head.
+  const names = NAMES;
+  const values = VALUES;
+  let count = 0;
   let fields = 0;
   let contentLength = -2; // -2: absent
   let transferEncoding: string | undefined;
@@ -132,7 +138,8 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
       throw bad(buf[i] === SP || buf[i] === HTAB ? 'obsolete line folding is not accepted' : 'malformed header field name');
     }
     if (buf[i] !== COLON) throw bad('malformed header field');
-    const name = buf.toString('latin1', nameStart, i).toLowerCase();
+    const known = knownField(buf, nameStart, i);
+    const name = known >= 0 ? KNOWN_NAMES[known]! : buf.toString('latin1', nameStart, i).toLowerCase();
     i++;
     while (buf[i] === SP || buf[i] === HTAB) i++;
     const valueStart = i;
@@ -140,7 +147,7 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
     if (buf[i] !== CR || buf[i + 1] !== LF) throw bad('invalid character in a header field value');
     let valueEnd = i;
     while (valueEnd > valueStart && (buf[valueEnd - 1] === SP || buf[valueEnd - 1] === HTAB)) valueEnd--;
-    const value = buf.toString('latin1', valueStart, valueEnd);
+    const value = known >= 0 ? knownValue(known, buf, valueStart, valueEnd) : buf.toString('latin1', valueStart, valueEnd);
     i += 2;
 
     switch (name) {
@@ -149,8 +156,8 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
         const n = Number(value);
         if (contentLength !== -2 && contentLength !== n) throw bad('conflicting Content-Length fields');
         if (contentLength === -2) {
-          names.push(name);
-          values.push(value);
+          names[count] = name;
+          values[count++] = value;
         }
         contentLength = n;
         continue;
@@ -165,8 +172,8 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
         if (value.toLowerCase() === '100-continue') expectContinue = true;
         break;
     }
-    names.push(name);
-    values.push(value);
+    names[count] = name;
+    values[count++] = value;
   }
 
   let chunked = false;
@@ -180,11 +187,14 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
 
   const tokens = connection.toLowerCase();
   const keepAlive = versionMinor === 1 ? !/(?:^|[\s,])close(?:$|[\s,])/.test(tokens) : /(?:^|[\s,])keep-alive(?:$|[\s,])/.test(tokens);
+  const headers = fieldRecord(names, values, count);
+  names.fill('', 0, count);
+  values.fill('', 0, count);
   return {
     method,
     url,
     versionMinor,
-    headers: fieldRecord(names, values),
+    headers,
     contentLength: chunked ? -1 : contentLength === -2 ? 0 : contentLength,
     chunked,
     keepAlive,
@@ -192,10 +202,104 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
   };
 }
 
+// Clients send the same few fields on every request, mostly with the same values: their
+// names are matched against these (case-insensitively) instead of being sliced and lower-cased,
+// and a value equal to the last one seen for the field is that same string, not a new one.
+const KNOWN_NAMES = [
+  'host',
+  'user-agent',
+  'accept',
+  'accept-encoding',
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'inference-header-content-length',
+  'connection',
+  'expect',
+  'transfer-encoding',
+  'te',
+  'keep-alive',
+];
+const KNOWN_BYTES = KNOWN_NAMES.map((n) => Buffer.from(n, 'latin1'));
+/** Known names by length: indexes into KNOWN_NAMES. */
+const KNOWN_BY_LENGTH: number[][] = [];
+KNOWN_NAMES.forEach((n, k) => (KNOWN_BY_LENGTH[n.length] ??= []).push(k));
+/** The last value of each known field, and its bytes. */
+const lastValue: string[] = KNOWN_NAMES.map(() => '');
+const lastValueBytes: Buffer[] = KNOWN_NAMES.map(() => Buffer.alloc(0));
+/** Values longer than this are not remembered (they rarely repeat). */
+const MAX_REMEMBERED_VALUE = 256;
+
+/** `buf[start, end)`, a method token, as a string: the usual ones without a new string. */
+function knownMethod(buf: Buffer, start: number, end: number): string {
+  const n = end - start;
+  if (n === 4 && buf[start] === 0x50 && buf[start + 1] === 0x4f && buf[start + 2] === 0x53 && buf[start + 3] === 0x54) return 'POST';
+  if (n === 3 && buf[start] === 0x47 && buf[start + 1] === 0x45 && buf[start + 2] === 0x54) return 'GET';
+  return buf.toString('latin1', start, end);
+}
+
+/** The last request-target parsed, and its bytes: a client asks for the same URL over and over. */
+let lastTarget = '';
+let lastTargetBytes = Buffer.alloc(0);
+
+/** `buf[start, end)`, a request-target, as a string (UTF-8): the last one again when the bytes are equal. */
+function sameTarget(buf: Buffer, start: number, end: number): string {
+  const n = end - start;
+  const bytes = lastTargetBytes;
+  if (n === bytes.length && buf.compare(bytes, 0, n, start, end) === 0) return lastTarget;
+  const url = buf.toString('utf8', start, end);
+  if (n <= MAX_REMEMBERED_VALUE) {
+    lastTarget = url;
+    lastTargetBytes = Buffer.from(buf.subarray(start, end));
+  }
+  return url;
+}
+
+/** The index in KNOWN_NAMES of the field name `buf[start, end)` (any case), or -1. */
+function knownField(buf: Buffer, start: number, end: number): number {
+  const candidates = KNOWN_BY_LENGTH[end - start];
+  if (candidates === undefined) return -1;
+  next: for (let c = 0; c < candidates.length; c++) {
+    const k = candidates[c]!;
+    const want = KNOWN_BYTES[k]!;
+    for (let j = 0; j < want.length; j++) {
+      const b = buf[start + j]!;
+      if ((b >= 0x41 && b <= 0x5a ? b | 0x20 : b) !== want[j]) continue next;
+    }
+    return k;
+  }
+  return -1;
+}
+
+/** The value `buf[start, end)` of known field `k` as a string: the remembered one when the bytes are equal. */
+function knownValue(k: number, buf: Buffer, start: number, end: number): string {
+  const bytes = lastValueBytes[k]!;
+  const n = end - start;
+  if (n === bytes.length) {
+    let same = true;
+    for (let j = 0; j < n; j++) {
+      if (buf[start + j] !== bytes[j]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return lastValue[k]!;
+  }
+  const value = buf.toString('latin1', start, end);
+  if (n <= MAX_REMEMBERED_VALUE) {
+    lastValue[k] = value;
+    lastValueBytes[k] = Buffer.from(value, 'latin1');
+  }
+  return value;
+}
+
+const NAMES: string[] = new Array<string>(MAX_HEADER_FIELDS).fill('');
+const VALUES: string[] = new Array<string>(MAX_HEADER_FIELDS).fill('');
+
 /** The header record of a head: names lower-cased, a repeated field's values joined with ", ". */
-function fieldRecord(names: readonly string[], values: readonly string[]): Record<string, string> {
+function fieldRecord(names: readonly string[], values: readonly string[], count: number): Record<string, string> {
   const headers = Object.create(null) as Record<string, string>;
-  for (let k = 0; k < names.length; k++) {
+  for (let k = 0; k < count; k++) {
     const name = names[k]!;
     const prev = headers[name];
     headers[name] = prev === undefined ? values[k]! : `${prev}, ${values[k]}`;
