@@ -54,7 +54,7 @@ export const STAGE_RULES = [
   // --- core: validation, then the way to and from an instance with its bookkeeping
   [/\/core\/model\/model-version\.js$/, /^(complete|firstResponse)$/, 'schedule'],
   [
-    /\/core\/(request\/(validate|parameters|shm-binding)|model\/(model-version|model-manager|model-entry)|inference-server|server-core|tensor|datatype|errors)\.js$/,
+    /\/core\/(request\/(validate|parameters|shm-binding)|model\/(model-version|model-manager|model-entry)|server-core-impl|server-core|tensor|datatype|errors)\.js$/,
     ANY,
     'validate',
   ],

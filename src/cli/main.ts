@@ -5,7 +5,7 @@
  */
 import { CommanderError } from 'commander';
 import { createLogger } from '../core/logger.js';
-import { logSettingsOf, releaseAtExit, startServer, StartupError, type RunningServer } from '../server.js';
+import { logSettingsOf, releaseAtExit, startServer, StartupError, type RunningServer } from '../start-server.js';
 import { OptionsError } from '../server-options.js';
 import { parseOptions } from './options.js';
 

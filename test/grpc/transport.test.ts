@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DuplexCall, UnaryCall } from '../../src/frontends/grpc/transport/call.js';
 import { MessageReader, type RawMessage } from '../../src/frontends/grpc/transport/message-reader.js';
 import { parseTimeoutMs } from '../../src/frontends/grpc/transport/metadata.js';
-import { createTransport, type Route, type Transport } from '../../src/frontends/grpc/transport/server.js';
+import { createTransport, type Route, type Transport } from '../../src/frontends/grpc/transport/http2-server.js';
 import { GrpcStatus, StatusError, encodeGrpcMessage } from '../../src/frontends/grpc/transport/status.js';
 
 const frame = (payload: Buffer, compressed = false): Buffer => {

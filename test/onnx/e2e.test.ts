@@ -1,6 +1,6 @@
 /**
  * ONNX models through the whole server: HTTP and gRPC frontends, the two-step
- * preprocess → simple_onnx client flow, statistics and metrics. Runs once src/server.ts
+ * preprocess → simple_onnx client flow, statistics and metrics. Runs once src/start-server.ts
  * registers the onnxruntime backend (skipped before that), and the gRPC cases once the server
  * starts its gRPC frontend.
  */
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODELS, ROOT, pythonAsync, startTritium, type Tritium } from '../helpers/server.js';
 import { loadMlpWeights, makeModels, mlpRef, type MlpWeights } from './helpers.js';
 
-const wired = fs.readFileSync(path.join(ROOT, 'src', 'server.ts'), 'utf8').includes('OnnxBackend');
+const wired = fs.readFileSync(path.join(ROOT, 'src', 'start-server.ts'), 'utf8').includes('OnnxBackend');
 
 describe.skipIf(!wired)('onnxruntime models behind the server', () => {
   let models: string;

@@ -15,7 +15,7 @@ import { hasNoParameters, readParameters } from '../../core/request/parameters.j
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
-import { readOutput, writeInput, type Block } from './codec.js';
+import { readOutput, writeInput, type Block } from './tensor-codec.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg, TensorDescriptor } from './ipc/messages.js';
 

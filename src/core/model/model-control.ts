@@ -12,7 +12,7 @@
  */
 import type { Backend } from '../backend.js';
 import { bindEnsemble } from '../ensemble/binding.js';
-import { ensembleBackend } from '../ensemble/backend.js';
+import { ensembleBackend } from '../ensemble/ensemble-backend.js';
 import { planEnsemble } from '../ensemble/plan.js';
 import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { InternalClient } from '../internal-client.js';

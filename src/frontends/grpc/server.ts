@@ -26,7 +26,7 @@ import type { StatusError } from './transport/status.js';
 import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
 import { BodyBudget, defaultBodyMemory } from '../body-budget.js';
 import type { DescriptorWatch } from '../descriptor-watch.js';
-import { createTransport, type Route, type TlsOptions, type Transport } from './transport/server.js';
+import { createTransport, type Route, type TlsOptions, type Transport } from './transport/http2-server.js';
 
 export interface GrpcServerOptions {
   port: number;

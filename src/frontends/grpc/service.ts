@@ -14,7 +14,7 @@ import { readSimpleInferRequest } from './request-wire.js';
 import type { GrpcContext } from './context.js';
 import { toStatusError } from './status.js';
 import type { DuplexCall, UnaryCall } from './transport/call.js';
-import type { Route } from './transport/server.js';
+import type { Route } from './transport/http2-server.js';
 
 /** A unary RPC: the response message (or its bytes), or a thrown / rejected error. */
 export type UnaryHandler<I = never> = (ctx: GrpcContext, request: I, call: UnaryCall<I>) => Message | Uint8Array | Promise<Message | Uint8Array>;

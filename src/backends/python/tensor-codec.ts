@@ -1,5 +1,5 @@
 /**
- * @module backends/python/codec
+ * @module backends/python/tensor-codec
  * Tensors ↔ the descriptors of docs/ipc.md (`[name, datatype, shape, segment, offset, nbytes]`).
  * Inputs are copied once into Node's arena; outputs are read in place from the stub's arena.
  */

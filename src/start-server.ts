@@ -1,5 +1,5 @@
 /**
- * @module server
+ * @module start-server
  * Wires one tritium server together: core (model manager + inference server), backends,
  * frontends (HTTP, gRPC, metrics), and the shutdown sequence.
  *
@@ -22,7 +22,7 @@ import { CustomMetrics } from './core/custom-metrics.js';
 import { descriptorShmFiles } from './core/extensions/shm-file.js';
 import { TraceSettingsStore } from './core/extensions/trace-settings.js';
 import { Tracer } from './core/trace/tracer.js';
-import { InferenceServer } from './core/inference-server.js';
+import { ServerCoreImpl } from './core/server-core-impl.js';
 import { modelTable, optionsTable } from './core/startup-tables.js';
 import type { PendingRequest } from './core/scheduling/types.js';
 import { createLogger, logSettingsStore, type LogSettings, type Logger } from './core/logger.js';
@@ -34,7 +34,7 @@ import { killAllStubs } from './backends/python/stub-process.js';
 import { removeOwnFiles, removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { describeSegmentBacking } from './backends/python/ipc/backing.js';
 import { startGrpcServer } from './frontends/grpc/server.js';
-import type { TlsOptions } from './frontends/grpc/transport/server.js';
+import type { TlsOptions } from './frontends/grpc/transport/http2-server.js';
 import { startHttpServer } from './frontends/http/server.js';
 import { Metrics } from './frontends/metrics/metrics.js';
 import { metricsObserver } from './frontends/metrics/observer.js';
@@ -44,7 +44,7 @@ import fs from 'node:fs';
 import { createSecureContext } from 'node:tls';
 
 export interface RunningServer {
-  core: InferenceServer;
+  core: ServerCoreImpl;
   logger: Logger;
   httpPort?: number;
   grpcPort?: number;
@@ -235,7 +235,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     configName: options.modelConfigName,
     loadRetryCount: options.modelLoadRetryCount,
   });
-  const core = new InferenceServer(models, {
+  const core = new ServerCoreImpl(models, {
     serverId: options.serverId,
     strictReadiness: options.strictReadiness,
     shmFiles: descriptorShmFiles,

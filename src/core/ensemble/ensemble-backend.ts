@@ -1,5 +1,5 @@
 /**
- * @module core/ensemble/backend
+ * @module core/ensemble/ensemble-backend
  * Ensembles (`platform: "ensemble"`) served through the same Backend interface as Python and
  * ONNX models, so loading, unloading, draining, statistics and the frontends treat them like any
  * model. An ensemble has no instances: its version gets an EnsembleScheduler that runs each

@@ -1,5 +1,5 @@
 /**
- * @module core/inference-server
+ * @module core/server-core-impl
  * The core behind every frontend: lifecycle state (live, ready, exiting), model lookup,
  * inference entry point, statistics and the repository index.
  */
@@ -35,7 +35,7 @@ const EXTENSIONS = [
   'logging',
 ];
 
-export class InferenceServer implements ServerCore {
+export class ServerCoreImpl implements ServerCore {
   private state: 'initializing' | 'ready' | 'exiting' = 'initializing';
   readonly systemSharedMemory: SystemSharedMemory;
   readonly tracer: Tracer;

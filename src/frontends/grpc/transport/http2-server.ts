@@ -1,5 +1,5 @@
 /**
- * @module frontends/grpc/transport/server
+ * @module frontends/grpc/transport/http2-server
  * gRPC over `node:http2` (plaintext with prior knowledge, or TLS), without a gRPC library in between: the
  * path picks a route, the body is cut into messages, the route's handler answers through a
  * call object. Kept deliberately small: unary and bidirectional streaming calls, identity /
