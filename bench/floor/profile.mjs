@@ -41,7 +41,7 @@ export const STAGE_RULES = [
   // --- frontends: HTTP
   [/\/frontends\/http\/wire\/connection\.js$/, /^responseDone$/, 'respond'],
   [/\/frontends\/http\/wire\/exchange\.js$/, /^(setHeader|writeHead|cork|uncork|write|end|onDrain)$/, 'respond'],
-  [/\/frontends\/http\/(infer-response|infer-response-stream|reply|json|compression|classification)\.js$/, ANY, 'respond'],
+  [/\/frontends\/(http\/(infer-response|infer-response-stream|reply|json|compression)|classification)\.js$/, ANY, 'respond'],
   [/\/frontends\/http\//, ANY, 'read/parse'],
   // --- frontends: gRPC
   [/\/frontends\/grpc\/transport\/call\.js$/, /^(sendMessage|sendStatus|sendLast|#sendHeaders|write|end|errorTrailers|trailersOnlyHeaders)$/, 'respond'],

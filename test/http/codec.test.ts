@@ -11,7 +11,7 @@ import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import { joinBytesElements, splitBytesElements } from '../../src/core/tensor.js';
 import { decodeBody, requestEncoding } from '../../src/frontends/http/body.js';
 import { BodyBudget } from '../../src/frontends/body-budget.js';
-import { classify } from '../../src/frontends/http/classification.js';
+import { classify } from '../../src/frontends/classification.js';
 import { responseEncoding } from '../../src/frontends/http/compression.js';
 import { parseHeaderLength, parseInferRequest } from '../../src/frontends/http/infer-request.js';
 import { encodeInferResponse } from '../../src/frontends/http/infer-response.js';

@@ -23,7 +23,7 @@ import type { Tensor } from '../../core/tensor.js';
 import { elementCount, expectedByteSize } from '../../core/tensor.js';
 import type { ModelInferRequest } from '../../generated/grpc_service_pb.js';
 import { ModelStreamInferResponseSchema } from '../../generated/grpc_service_pb.js';
-import { classify } from '../http/classification.js';
+import { classify } from '../classification.js';
 import { readRequestParameters, readTensorParameters, toInferParameterMap } from './params.js';
 import type { PreparedResponse } from './response-wire.js';
 import { prepareResponse, varintSize, writeResponse, writeVarint } from './response-wire.js';

@@ -14,7 +14,7 @@ import { asTritonError, Errors } from '../../core/errors.js';
 import type { InferResponse } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
-import { classify } from './classification.js';
+import { classify } from '../classification.js';
 import type { ResponseEncoding } from './compression.js';
 import { compress } from './compression.js';
 import type { OutputPlan } from './infer-request.js';

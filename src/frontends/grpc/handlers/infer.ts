@@ -12,7 +12,7 @@ import type { GrpcContext } from '../context.js';
 import type { UnaryCall } from '../transport/call.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import { decodeInferRequest, encodeInferResponse } from '../infer-codec.js';
-import { outputLabels } from '../../http/classification.js';
+import { outputLabels } from '../../classification.js';
 import { withForwardedHeaders } from '../../header-forward.js';
 
 export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>): Promise<Buffer> {

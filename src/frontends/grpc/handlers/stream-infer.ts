@@ -33,7 +33,7 @@ import { decodeInferRequest, encodeStreamError, encodeStreamResponse } from '../
 import type { StatusError } from '../status.js';
 import { statusError, toStatusError } from '../status.js';
 import type { DuplexCall } from '../transport/call.js';
-import { outputLabels } from '../../http/classification.js';
+import { outputLabels } from '../../classification.js';
 
 /** Requests of one stream running at once before it stops reading more. */
 export const MAX_IN_FLIGHT = 64;

@@ -18,7 +18,7 @@ import { LARGE_JSON_BYTES, parseInferRequestOffLoop } from '../json-parse-worker
 import { writeInferResponse } from '../infer-response.js';
 import { sendError } from '../reply.js';
 import { checkVersion } from './version.js';
-import { outputLabels } from '../classification.js';
+import { outputLabels } from '../../classification.js';
 import { withForwardedHeaders } from '../../header-forward.js';
 
 export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {

@@ -1,15 +1,15 @@
 /**
- * @module frontends/http/classification
+ * @module frontends/classification
  * The classification extension: an output requested with `classification: K` is replaced by
  * a BYTES tensor of the top K `"<value>:<index>"` strings per batch item, highest first, with
  * `":<label>"` added where the output's `label_filename` has a non-empty line for the index
  * (docs/protocol-notes.md, "Classification").
  */
-import type { Datatype } from '../../core/datatype.js';
-import { elementSize } from '../../core/datatype.js';
-import { Errors } from '../../core/errors.js';
-import type { Tensor } from '../../core/tensor.js';
-import { joinBytesElements } from '../../core/tensor.js';
+import type { Datatype } from '../core/datatype.js';
+import { elementSize } from '../core/datatype.js';
+import { Errors } from '../core/errors.js';
+import type { Tensor } from '../core/tensor.js';
+import { joinBytesElements } from '../core/tensor.js';
 
 type Read = (view: DataView, index: number) => number;
 
