@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Dynamic batching against its ideal: a Python model whose execute() lasts
- * 2 ms + 0.1 ms × rows (test/models/batch_cost, max_batch_size 16, one CPU instance), driven by
+ * 2 ms + 0.1 ms × rows (fixtures/models/batch_cost, max_batch_size 16, one CPU instance), driven by
  * perf_analyzer over HTTP at concurrency 32 with batch-1 requests. With full batches of 16 the
  * instance can serve at most 16 / (2 ms + 1.6 ms) = 4444 infer/s; the figure of merit is
  * throughput / ideal (target ≥ 0.90).
@@ -23,7 +23,7 @@ import { pathToFileURL } from 'node:url';
 import { perfAnalyzer, readPerfCsv, requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
 import { modelStats, ROOT, startTritium } from './lib/server.mjs';
 
-const COST_MODEL = path.join(ROOT, 'test', 'models', 'batch_cost');
+const COST_MODEL = path.join(ROOT, 'fixtures', 'models', 'batch_cost');
 
 export function arg(name, def) {
   const i = process.argv.indexOf(`--${name}`);
@@ -31,7 +31,7 @@ export function arg(name, def) {
 }
 
 /**
- * Writes test/models/batch_cost under `name` into `repo`, with the given cost, scheduling block
+ * Writes fixtures/models/batch_cost under `name` into `repo`, with the given cost, scheduling block
  * (undefined = no dynamic_batching) and instance count.
  */
 export function writeCostModel(repo, name, { fixedMs, perRowMs, dynamicBatching, instances = 1, maxBatchSize = 16 }) {
@@ -149,7 +149,7 @@ async function main() {
   const pa = requirePerfAnalyzer();
   console.log('setup:');
   console.log(`  machine: ${machine()}; load average at start ${load()}`);
-  console.log(`  model: test/models/batch_cost, execute() = ${fixedMs} ms + ${perRowMs} ms x rows (slept), max_batch_size ${mbs}, 1 CPU instance`);
+  console.log(`  model: fixtures/models/batch_cost, execute() = ${fixedMs} ms + ${perRowMs} ms x rows (slept), max_batch_size ${mbs}, 1 CPU instance`);
   console.log(`  ideal: ${mbs} / (${fixedMs} ms + ${perRowMs * mbs} ms) = ${idealPerSec.toFixed(0)} infer/s`);
   console.log(`  client: perf_analyzer (${path.relative(ROOT, pa)}), ${protocol}, batch 1, concurrency ${concurrency}, ${durationMs} ms windows`);
   for (const v of variants) console.log(`  ${v.name}: dynamic_batching { ${v.block} }`);

@@ -16,7 +16,7 @@ import { StubChannel, newRegionName } from '../src/backends/python/ipc/channel.j
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const python = path.resolve(root, process.env.TRITIUM_PYTHON ?? '.venv/bin/python');
-const echo = path.join(root, 'bench', 'ipc_echo_stub.py');
+const echo = path.join(root, 'fixtures', 'ipc_echo_peer.py');
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(`--${name}`);

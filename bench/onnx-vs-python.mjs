@@ -73,7 +73,7 @@ class TritonPythonModel:
 function makeRepo() {
   fs.rmSync(OUT, { recursive: true, force: true });
   const models = path.join(OUT, 'generated');
-  execFileSync(PYTHON, [path.join(ROOT, 'test', 'onnx', 'make_models.py'), models], { stdio: 'inherit' });
+  execFileSync(PYTHON, [path.join(ROOT, 'fixtures', 'make_onnx_models.py'), models], { stdio: 'inherit' });
   const repo = path.join(OUT, 'repo');
   const onnx = path.join(models, 'mlp.onnx');
   fs.mkdirSync(repo, { recursive: true });

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Reload under load: a Python model (test/models/reload_probe, one instance, execute sleeps
+ * Reload under load: a Python model (fixtures/models/reload_probe, one instance, execute sleeps
  * --exec-ms and answers its config's GENERATION) served in explicit mode, C HTTP clients in a
  * closed loop, and --reloads reloads through `POST /v2/repository/models/<m>/load` with a config
  * override that bumps GENERATION (and sleeps --init-s in initialize, as a model that takes time
@@ -67,7 +67,7 @@ function request(port, method, p, body) {
 
 async function main() {
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-reload-'));
-  fs.cpSync(path.join(ROOT, 'test', 'models', MODEL), path.join(repo, MODEL), { recursive: true });
+  fs.cpSync(path.join(ROOT, 'fixtures', 'models', MODEL), path.join(repo, MODEL), { recursive: true });
   const server = await startTritium({ repos: repo, args: ['--model-control-mode=explicit', `--load-model=${MODEL}`] });
   const port = server.httpPort;
   const servedConfig = JSON.parse((await get(port, `/v2/models/${MODEL}/config`)).body);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The tuning table of Triton's optimization guide, on tritium: the same Python model
- * (test/models/batch_cost: execute() = 2 ms + 0.1 ms × rows, max_batch_size 16) served four ways —
+ * (fixtures/models/batch_cost: execute() = 2 ms + 0.1 ms × rows, max_batch_size 16) served four ways —
  *
  *   no batching, 1 instance     (no dynamic_batching block)
  *   dynamic_batching {}, 1 instance
@@ -43,7 +43,7 @@ async function main() {
   const pa = requirePerfAnalyzer();
   console.log('setup:');
   console.log(`  machine: ${machine()}; load average at start ${load()}`);
-  console.log(`  model: test/models/batch_cost, execute() = ${fixedMs} ms + ${perRowMs} ms x rows (slept), max_batch_size 16`);
+  console.log(`  model: fixtures/models/batch_cost, execute() = ${fixedMs} ms + ${perRowMs} ms x rows (slept), max_batch_size 16`);
   console.log(`  client: perf_analyzer (${path.relative(ROOT, pa)}), ${protocol}, batch 1, ${durationMs} ms windows`);
   for (const v of variants) console.log(`  ${v.name}: ${v.label}`);
 

@@ -1,6 +1,6 @@
 /**
  * Node <-> Python shared-memory IPC (docs/ipc.md) with real segments (memfds passed between the
- * processes, and /dev/shm files, the fallback) and a real Python peer (bench/ipc_echo_stub.py
+ * processes, and /dev/shm files, the fallback) and a real Python peer (fixtures/ipc_echo_peer.py
  * over stub/tritium_stub/ipc.py). No timing assertions.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -17,7 +17,7 @@ import { mappedMemfdsOf, memfdsOf } from './helpers/memfd.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const python = path.resolve(root, process.env.TRITIUM_PYTHON ?? '.venv/bin/python');
-const echoStub = path.join(root, 'bench', 'ipc_echo_stub.py');
+const echoStub = path.join(root, 'fixtures', 'ipc_echo_peer.py');
 const MiB = 1 << 20;
 
 interface Peer {
@@ -41,7 +41,7 @@ const nativeBuilt = fs.readdirSync(path.join(root, 'native', 'build', 'python'),
 
 async function startPeer(opts: { ringByteSize?: number; defaultByteSize?: number; growthByteSize?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Peer> {
   const growth = opts.growthByteSize ?? MiB;
-  // The echo peer speaks its own test protocol (bench/ipc_echo_stub.py), not the stub's.
+  // The echo peer speaks its own test protocol (fixtures/ipc_echo_peer.py), not the stub's.
   const ch = StubChannel.create<EchoMessage, EchoMessage>({
     region: newRegionName('test'),
     defaultByteSize: opts.defaultByteSize ?? MiB,

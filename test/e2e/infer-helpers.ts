@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { TEST_MODELS } from '../helpers/server.js';
+import { resolveModel } from '../helpers/server.js';
 
 export interface InferResult {
   status: number;
@@ -73,10 +73,10 @@ export async function inferAddSub(base: string): Promise<{ status: number; text:
   return { status: res.status, text: await res.text() };
 }
 
-/** Copies test/models/<from> to <repo>/<name> and replaces its config.pbtxt. */
+/** Copies model <from> (test/models, fixtures/models, python_models) to <repo>/<name> and replaces its config.pbtxt. */
 export function writeVariant(repo: string, from: string, name: string, config: string): void {
   const dir = path.join(repo, name);
-  fs.cpSync(path.join(TEST_MODELS, from), dir, { recursive: true });
+  fs.cpSync(resolveModel(from), dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'config.pbtxt'), config);
 }
 

@@ -10,13 +10,13 @@
  * metacharacters refused as tritonserver's Python backend refuses them (its QA test's requests:
  * curl, `file:/1/model.py`). Texts are Triton 2.51's, those of the name check a later release's.
  *
- * Model: test/models/reload_probe (answers GEN, its config's GENERATION parameter, after MS ms).
+ * Model: fixtures/models/reload_probe (answers GEN, its config's GENERATION parameter, after MS ms).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { curlPost } from '../helpers/run.js';
-import { makeRepo, pythonResult, shmFilesOf, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { makeRepo, pythonResult, shmFilesOf, startTritium, stopAndExpectNoShm, FIXTURE_MODELS, type Tritium } from '../helpers/server.js';
 import { markPath, scrape, waitFor, waitForMark } from './infer-helpers.js';
 
 const POLL_FAILED = (m: string) => `failed to load '${m}', failed to poll from model repository`;
@@ -80,7 +80,7 @@ describe('explicit model control', () => {
   let t: Tritium;
 
   beforeAll(async () => {
-    repo = makeRepo(['reload_probe', { from: path.join(TEST_MODELS, 'reload_probe'), name: 'second' }, 'init_fails']);
+    repo = makeRepo(['reload_probe', { from: path.join(FIXTURE_MODELS, 'reload_probe'), name: 'second' }, 'init_fails']);
     t = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit', '--load-model=reload_probe'] });
     served = (await (await fetch(`${t.http}/v2/models/reload_probe/config`)).json()) as Record<string, unknown>;
   });
@@ -281,7 +281,7 @@ describe('poll mode', () => {
   });
 
   it('loads added models and versions and unloads removed ones', async () => {
-    fs.cpSync(path.join(TEST_MODELS, 'reload_probe'), path.join(repo, 'added'), { recursive: true });
+    fs.cpSync(path.join(FIXTURE_MODELS, 'reload_probe'), path.join(repo, 'added'), { recursive: true });
     await waitFor('the added model', async () => (await infer(t, 'added')).gen === 1, 60_000, 200);
     // A new version directory: the default policy (latest 1) serves it and retires version 1.
     fs.cpSync(path.join(repo, 'added', '1'), path.join(repo, 'added', '2'), { recursive: true });
@@ -314,7 +314,7 @@ describe('--load-model at start-up', () => {
   });
 
   it('loads every model with --load-model=*', async () => {
-    const repo = makeRepo(['reload_probe', { from: path.join(TEST_MODELS, 'reload_probe'), name: 'second' }]);
+    const repo = makeRepo(['reload_probe', { from: path.join(FIXTURE_MODELS, 'reload_probe'), name: 'second' }]);
     const t = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit', '--load-model=*'] });
     try {
       expect((await index(t)).map((e) => [e.name, e.state])).toEqual([
@@ -392,7 +392,7 @@ const STUB_NAME_REFUSED = (m: string) => `load failed for model '${m}': version 
 describe('model names with shell metacharacters, and file overrides with a leading slash', () => {
   let repo: string;
   let t: Tritium;
-  const modelPy = fs.readFileSync(path.join(TEST_MODELS, 'reload_probe', '1', 'model.py'));
+  const modelPy = fs.readFileSync(path.join(FIXTURE_MODELS, 'reload_probe', '1', 'model.py'));
 
   /** reload_probe's config under `name`, answering GEN = 5. */
   const configOf = (name: string) =>
@@ -416,7 +416,7 @@ describe('model names with shell metacharacters, and file overrides with a leadi
   }
 
   beforeAll(async () => {
-    repo = makeRepo([{ from: path.join(TEST_MODELS, 'reload_probe'), name: 'dir;name' }]);
+    repo = makeRepo([{ from: path.join(FIXTURE_MODELS, 'reload_probe'), name: 'dir;name' }]);
     t = await startTritium({ repos: [repo], args: ['--model-control-mode=explicit'] });
   });
 
@@ -464,7 +464,7 @@ describe('model names with shell metacharacters, and file overrides with a leadi
     const res = await pythonResult(
       clientPrelude(t),
       String.raw`
-model = open(${JSON.stringify(path.join(TEST_MODELS, 'reload_probe', '1', 'model.py'))}, "rb").read()
+model = open(${JSON.stringify(path.join(FIXTURE_MODELS, 'reload_probe', '1', 'model.py'))}, "rb").read()
 res["bad"] = attempt(grpc.load_model, "grpc|name", config=${JSON.stringify(configOf('grpc|name'))}, files={"file:/1/model.py": model})
 res["good"] = attempt(grpc.load_model, "grpc_name", config=${JSON.stringify(configOf('grpc_name'))}, files={"file:/1/model.py": model})
 ms = tg.InferInput("MS", [1], "INT32")
@@ -480,7 +480,7 @@ res["gen"] = int(grpc.infer("grpc_name", [ms]).as_numpy("GEN")[0])
 
 describe('a model directory named with a shell metacharacter at start-up (mode none)', () => {
   it('fails that model with the same text, and start-up with it, as tritonserver does with --exit-on-error', async () => {
-    const repo = makeRepo(['reload_probe', { from: path.join(TEST_MODELS, 'reload_probe'), name: 'start$up' }]);
+    const repo = makeRepo(['reload_probe', { from: path.join(FIXTURE_MODELS, 'reload_probe'), name: 'start$up' }]);
     const t = await startTritium({ repos: [repo], expectFailure: true });
     try {
       const logged = `failed to load 'start$up' version 1: ${STUB_NAME}`;

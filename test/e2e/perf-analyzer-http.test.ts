@@ -19,7 +19,7 @@ beforeAll(async () => {
   const repo = makeRepo([]);
   // The benchmark's cost model, made cheap: 0.5 ms + 0.05 ms per row, max_batch_size 16.
   const config = fs
-    .readFileSync(path.join(ROOT, 'test', 'models', 'batch_cost', 'config.pbtxt'), 'utf8')
+    .readFileSync(path.join(ROOT, 'fixtures', 'models', 'batch_cost', 'config.pbtxt'), 'utf8')
     .replace(/"FIXED_MS" value: \{ string_value: "[^"]*"/, '"FIXED_MS" value: { string_value: "0.5"')
     .replace(/"PER_ROW_MS" value: \{ string_value: "[^"]*"/, '"PER_ROW_MS" value: { string_value: "0.05"');
   writeVariant(repo, 'batch_cost', 'var_pa', config);

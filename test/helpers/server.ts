@@ -17,6 +17,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
 export const MODELS = path.join(ROOT, 'python_models');
 export const TEST_MODELS = path.join(ROOT, 'test', 'models');
+/** Models the benchmarks use too (fixtures/: shared by test/ and bench/, which never import each other). */
+export const FIXTURE_MODELS = path.join(ROOT, 'fixtures', 'models');
 
 let built = false;
 /**
@@ -131,8 +133,9 @@ export function makeRepo(models: Array<string | { from: string; name?: string }>
   return dir;
 }
 
-function resolveModel(name: string): string {
-  for (const base of [TEST_MODELS, MODELS]) {
+/** The directory of model `name` in test/models, fixtures/models or python_models (searched in that order). */
+export function resolveModel(name: string): string {
+  for (const base of [TEST_MODELS, FIXTURE_MODELS, MODELS]) {
     const p = path.join(base, name);
     if (fs.existsSync(p)) return p;
   }

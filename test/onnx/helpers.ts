@@ -1,6 +1,6 @@
 /**
  * Helpers for the ONNX backend tests: generate the test models once per test file (with the
- * `onnx` Python package, test/onnx/make_models.py), lay out throw-away model repositories, and
+ * `onnx` Python package, fixtures/make_onnx_models.py), lay out throw-away model repositories, and
  * drive the backend with hand-built requests.
  */
 import { execFileSync } from 'node:child_process';
@@ -22,7 +22,7 @@ export const PYTHON = process.env.TRITIUM_PYTHON ?? path.join(ROOT, '.venv', 'bi
 /** Generates the models into a fresh temp dir; returns it. */
 export function makeModels(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-onnx-'));
-  execFileSync(PYTHON, [path.join(ROOT, 'test', 'onnx', 'make_models.py'), dir], { stdio: 'inherit' });
+  execFileSync(PYTHON, [path.join(ROOT, 'fixtures', 'make_onnx_models.py'), dir], { stdio: 'inherit' });
   return dir;
 }
 

@@ -137,7 +137,7 @@ export interface Message {
 
 /**
  * `Out` / `In`: the messages of each direction; the stub protocol's by default (ipc/messages.ts),
- * others for test peers that speak their own (bench/ipc_echo_stub.py).
+ * others for test peers that speak their own (fixtures/ipc_echo_peer.py).
  */
 export class StubChannel<Out extends Message = NodeToStub, In extends Message = StubToNode> {
   readonly region: string;
