@@ -26,6 +26,7 @@ import { ServerCoreImpl } from './core/server-core-impl.js';
 import { modelTable, optionsTable } from './core/startup-tables.js';
 import type { PendingRequest } from './core/scheduling/types.js';
 import { createLogger, logSettingsStore, type LogSettings, type Logger } from './core/logger.js';
+import { configureTraceTags, TRACE_ENV } from './core/trace-tags.js';
 import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
 import { PythonBackend } from './backends/python/backend.js';
@@ -170,6 +171,8 @@ function backendOptions<T>(read: () => T): T {
 
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
   const log = logger ?? createLogger(logSettingsOf(options));
+  // TRITIUM_TRACE: read once, before anything it traces (model loads) starts.
+  configureTraceTags(process.env[TRACE_ENV], log);
   // Families models define with pb_utils.MetricFamily, exported with the server's own.
   const customMetrics = new CustomMetrics();
   const gpus = detectGpus();

@@ -44,6 +44,8 @@ export interface InferRequest {
   onCompute?: (inputNs: bigint, inferNs: bigint, outputNs: bigint) => void;
   /** Set by the frontend when the tracer sampled the request (core/trace/). */
   trace?: RequestTrace;
+  /** The number debug trace lines know the request by (core/trace-tags.ts); set only while TRITIUM_TRACE is on. */
+  traceNo?: number;
 }
 
 export interface InferResponse {

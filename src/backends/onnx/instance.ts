@@ -18,6 +18,7 @@ import type { Datatype } from '../../core/datatype.js';
 import { Errors, type TritonError, asTritonError } from '../../core/errors.js';
 import { InstanceLifecycle, lifecycleEvents, type RestartPolicy } from '../../core/instance/lifecycle.js';
 import { classifyStartFailure } from '../../core/instance/resource-failure.js';
+import { traceLine, traceTags, tracedAll, tracedError, tracedSince } from '../../core/trace-tags.js';
 import type { Logger } from '../../core/logger.js';
 import { datatypeOf } from '../../core/model/config-view.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
@@ -177,6 +178,11 @@ export class OnnxInstance implements BackendInstance {
       try {
         const runner = await openSession(spec, this.o.runIn);
         this.provider = spec.options.executionProviders?.some((p) => (typeof p === 'string' ? p : p.name) === 'cuda') ? 'cuda' : 'cpu';
+        if (traceTags.instance)
+          traceLine(
+            'instance',
+            `${this.o.config.name}/${this.name}: onnxruntime session opened (${this.provider}, run in ${this.o.runIn === 'main' ? 'the main thread' : 'a worker thread'})`,
+          );
         return runner;
       } catch (err) {
         lastError = err as Error;
@@ -197,8 +203,10 @@ export class OnnxInstance implements BackendInstance {
     const live: PendingRequest[] = [];
     for (const pr of batch) {
       if (pr.done) continue;
-      if (pr.cancelled) pr.fail(Errors.cancelled());
-      else live.push(pr);
+      if (pr.cancelled) {
+        if (traceTags.onnx) traceLine('onnx', `${this.o.config.name}/${this.name}: ${tracedAll([pr])} cancelled before its run; failing it`);
+        pr.fail(Errors.cancelled());
+      } else live.push(pr);
     }
     if (!runner) {
       const err = Errors.onnxInstanceNotReady(this.name, this.o.config.name);
@@ -209,14 +217,25 @@ export class OnnxInstance implements BackendInstance {
 
     const runs = this.plan(live);
     const inputEndNs = process.hrtime.bigint();
+    const label = traceTags.onnx ? `${this.o.config.name}/${this.name}` : '';
+    if (traceTags.onnx) traceLine('onnx', `${label}: batch of ${live.length} request(s) in ${runs.length} run(s): ${tracedAll(live)}`);
     for (const run of runs) {
-      if (run.error) continue;
+      if (run.error) {
+        if (traceTags.onnx) traceLine('onnx', `${label}: run of ${tracedAll(run.requests)} not started: ${run.error.message}`);
+        continue;
+      }
+      const runStartNs = traceTags.onnx ? process.hrtime.bigint() : 0n;
       try {
         run.outs = await runner.run(run.feeds, run.fetches);
         this.runs++;
       } catch (err) {
         run.error = Errors.onnxRunFailed((err as Error).message);
       }
+      if (traceTags.onnx)
+        traceLine(
+          'onnx',
+          `${label}: run of ${tracedAll(run.requests)} (${run.rows.reduce((a, b) => a + b, 0)} row(s)) ended (${tracedError(run.error)}) in ${tracedSince(runStartNs)}`,
+        );
     }
     const inferEndNs = process.hrtime.bigint();
     for (const run of runs) this.respond(run);

@@ -17,6 +17,7 @@ import type { StubMessageType, StubToNode } from './ipc/messages.js';
 import { recoveryFds } from '../../core/instance/fd-reserve.js';
 import type { ShmReserve } from './ipc/shm-reserve.js';
 import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
+import { traceLine, traceTags } from '../../core/trace-tags.js';
 
 export interface LaunchOptions {
   python: string;
@@ -88,6 +89,7 @@ export class LaunchedStub {
       });
     });
     this.exited = ended.then((info) => this.onEnd(info, spawnError));
+    if (traceTags.instance) traceLine('instance', `${o.label}: ${o.mode} stub spawned, pid ${child.pid ?? '(none)'}, region ${channel.region}`);
     // Supervised from the spawn on: a stub that freezes while importing model.py or inside
     // initialize is killed like one that freezes in execute.
     if (o.stubTimeoutSeconds !== undefined) this.startWatchdog(o.stubTimeoutSeconds);
@@ -195,6 +197,8 @@ export class LaunchedStub {
     this.channel.drain();
     const cause = spawnError ? `Failed to start '${this.o.python}': ${spawnError.message}.` : (this.exitCause ?? describeExit(info));
     const exit: StubExit = { ...info, cause, ...(spawnError ? { spawnError } : {}) };
+    if (traceTags.instance)
+      traceLine('instance', `${this.o.label}: stub pid ${this.child.pid ?? '(none)'} exited (code ${info.code}, signal ${info.signal}): ${cause}`);
     const waiter = this.waiter;
     if (waiter) {
       // Ended while starting (import error, missing numpy, initialize killed it): the error

@@ -22,6 +22,7 @@ import type { LogMsg, StubToNode } from './ipc/messages.js';
 import { LaunchedStub, type StubExit } from './launcher.js';
 import { ReadinessProbe } from './readiness-probe.js';
 import { PIPELINE_DEPTH, StubSession } from './stub-session.js';
+import { traceLine, traceTags } from '../../core/trace-tags.js';
 
 export interface StubInstanceOptions {
   modelName: string;
@@ -160,14 +161,18 @@ export class StubInstance implements BackendInstance {
     if (o.calls?.customMetrics) inc.metrics = new MetricCalls(o.calls.customMetrics);
     stub.onMessage = (m) => this.dispatch(inc, m);
     void stub.exited.then((exit) => this.onExit(inc, exit));
+    const label = `${o.modelName}/${this.name}`;
     try {
       await stub.expect(['hello']);
+      if (traceTags.instance) traceLine('instance', `${label}: stub pid ${stub.child.pid} said hello; running initialize`);
       stub.channel.send({ t: 'init', args: o.initArgs, ...(o.maxAsyncExecutes ? { async_limit: o.maxAsyncExecutes } : {}) });
       const reply = await this.bounded(stub.expect(['init_ok', 'init_err']));
       if (reply.t === 'init_err') throw Errors.initializeFailed(String(reply.msg));
       if (reply.ready_fn === true && stub.readinessPipe) inc.readiness = new ReadinessProbe(stub.readinessPipe, this.name);
+      if (traceTags.instance) traceLine('instance', `${label}: initialize returned; the stub can serve`);
       return inc;
     } catch (err) {
+      if (traceTags.instance) traceLine('instance', `${label}: start failed: ${(err as Error).message}`);
       await stub.dispose();
       throw err;
     }

@@ -18,6 +18,7 @@ import type { RequestTrace } from '../../core/trace/request-trace.js';
 import { readOutput, writeInput, type Block } from './tensor-codec.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg, TensorDescriptor } from './ipc/messages.js';
+import { traceLine, traceTags, traced } from '../../core/trace-tags.js';
 
 /**
  * Batches handed to a stub before the one it runs is answered (see ExecutionInstance
@@ -144,7 +145,10 @@ export class StubSession {
         blocks[ins.length] = cflag;
         const signal = request.signal;
         if (signal && !signal.aborted) {
-          const onAbort = (): void => void flagView.writeUInt32LE(1, 0);
+          const onAbort = (): void => {
+            flagView.writeUInt32LE(1, 0);
+            if (traceTags.ipc) this.trace(live, 'cancelled: cancel flag set for the stub');
+          };
           signal.addEventListener('abort', onAbort, { once: true });
           live.signal = signal;
           live.onAbort = onAbort;
@@ -158,11 +162,19 @@ export class StubSession {
     } catch (err) {
       // Shared memory exhausted: only this batch fails, with the reason.
       const e = Errors.batchSendFailed((err as Error).message);
+      if (traceTags.ipc) traceLine('ipc', `${this.o.instanceName}: batch not sent: ${e.message}`);
       for (let k = 0; k < sent; k++) this.finish(rids[k]!, undefined, e);
       const t = process.hrtime.bigint();
       return Promise.resolve({ startNs, inputEndNs: t, inferEndNs: t, endNs: t });
     }
     const id = this.nextBatch++;
+    if (traceTags.ipc) {
+      const which = batch.map((pr, k) => `rid ${rids[k]} = ${traced(pr.request)}${pr.cancelled ? ' (cancelled)' : ''}`).join(', ');
+      traceLine(
+        'ipc',
+        `${this.o.instanceName}: sent batch ${id} to the stub${this.inFlight.length > 0 ? ` behind ${this.inFlight.length} batch(es)` : ''}: ${which}`,
+      );
+    }
     return new Promise<ExecutionTimes>((resolve) => {
       const inputEndNs = process.hrtime.bigint();
       this.inFlight.push({ id, rids, requests: batch, startNs, inputEndNs, queued: this.inFlight.length > 0, resolve });
@@ -173,6 +185,14 @@ export class StubSession {
   /** `exec_done`: the batch at the head of the pipeline was answered. */
   execDone(m: ExecDoneMsg): void {
     const batch = this.inFlight[0];
+    if (traceTags.ipc) {
+      const returned = m.resps?.filter((r) => r !== null).length ?? 0;
+      const known = batch?.id === m.id ? '' : ` (not the batch in front, ${batch?.id ?? 'none'}: ignored)`;
+      traceLine(
+        'ipc',
+        `${this.o.instanceName}: exec_done of batch ${m.id}: ${returned} response(s) returned${m.err !== undefined ? `, execute raised: ${m.err}` : ''}${known}`,
+      );
+    }
     if (!batch || batch.id !== m.id) return;
     this.inFlight.shift();
     const inferEndNs = process.hrtime.bigint();
@@ -234,6 +254,13 @@ export class StubSession {
   /** `send`: a response (or a bare FINAL) from a request's response sender. */
   sent(m: SendMsg): void {
     const live = this.live.get(m.rid);
+    if (traceTags.ipc) {
+      const who = live === undefined ? 'no longer open: dropped' : traced(live.pr.request);
+      traceLine(
+        'ipc',
+        `${this.o.instanceName}: send from the response sender of rid ${m.rid} (${who}): ${m.resp ? 'a response' : 'no response'}, final=${(m.flags & 1) === 1}${m.resp?.err ? `, error: ${m.resp.err[1]}` : ''}`,
+      );
+    }
     if (!live) {
       if (m.resp?.outs) this.channel.releaseOutputs(m.resp.outs.map((d) => [d[3], d[4]] as Block));
       return;
@@ -265,6 +292,12 @@ export class StubSession {
   }
 
   fail(error: TritonError): void {
+    if (traceTags.ipc) {
+      traceLine(
+        'ipc',
+        `${this.o.instanceName}: stub gone: failing ${this.live.rids().length} open request(s) and ${this.inFlight.length} batch(es) in flight: ${error.message}`,
+      );
+    }
     for (const rid of this.live.rids()) this.finish(rid, undefined, error);
     for (const b of this.inFlight.splice(0)) {
       const t = process.hrtime.bigint();
@@ -277,14 +310,20 @@ export class StubSession {
   private finish(rid: number, resp: RespWire | undefined, error?: TritonError): void {
     const live = this.live.get(rid);
     if (!live) return;
-    if (error) live.pr.fail(error);
-    else this.deliver(live, resp ?? {}, true);
+    if (error) {
+      if (traceTags.ipc) this.trace(live, `failed: ${error.message}`);
+      live.pr.fail(error);
+    } else this.deliver(live, resp ?? {}, true);
     this.release(rid);
   }
 
   private deliver(live: LiveRequest, resp: RespWire, final: boolean, flagsOnly = false): void {
     const pr = live.pr;
     const channel = this.channel;
+    if (traceTags.ipc) {
+      const what = flagsOnly ? 'final flag alone' : `${resp.outs?.length ?? 0} output(s)`;
+      this.trace(live, `answered: ${what}, final=${final}${resp.err ? `, error: ${resp.err[1]}` : ''}`);
+    }
     if (resp.err) {
       const [code, msg] = resp.err;
       if (resp.outs?.length) channel.releaseOutputs(resp.outs.map((d) => [d[3], d[4]] as Block));
@@ -320,9 +359,18 @@ export class StubSession {
     });
   }
 
+  /** One `ipc` debug trace line about open request `live`. */
+  private trace(live: LiveRequest, what: string): void {
+    traceLine('ipc', `${this.o.instanceName}: rid ${live.rid} (${traced(live.pr.request)}) ${what}`);
+  }
+
   private release(rid: number): void {
     const live = this.live.get(rid);
     if (!live) return;
+    if (traceTags.ipc) {
+      const freed = this.closed ? 'its region is gone' : `${live.blocks.filter((b) => b !== undefined).length} input block(s) freed`;
+      this.trace(live, `released: ${freed}`);
+    }
     this.live.delete(rid);
     if (live.onAbort !== undefined) live.signal!.removeEventListener('abort', live.onAbort);
     if (!this.closed) {

@@ -24,6 +24,7 @@
  */
 import type { BackendInstance, InstanceHooks } from '../backend.js';
 import type { Logger } from '../logger.js';
+import { traceLine, traceTags } from '../trace-tags.js';
 
 export type LifecycleState = 'starting' | 'warming' | 'ready' | 'restarting' | 'failed' | 'stopping' | 'stopped';
 
@@ -136,6 +137,7 @@ export class InstanceLifecycle<T> {
   /** First start: resolves once the instance can serve, rejects with the load error. */
   async start(): Promise<T> {
     this.state_ = 'starting';
+    if (traceTags.instance) this.trace('starting');
     const abort = new AbortController();
     this.abort = abort;
     let inc: T;
@@ -147,6 +149,7 @@ export class InstanceLifecycle<T> {
         this.state_ = 'failed';
         this.reason = (err as Error).message;
       }
+      if (traceTags.instance) this.trace(`first start failed: ${(err as Error).message}`);
       throw err;
     }
     // Aborting is for starts in progress: stop() must not kill a serving incarnation.
@@ -157,6 +160,7 @@ export class InstanceLifecycle<T> {
     }
     this.current_ = inc;
     this.markReady();
+    if (traceTags.instance) this.trace('ready');
     return inc;
   }
 
@@ -166,6 +170,10 @@ export class InstanceLifecycle<T> {
    * warmup fails that restart attempt; one while ready starts the restarts.
    */
   died(incarnation: T, why: string): void {
+    if (traceTags.instance) {
+      const note = incarnation !== this.current_ || this.halted() ? ' (not the serving incarnation, or stopping: ignored)' : '';
+      this.trace(`died in state ${this.state_}: ${why}${note}`);
+    }
     if (incarnation !== this.current_ || this.halted()) return;
     if (this.state_ === 'warming') {
       this.diedWarming = why;
@@ -186,6 +194,7 @@ export class InstanceLifecycle<T> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const prior = this.state_;
+    if (traceTags.instance) this.trace(`stopping from state ${prior} (${prior === 'ready' ? `finalize, at most ${timeoutMs} ms` : 'no finalize'})`);
     this.state_ = 'stopping';
     this.abort?.abort();
     const inc = this.current_;
@@ -198,10 +207,12 @@ export class InstanceLifecycle<T> {
       await this.attempt;
     }
     this.state_ = 'stopped';
+    if (traceTags.instance) this.trace('stopped');
   }
 
   /** Immediate stop (second signal): no finalize. */
   kill(): void {
+    if (traceTags.instance) this.trace(`killed in state ${this.state_}`);
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.state_ = 'stopped';
@@ -209,6 +220,11 @@ export class InstanceLifecycle<T> {
     const inc = this.current_;
     this.current_ = undefined;
     if (inc !== undefined) this.o.incarnations.kill(inc);
+  }
+
+  /** One `instance` debug trace line. */
+  private trace(what: string): void {
+    traceLine('instance', `${this.o.name}: ${what}`);
   }
 
   private halted(): boolean {
@@ -236,9 +252,11 @@ export class InstanceLifecycle<T> {
         this.o.logSource,
       );
       this.o.events.onReadinessChange(false);
+      if (traceTags.instance) this.trace(`gave up after ${maxFailedStarts} failed restarts`);
       return;
     }
     const delay = delayMs ?? Math.min(maxDelayMs, firstDelayMs * 2 ** this.failedStarts);
+    if (traceTags.instance) this.trace(`restart scheduled in ${delay} ms (${this.failedStarts} failed in a row)`);
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.state_ !== 'restarting') return;
@@ -253,6 +271,7 @@ export class InstanceLifecycle<T> {
   private async restart(): Promise<void> {
     this.state_ = 'starting';
     this.restarts++;
+    if (traceTags.instance) this.trace(`restart attempt ${this.restarts}`);
     this.diedWarming = undefined;
     const abort = new AbortController();
     this.abort = abort;
@@ -269,6 +288,7 @@ export class InstanceLifecycle<T> {
       }
       this.current_ = inc;
       this.state_ = 'warming';
+      if (traceTags.instance) this.trace('restarted incarnation warming up');
       // A restarted incarnation runs the model's warmup samples before it takes traffic again.
       await this.o.events.warmup();
       if (this.halted()) return;
@@ -283,6 +303,7 @@ export class InstanceLifecycle<T> {
       return;
     }
     this.markReady();
+    if (traceTags.instance) this.trace(`ready again (restart ${this.restarts})`);
     this.o.events.onRestart();
     this.o.events.onReadinessChange(true);
     this.o.logger.info(`${this.o.label} restarted (restart ${this.restarts}).`, this.o.logSource);
@@ -290,6 +311,7 @@ export class InstanceLifecycle<T> {
 
   private startFailed(err: Error): void {
     const failure = this.o.classifyStartFailure?.(err) ?? 'crash';
+    if (traceTags.instance) this.trace(`restart attempt failed (${failure === 'crash' ? 'crash' : `shortage of ${failure.shortage}`}): ${err.message}`);
     if (failure !== 'crash') {
       this.reason = `${this.deathCause} Restart is waiting for resources: ${err.message}`.trim();
       // Once per shortage, not once per attempt (whose texts differ in sizes and names): a long

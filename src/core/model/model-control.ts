@@ -30,6 +30,7 @@ import { fingerprintModel } from './repository-fingerprint.js';
 import { drainAndUnload } from './version-drain.js';
 import { loadVersion } from './version-loader.js';
 import { selectVersions } from './version-policy.js';
+import { traceLine, traceTags, tracedSince } from '../trace-tags.js';
 
 export interface ModelControlOptions extends ConfigBuildOptions {
   repositories: string[];
@@ -80,11 +81,29 @@ export class ModelControl {
   load(name: string, overrides?: LoadOverrides, source?: ModelSource): Promise<void> {
     const entry = this.entry(name);
     entry.loading++;
-    return enqueue(entry, () => this.runLoad(entry, overrides, source)).finally(() => {
+    if (traceTags.model) {
+      const what = overrides ? ` with overrides (${overrides.config ? 'config' : 'no config'}, ${Object.keys(overrides.files ?? {}).length} file(s))` : '';
+      traceLine('model', `'${name}': load requested${what}${entry.loading > 1 ? `, behind ${entry.loading - 1} other load(s)` : ''}`);
+    }
+    const run = traceTags.model ? () => this.tracedLoad(entry, overrides, source) : () => this.runLoad(entry, overrides, source);
+    return enqueue(entry, run).finally(() => {
       entry.loading--;
       // A load that left nothing behind (model not found, overrides refused) leaves no entry.
       if (entry.loading === 0 && entry.versions.size === 0 && !entry.error && this.models.get(name) === entry) this.models.delete(name);
     });
+  }
+
+  /** runLoad with its start and end traced (`model` tag). */
+  private async tracedLoad(entry: ModelEntry, overrides: LoadOverrides | undefined, given: ModelSource | undefined): Promise<void> {
+    const startNs = process.hrtime.bigint();
+    traceLine('model', `'${entry.name}': load started`);
+    try {
+      await this.runLoad(entry, overrides, given);
+      traceLine('model', `'${entry.name}': load ended: loaded in ${tracedSince(startNs)}`);
+    } catch (err) {
+      traceLine('model', `'${entry.name}': load ended: failed in ${tracedSince(startNs)}: ${asTritonError(err).message}`);
+      throw err;
+    }
   }
 
   private async runLoad(entry: ModelEntry, overrides: LoadOverrides | undefined, given: ModelSource | undefined): Promise<void> {
@@ -149,6 +168,12 @@ export class ModelControl {
       }
     }
     const backend: Backend = config.platform === 'ensemble' ? ensembleBackend : this.o.backends.get(config.backend)!;
+    if (traceTags.model) {
+      traceLine(
+        'model',
+        `'${name}': config from ${source.dir || '(overrides only)'}: ${config.platform === 'ensemble' ? 'ensemble' : `backend ${config.backend}`}, loading version(s) ${versions.join(', ')}`,
+      );
+    }
     const json = modelConfigToJson(config) as Record<string, unknown>;
     // Versions that do not serve now show LOADING; serving ones keep serving meanwhile.
     for (const v of versions) {
@@ -194,9 +219,11 @@ export class ModelControl {
             }
           }
           ve.state = 'READY';
+          if (traceTags.model) traceLine('model', `'${name}' version ${version}: loaded (${ve.model.loaded.instances.length} instance(s))`);
         } catch (err) {
           ve.state = 'UNAVAILABLE';
           ve.reason = (err as Error).message;
+          if (traceTags.model) traceLine('model', `'${name}' version ${version}: failed: ${ve.reason}`);
           failures.push({ version, reason: ve.reason });
           log.error(`failed to load '${name}' version ${version}: ${ve.reason}`);
         }
@@ -312,7 +339,10 @@ export class ModelControl {
     const mv = ve.model!;
     ve.state = 'UNLOADING';
     ve.retiring = true;
+    const startNs = traceTags.model ? process.hrtime.bigint() : 0n;
+    if (traceTags.model) traceLine('model', `'${name}' version ${version}: unload started (${mv.inflight()} request(s) in flight to drain)`);
     await drainAndUnload(mv, this.o.drainTimeoutMs).catch((err) => this.logUnloadError(name, version, err));
+    if (traceTags.model) traceLine('model', `'${name}' version ${version}: unload ended in ${tracedSince(startNs)}`);
     ve.model = undefined;
     ve.retiring = false;
     ve.state = 'UNAVAILABLE';
@@ -338,6 +368,12 @@ export class ModelControl {
     if (unloading.has(name)) return { done: Promise.resolve() };
     unloading.add(name);
     const entry = this.models.get(name);
+    if (traceTags.model) {
+      traceLine(
+        'model',
+        `'${name}': unload requested${entry ? (entry.loading > 0 ? ' (a load is under way: it ends unloaded)' : '') : ' (not loaded: nothing to do)'}${options.unloadDependents ? ', with its dependents' : ''}`,
+      );
+    }
     const tasks: Promise<void>[] = [];
     const config = entry?.config;
     if (entry) {

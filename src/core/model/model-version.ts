@@ -18,6 +18,7 @@ import { ModelStats } from '../stats/model-stats.js';
 import type { ModelStatistics } from '../stats/types.js';
 import { dynamicBatching, inputSpecs, isDecoupled, outputSpecs } from './config-view.js';
 import type { InferenceObserver } from './observer.js';
+import { traceLine, traceTags, traced, tracedError, tracedSince } from '../trace-tags.js';
 
 export class ModelVersion implements ModelHandle {
   readonly name: string;
@@ -113,8 +114,15 @@ export class ModelVersion implements ModelHandle {
       // Like Triton, a request refused by validation never entered the scheduler: it is
       // answered but not counted in statistics.
       const e = asTritonError(err);
+      if (traceTags.request) traceLine('request', `${traced(request)}: refused by model ${this.name} version ${this.version}: ${e.message}`);
       sink({ modelName: this.name, modelVersion: this.version, id: request.id, outputs: [], error: e, final: true });
       return;
+    }
+    if (traceTags.request) {
+      traceLine(
+        'request',
+        `${traced(request)}: accepted by model ${this.name} version ${this.version} (batch size ${pr.batchSize}, priority ${pr.priority}, timeout ${pr.timeoutUs} us${pr.cancelled ? ', already cancelled' : ''})`,
+      );
     }
     const trace = request.trace;
     if (trace !== undefined) {
@@ -143,6 +151,13 @@ export class ModelVersion implements ModelHandle {
 
   private complete(r: PendingRequest, endNs: bigint, error: TritonError | undefined): void {
     this.outstanding--;
+    if (traceTags.request) {
+      const responses = (r as PendingRequestImpl).responseCount;
+      traceLine(
+        'request',
+        `${traced(r.request)}: completed (${tracedError(error)}) in ${tracedSince(r.arrivalNs, endNs)}, ${responses} response(s), model ${this.name} version ${this.version}`,
+      );
+    }
     if (r.request.trace !== undefined) {
       r.request.trace.add('REQUEST_END', endNs);
       r.request.trace.done();

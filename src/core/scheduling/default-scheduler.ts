@@ -12,6 +12,7 @@ import { Errors, type TritonError } from '../errors.js';
 import { InstancePool } from './instance-pool.js';
 import { Ring } from './queue.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, PendingRequest, Scheduler } from './types.js';
+import { traceLine, traceTags, traced } from '../trace-tags.js';
 
 export class DefaultScheduler implements Scheduler {
   private readonly pool: InstancePool;
@@ -29,10 +30,17 @@ export class DefaultScheduler implements Scheduler {
 
   enqueue(request: PendingRequest): void {
     if (this.stopped) {
+      if (traceTags.batcher) traceLine('batcher', `${request.request.modelName}: ${traced(request.request)} refused: the scheduler is stopped`);
       request.fail(Errors.schedulerStopped());
       return;
     }
     this.queue.push(request);
+    if (traceTags.batcher) {
+      traceLine(
+        'batcher',
+        `${request.request.modelName}: queued ${traced(request.request)} (no batching; queue: ${this.queue.length} request(s); ${this.pool.hasIdle ? 'an instance is free' : 'every instance busy'})`,
+      );
+    }
     this.pump();
   }
 
@@ -65,6 +73,7 @@ export class DefaultScheduler implements Scheduler {
           const req = this.queue.shift()!;
           if (req.done) continue;
           if (req.cancelled) {
+            if (traceTags.batcher) traceLine('batcher', `${req.request.modelName}: ${traced(req.request)} left the queue: cancelled while queued`);
             req.fail(Errors.cancelled());
             continue;
           }
@@ -79,6 +88,8 @@ export class DefaultScheduler implements Scheduler {
   private dispatch(idx: number, req: PendingRequest): void {
     req.queueEndNs = process.hrtime.bigint();
     const batch = [req];
+    if (traceTags.batcher)
+      traceLine('batcher', `${req.request.modelName}: ${traced(req.request)} handed to instance ${this.pool.nameOf(idx)} (${this.queue.length} left queued)`);
     this.pool.run(idx, batch, batch, Math.max(1, req.batchSize));
   }
 }

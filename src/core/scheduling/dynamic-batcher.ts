@@ -31,6 +31,7 @@ import type { InferRequest, InferResponse } from '../inference.js';
 import { InstancePool } from './instance-pool.js';
 import { PriorityQueue, Ring, type QueueItem } from './queue.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, Nanos, PendingRequest, Scheduler } from './types.js';
+import { traceLine, traceTags, traced, tracedAll } from '../trace-tags.js';
 
 /** `ModelQueuePolicy` of the model configuration. */
 export interface QueuePolicy {
@@ -125,6 +126,8 @@ export class DynamicBatcher implements Scheduler {
   // Scratch outputs of form(), to avoid an allocation per batch.
   private formRows = 0;
   private formWaitUntil = Infinity;
+  /** Why form() closed the batch it returned (a constant: debug trace lines). */
+  private formWhy = '';
   private readonly dropped: Array<{ req: PendingRequest; error: TritonError }> = [];
 
   private readonly onTimer = (): void => {
@@ -173,6 +176,7 @@ export class DynamicBatcher implements Scheduler {
 
   enqueue(req: PendingRequest): void {
     if (this.stopped) {
+      if (traceTags.batcher) traceLine('batcher', `${req.request.modelName}: ${traced(req.request)} refused: the scheduler is stopped`);
       req.fail(Errors.schedulerStopped());
       return;
     }
@@ -180,6 +184,8 @@ export class DynamicBatcher implements Scheduler {
     const pol = this.policies[li]!;
     const level = this.queue.levels[li]!;
     if (pol.maxQueueSize > 0 && level.live >= pol.maxQueueSize) {
+      if (traceTags.batcher)
+        traceLine('batcher', `${req.request.modelName}: ${traced(req.request)} refused: priority level ${li + 1} holds max_queue_size ${pol.maxQueueSize}`);
       req.fail(Errors.queueFull());
       return;
     }
@@ -201,6 +207,12 @@ export class DynamicBatcher implements Scheduler {
 
     this.queue.push(li, { dead: false, req, level: li, rows, enqMs: now, deadlineMs, delayed: false });
     this.queuedRows += rows;
+    if (traceTags.batcher) {
+      traceLine(
+        'batcher',
+        `${req.request.modelName}: queued ${traced(req.request)}, ${rows} row(s), priority level ${li + 1}${deadlineMs === Infinity ? '' : `, queue timeout ${timeoutUs} us`} (queue: ${this.queue.size} request(s), ${this.queuedRows} row(s); ${this.pool.hasIdle ? 'an instance is free' : 'every instance busy'})`,
+      );
+    }
 
     if (pol.reject && deadlineMs < this.rejectDeadline) {
       this.rejectDeadline = deadlineMs;
@@ -325,6 +337,10 @@ export class DynamicBatcher implements Scheduler {
   }
 
   private drop(e: Entry, error: TritonError | null): void {
+    if (traceTags.batcher) {
+      const r = e.req.request;
+      traceLine('batcher', `${r.modelName}: ${traced(r)} left the queue unbatched: ${error === null ? 'already answered' : error.message}`);
+    }
     this.queue.kill(e.level, e);
     this.queuedRows -= e.rows;
     if (error !== null) this.dropped.push({ req: e.req, error });
@@ -415,6 +431,7 @@ export class DynamicBatcher implements Scheduler {
             }
             if (rows + n > maxBatch || req.shapeSignature !== sig) {
               sendNow = true;
+              this.formWhy = req.shapeSignature !== sig ? 'the next request has other shapes' : 'full (the next request does not fit max_batch_size)';
               break scan;
             }
           }
@@ -434,10 +451,12 @@ export class DynamicBatcher implements Scheduler {
     const delayExceeded = this.delayMs > 0 && now - oldestEnq >= this.delayMs;
     if (bestCount > 0 && !delayExceeded) {
       this.formRows = bestRows;
+      this.formWhy = this.preferred.has(bestRows) ? 'a preferred batch size' : 'full (the next request does not fit the largest preferred size)';
       return bestCount;
     }
     if (sendNow || rows >= maxPreferred || delayExceeded || this.delayMs === 0) {
       this.formRows = rows;
+      if (!sendNow) this.formWhy = rows >= maxPreferred ? 'full' : delayExceeded ? 'max_queue_delay reached' : 'no max_queue_delay (sent at once)';
       return count;
     }
 
@@ -465,6 +484,12 @@ export class DynamicBatcher implements Scheduler {
     for (let k = 0; k < n; k++) batch[k]!.queueEndNs = t;
 
     const handed = this.ordering === null ? batch : batch.map((r) => this.ordering!.admit(r));
+    if (traceTags.batcher) {
+      traceLine(
+        'batcher',
+        `${batch[0]!.request.modelName}: batch of ${n} request(s), ${rows} row(s) for instance ${this.pool.nameOf(idx)} (closed: ${this.formWhy}): ${tracedAll(batch)}; ${this.queue.size} left queued`,
+      );
+    }
     this.pool.run(idx, batch, handed, rows);
   }
 }

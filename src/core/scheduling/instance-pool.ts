@@ -36,6 +36,11 @@ export class InstancePool {
     this.free = this.depth.reduce((a, b) => a + b, 0);
   }
 
+  /** The name of instance `idx` (debug trace lines). */
+  nameOf(idx: number): string {
+    return this.instances[idx]!.name;
+  }
+
   /** Some instance can take a batch now (it may still be restarting). */
   get hasIdle(): boolean {
     return this.free > 0;

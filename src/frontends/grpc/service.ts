@@ -13,6 +13,7 @@ import { ModelInferRequestSchema } from '../../generated/grpc_service_pb.js';
 import { readSimpleInferRequest } from './request-wire.js';
 import type { GrpcContext } from './context.js';
 import { toStatusError } from './status.js';
+import { traceLine, traceTags } from '../../core/trace-tags.js';
 import type { DuplexCall, UnaryCall } from './transport/call.js';
 import type { Route } from './transport/http2-server.js';
 
@@ -61,9 +62,14 @@ export function addServiceRoutes(routes: Map<string, Route>, service: DescServic
 
 function unaryRunner(handler: UnaryHandler<unknown>, m: DescMethod, ctx: GrpcContext): (call: UnaryCall) => void {
   const answer = (call: UnaryCall, value: Message | Uint8Array): void => {
+    if (traceTags.grpc) traceLine('grpc', `${call.traceName}: answered OK${call.ended ? ' (call already ended)' : ''}`);
     call.sendLast(value instanceof Uint8Array ? value : toBinary(m.output, value));
   };
-  const fail = (call: UnaryCall, err: unknown): void => call.sendStatus(toStatusError(err, ctx.logger));
+  const fail = (call: UnaryCall, err: unknown): void => {
+    const status = toStatusError(err, ctx.logger);
+    if (traceTags.grpc) traceLine('grpc', `${call.traceName}: answered status ${status.code}: ${status.details}${call.ended ? ' (call already ended)' : ''}`);
+    call.sendStatus(status);
+  };
   return (call) => {
     let result: ReturnType<UnaryHandler<unknown>>;
     try {

@@ -6,6 +6,7 @@
 import type { HttpResponse } from './wire/exchange.js';
 import { asTritonError, httpStatusOf } from '../../core/errors.js';
 import { errorJson } from './json.js';
+import { traceLine, traceTags } from '../../core/trace-tags.js';
 
 const JSON_TYPE = 'application/json';
 
@@ -25,7 +26,9 @@ export function sendEmpty(res: HttpResponse, status: number): void {
 /** An error of any kind, as Triton answers it: status from its code, `{"error": message}`. */
 export function sendError(res: HttpResponse, err: unknown): void {
   const e = asTritonError(err);
-  sendJson(res, httpStatusOf(e.code), errorJson(e.message));
+  const status = httpStatusOf(e.code);
+  if (traceTags.http) traceLine('http', `conn ${res.connectionId}: answered ${status}: ${e.message}`);
+  sendJson(res, status, errorJson(e.message));
 }
 
 const NOT_FOUND = errorJson('Not Found');

@@ -14,12 +14,14 @@ import { CancelToken } from '../../../core/cancellation.js';
 import { decodeInferRequest, encodeInferResponse } from '../infer-codec.js';
 import { outputLabels } from '../../classification.js';
 import { withForwardedHeaders } from '../../header-forward.js';
+import { traceLine, traceTags, traced, tracedError } from '../../../core/trace-tags.js';
 
 export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>): Promise<Buffer> {
   const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
   if (handle.decoupled) throw Errors.decoupledGrpc();
   const { request, plan } = decodeInferRequest(msg);
   if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, call.metadata.all(), request.parameters);
+  if (traceTags.grpc) traceLine('grpc', `${call.traceName}: received ${traced(request)}: ModelInfer, model ${msg.modelName} version '${msg.modelVersion}'`);
   // Triton's gRPC trace events around the core's (docs/protocol-notes.md, "Trace"): the wait
   // for the request message is the call's life until it was decoded.
   const trace = ctx.core.tracer.sample(msg.modelName);
@@ -41,7 +43,9 @@ export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: Unary
     request.signal = cancel;
     let answered = false;
     call.oncancel = () => {
-      if (!answered) cancel.abort();
+      if (answered) return;
+      if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(request)}: call ended before the answer; cancelling the request`);
+      cancel.abort();
     };
 
     ctx.core.infer(request, (response: InferResponse) => {
@@ -52,6 +56,7 @@ export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: Unary
       }
       answered = true;
       call.oncancel = undefined;
+      if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(request)}: final response (${tracedError(response.error)})`);
       trace?.add('INFER_RESPONSE_COMPLETE');
       if (response.error !== undefined) {
         response.release?.();

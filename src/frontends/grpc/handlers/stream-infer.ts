@@ -34,6 +34,7 @@ import type { StatusError } from '../status.js';
 import { statusError, toStatusError } from '../status.js';
 import type { DuplexCall } from '../transport/call.js';
 import { outputLabels } from '../../classification.js';
+import { traceLine, traceTags, traced, tracedError } from '../../../core/trace-tags.js';
 
 /** Requests of one stream running at once before it stops reading more. */
 export const MAX_IN_FLIGHT = 64;
@@ -77,6 +78,11 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
 
   const finish = (status?: StatusError): void => {
     if (done) return;
+    if (traceTags.grpc)
+      traceLine(
+        'grpc',
+        `${call.traceName}: stream ends (${status === undefined ? 'OK' : `status ${status.code}: ${status.details}`}), ${inflight.size} request(s) in flight cancelled`,
+      );
     done = true;
     for (const a of inflight) a.abort();
     inflight.clear();
@@ -113,6 +119,8 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
       return;
     }
     const { request, plan, enableEmptyFinal } = decoded;
+    if (traceTags.grpc)
+      traceLine('grpc', `${call.traceName}: received ${traced(request)}: ModelStreamInfer, model ${msg.modelName} version '${msg.modelVersion}'`);
     // One trace per request on the stream (docs/protocol-notes.md, "Trace").
     const trace = ctx.core.tracer.sample(msg.modelName);
     if (trace !== undefined) {
@@ -125,6 +133,10 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
     inflight.add(abort);
     if (inflight.size >= MAX_IN_FLIGHT) throttle();
     ctx.core.infer(request, (response: InferResponse) => {
+      if (traceTags.grpc) {
+        const what = response.flagsOnly === true ? 'final flag alone' : response.final ? 'final response' : 'response';
+        traceLine('grpc', `${call.traceName}: ${traced(request)}: ${what} (${tracedError(response.error)})${done ? ', stream already ended: dropped' : ''}`);
+      }
       if (response.final) inflight.delete(abort);
       // Triton marks the request's responses complete once, at the final one.
       if (response.final) trace?.add('INFER_RESPONSE_COMPLETE');
@@ -172,11 +184,13 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
   };
 
   call.on('end', () => {
+    if (traceTags.grpc) traceLine('grpc', `${call.traceName}: client half-closed the stream, ${inflight.size} request(s) in flight`);
     halfClosed = true;
     endIfIdle();
   });
   // Client cancel, deadline, or connection loss.
   call.on('cancelled', () => {
+    if (traceTags.grpc) traceLine('grpc', `${call.traceName}: stream cancelled; cancelling ${inflight.size} request(s) in flight`);
     done = true;
     for (const a of inflight) a.abort();
     inflight.clear();

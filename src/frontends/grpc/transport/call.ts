@@ -11,6 +11,7 @@ import type { ServerHttp2Stream } from 'node:http2';
 import { frameMessage, messagePrefix } from './message-reader.js';
 import type { Metadata } from './metadata.js';
 import { GrpcStatus, StatusError, encodeGrpcMessage } from './status.js';
+import { traceLine, traceTags } from '../../../core/trace-tags.js';
 
 const CONTENT_TYPE = 'application/grpc+proto';
 const ACCEPT_ENCODING = 'identity,deflate,gzip';
@@ -34,6 +35,8 @@ export abstract class BaseCall {
   #timer: NodeJS.Timeout | undefined;
   /** When the call's stream opened (monotonic ns): the start of the wait for its request (traces). */
   readonly startNs = process.hrtime.bigint();
+  /** The connection's number in debug trace lines (core/trace-tags.ts); set only while the `grpc` tag is on. */
+  connectionId = 0;
 
   constructor(
     protected readonly stream: ServerHttp2Stream,
@@ -43,8 +46,15 @@ export abstract class BaseCall {
     private readonly onSend?: () => void,
   ) {
     stream.on('close', () => {
-      if (!this.#ended) this.#cancel();
+      if (this.#ended) return;
+      if (traceTags.grpc) traceLine('grpc', `${this.traceName}: cancelled by the client (RST_STREAM or connection closed)`);
+      this.#cancel();
     });
+  }
+
+  /** `conn C stream S`, as debug trace lines name the call. */
+  get traceName(): string {
+    return `conn ${this.connectionId} stream ${this.stream.id}`;
   }
 
   /** True once the call has a status (sent, or given up on by a cancel). */
@@ -56,6 +66,7 @@ export abstract class BaseCall {
   setDeadline(ms: number): void {
     this.#timer = setTimeout(() => {
       if (this.#ended) return;
+      if (traceTags.grpc) traceLine('grpc', `${this.traceName}: deadline of ${ms} ms exceeded; cancelling`);
       this.sendStatus(new StatusError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded'));
       this.cancelled();
     }, ms);

@@ -26,6 +26,7 @@ import { ReadWatch } from './read-watch.js';
 import { MessageReader, type RawMessage } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
 import { GrpcStatus, StatusError } from './status.js';
+import { traceLine, traceTags } from '../../../core/trace-tags.js';
 
 export interface UnaryRoute {
   kind: 'unary';
@@ -146,6 +147,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
       session.destroy();
       return;
     }
+    if (traceTags.grpc) traceSession(session);
     sessions.add(session);
     opened.set(session, Date.now());
     keepalive.set(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS));
@@ -163,6 +165,10 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     stream.on('error', () => {}); // reported to the call as a close
     const refusal = checkRequest(routes, headers) ?? opts.refuseWith() ?? opts.restrict?.(headers[':path'] as string, headers);
     if (refusal !== undefined) {
+      if (traceTags.grpc) {
+        const why = typeof refusal === 'number' ? `HTTP ${refusal}` : `status ${refusal.code}: ${refusal.details}`;
+        traceLine('grpc', `conn ${sessionIds.get(stream.session!) ?? 0} stream ${stream.id}: ${String(headers[':path'])} refused (${why})`);
+      }
       if (typeof refusal === 'number') respondHttpError(stream, refusal);
       else respondTrailersOnly(stream, refusal);
       return;
@@ -178,6 +184,11 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     const metadata = new Metadata(headers);
     const sent = ka ? () => ka.sentData() : undefined;
     const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended, sent) : new DuplexCall(stream, metadata, ended, sent);
+    if (traceTags.grpc) {
+      call.connectionId = sessionIds.get(stream.session!) ?? 0;
+      const deadline = headers['grpc-timeout'] === undefined ? '' : `, grpc-timeout ${String(headers['grpc-timeout'])}`;
+      traceLine('grpc', `${call.traceName}: call ${headers[':path'] as string}${deadline}`);
+    }
     if (route.compressResponses && opts.responseCompression) call.compression = algorithmFor(opts.responseCompression, headers['grpc-accept-encoding']);
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
@@ -204,6 +215,18 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader, hold);
   });
   return t;
+}
+
+/** Numbers of the connections (debug trace lines, core/trace-tags.ts); kept only while the `grpc` tag is on. */
+const sessionIds = new WeakMap<Http2Session, number>();
+let nextSessionId = 1;
+
+function traceSession(session: Http2Session): void {
+  const id = nextSessionId++;
+  sessionIds.set(session, id);
+  const socket = session.socket;
+  traceLine('grpc', `conn ${id}: opened from ${socket?.remoteAddress}:${socket?.remotePort}`);
+  session.once('close', () => traceLine('grpc', `conn ${id}: closed`));
 }
 
 /** An HTTP status for a request that is not gRPC, a gRPC status for one we cannot serve. */

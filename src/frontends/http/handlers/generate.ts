@@ -21,6 +21,7 @@
 import type { HttpRequest, HttpResponse } from '../wire/exchange.js';
 import { type TritonError, asTritonError, httpStatusOf, Errors } from '../../../core/errors.js';
 import { CancelToken } from '../../../core/cancellation.js';
+import { traceLine, traceTags, traced } from '../../../core/trace-tags.js';
 import type { InferRequest, InferResponse } from '../../../core/inference.js';
 import type { ModelHandle } from '../../../core/model-handle.js';
 import { inputSizeLimit, readBody } from '../body.js';
@@ -90,11 +91,19 @@ export function handleGenerate(ctx: HttpContext, req: HttpRequest, res: HttpResp
 const UNREAD_LIMIT = 32 * 1024 * 1024;
 
 function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streaming: boolean): void {
+  if (traceTags.http) {
+    traceLine(
+      'http',
+      `conn ${res.connectionId}: received ${traced(request)}: ${streaming ? 'generate_stream' : 'generate'} of model ${request.modelName} version '${request.modelVersion}'`,
+    );
+  }
   const abort = new CancelToken();
   request.signal = abort;
   let finished = false;
   const onClose = (): void => {
-    if (!finished) abort.abort();
+    if (finished) return;
+    if (traceTags.http) traceLine('http', `conn ${res.connectionId}: ${traced(request)}: client gone before the last response; cancelling the request`);
+    abort.abort();
   };
   res.onClose(onClose);
   if (res.destroyed) onClose();

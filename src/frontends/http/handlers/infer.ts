@@ -20,6 +20,7 @@ import { sendError } from '../reply.js';
 import { checkVersion } from './version.js';
 import { outputLabels } from '../../classification.js';
 import { withForwardedHeaders } from '../../header-forward.js';
+import { traceLine, traceTags, traced, tracedError } from '../../../core/trace-tags.js';
 
 export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {
   const recvStartNs = process.hrtime.bigint();
@@ -69,6 +70,7 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
 
 /** The body could not be had (too large, broken, not inflatable). */
 function refused(req: HttpRequest, res: HttpResponse, err: unknown): void {
+  if (traceTags.http) traceLine('http', `conn ${res.connectionId}: ${req.method} ${req.url} refused: ${asTritonError(err).message}`);
   // Refused before the end of the body (too large): close rather than read and discard
   // the rest of a possibly huge upload.
   if (!req.complete) res.shouldKeepAlive = false;
@@ -160,6 +162,12 @@ function infer(
 ): void {
   const { request, plan } = parsed;
   if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, req.headers, request.parameters);
+  if (traceTags.http) {
+    traceLine(
+      'http',
+      `conn ${res.connectionId}: received ${traced(request)}: ${req.method} ${req.url}, model ${model} version '${request.modelVersion}', ${body.data.length} body bytes`,
+    );
+  }
   // Triton's HTTP trace events around the core's (docs/protocol-notes.md, "Trace").
   const trace = ctx.core.tracer.sample(model);
   if (trace !== undefined) {
@@ -179,7 +187,9 @@ function infer(
   request.signal = cancel;
   let answered = false;
   const onClose = (): void => {
-    if (!answered) cancel.abort();
+    if (answered) return;
+    if (traceTags.http) traceLine('http', `conn ${res.connectionId}: ${traced(request)}: client gone before the answer; cancelling the request`);
+    cancel.abort();
   };
   res.onClose(onClose);
   if (res.destroyed) onClose(); // gone while the body was being read: 'close' already fired
@@ -207,6 +217,12 @@ function infer(
     } catch (err) {
       ctx.logger?.error(`HTTP infer response for '${model}' failed: ${asTritonError(err).message}`);
       res.destroy();
+    }
+    if (traceTags.http) {
+      traceLine(
+        'http',
+        `conn ${res.connectionId}: ${traced(request)}: answered ${res.statusCode} (${tracedError(response.error)})${res.destroyed ? ', connection gone' : ''}`,
+      );
     }
     if (trace !== undefined) {
       trace.add('HTTP_SEND_END');

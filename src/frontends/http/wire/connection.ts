@@ -20,6 +20,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { Errors } from '../../../core/errors.js';
+import { traceLine, traceTags } from '../../../core/trace-tags.js';
 import { ChunkedDecoder } from './chunked.js';
 import { HeadPrefix } from './head-prefix.js';
 import { HttpRequest, HttpResponse, type ResponseOwner } from './exchange.js';
@@ -42,9 +43,14 @@ const DISCARD_MAX = 1 << 20;
 /** After answering a broken request: how long its remaining bytes are read and dropped. */
 const LINGER_MS = 5_000;
 
+/** Numbers connections for debug trace lines. */
+let nextConnectionId = 1;
+
 export class Connection implements ResponseOwner {
   /** When it was accepted (the connection limit spares new ones a moment). */
   readonly openedAt = Date.now();
+  /** The connection's number in debug trace lines (core/trace-tags.ts). */
+  readonly id = nextConnectionId++;
   private pending: Buffer | undefined;
   /** Checks the next head while it arrives (its start is `pending`'s). */
   private readonly headPrefix = new HeadPrefix();
@@ -93,6 +99,7 @@ export class Connection implements ResponseOwner {
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.onClose());
     socket.on('end', () => this.onEnd());
+    if (traceTags.http) traceLine('http', `conn ${this.id}: opened from ${socket.remoteAddress}:${socket.remotePort}`);
   }
 
   /**
@@ -217,6 +224,8 @@ export class Connection implements ResponseOwner {
     if (head.chunked) this.chunked = new ChunkedDecoder();
     else this.bodyLeft = head.contentLength;
     const hasBody = head.chunked || head.contentLength > 0;
+    if (traceTags.http)
+      traceLine('http', `conn ${this.id}: ${head.method} ${head.url} (${head.chunked ? 'chunked body' : `${head.contentLength} body bytes`})`);
     if (hasBody && head.expectContinue && head.versionMinor === 1) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
     if (this.inBody()) {
       // The body follows the head in the buffer (usually all of it, in the same read).
@@ -370,6 +379,10 @@ export class Connection implements ResponseOwner {
     this.gone = true;
     const req = this.req;
     const res = this.res;
+    if (traceTags.http) {
+      const open = res !== undefined && !res.finished ? `, with ${req?.method} ${req?.url} unanswered` : '';
+      traceLine('http', `conn ${this.id}: closed${this.peerEnded ? ' after the client ended its side' : ''}${open}`);
+    }
     this.req = undefined;
     this.res = undefined;
     this.pending = undefined;

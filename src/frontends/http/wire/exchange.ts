@@ -112,6 +112,8 @@ type Framing = 'length' | 'chunked' | 'close';
 
 export interface ResponseOwner {
   readonly socket: Socket;
+  /** The connection's number in debug trace lines (core/trace-tags.ts). */
+  readonly id: number;
   /** The response has been written out (or abandoned); the connection may go on. */
   responseDone(res: HttpResponse, keepAlive: boolean): void;
 }
@@ -144,6 +146,11 @@ export class HttpResponse {
     private readonly headOnly: boolean,
   ) {
     this.shouldKeepAlive = keepAlive;
+  }
+
+  /** The number of the connection this response goes out on (debug trace lines). */
+  get connectionId(): number {
+    return this.owner.id;
   }
 
   setHeader(name: string, value: HeaderValue): void {
