@@ -59,7 +59,8 @@ console.log(`[build-native] built ${path.relative(root, out)}`);
 buildPythonExtension();
 
 /**
- * The stub's native hot path (native/src/python_ipc.cc), compiled straight with the C++
+ * The stub's native hot path (native/src/python_ipc.cc, and py_objects.cc for the pb_utils
+ * objects when the interpreter's numpy has its headers), compiled straight with the C++
  * compiler against the interpreter that runs the stubs: $TRITIUM_PYTHON, else .venv/bin/python,
  * else python3. Flags come from that interpreter's sysconfig, so no setuptools is needed.
  * Optional by design: any failure is a warning, and the stub then uses its pure-Python path.
@@ -76,7 +77,7 @@ function buildPythonExtension() {
     python,
     [
       '-c',
-      'import json,sysconfig; print(json.dumps({k: sysconfig.get_config_var(k) for k in ("EXT_SUFFIX","INCLUDEPY","CXX")} | {"include": sysconfig.get_paths()["include"]}))',
+      'import json,sysconfig\ntry:\n import numpy; np_inc = numpy.get_include()\nexcept Exception:\n np_inc = None\nprint(json.dumps({k: sysconfig.get_config_var(k) for k in ("EXT_SUFFIX","INCLUDEPY","CXX")} | {"include": sysconfig.get_paths()["include"], "numpy": np_inc}))',
     ],
     { encoding: 'utf8' },
   );
@@ -92,6 +93,10 @@ function buildPythonExtension() {
     return warn(`no Python.h for ${python} (install the python3-dev package of that interpreter)`);
   }
   const cxx = process.env.CXX || 'c++';
+  // The stub's pb_utils object types (py_objects.cc) use numpy's C API; without numpy's headers
+  // the module has only the IPC part and the stub keeps its pure-Python objects.
+  const numpyInclude = cfg.numpy && existsSync(path.join(cfg.numpy, 'numpy', 'arrayobject.h')) ? cfg.numpy : null;
+  if (!numpyInclude) console.warn(`[build-native] no numpy headers for ${python}: the stub's objects stay pure Python`);
   const outDir = path.join(nativeDir, 'build', 'python');
   mkdirSync(outDir, { recursive: true });
   const target = path.join(outDir, `_tritium_ipc${cfg.EXT_SUFFIX}`);
@@ -108,7 +113,9 @@ function buildPythonExtension() {
     '-Wno-missing-field-initializers',
     '-Wno-cast-function-type',
     `-I${include}`,
+    ...(numpyInclude ? ['-isystem', numpyInclude, '-DTRITIUM_HAVE_NUMPY'] : []),
     path.join(nativeDir, 'src', 'python_ipc.cc'),
+    path.join(nativeDir, 'src', 'py_objects.cc'),
     '-o',
     tmp,
   ];

@@ -24,12 +24,13 @@ export function ensureBuilt() {
  * Starts the CLI on `repos` (one path or several) with `args` appended to its command line;
  * resolves once HTTP, metrics and gRPC (unless `--allow-grpc=false` / `--allow-metrics=false`)
  * listen. With `inspect`, node runs the server with `--inspect=127.0.0.1:0` and the result's
- * `inspector` is its WebSocket URL. `nodeArgs` go to node before the script (e.g. `--cpu-prof`).
+ * `inspector` is its WebSocket URL. `nodeArgs` go to node before the script (e.g. `--cpu-prof`);
+ * `env` is added to this process's environment for the server (and the stubs it starts).
  *
  * Resolves with { proc, http, httpPort, grpcPort, metricsPort, inspector, log(), stop(signal),
  * exited }; stop() sends SIGTERM (or `signal`) and resolves with { code, signal } of the exit.
  */
-export async function startTritium({ repos, args = [], inspect = false, nodeArgs = [], timeoutMs = 180_000 }) {
+export async function startTritium({ repos, args = [], inspect = false, nodeArgs = [], env = {}, timeoutMs = 180_000 }) {
   ensureBuilt();
   const argv = [
     ...nodeArgs,
@@ -44,7 +45,7 @@ export async function startTritium({ repos, args = [], inspect = false, nodeArgs
     `--backend-config=python,python-executable=${PYTHON}`,
     ...args,
   ];
-  const proc = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   proc.stdout.on('data', (d) => (log += d));
   proc.stderr.on('data', (d) => (log += d));

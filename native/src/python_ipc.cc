@@ -6,6 +6,8 @@
 //     .policy() -> (mode, spin_us, score)     for verbose logs and tests
 //     .close()
 //   Arena(base, size, align=64): .alloc(n) -> offset | -1, .free(off), .blocks_in_use()
+//   TensorBase, RequestBase, ResponseBase, objects_init, received, encode_outputs: the stub's
+//     pb_utils objects (py_objects.cc; present when numpy's headers were found at build time)
 //
 // Ring, wait policy and arena logic live in ring_core.h / wait_core.h / arena_core.h, shared
 // with the Node addon. msgpack stays in Python (the msgpack C extension), which keeps one wire
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "arena_core.h"
+#include "py_objects.h"
 #include "ring_core.h"
 #include "wait_core.h"
 
@@ -364,7 +367,8 @@ PyMODINIT_FUNC PyInit__tritium_ipc(void) {
   Py_INCREF(&ArenaType);
   if (PyModule_AddObject(m, "Link", reinterpret_cast<PyObject*>(&LinkType)) < 0 ||
       PyModule_AddObject(m, "Arena", reinterpret_cast<PyObject*>(&ArenaType)) < 0 ||
-      PyModule_AddIntConstant(m, "PROTOCOL_VERSION", tritium::ring::kLayoutVersion) < 0) {
+      PyModule_AddIntConstant(m, "PROTOCOL_VERSION", tritium::ring::kLayoutVersion) < 0 ||
+      tritium::pyobjects::AddToModule(m) < 0) {  // the pb_utils object types (py_objects.cc)
     Py_DECREF(m);
     return nullptr;
   }

@@ -8,13 +8,15 @@ Decoupled coroutines of one instance run at the same time, at most `limit` of th
 execute"). At the limit the main thread waits for one to finish before it schedules the next,
 so the batch's `exec_done` waits too and Node keeps further requests in the scheduler's queue,
 where queue policies and statistics see them, instead of piling them up in the stub.
+
+asyncio (with ssl, which it imports) and concurrent.futures are imported on first use, not at
+start: together they are about 7 MiB of every stub's memory, and most models never await.
 """
 
-import asyncio
-import concurrent.futures
 import functools
 import os
 import threading
+from collections.abc import Coroutine
 
 from .logging_bridge import log_exception
 
@@ -44,9 +46,17 @@ def _exception_handler(loop, context):
         emit("ERROR", context.get("message", "asyncio error"), "", 0)
 
 
+def is_coroutine(value):
+    """asyncio.iscoroutine(value), without importing asyncio."""
+    return isinstance(value, Coroutine)
+
+
 def get_loop():
     global _loop
     if _loop is None:
+        import asyncio
+        import concurrent.futures
+
         _loop = asyncio.new_event_loop()
         _loop.set_exception_handler(_exception_handler)
         # async_exec waits for its answer in a thread of this executor (Triton's run_in_executor
@@ -61,6 +71,8 @@ def get_loop():
 
 def run(coroutine):
     """Run a coroutine on the loop and wait for its result."""
+    import asyncio
+
     return asyncio.run_coroutine_threadsafe(coroutine, get_loop()).result()
 
 
@@ -76,6 +88,8 @@ def _background_done(slots, future):
 
 def run_in_background(coroutine):
     """Schedules a decoupled coroutine; blocks while `limit` of them run (see above)."""
+    import asyncio
+
     slots = _slots
     slots.acquire()
     try:

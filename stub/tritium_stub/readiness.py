@@ -8,7 +8,6 @@ requests"): a daemon thread blocks on it, calls `is_ready()` and answers on ring
 without one never sees a readiness message.
 """
 
-import asyncio
 import os
 import threading
 
@@ -46,7 +45,7 @@ def evaluate(model):
     raised or returned something other than a bool (then the model is not ready)."""
     try:
         result = model.is_ready()
-        if asyncio.iscoroutine(result):
+        if async_loop.is_coroutine(result):
             result = async_loop.run(result)
     except (Exception, SystemExit) as e:
         return False, format_exception(e)

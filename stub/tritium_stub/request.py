@@ -2,14 +2,19 @@
 
 Received requests are built per batch on the hot path, so they copy only scalars from the
 `exec` message and decode input tensors on the first `inputs()` call.
+
+With the C objects (objects.py) the class subclasses the extension's RequestBase, which holds
+the same fields, builds received requests (`received`) and runs their accessors and `inputs()`;
+the constructor of BLS requests, the sender, flags, cancellation and exec stay the Python
+methods of PyInferenceRequest below.
 """
 
-import asyncio
 import operator
 
 from .bls import bls_exec
 from .errors import TritonModelException
 from .memory import DEFAULT_PREFERRED_MEMORY, PreferredMemory
+from .objects import NATIVE, register
 from .parameters import params_to_json
 from .pybind_args import MODULE, as_str, bind, is_bool, is_int, is_sequence_of, is_str, mismatch
 from .response_sender import InferenceResponseSender, RequestSlot
@@ -167,6 +172,8 @@ class InferenceRequest:
 
     def async_exec(self, *args, **kwargs):
         decoupled = _decoupled("async_exec", self, args, kwargs)
+        import asyncio  # not at start: see async_loop.py
+
         loop = asyncio.get_running_loop()  # RuntimeError without one, as in Triton
         # A thread of the loop's executor waits for the answer (reading ring A when no other
         # thread does, see inbox.py), so several calls awaited together run in parallel.
@@ -235,3 +242,36 @@ _CHECKS = {
     "trace": lambda v: isinstance(v, InferenceTrace),
     "parameters": lambda v: True,
 }
+
+
+PyInferenceRequest = InferenceRequest  # the pure-Python implementation, in both modes
+
+
+def received(reqs):
+    """The requests of one `exec` message."""
+    return [InferenceRequest._received(m) for m in reqs]
+
+
+if NATIVE is not None:
+
+    class InferenceRequest(NATIVE.RequestBase):
+        __slots__ = ()
+        # RequestBase: _received, inputs, request_id, correlation_id, requested_output_names,
+        # flags, timeout, parameters, trace.
+        __init__ = PyInferenceRequest.__init__
+        set_flags = PyInferenceRequest.set_flags
+        is_cancelled = PyInferenceRequest.is_cancelled
+        get_response_sender = PyInferenceRequest.get_response_sender
+        set_release_flags = PyInferenceRequest.set_release_flags
+        exec = PyInferenceRequest.exec
+        async_exec = PyInferenceRequest.async_exec
+
+    register(
+        request_type=InferenceRequest,
+        state=STATE,
+        request_slot=RequestSlot,
+        request_trace=request_trace,
+        no_trace=NO_TRACE,
+        default_memory=DEFAULT_PREFERRED_MEMORY,
+    )
+    received = NATIVE.received  # noqa: F811

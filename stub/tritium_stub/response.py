@@ -1,6 +1,12 @@
-"""pb_utils.InferenceResponse."""
+"""pb_utils.InferenceResponse.
+
+With the C objects (objects.py) the class subclasses the extension's ResponseBase, which holds
+the same fields and runs InferenceResponse(output_tensors=[Tensor, ...]) and the accessors; every
+other constructor call runs PyInferenceResponse.__init__ below.
+"""
 
 from .errors import TritonError, TritonModelException
+from .objects import NATIVE, register
 from .parameters import params_to_json
 from .pybind_args import MODULE, is_sequence_of, mismatch
 from .tensor import Tensor
@@ -52,3 +58,15 @@ class InferenceResponse:
 
     def parameters(self):
         return self._params or "{}"
+
+
+PyInferenceResponse = InferenceResponse  # the pure-Python implementation, in both modes
+
+if NATIVE is not None:
+
+    class InferenceResponse(NATIVE.ResponseBase):
+        __slots__ = ()
+        # ResponseBase: __init__ (its common case; else PyInferenceResponse.__init__), _wrap,
+        # output_tensors, has_error, error, parameters.
+
+    register(response_init=PyInferenceResponse.__init__)

@@ -1,20 +1,19 @@
 """The stub's life: hello, then autocomplete or init/exec/release/fin (docs/ipc.md)."""
 
-import asyncio
 import json
 import os
 
 import c_python_backend_utils
 import triton_python_backend_utils as pb_utils
 
-from . import async_loop, bls, logging_bridge, metrics, model_control, parent_watch, readiness
+from . import async_loop, bls, logging_bridge, metrics, model_control, objects, parent_watch, readiness
 from .errors import format_exception
 from .inbox import Inbox
 from .ipc import Channel
 from .loader import StubError, import_model
 from .logger import emit
 from .memfd import segment_fds_setting
-from .request import InferenceRequest
+from .request import received
 from .response_sender import close_all
 from .result import build_resps, rescheduled
 from .state import STATE
@@ -171,7 +170,7 @@ class Runtime:
     def _exec(self, msg):
         channel = STATE.channel
         # Its `rel` (output blocks Node is done with) was applied when it was read (_route).
-        requests = [InferenceRequest._received(r) for r in msg["reqs"]]
+        requests = received(msg["reqs"])
         STATE.running_rids = [r["rid"] for r in msg["reqs"]]
         done = {"t": "exec_done", "id": msg["id"]}
         try:
@@ -179,7 +178,7 @@ class Runtime:
             if execute is None:
                 raise StubError(f"Python model {STATE.model_file} does not implement `execute` method.")
             returned = execute(requests)
-            if returned is not None and type(returned) is not list and asyncio.iscoroutine(returned):
+            if returned is not None and type(returned) is not list and async_loop.is_coroutine(returned):
                 if STATE.decoupled:
                     async_loop.run_in_background(returned)
                     returned = None
@@ -268,7 +267,7 @@ def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbos
         wake_fd=wake_fd_setting(os.environ),
         segment_fds=segment_fds_setting(os.environ),
     )
-    emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}", "runtime.py", 0)
+    emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}; {objects.describe()}", "runtime.py", 0)
     channel.start_heartbeat(0.1)
     try:
         return runtime.serve()

@@ -2,6 +2,10 @@
 
 A GPU tensor given to from_dlpack is copied to the host there (dlpack.py): every tensor tritium
 moves lives in host shared memory, so is_cpu() is always True.
+
+With the C objects (objects.py) `Tensor` subclasses the extension's TensorBase, which holds the
+same fields and runs the constructor's common case, name(), as_numpy(), shape() and is_cpu();
+the pure-Python class below (`PyTensor`) supplies the rest, and every other case of __init__.
 """
 
 import numpy as np
@@ -9,6 +13,7 @@ import numpy as np
 from . import dtypes
 from .dlpack import NOT_DLPACK, SUPPORTED_DEVICES, CapsuleHolder, export_bf16, import_array, is_capsule
 from .errors import TritonModelException
+from .objects import NATIVE, register
 from .pybind_args import MODULE, as_str, is_str, mismatch
 
 _BF16_TEXT = "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead."
@@ -105,3 +110,22 @@ class Tensor:
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         return Tensor._wrap(name, dtype, array)
+
+
+PyTensor = Tensor  # the pure-Python implementation, under its own name in both modes
+
+if NATIVE is not None:
+
+    class Tensor(NATIVE.TensorBase):
+        __slots__ = ()
+        # TensorBase: __init__ for Tensor(str, C-contiguous ndarray of a fixed-size type), else
+        # PyTensor.__init__; _wrap, name, as_numpy, shape, is_cpu.
+        triton_dtype = PyTensor.triton_dtype
+        to_dlpack = PyTensor.to_dlpack
+        __dlpack__ = PyTensor.__dlpack__
+        __dlpack_device__ = PyTensor.__dlpack_device__
+        from_dlpack = PyTensor.__dict__["from_dlpack"]
+
+    register(
+        tensor_type=Tensor, tensor_init=PyTensor.__init__, model_exception=TritonModelException, fixed=dtypes.FIXED
+    )
