@@ -1,6 +1,8 @@
-// The stub's hot pb_utils objects in C: the storage and per-request methods of Tensor,
-// InferenceRequest and InferenceResponse, the decode of an `exec` message's requests and the
-// copy of output tensors into the stub's arena (docs/design.md, "The stub's objects").
+// _tritium_objects: the stub's hot pb_utils objects in C: the storage and per-request methods
+// of Tensor, InferenceRequest and InferenceResponse, the decode of an `exec` message's requests
+// and the copy of output tensors into the stub's arena (docs/design.md, "The stub's objects").
+// It uses numpy's C API, so unlike _tritium_ipc it is built for one interpreter (its
+// EXT_SUFFIX); under any other the stub keeps its pure-Python objects.
 //
 //   TensorBase, RequestBase, ResponseBase   base types; stub/tritium_stub/{tensor,request,response}.py
 //                                           subclass them (names and error texts stay Python's)
@@ -13,29 +15,19 @@
 // argument checking and its error texts) runs unchanged on either implementation. Every case the
 // C fast path does not cover (a str subclass, a non-contiguous array, BYTES tensors, a bad
 // descriptor, ...) calls the pure-Python code, which raises or builds exactly as before.
-#include "py_objects.h"
-
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 #include <structmember.h>
 
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
 
-#ifdef TRITIUM_HAVE_NUMPY
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #if NPY_ABI_VERSION < 0x02000000
 #define PyDataType_ELSIZE(descr) ((descr)->elsize)
 #endif
-#endif
-
-namespace tritium::pyobjects {
-
-#ifndef TRITIUM_HAVE_NUMPY
-
-int AddToModule(PyObject*) { return 0; }
-
-#else
 
 namespace {
 
@@ -889,8 +881,7 @@ PyTypeObject* MakeType(const char* name, int basicsize, PyMethodDef* methods, Py
   return reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
 }
 
-}  // namespace
-
+// Adds TensorBase, RequestBase, ResponseBase and the functions above to `module`.
 int AddToModule(PyObject* module) {
   struct {
     PyObject** slot;
@@ -954,6 +945,13 @@ int AddToModule(PyObject* module) {
   return PyModule_AddFunctions(module, kFunctions);
 }
 
-#endif  // TRITIUM_HAVE_NUMPY
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_tritium_objects",
+                       "The stub's pb_utils objects in C; see stub/tritium_stub/objects.py.", -1, nullptr};
 
-}  // namespace tritium::pyobjects
+}  // namespace
+
+PyMODINIT_FUNC PyInit__tritium_objects(void) {
+  PyObject* m = PyModule_Create(&kModule);
+  if (m != nullptr && AddToModule(m) < 0) Py_CLEAR(m);
+  return m;
+}

@@ -1,26 +1,34 @@
-// _tritium_ipc: the stub's hot path of docs/ipc.md in C++ (CPython C API, no other dependency).
+// _tritium_ipc: the stub's hot path of docs/ipc.md in C++ (CPython's stable ABI, no other
+// dependency). Built once against the limited API of Python 3.9 (`_tritium_ipc.abi3.so`), it
+// loads in every interpreter from 3.9 on, a model's EXECUTION_ENV_PATH interpreter included.
 //
-//   Link(n0_buffer, spin_us=50.0, spin_mode="adaptive", spin_yield=False, wake_fd=-1)
+//   Link(n0_fd, spin_us=50.0, spin_mode="adaptive", spin_yield=False, wake_fd=-1)
+//     maps segment n0 itself from the descriptor (the caller keeps and closes `n0_fd`)
 //     .recv(timeout=None) -> bytes | None   next message of ring A (GIL released while waiting)
 //     .send(data)                             one message onto ring B (+ doorbell), thread-safe
 //     .policy() -> (mode, spin_us, score)     for verbose logs and tests
 //     .close()
 //   Arena(base, size, align=64): .alloc(n) -> offset | -1, .free(off), .blocks_in_use()
-//   TensorBase, RequestBase, ResponseBase, objects_init, received, encode_outputs: the stub's
-//     pb_utils objects (py_objects.cc; present when numpy's headers were found at build time)
+//
+// The stub's pb_utils objects are another module, _tritium_objects (py_objects.cc), built per
+// interpreter: they use numpy's C API, which the stable ABI cannot.
 //
 // Ring, wait policy and arena logic live in ring_core.h / wait_core.h / arena_core.h, shared
 // with the Node addon. msgpack stays in Python (the msgpack C extension), which keeps one wire
 // codec for both stub paths.
 #define PY_SSIZE_T_CLEAN
+#define Py_LIMITED_API 0x03090000
 #include <Python.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <string>
 
 #include "arena_core.h"
-#include "py_objects.h"
 #include "ring_core.h"
 #include "wait_core.h"
 
@@ -35,8 +43,8 @@ constexpr int64_t kWaitSliceNs = 100 * 1000 * 1000;
 
 struct LinkObject {
   PyObject_HEAD
-  Py_buffer view;
-  bool has_view;
+  uint8_t* map;  // this object's own mapping of n0 (MAP_SHARED), nullptr once released
+  size_t map_size;
   bool closed;
   int active;  // calls inside the object (GIL held to change): close() defers the release
   ring::Layout layout;
@@ -51,10 +59,21 @@ struct LinkObject {
 // ---- Link lifetime ---------------------------------------------------------------------
 
 void LinkRelease(LinkObject* self) {
-  if (self->has_view) {
-    PyBuffer_Release(&self->view);
-    self->has_view = false;
+  if (self->map != nullptr) {
+    munmap(self->map, self->map_size);
+    self->map = nullptr;
   }
+}
+
+// Instances of a heap type (PyType_FromSpec) own a reference to it.
+void FreeHeapObject(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
+  Py_DECREF(type);
+}
+
+PyObject* AllocHeapObject(PyTypeObject* type) {
+  return reinterpret_cast<allocfunc>(PyType_GetSlot(type, Py_tp_alloc))(type, 0);
 }
 
 void LinkDealloc(LinkObject* self) {
@@ -63,17 +82,37 @@ void LinkDealloc(LinkObject* self) {
   delete self->out;
   delete self->send_mu;
   delete self->policy;
-  Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+  FreeHeapObject(reinterpret_cast<PyObject*>(self));
+}
+
+// Maps the whole segment held by `fd`; nullptr with a Python error when it cannot.
+uint8_t* MapSegment(int fd, size_t* size) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    PyErr_SetFromErrno(PyExc_OSError);
+    return nullptr;
+  }
+  if (st.st_size <= 0) {
+    PyErr_SetString(PyExc_RuntimeError, "segment n0 is empty");
+    return nullptr;
+  }
+  void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    PyErr_SetFromErrno(PyExc_OSError);
+    return nullptr;
+  }
+  *size = static_cast<size_t>(st.st_size);
+  return static_cast<uint8_t*>(p);
 }
 
 PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"buffer", "spin_us", "spin_mode", "spin_yield", "wake_fd", nullptr};
-  PyObject* buf = nullptr;
+  static const char* kw[] = {"n0_fd", "spin_us", "spin_mode", "spin_yield", "wake_fd", nullptr};
+  int n0_fd = -1;
   double spin_us = 50.0;
   const char* mode_s = "adaptive";
   int spin_yield = 0;
   int wake_fd = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|dspi", const_cast<char**>(kw), &buf, &spin_us, &mode_s,
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|dspi", const_cast<char**>(kw), &n0_fd, &spin_us, &mode_s,
                                    &spin_yield, &wake_fd))
     return nullptr;
   wait::SpinMode mode;
@@ -85,15 +124,14 @@ PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     PyErr_SetString(PyExc_ValueError, "spin_us must be between 0 and 1000000");
     return nullptr;
   }
-  LinkObject* self = reinterpret_cast<LinkObject*>(type->tp_alloc(type, 0));
+  LinkObject* self = reinterpret_cast<LinkObject*>(AllocHeapObject(type));
   if (self == nullptr) return nullptr;
-  if (PyObject_GetBuffer(buf, &self->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+  if ((self->map = MapSegment(n0_fd, &self->map_size)) == nullptr) {
     Py_DECREF(self);
     return nullptr;
   }
-  self->has_view = true;
   std::string why;
-  if (!self->layout.Check(static_cast<uint8_t*>(self->view.buf), static_cast<uint64_t>(self->view.len), &why)) {
+  if (!self->layout.Check(self->map, static_cast<uint64_t>(self->map_size), &why)) {
     PyErr_SetString(PyExc_RuntimeError, why.c_str());
     Py_DECREF(self);
     return nullptr;
@@ -110,7 +148,7 @@ PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
 
 // Every method brackets its work with Enter/Leave so close() never unmaps under a call.
 bool Enter(LinkObject* self) {
-  if (self->closed || !self->has_view) {
+  if (self->closed || self->map == nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "channel is closed");
     return false;
   }
@@ -210,15 +248,35 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
 
 // ---- send ------------------------------------------------------------------------------
 
+// The bytes of a message to send: bytes or bytearray (the buffer protocol is not in the
+// stable ABI before 3.11). The object must stay alive, and a bytearray unresized, meanwhile.
+bool MessageBytes(PyObject* arg, const uint8_t** p, uint64_t* n) {
+  if (PyBytes_Check(arg)) {
+    char* b;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(arg, &b, &len) != 0) return false;
+    *p = reinterpret_cast<const uint8_t*>(b);
+    *n = static_cast<uint64_t>(len);
+    return true;
+  }
+  if (PyByteArray_Check(arg)) {
+    *p = reinterpret_cast<const uint8_t*>(PyByteArray_AsString(arg));
+    *n = static_cast<uint64_t>(PyByteArray_Size(arg));
+    return true;
+  }
+  PyErr_SetString(PyExc_TypeError, "send() takes bytes or bytearray");
+  return false;
+}
+
 PyObject* LinkSend(LinkObject* self, PyObject* arg) {
-  Py_buffer data;
-  if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) != 0) return nullptr;
+  const uint8_t* p;
+  uint64_t total;
+  if (!MessageBytes(arg, &p, &total)) return nullptr;
+  Py_INCREF(arg);  // other threads run while we wait for ring B space
   if (!Enter(self)) {
-    PyBuffer_Release(&data);
+    Py_DECREF(arg);
     return nullptr;
   }
-  const uint8_t* p = static_cast<const uint8_t*>(data.buf);
-  uint64_t total = static_cast<uint64_t>(data.len);
   ring::Producer* out = self->out;
   uint64_t max_rec = out->max_record();
   LockSend(self);
@@ -248,7 +306,7 @@ PyObject* LinkSend(LinkObject* self, PyObject* arg) {
   }
   if (!failed) out->Publish(false, self->wake_fd);
   self->send_mu->unlock();
-  PyBuffer_Release(&data);
+  Py_DECREF(arg);
   Leave(self);
   if (failed) {
     PyErr_SetString(PyExc_RuntimeError, "channel closed while ring B was full");
@@ -280,7 +338,12 @@ PyMethodDef kLinkMethods[] = {
     {"close", reinterpret_cast<PyCFunction>(LinkClose), METH_NOARGS, "close(): drop the mapping reference."},
     {nullptr, nullptr, 0, nullptr}};
 
-PyTypeObject LinkType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyType_Slot kLinkSlots[] = {{Py_tp_new, reinterpret_cast<void*>(LinkNew)},
+                            {Py_tp_dealloc, reinterpret_cast<void*>(LinkDealloc)},
+                            {Py_tp_methods, kLinkMethods},
+                            {Py_tp_doc, const_cast<char*>("The stub's end of rings A and B of one region.")},
+                            {0, nullptr}};
+PyType_Spec kLinkSpec = {"_tritium_ipc.Link", sizeof(LinkObject), 0, Py_TPFLAGS_DEFAULT, kLinkSlots};
 
 // ---- Arena -----------------------------------------------------------------------------
 
@@ -291,7 +354,7 @@ struct ArenaObject {
 
 void ArenaDealloc(ArenaObject* self) {
   delete self->arena;
-  Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+  FreeHeapObject(reinterpret_cast<PyObject*>(self));
 }
 
 PyObject* ArenaNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
@@ -302,7 +365,7 @@ PyObject* ArenaNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     PyErr_SetString(PyExc_ValueError, "Arena: bad base/size/align");
     return nullptr;
   }
-  ArenaObject* self = reinterpret_cast<ArenaObject*>(type->tp_alloc(type, 0));
+  ArenaObject* self = reinterpret_cast<ArenaObject*>(AllocHeapObject(type));
   if (self == nullptr) return nullptr;
   self->arena = new Arena(base, size, align);
   return reinterpret_cast<PyObject*>(self);
@@ -338,7 +401,12 @@ PyMethodDef kArenaMethods[] = {
     {"blocks_in_use", reinterpret_cast<PyCFunction>(ArenaInUse), METH_NOARGS, "number of live blocks."},
     {nullptr, nullptr, 0, nullptr}};
 
-PyTypeObject ArenaType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyType_Slot kArenaSlots[] = {{Py_tp_new, reinterpret_cast<void*>(ArenaNew)},
+                             {Py_tp_dealloc, reinterpret_cast<void*>(ArenaDealloc)},
+                             {Py_tp_methods, kArenaMethods},
+                             {Py_tp_doc, const_cast<char*>("First-fit arena allocator (offsets only).")},
+                             {0, nullptr}};
+PyType_Spec kArenaSpec = {"_tritium_ipc.Arena", sizeof(ArenaObject), 0, Py_TPFLAGS_DEFAULT, kArenaSlots};
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_tritium_ipc",
                        "tritium stub IPC hot path (rings, doorbells, arenas); see docs/ipc.md.", -1, nullptr};
@@ -346,29 +414,21 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_tritium_ipc",
 }  // namespace
 
 PyMODINIT_FUNC PyInit__tritium_ipc(void) {
-  LinkType.tp_name = "_tritium_ipc.Link";
-  LinkType.tp_basicsize = sizeof(LinkObject);
-  LinkType.tp_flags = Py_TPFLAGS_DEFAULT;
-  LinkType.tp_new = LinkNew;
-  LinkType.tp_dealloc = reinterpret_cast<destructor>(LinkDealloc);
-  LinkType.tp_methods = kLinkMethods;
-  LinkType.tp_doc = "The stub's end of rings A and B of one region.";
-  ArenaType.tp_name = "_tritium_ipc.Arena";
-  ArenaType.tp_basicsize = sizeof(ArenaObject);
-  ArenaType.tp_flags = Py_TPFLAGS_DEFAULT;
-  ArenaType.tp_new = ArenaNew;
-  ArenaType.tp_dealloc = reinterpret_cast<destructor>(ArenaDealloc);
-  ArenaType.tp_methods = kArenaMethods;
-  ArenaType.tp_doc = "First-fit arena allocator (offsets only).";
-  if (PyType_Ready(&LinkType) < 0 || PyType_Ready(&ArenaType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&kModule);
   if (m == nullptr) return nullptr;
-  Py_INCREF(&LinkType);
-  Py_INCREF(&ArenaType);
-  if (PyModule_AddObject(m, "Link", reinterpret_cast<PyObject*>(&LinkType)) < 0 ||
-      PyModule_AddObject(m, "Arena", reinterpret_cast<PyObject*>(&ArenaType)) < 0 ||
-      PyModule_AddIntConstant(m, "PROTOCOL_VERSION", tritium::ring::kLayoutVersion) < 0 ||
-      tritium::pyobjects::AddToModule(m) < 0) {  // the pb_utils object types (py_objects.cc)
+  const struct {
+    const char* name;
+    PyType_Spec* spec;
+  } types[] = {{"Link", &kLinkSpec}, {"Arena", &kArenaSpec}};
+  for (const auto& t : types) {
+    PyObject* type = PyType_FromSpec(t.spec);
+    if (type == nullptr || PyModule_AddObject(m, t.name, type) < 0) {
+      Py_XDECREF(type);
+      Py_DECREF(m);
+      return nullptr;
+    }
+  }
+  if (PyModule_AddIntConstant(m, "PROTOCOL_VERSION", tritium::ring::kLayoutVersion) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

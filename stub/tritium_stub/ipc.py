@@ -98,33 +98,40 @@ NATIVE_DIR_ENV = "TRITIUM_STUB_NATIVE_DIR"  # where _tritium_ipc*.so lives (test
 _DEFAULT_NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "build", "python")
 
 
-def load_native():
-    """(module, None) when the native hot path can be used, else (None, reason)."""
-    if os.environ.get(NATIVE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return None, f"disabled by {NATIVE_ENV}=0"
+def load_extension(name: str):
+    """(module, None) when the native module `name` of native/build/python loads here, else
+    (None, reason). _tritium_ipc is built once for the stable ABI (`.abi3.so`, any interpreter
+    from 3.9 on); _tritium_objects for one interpreter (its EXT_SUFFIX), so a model's
+    EXECUTION_ENV_PATH interpreter of another version finds none and does without."""
     import importlib.machinery
     import importlib.util
 
     folder = os.path.abspath(os.environ.get(NATIVE_DIR_ENV) or _DEFAULT_NATIVE_DIR)
-    # Only a file built for this very interpreter (its EXT_SUFFIX) is a candidate: a model's
-    # EXECUTION_ENV_PATH interpreter of another version falls back instead of crashing.
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(folder, "_tritium_ipc" + suffix)
+        path = os.path.join(folder, name + suffix)
         if not os.path.isfile(path):
             continue
         try:
-            spec = importlib.util.spec_from_file_location("_tritium_ipc", path)
+            spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         except Exception as e:  # ImportError, or a symbol/ABI mismatch
             return None, f"cannot import {path}: {e}"
-        if getattr(module, "PROTOCOL_VERSION", None) != LAYOUT_VERSION:
-            return None, f"{path} speaks layout {getattr(module, 'PROTOCOL_VERSION', '?')}"
         return module, None
     return None, (
-        f"no _tritium_ipc module for this interpreter in {folder} "
+        f"no {name} module for this interpreter in {folder} "
         f"(build it with `npm run build:native`, TRITIUM_PYTHON={sys.executable})"
     )
+
+
+def load_native():
+    """(module, None) when the native hot path can be used, else (None, reason)."""
+    if os.environ.get(NATIVE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None, f"disabled by {NATIVE_ENV}=0"
+    module, why = load_extension("_tritium_ipc")
+    if module is not None and getattr(module, "PROTOCOL_VERSION", None) != LAYOUT_VERSION:
+        return None, f"{module.__file__} speaks layout {getattr(module, 'PROTOCOL_VERSION', '?')}"
+    return module, why
 
 
 SPIN_MODES = ("adaptive", "always", "never")
@@ -406,12 +413,25 @@ class Channel:
         # kernel) makes them /dev/shm files, which Node opens by name when no descriptor came.
         self._memfd_refused: str | None = None
         if segment_fds is not None:
-            n0 = self._map_fd(segment_fds[0], "n0")
-            os.close(segment_fds[0])
+            n0_fd = segment_fds[0]
             self._fdlink = memfd.FdLink(segment_fds[1])
         else:
-            n0 = self._map(f"{region}.n0")
-        self._segs["n0"] = n0
+            n0_fd = os.open(os.path.join(SHM_DIR, f"{region}.n0"), os.O_RDWR)
+        try:
+            n0 = self._map_fd(n0_fd, "n0")
+            self._segs["n0"] = n0
+            self._open_rings(n0, n0_fd, native, machine, spin_us, spin_yield, spin_mode)
+        finally:
+            os.close(n0_fd)
+        self._a_head = self._u64[RING_A[0] // 8]
+        self._frags: list[bytes] = []
+        self._b_tail = self._u64[RING_B[1] // 8]
+        self._u32[OFF_STUB_PID // 4] = os.getpid()
+        self.send({"t": "hello", "pid": os.getpid()})
+
+    def _open_rings(self, n0, n0_fd, native, machine, spin_us, spin_yield, spin_mode) -> None:
+        """Checks n0's header and sets up the rings: the extension's Link, or the pure-Python path."""
+        region = self.region
         hdr = n0.mv
         if bytes(hdr[0:8]) != MAGIC:
             raise RuntimeError(f"{region}.n0 has no tritium header")
@@ -435,8 +455,9 @@ class Channel:
         self._arena_cls = Arena
         if self._native is not None:
             # The extension validates the header again and owns both rings from here on.
+            # It maps n0 itself from the descriptor (a mapping of its own, which it unmaps on close).
             self._link = self._native.Link(
-                n0.mm, spin_us=float(spin_us), spin_mode=spin_mode, spin_yield=bool(spin_yield), wake_fd=self._wake_fd
+                n0_fd, spin_us=float(spin_us), spin_mode=spin_mode, spin_yield=bool(spin_yield), wake_fd=self._wake_fd
             )
             self._arena_cls = self._native.Arena
             self.recv = self._recv_native
@@ -444,11 +465,6 @@ class Channel:
         # Keep the ctypes object alive: it pins the buffer whose address the futex calls use.
         self._anchor = ctypes.c_char.from_buffer(n0.mm)
         self._base = ctypes.addressof(self._anchor)
-        self._a_head = self._u64[RING_A[0] // 8]
-        self._frags: list[bytes] = []
-        self._b_tail = self._u64[RING_B[1] // 8]
-        self._u32[OFF_STUB_PID // 4] = os.getpid()
-        self.send({"t": "hello", "pid": os.getpid()})
 
     @property
     def is_native(self) -> bool:

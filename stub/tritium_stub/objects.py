@@ -1,20 +1,21 @@
 """Which implementation of the stub's hot pb_utils objects runs (docs/design.md, "The stub's objects").
 
 `Tensor`, `InferenceRequest` and `InferenceResponse` keep their storage and per-request methods
-in C types of the native extension (native/src/py_objects.cc: TensorBase, RequestBase,
+in C types of the native module _tritium_objects (native/src/py_objects.cc: TensorBase, RequestBase,
 ResponseBase), which the classes of tensor.py, request.py and response.py subclass; the decode of
 an `exec` message's requests and the copy of output tensors into the arena run there too.
 Everything else (argument checks and their error texts, BLS, the response sender, DLPack) is the
 same Python code in both implementations.
 
-TRITIUM_STUB_OBJECTS=c (the default) uses the C types when the extension loads (see
-ipc.load_native: TRITIUM_STUB_NATIVE=0 disables it) and was built with numpy's headers;
-TRITIUM_STUB_OBJECTS=python, or no such extension, keeps the pure-Python classes.
+TRITIUM_STUB_OBJECTS=c (the default) uses the C types when the module loads: it is built for
+one interpreter (it uses numpy's C API, which CPython's stable ABI cannot), and only where
+numpy's headers were found. TRITIUM_STUB_OBJECTS=python, or no such module for this
+interpreter, keeps the pure-Python classes.
 """
 
 import os
 
-from .ipc import load_native
+from .ipc import load_extension
 
 OBJECTS_ENV = "TRITIUM_STUB_OBJECTS"
 
@@ -24,11 +25,9 @@ def choose(env=None):
     want = (os.environ if env is None else env).get(OBJECTS_ENV, "c").strip().lower()
     if want in ("python", "py"):
         return None, f"{OBJECTS_ENV}={want}"
-    native, why = load_native()
+    native, why = load_extension("_tritium_objects")
     if native is None:
         return None, why
-    if not hasattr(native, "objects_init"):
-        return None, "the native extension was built without numpy's headers"
     try:
         native.objects_init({})  # numpy's C API: an extension built for another numpy ABI refuses here
     except ImportError as e:
@@ -48,4 +47,6 @@ def register(**parts):
 
 def describe():
     """For the verbose log: which objects this stub uses."""
-    return "pb_utils objects: C (_tritium_ipc)" if NATIVE is not None else f"pb_utils objects: pure Python ({WHY_NOT})"
+    return (
+        "pb_utils objects: C (_tritium_objects)" if NATIVE is not None else f"pb_utils objects: pure Python ({WHY_NOT})"
+    )

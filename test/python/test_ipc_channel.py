@@ -1,6 +1,7 @@
 """tritium_stub.ipc.Channel over real shared memory on both hot paths, and the choice between
 them (native _tritium_ipc extension vs the pure-Python fallback)."""
 
+import mmap
 import os
 import struct
 import threading
@@ -162,10 +163,20 @@ def test_native_rejects_a_corrupt_ring_instead_of_reading_out_of_bounds():
 
 @pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
 def test_native_link_rejects_a_bad_header():
-    with pytest.raises(RuntimeError, match="header"):
-        NATIVE.Link(bytearray(8192))
-    with pytest.raises(ValueError, match="spin_mode"):
-        NATIVE.Link(bytearray(8192), spin_mode="sometimes")
+    fd = os.memfd_create("not-a-region")
+    try:
+        os.ftruncate(fd, 8192)  # zeros: no TRITIUM1 header
+        with pytest.raises(RuntimeError, match="header"):
+            NATIVE.Link(fd)
+        with pytest.raises(ValueError, match="spin_mode"):
+            NATIVE.Link(fd, spin_mode="sometimes")
+        os.ftruncate(fd, 0)
+        with pytest.raises(RuntimeError, match="empty"):
+            NATIVE.Link(fd)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        NATIVE.Link(fd)  # closed: EBADF, not a crash
 
 
 def test_wait_policy_spins_only_after_recent_hits():
@@ -279,14 +290,18 @@ def test_native_link_survives_random_garbage_in_ring_a():
 
     rng = random.Random(1234)
     cap = 4096
+    size = 4096 + 2 * cap + 4096
+    fd = os.memfd_create("garbage")
+    os.ftruncate(fd, size)
+    buf = mmap.mmap(fd, size)  # the Link maps the same pages from the descriptor
     for _ in range(300):
-        buf = bytearray(4096 + 2 * cap + 4096)
+        buf[:] = bytes(size)
         buf[0:8] = ipc.MAGIC
         struct.pack_into("<II", buf, 8, ipc.LAYOUT_VERSION, 4096)
         struct.pack_into("<QQQ", buf, 16, cap, 4096, 4096 + cap)
         head = rng.choice([0, rng.randrange(0, 1 << 20) & ~7])
         struct.pack_into("<Q", buf, ipc.RING_A[0], head)
-        link = NATIVE.Link(buf, spin_mode="never")
+        link = NATIVE.Link(fd, spin_mode="never")
         for pos in range(0, cap, 8):
             struct.pack_into(
                 "<I",
@@ -309,3 +324,5 @@ def test_native_link_survives_random_garbage_in_ring_a():
             except RuntimeError:
                 break
         link.close()
+    buf.close()
+    os.close(fd)
