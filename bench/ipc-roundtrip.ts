@@ -35,6 +35,8 @@ interface Stats {
   p90: number;
   p99: number;
   mean: number;
+  /** Node's CPU time (user + system, every thread) per round trip, warm-up included. */
+  cpu?: number;
 }
 
 function stats(samplesNs: Float64Array): Stats {
@@ -84,14 +86,16 @@ async function benchShm(): Promise<Stats> {
   });
   await hello;
   let id = 0;
+  const cpu0 = process.cpuUsage();
   const samples = await loop(WARMUP + N, (done) => {
     onReply = done;
     ch.send({ t: 'exec', id: id++, reqs: [] });
   });
+  const cpu = process.cpuUsage(cpu0);
   ch.send({ t: 'fin' });
   await new Promise((res) => child.once('exit', res));
   ch.close();
-  return stats(samples);
+  return { ...stats(samples), cpu: (cpu.user + cpu.system) / (WARMUP + N) };
 }
 
 async function benchPipe(): Promise<Stats> {
@@ -108,7 +112,9 @@ async function benchPipe(): Promise<Stats> {
   return stats(samples);
 }
 
-const fmt = (s: Stats) => `median ${s.median.toFixed(1)} µs   p90 ${s.p90.toFixed(1)} µs   p99 ${s.p99.toFixed(1)} µs   mean ${s.mean.toFixed(1)} µs`;
+const fmt = (s: Stats) =>
+  `median ${s.median.toFixed(1)} µs   p90 ${s.p90.toFixed(1)} µs   p99 ${s.p99.toFixed(1)} µs   mean ${s.mean.toFixed(1)} µs` +
+  (s.cpu === undefined ? '' : `   Node CPU ${s.cpu.toFixed(1)} µs/round trip`);
 
 console.log(`setup: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, ${python}`);
 console.log(

@@ -67,7 +67,8 @@ buildPythonExtension();
  *   model's EXECUTION_ENV_PATH one included);
  * - `_tritium_objects<EXT_SUFFIX>` (native/src/py_objects.cc): the pb_utils objects in C, which
  *   use numpy's C API and so are built for this interpreter only, when its numpy has headers.
- * Optional by design: a failure is a warning, and the stub then uses its pure-Python path.
+ * A failure is a warning, not an error: ONNX models are served without these; a stub that
+ * finds no _tritium_ipc stops at start-up, saying so, and its model does not load.
  */
 function buildPythonExtension() {
   const warn = (what, why) =>
@@ -75,7 +76,7 @@ function buildPythonExtension() {
       `[build-native] WARNING: the stub's ${what} was not built (${why}). ` +
         'Set TRITIUM_PYTHON to the interpreter that runs the stubs and re-run `npm run build:native`.',
     );
-  const ipcWarn = (why) => warn('native IPC module', `${why}; stubs will use the slower pure-Python IPC path`);
+  const ipcWarn = (why) => warn('native IPC module', `${why}; stubs cannot start, so Python models will not load (ONNX models still will)`);
   const venv = path.join(root, '.venv', 'bin', 'python');
   const python = process.env.TRITIUM_PYTHON || (existsSync(venv) ? venv : 'python3');
   const probe = spawnSync(

@@ -1,11 +1,12 @@
 /**
  * The ring/arena conformance suite (docs/ipc.md, "Conformance suite") between Node's channel
- * (src/backends/python/ipc/) and the stub's channel (stub/tritium_stub/ipc.py) on both stub
- * paths, native (_tritium_ipc) and pure Python: every case of test/ipc-conformance/cases.json in
+ * (src/backends/python/ipc/) and the stub's channel (stub/tritium_stub/ipc.py over
+ * _tritium_ipc): every case of test/ipc-conformance/cases.json in
  * both directions, over real shared memory, with the stub side in its own process
  * (test/python/ipc_conformance.py as the peer). Also the cases that need no peer: Node's ring
- * reader against a corrupt ring and Node's arena against the allocator cases. The emulator of
- * Node meets the stub on the same cases in test/python/test_ipc_conformance.py.
+ * reader (the addon's createRingLink) against hand-laid and corrupt rings, and Node's arena
+ * against the allocator cases. The emulator of Node meets the stub on the same cases in
+ * test/python/test_ipc_conformance.py.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,9 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Arena } from '../src/backends/python/ipc/arena.js';
 import { segmentBacking, type SegmentBacking } from '../src/backends/python/ipc/backing.js';
 import { StubChannel, newRegionName } from '../src/backends/python/ipc/channel.js';
-import { decode } from '../src/backends/python/ipc/codec.js';
 import { loadNative } from '../src/backends/python/ipc/native.js';
-import { RingConsumer } from '../src/backends/python/ipc/ring.js';
 import { HEADER_SIZE, OFF_ARENA, RING_A, RING_B, type RingOffsets } from '../src/backends/python/ipc/shm-layout.js';
 import {
   BOUND_MS,
@@ -24,12 +23,15 @@ import {
   CASES,
   type ConfMessage,
   checkBlocks,
+  FRAG_MORE,
   Header,
   message,
   PEER,
+  pattern,
   ReadCheck,
   type RingCase,
   regionBlocks,
+  recordSize,
   runArenaOps,
   type Sent,
   writeCase,
@@ -82,7 +84,7 @@ interface PeerCase {
   doorbellStart?: number;
 }
 
-async function startPeer(c: PeerCase, role: string, section: string, native: string, backing?: SegmentBacking): Promise<Peer> {
+async function startPeer(c: PeerCase, role: string, section: string, backing?: SegmentBacking): Promise<Peer> {
   const ch = StubChannel.create<ConfMessage, ConfMessage>({
     region: newRegionName('conf'),
     defaultByteSize: MiB,
@@ -96,7 +98,7 @@ async function startPeer(c: PeerCase, role: string, section: string, native: str
   const child = spawn(PYTHON, [PEER, ch.region, role, section, c.name], {
     // With memfd segments, n0 and the segment socket follow the wake eventfd (docs/ipc.md, "Segments").
     stdio: ['pipe', 'pipe', 'inherit', ch.wakeFd, ...(ch.segmentFds ?? [])],
-    env: { ...process.env, TRITIUM_STUB_NATIVE: native, TRITIUM_STUB_WAKE_FD: '3', TRITIUM_STUB_SEGMENT_FDS: ch.segmentFds ? '4,5' : undefined },
+    env: { ...process.env, TRITIUM_STUB_WAKE_FD: '3', TRITIUM_STUB_SEGMENT_FDS: ch.segmentFds ? '4,5' : undefined },
   });
   ch.stubSpawned();
   let out = '';
@@ -174,22 +176,19 @@ function expectWriterReport(sent: Sent[], c: RingCase, minWhenFull: number): voi
   if (c.blockReader) expect(sent.some((s) => !s.fits)).toBe(true);
 }
 
-/** The stub's extension; without it the native rows would silently test the pure path twice. */
+/** The stub's extension, without which no stub runs. */
 const stubNativeBuilt =
   fs.existsSync(path.join(ROOT, 'native', 'build', 'python')) &&
   fs.readdirSync(path.join(ROOT, 'native', 'build', 'python')).some((f) => f.startsWith('_tritium_ipc'));
 
-describe.each([
-  ['native', '1'],
-  ['pure-Python', '0'],
-])('Node <-> stub, %s stub path', (label, native) => {
-  if (native === '1' && !stubNativeBuilt) {
+describe('Node <-> stub', () => {
+  if (!stubNativeBuilt) {
     it.skip('needs native/build/python/_tritium_ipc (npm run build:native)', () => {});
     return;
   }
   describe.each(CASES.ring)('ring case: $name', (c) => {
     it('Node writes ring A, the stub reads it', async () => {
-      const p = await startPeer(c, 'ring-reader', 'ring', native);
+      const p = await startPeer(c, 'ring-reader', 'ring');
       const w = writeCase(c, (m) => p.ch.send(m), p.hdr, RING_A, queuedIn(p.ch));
       if (c.blockReader) {
         // Everything was sent synchronously into a stopped reader: Node queued and says so.
@@ -197,7 +196,6 @@ describe.each([
         p.go();
       }
       const rep = await p.report();
-      expect(rep.native).toBe(label === 'native');
       expect(w.errors).toEqual([]);
       expect(rep.errors).toEqual([]);
       expect(rep.lengths).toEqual(w.sent.map((s) => s.len));
@@ -207,11 +205,10 @@ describe.each([
     });
 
     it('the stub writes ring B, Node reads it', async () => {
-      const p = await startPeer(c, 'ring-writer', 'ring', native);
+      const p = await startPeer(c, 'ring-writer', 'ring');
       if (c.blockReader) blockUntilWriterWaits(p.hdr, RING_B);
       const got = await readCase(p);
       const rep = await p.report();
-      expect(rep.native).toBe(label === 'native');
       expect(rep.errors).toEqual([]);
       expect(got.errors).toEqual([]);
       expect(got.lengths).toEqual(rep.sent.map((s: Sent) => s.len));
@@ -223,7 +220,7 @@ describe.each([
 
   describe.each(CASES.signals.filter((s) => s.kind === 'sleeping'))('signals case: $name', (sleeping) => {
     it('the stub sleeps on ring A only with `sleeping` set, and wakes for a publish', async () => {
-      const p = await startPeer(sleeping, 'sleeping-reader', 'signals', native);
+      const p = await startPeer(sleeping, 'sleeping-reader', 'signals');
       const addon = loadNative();
       for (let k = 0; k < sleeping.rounds!; k++) {
         await waitFor('the stub to sleep on ring A', () => p.hdr.ring(RING_A).sleeping === 1);
@@ -237,7 +234,7 @@ describe.each([
     });
 
     it('Node asks for a wake-up with `sleeping` on ring B, and the stub wakes it', async () => {
-      const p = await startPeer(sleeping, 'sleeping-writer', 'signals', native);
+      const p = await startPeer(sleeping, 'sleeping-writer', 'signals');
       // Node drains only when the stub writes its eventfd: each message arriving is a wake-up.
       const got = await readCase(p);
       const rep = await p.report();
@@ -249,7 +246,7 @@ describe.each([
   });
 
   it('the stub pid and heartbeat words', async () => {
-    const p = await startPeer(heartbeat, 'heartbeat', 'signals', native);
+    const p = await startPeer(heartbeat, 'heartbeat', 'signals');
     expect(p.ch.stubPid()).toBe(p.child.pid);
     await p.next((m) => m.t === 'hb_before');
     expect(p.ch.heartbeatMs()).toBe(0);
@@ -268,7 +265,7 @@ describe.each([
   const backings: SegmentBacking[] = segmentBacking() === 'memfd' ? ['memfd', 'dev-shm'] : ['dev-shm'];
   describe.each(CASES.regionArena.flatMap((c) => backings.map((backing) => ({ ...c, backing }))))('region arena case: $name, $backing segments', (c) => {
     it("Node's input blocks, read by the stub", async () => {
-      const p = await startPeer(c, 'arena-reader', 'regionArena', native, c.backing);
+      const p = await startPeer(c, 'arena-reader', 'regionArena', c.backing);
       const arenaStart = p.hdr.get64(OFF_ARENA);
       const base = (seg: number) => (seg === 0 ? arenaStart : 0);
       const { blocks, errors } = regionBlocks(
@@ -287,7 +284,7 @@ describe.each([
     });
 
     it("the stub's output blocks, read by Node", async () => {
-      const p = await startPeer(c, 'arena-writer', 'regionArena', native, c.backing);
+      const p = await startPeer(c, 'arena-writer', 'regionArena', c.backing);
       const segs: ConfMessage[] = [];
       let m: ConfMessage;
       while ((m = await p.next()).t === 'seg') segs.push(m);
@@ -306,17 +303,63 @@ describe.each([
   });
 });
 
-describe('Node reads a corrupt ring B', () => {
-  it.each(CASES.corruption)('$name', (c) => {
-    const ch = StubChannel.create<ConfMessage, ConfMessage>({ region: newRegionName('conf'), defaultByteSize: MiB, growthByteSize: MiB, ringByteSize: c.ring });
-    const hdr = new Header(ch);
+/** A channel without a peer, and a second mapping of its n0 to lay out ring B by hand. */
+function bareChannel(ring: number): { ch: StubChannel<ConfMessage, ConfMessage>; hdr: Header; ringB: DataView } {
+  const ch = StubChannel.create<ConfMessage, ConfMessage>({ region: newRegionName('conf'), defaultByteSize: MiB, growthByteSize: MiB, ringByteSize: ring });
+  const hdr = new Header(ch);
+  return { ch, hdr, ringB: new DataView(hdr.sab, HEADER_SIZE + ring, ring) };
+}
+
+describe("Node's ring reader (createRingLink) on ring B", () => {
+  it('refuses a segment without a valid header, saying why', () => {
+    expect(() => loadNative().createRingLink(new SharedArrayBuffer(8192))).toThrow(/no TRITIUM1 header/);
+  });
+
+  it('keeps a message that does not fit the scratch buffer until one does, and joins fragments', () => {
+    const { ch, hdr, ringB } = bareChannel(4096);
     try {
-      const data = new DataView(hdr.sab, HEADER_SIZE + c.ring, c.ring);
+      // Records as docs/ipc.md lays them out: a one-record message, then one in two fragments.
+      let tail = 0;
+      const put = (payload: Buffer, more: boolean): void => {
+        ringB.setUint32(tail, ((more ? FRAG_MORE : 0) | payload.byteLength) >>> 0, true);
+        new Uint8Array(ringB.buffer, ringB.byteOffset + tail + 4, payload.byteLength).set(payload);
+        tail += recordSize(payload.byteLength);
+      };
+      const [single, first, last] = [pattern(1, 100), pattern(2, 300), pattern(3, 50)];
+      put(single, false);
+      put(first, true);
+      put(last, false);
+      hdr.set64(RING_B.tail, tail);
+
+      const link = loadNative().createRingLink(hdr.sab);
+      const small = Buffer.alloc(64);
+      const big = Buffer.alloc(400);
+      expect(link.hasData()).toBe(true);
+      expect(link.receive(small)).toBe(100);
+      expect(link.receive(small), 'the message is still there').toBe(100);
+      expect(hdr.get64(RING_B.head)).toBe(0);
+      expect(link.receive(big)).toBe(100);
+      expect(big.subarray(0, 100)).toEqual(single);
+      expect(link.receive(small)).toBe(350);
+      expect(link.receive(big)).toBe(350);
+      expect(big.subarray(0, 350)).toEqual(Buffer.concat([first, last]));
+      expect(link.receive(big)).toBe(-1);
+      expect(link.hasData()).toBe(false);
+      expect(hdr.get64(RING_B.head), 'the space is handed back').toBe(tail);
+    } finally {
+      hdr.close();
+      ch.close();
+    }
+  });
+
+  it.each(CASES.corruption)('throws on a corrupt ring: $name', (c) => {
+    const { ch, hdr, ringB } = bareChannel(c.ring);
+    try {
       hdr.set64(RING_B.head, c.head);
-      for (const [pos, word] of c.words) data.setUint32(pos, word, true);
+      for (const [pos, word] of c.words) ringB.setUint32(pos, word, true);
       hdr.set64(RING_B.tail, c.tail);
-      const reader = new RingConsumer(hdr.sab, HEADER_SIZE + c.ring, c.ring, RING_B);
-      expect(() => reader.drain(decode)).toThrow(/ring is corrupt/);
+      const link = loadNative().createRingLink(hdr.sab);
+      expect(() => link.receive(Buffer.alloc(1024))).toThrow(/ring B is corrupt/);
     } finally {
       hdr.close();
       ch.close();

@@ -4,8 +4,9 @@
  * One shared-memory layout, four copies: `src/backends/python/ipc/shm-layout.ts` is the source
  * the others must match — the stub's pure-Python constants (`stub/tritium_stub/ipc.py`), the C++
  * core both native bindings compile (`native/src/ring_core.h`), and the header table of
- * `docs/ipc.md`. A change to one of them without the others fails here, before two processes
- * disagree about where a ring's tail is.
+ * `docs/ipc.md`. The record format, which only the ring code needs, is matched against the
+ * suite's reference (test/helpers/ipc-conformance.ts). A change to one of them without the
+ * others fails here, before two processes disagree about where a ring's tail is.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,6 +15,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newRegionName } from '../src/backends/python/ipc/channel.js';
 import * as L from '../src/backends/python/ipc/shm-layout.js';
+import { FRAG_MORE, RECORD_ALIGN, WRAP_MARKER } from './helpers/ipc-conformance.js';
 import { PYTHON, ROOT } from './helpers/server.js';
 
 const CXX = process.env.CXX ?? 'g++';
@@ -21,7 +23,7 @@ const haveCxx = spawnSync(CXX, ['--version']).status === 0;
 
 const ring = (o: L.RingOffsets): number[] => [o.head, o.tail, o.doorbell, o.sleeping, o.producerWaiting];
 
-/** The constants every implementation shares, as shm-layout.ts has them. */
+/** The constants every implementation shares, as shm-layout.ts (and for records, the reference) has them. */
 const expected = {
   MAGIC: L.MAGIC,
   LAYOUT_VERSION: L.LAYOUT_VERSION,
@@ -33,9 +35,9 @@ const expected = {
   OFF_STUB_PID: L.OFF_STUB_PID,
   RING_A: ring(L.RING_A),
   RING_B: ring(L.RING_B),
-  FRAG_MORE: L.FRAG_MORE,
-  WRAP_MARKER: L.WRAP_MARKER,
-  RECORD_ALIGN: L.RECORD_ALIGN,
+  FRAG_MORE,
+  WRAP_MARKER,
+  RECORD_ALIGN,
 };
 
 describe('shared-memory layout constants', () => {

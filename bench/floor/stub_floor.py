@@ -52,10 +52,15 @@ def main():
     native, why_not = load_native()
     if native is None:
         raise SystemExit(f"stub_floor: the native extension is needed: {why_not}")
-    n0 = map_segment(os.path.join(SHM_DIR, f"{region}.n0"))
-    link = native.Link(
-        n0, spin_us=50.0, spin_mode="adaptive", spin_yield=False, wake_fd=int(os.environ["TRITIUM_STUB_WAKE_FD"])
-    )
+    n0_path = os.path.join(SHM_DIR, f"{region}.n0")
+    n0 = map_segment(n0_path)
+    n0_fd = os.open(n0_path, os.O_RDWR)
+    try:  # the Link maps n0 itself from the descriptor
+        link = native.Link(
+            n0_fd, spin_us=50.0, spin_mode="adaptive", spin_yield=False, wake_fd=int(os.environ["TRITIUM_STUB_WAKE_FD"])
+        )
+    finally:
+        os.close(n0_fd)
     s0 = map_segment(os.path.join(SHM_DIR, f"{region}.s0"), OUTPUT_SEGMENT)
     arena = native.Arena(0, OUTPUT_SEGMENT, BLOCK_ALIGN)
     segments = {"n0": memoryview(n0), "s0": memoryview(s0)}

@@ -2,8 +2,10 @@
 // dependency). Built once against the limited API of Python 3.9 (`_tritium_ipc.abi3.so`), it
 // loads in every interpreter from 3.9 on, a model's EXECUTION_ENV_PATH interpreter included.
 //
-//   Link(n0_fd, spin_us=50.0, spin_mode="adaptive", spin_yield=False, wake_fd=-1)
-//     maps segment n0 itself from the descriptor (the caller keeps and closes `n0_fd`)
+//   Link(n0_fd, spin_us=50.0, spin_mode="adaptive", spin_yield=False, wake_fd=-1, side="stub")
+//     maps segment n0 itself from the descriptor (the caller keeps and closes `n0_fd`);
+//     side="node" takes Node's ends instead (produces ring A, consumes ring B), which is how
+//     the stub's Python tests play Node with this same ring code (test/python/node_emulator.py)
 //     .recv(timeout=None) -> bytes | None   next message of ring A (GIL released while waiting)
 //     .send(data)                             one message onto ring B (+ doorbell), thread-safe
 //     .policy() -> (mode, spin_us, score)     for verbose logs and tests
@@ -40,6 +42,8 @@ namespace wait = tritium::wait;
 
 // How long one FUTEX_WAIT lasts before the loop re-checks close() and pending signals.
 constexpr int64_t kWaitSliceNs = 100 * 1000 * 1000;
+// How long Node's side (tests) waits for ring A space before send() raises TimeoutError.
+constexpr int64_t kNodeSideSendNs = int64_t{10} * 1000 * 1000 * 1000;
 
 struct LinkObject {
   PyObject_HEAD
@@ -54,6 +58,7 @@ struct LinkObject {
   wait::WaitPolicy* policy;
   bool spin_yield;
   int wake_fd;  // Node's wake eventfd (inherited), or -1: wake ring B's consumer by futex
+  bool node_side;  // Node's ends (tests): sets ring A's producer_waiting, never waits in slices
 };
 
 // ---- Link lifetime ---------------------------------------------------------------------
@@ -106,15 +111,21 @@ uint8_t* MapSegment(int fd, size_t* size) {
 }
 
 PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"n0_fd", "spin_us", "spin_mode", "spin_yield", "wake_fd", nullptr};
+  static const char* kw[] = {"n0_fd", "spin_us", "spin_mode", "spin_yield", "wake_fd", "side", nullptr};
   int n0_fd = -1;
   double spin_us = 50.0;
   const char* mode_s = "adaptive";
   int spin_yield = 0;
   int wake_fd = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|dspi", const_cast<char**>(kw), &n0_fd, &spin_us, &mode_s,
-                                   &spin_yield, &wake_fd))
+  const char* side = "stub";
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|dspis", const_cast<char**>(kw), &n0_fd, &spin_us, &mode_s,
+                                   &spin_yield, &wake_fd, &side))
     return nullptr;
+  bool node_side = std::strcmp(side, "node") == 0;
+  if (!node_side && std::strcmp(side, "stub") != 0) {
+    PyErr_Format(PyExc_ValueError, "side must be 'stub' or 'node', got '%s'", side);
+    return nullptr;
+  }
   wait::SpinMode mode;
   if (!wait::ParseSpinMode(mode_s, &mode)) {
     PyErr_Format(PyExc_ValueError, "spin_mode must be 'adaptive', 'always' or 'never', got '%s'", mode_s);
@@ -137,8 +148,14 @@ PyObject* LinkNew(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     return nullptr;
   }
   const ring::Layout& l = self->layout;
-  self->in = new ring::Consumer(l.base, l.a_data, l.capacity, ring::kRingA);
-  self->out = new ring::Producer(l.base, l.b_data, l.capacity, ring::kRingB);
+  self->node_side = node_side;
+  if (node_side) {
+    self->in = new ring::Consumer(l.base, l.b_data, l.capacity, ring::kRingB);
+    self->out = new ring::Producer(l.base, l.a_data, l.capacity, ring::kRingA);
+  } else {
+    self->in = new ring::Consumer(l.base, l.a_data, l.capacity, ring::kRingA);
+    self->out = new ring::Producer(l.base, l.b_data, l.capacity, ring::kRingB);
+  }
   self->send_mu = new std::mutex();
   self->policy = new wait::WaitPolicy(mode, static_cast<int64_t>(spin_us * 1000));
   self->spin_yield = spin_yield != 0;
@@ -190,7 +207,7 @@ PyObject* PopOne(LinkObject* self, bool* corrupt) {
   if (self->in->advanced()) SignalSpaceFreed(self);
   if (st == ring::Status::kCorrupt) {
     *corrupt = true;
-    PyErr_Format(PyExc_RuntimeError, "ring A is corrupt: %s", why.c_str());
+    PyErr_Format(PyExc_RuntimeError, "ring %s is corrupt: %s", self->node_side ? "B" : "A", why.c_str());
     return nullptr;
   }
   if (st == ring::Status::kEmpty) return nullptr;
@@ -221,7 +238,10 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
     int64_t now = wait::NowNs();
     if (deadline >= 0 && now >= deadline) break;
     int64_t slice = kWaitSliceNs;
-    if (deadline >= 0 && deadline - now < slice) slice = deadline - now;
+    // Node's side (tests) waits the whole timeout in one FUTEX_WAIT, as the event loop waits for
+    // its eventfd: a stub that publishes without waking it then times out instead of being
+    // rescued by the next slice.
+    if (deadline >= 0 && (deadline - now < slice || self->node_side)) slice = deadline - now;
     int r = 0;
     bool spun = false;
     ring::Consumer* in = self->in;
@@ -232,7 +252,7 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
     int64_t budget = policy->Budget(now);
     spun = wait::Spin(budget, yield, [in] { return in->HasData(); });
     if (!spun) {
-      wait::StoreU32(sleeping, 1);  // Node wakes us only when this is set (RingProducer.publish)
+      wait::StoreU32(sleeping, 1);  // the peer wakes us only when this is set (Producer::Publish)
       r = wait::FutexWait(db, v, slice);
       wait::StoreU32(sleeping, 0);
     }
@@ -247,6 +267,11 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
 }
 
 // ---- send ------------------------------------------------------------------------------
+
+// Ring A's "producer is waiting for space" word, which Node's side sets while ring A is full.
+uint32_t* ProducerWaiting(LinkObject* self) {
+  return reinterpret_cast<uint32_t*>(self->layout.base + ring::kRingA.producer_waiting);
+}
 
 // The bytes of a message to send: bytes or bytearray (the buffer protocol is not in the
 // stable ABI before 3.11). The object must stay alive, and a bytearray unresized, meanwhile.
@@ -278,38 +303,47 @@ PyObject* LinkSend(LinkObject* self, PyObject* arg) {
     return nullptr;
   }
   ring::Producer* out = self->out;
-  uint64_t max_rec = out->max_record();
   LockSend(self);
   uint64_t off = 0;
   double pause_s = 0;
-  bool failed = false;
+  bool waited = false;
+  const char* failed = nullptr;
+  // Node's side (tests) gives up on a stub that never drains ring A instead of hanging.
+  int64_t give_up = self->node_side ? wait::NowNs() + kNodeSideSendNs : -1;
   for (;;) {
-    uint64_t end = total - off > max_rec ? off + max_rec : total;
-    if (out->TryWrite(p + off, end - off, end < total)) {
-      off = end;
+    uint64_t reached = out->Write(p, total, off);
+    if (reached >= total && (total > 0 || out->Unpublished())) break;
+    if (reached > off) {
+      off = reached;
       pause_s = 0;
-      if (off >= total) break;
-      continue;
     }
-    // Ring B full: publish what we have so Node drains it, then back off (up to 1 ms) with
-    // the GIL released; the lock keeps our fragments contiguous.
+    // Ring full: publish what we have so the peer drains it, then back off (up to 1 ms) with
+    // the GIL released; the lock keeps our fragments contiguous. Node's side also says it waits
+    // (ring A's producer_waiting), which the stub answers with a ring B doorbell (docs/ipc.md).
     out->Publish(true, self->wake_fd);
+    if (self->node_side) wait::StoreU32(ProducerWaiting(self), 1);
+    waited = true;
     pause_s = pause_s == 0 ? 1e-5 : (pause_s * 2 > 1e-3 ? 1e-3 : pause_s * 2);
     Py_BEGIN_ALLOW_THREADS
     struct timespec ts{0, static_cast<long>(pause_s * 1e9)};
     nanosleep(&ts, nullptr);
     Py_END_ALLOW_THREADS
     if (self->closed) {
-      failed = true;
+      failed = "channel closed while the ring was full";
+      break;
+    }
+    if (give_up >= 0 && wait::NowNs() > give_up) {
+      failed = "ring A stays full: the stub does not drain it";
       break;
     }
   }
   if (!failed) out->Publish(false, self->wake_fd);
+  if (self->node_side && waited) wait::StoreU32(ProducerWaiting(self), 0);
   self->send_mu->unlock();
   Py_DECREF(arg);
   Leave(self);
   if (failed) {
-    PyErr_SetString(PyExc_RuntimeError, "channel closed while ring B was full");
+    PyErr_SetString(self->closed ? PyExc_RuntimeError : PyExc_TimeoutError, failed);
     return nullptr;
   }
   Py_RETURN_NONE;

@@ -1,6 +1,7 @@
-// The control header and the SPSC byte rings of docs/ipc.md over raw shared memory, shared by
-// the bindings that need them in C++ (today the CPython extension; Node keeps its TypeScript
-// rings because their records end up as JS objects anyway). Header-only, no Node/Python types.
+// The control header and the SPSC byte rings of docs/ipc.md over raw shared memory: the one
+// implementation of the ring algorithm (record framing, wrap markers, fragments), compiled into
+// both bindings, the stub's CPython extension (python_ipc.cc) and the Node addon
+// (node_ring.cc). Header-only, no Node/Python types.
 //
 // Everything read from the ring is treated as hostile: positions, lengths and markers are
 // checked against the mapping before any byte is touched, and a violation is reported as
@@ -84,7 +85,8 @@ struct Layout {
   }
 };
 
-enum class Status { kMessage, kEmpty, kCorrupt };
+// kTooSmall: only from Consumer::NextInto, when the message is larger than the caller's buffer.
+enum class Status { kMessage, kEmpty, kCorrupt, kTooSmall };
 
 // Consumer end of one ring. Single thread.
 class Consumer {
@@ -100,12 +102,69 @@ class Consumer {
   uint32_t* producer_waiting() const { return At<uint32_t>(base_, o_.producer_waiting); }
   uint64_t tail() const { return wait::LoadAcquireU64(At<uint64_t>(base_, o_.tail)); }
   bool HasData() const { return tail() != head_; }
-  // True when the last Next() call moved head (the caller then checks producer_waiting).
+  // True when the last Next() or NextInto() call moved head (the caller then checks
+  // producer_waiting).
   bool advanced() const { return advanced_; }
 
   // Moves the next complete message into *out. Partial fragments are kept across calls.
   Status Next(std::string* out, std::string* why) {
     advanced_ = false;
+    Record r;
+    Status st;
+    while ((st = NextRecord(&r, why)) == Status::kMessage) {
+      if (r.more || !frags_.empty()) {
+        if (!Gather(r, why)) return Status::kCorrupt;
+        if (r.more) continue;
+        out->swap(frags_);
+        frags_.clear();
+      } else {
+        out->assign(reinterpret_cast<const char*>(r.payload), r.n);
+        Advance(r.size);
+      }
+      return Status::kMessage;
+    }
+    return st;
+  }
+
+  // Next for a caller that brings its own buffer: copies the next complete message into
+  // dst[0, room) straight from the ring, so a single-record message is copied once, and sets
+  // *len to its size. A message larger than `room` is left pending (its last record stays in
+  // the ring, the fragments before it are kept) and kTooSmall returned with *len set: the
+  // caller grows its buffer and calls again.
+  Status NextInto(uint8_t* dst, uint64_t room, uint64_t* len, std::string* why) {
+    advanced_ = false;
+    Record r;
+    Status st;
+    while ((st = NextRecord(&r, why)) == Status::kMessage) {
+      if (r.more) {
+        if (!Gather(r, why)) return Status::kCorrupt;
+        continue;
+      }
+      uint64_t total = frags_.size() + r.n;
+      if (!frags_.empty() && total > kMaxMessage) return Corrupt(why, "fragmented message exceeds 1 GiB");
+      *len = total;
+      if (total > room) return Status::kTooSmall;
+      if (!frags_.empty()) std::memcpy(dst, frags_.data(), frags_.size());
+      if (r.n) std::memcpy(dst + frags_.size(), r.payload, r.n);
+      frags_.clear();
+      Advance(r.size);
+      return Status::kMessage;
+    }
+    return st;
+  }
+
+ private:
+  // A record found by NextRecord, still in the ring (head has not moved past it).
+  struct Record {
+    const uint8_t* payload;
+    uint64_t n;     // payload bytes
+    uint64_t size;  // bytes it takes in the ring, RecordSize(n)
+    bool more;      // kFragMore: another fragment of the same message follows
+  };
+
+  // Steps over wrap markers to the next record and checks it against the ring and the
+  // published tail: kMessage with *r (not consumed), kEmpty at the tail, or kCorrupt.
+  Status NextRecord(Record* r, std::string* why) {
     // Acquire: the producer's record bytes up to this tail are visible from here on.
     uint64_t tail = this->tail();
     while (head_ != tail) {
@@ -123,25 +182,23 @@ class Consumer {
       uint64_t rec = RecordSize(n);
       if (4 + n > to_end || rec > tail - head_ || n > cap_ / 2)
         return Corrupt(why, "record length " + std::to_string(n) + " runs past the ring or the published tail");
-      const char* p = reinterpret_cast<const char*>(data_ + pos + 4);
-      bool more = (word & kFragMore) != 0;
-      if (more || !frags_.empty()) {
-        if (frags_.size() + n > kMaxMessage) return Corrupt(why, "fragmented message exceeds 1 GiB");
-        frags_.append(p, n);
-        Advance(rec);
-        if (more) continue;
-        out->swap(frags_);
-        frags_.clear();
-      } else {
-        out->assign(p, n);
-        Advance(rec);
-      }
+      *r = Record{data_ + pos + 4, n, rec, (word & kFragMore) != 0};
       return Status::kMessage;
     }
     return Status::kEmpty;
   }
 
- private:
+  // Appends a fragment to the message being reassembled and consumes its record.
+  bool Gather(const Record& r, std::string* why) {
+    if (frags_.size() + r.n > kMaxMessage) {
+      Corrupt(why, "fragmented message exceeds 1 GiB");
+      return false;
+    }
+    frags_.append(reinterpret_cast<const char*>(r.payload), r.n);
+    Advance(r.size);
+    return true;
+  }
+
   void Advance(uint64_t n) {
     head_ += n;
     // Hand the space back at once: a blocked producer goes on while we handle the message.
@@ -170,10 +227,28 @@ class Producer {
   Producer(uint8_t* base, uint64_t data_off, uint64_t capacity, Offsets o)
       : base_(base), data_(base + data_off), cap_(capacity), o_(o) {
     tail_ = wait::LoadAcquireU64(At<uint64_t>(base_, o_.tail));
+    published_ = tail_;
   }
 
   // Half the ring always fits once the consumer has drained it, wherever the wrap point is.
   uint64_t max_record() const { return cap_ / 2 - kRecordAlign; }
+
+  // Writes as many records of the message p[0, total) as ring space allows, from byte `off`
+  // (< total, or 0 for an empty message, which is one empty record): fragments of at most
+  // max_record() bytes, all but the last flagged kFragMore. Returns the offset reached, total
+  // once the whole message is in; the caller calls again from there when space is freed.
+  uint64_t Write(const uint8_t* p, uint64_t total, uint64_t off) {
+    uint64_t max = max_record();
+    do {
+      uint64_t end = total - off > max ? off + max : total;
+      if (!TryWrite(p + off, end - off, end < total)) break;
+      off = end;
+    } while (off < total);
+    return off;
+  }
+
+  // True when records were written since the last Publish.
+  bool Unpublished() const { return tail_ != published_; }
 
   // Writes one record (n <= max_record()) if there is room; false and nothing written if not.
   // A consumer that publishes a head beyond our tail is corrupt; treat the ring as full.
@@ -212,6 +287,7 @@ class Producer {
   void Publish(bool force_wake, int wake_fd = -1) {
     // Release: every record byte written by TryWrite is visible before the new tail is.
     wait::StoreReleaseU64(At<uint64_t>(base_, o_.tail), tail_);
+    published_ = tail_;
     uint32_t* db = At<uint32_t>(base_, o_.doorbell);
     __atomic_add_fetch(db, 1u, __ATOMIC_SEQ_CST);
     uint32_t* sleeping = At<uint32_t>(base_, o_.sleeping);
@@ -228,6 +304,7 @@ class Producer {
   uint64_t cap_ = 0;
   Offsets o_{};
   uint64_t tail_ = 0;
+  uint64_t published_ = 0;  // tail_ as of the last Publish
 };
 
 }  // namespace ring

@@ -24,11 +24,18 @@ inline napi_value FromV8(v8::Local<v8::Value> local) {
   return v;
 }
 
+// The backing store of a SharedArrayBuffer, or null when `value` is not one. Whoever holds it
+// keeps the memory mapped, whatever becomes of the JS object (shm.cc's deleter unmaps).
+inline std::shared_ptr<v8::BackingStore> SabStore(const Napi::Value& value) {
+  v8::Local<v8::Value> local = ToV8(value);
+  if (local.IsEmpty() || !local->IsSharedArrayBuffer()) return nullptr;
+  return local.As<v8::SharedArrayBuffer>()->GetBackingStore();
+}
+
 // Returns the base address and length of a SharedArrayBuffer, or false when `value` is not one.
 inline bool SabInfo(const Napi::Value& value, uint8_t** data, size_t* length) {
-  v8::Local<v8::Value> local = ToV8(value);
-  if (local.IsEmpty() || !local->IsSharedArrayBuffer()) return false;
-  std::shared_ptr<v8::BackingStore> store = local.As<v8::SharedArrayBuffer>()->GetBackingStore();
+  std::shared_ptr<v8::BackingStore> store = SabStore(value);
+  if (!store) return false;
   *data = static_cast<uint8_t*>(store->Data());
   *length = store->ByteLength();
   return true;

@@ -1,32 +1,19 @@
 """Stub side of the shared-memory link with the Node server (docs/ipc.md).
 
-Two implementations of the hot path behind one `Channel`: the native one (the `_tritium_ipc`
-extension built from native/src/python_ipc.cc by scripts/build-native.mjs, sharing its ring,
-wait and arena code with the Node addon) and this pure-Python fallback, used when the module
-is missing, was built for another interpreter, or TRITIUM_STUB_NATIVE=0.
-
-The fallback is stdlib + msgpack only: segments are mmap'ed memfds (memfd.py) or files in /dev/shm,
-the futex is reached through ctypes' syscall(), and rings/arenas are plain Python over memoryviews. Mirrors
-src/backends/python/ipc/{shm-layout,ring,arena,channel}.ts; change both together.
-
-Memory ordering: the pure-Python path runs only on x86 and x86-64, and refuses any other
-machine (see check_pure_python_machine). CPython never reorders our loads/stores, and the header
-fields are naturally aligned, so every u32/u64 access through memoryview.cast() is one machine
-load/store; x86's total store order then gives the order the protocol needs (write record ->
-store tail -> bump doorbell; load tail -> read record). The one store->load pair that TSO does
-not order (doorbell or head store, then "is the peer asleep/waiting?" load) is fenced with a
-locked instruction (see _fence). Weaker machines (aarch64, POWER, RISC-V) would need release and
-acquire barriers that pure Python cannot issue; there the native extension, whose rings use C++
-acquire/release atomics (native/src/ring_core.h), is the only way.
+The rings, their waits and the output arenas are the native module `_tritium_ipc`
+(native/src/python_ipc.cc over native/src/ring_core.h, wait_core.h and arena_core.h: the one
+implementation of the protocol, which the Node addon compiles too). It is built once for
+CPython's stable ABI and loads in every interpreter from 3.9 on; a stub that cannot load it
+stops at start-up with the reason and how to build it. What stays here is what is not the ring
+algorithm: the segments (memfds passed by Node, memfd.py, or files in /dev/shm), msgpack, the
+header fields this side writes (pid, heartbeat) and the arena bookkeeping per segment.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import mmap
 import os
-import platform
 import sys
 import threading
 import time
@@ -61,39 +48,7 @@ RECORD_ALIGN = 8
 BLOCK_ALIGN = 64
 SEGMENT_ROUND = 1 << 16
 
-# ---- futex via ctypes (pure-Python path only, so only the machines it runs on) ----
-_SYS_FUTEX = {"x86_64": 202, "amd64": 202, "i386": 240, "i686": 240}
-_MACHINE = platform.machine().lower()
-SYS_FUTEX = _SYS_FUTEX.get(_MACHINE, -1)
-FUTEX_WAIT = 0  # non-private: the word is in a MAP_SHARED mapping used by another process
-FUTEX_WAKE = 1
-_EVENTFD_ONE = (1).to_bytes(8, "little")
-# Total-store-order machines: the only ones where the pure-Python rings are correct (see above).
-PURE_PYTHON_MACHINES = frozenset(_SYS_FUTEX)
-
-
-def check_pure_python_machine(machine: str | None = None, why_not_native: str | None = None) -> None:
-    """Raises RuntimeError unless the pure-Python rings are correct on `machine` (default: this
-    one). Injectable so tests can ask about a machine they do not run on."""
-    m = (machine if machine is not None else _MACHINE).lower()
-    if m in PURE_PYTHON_MACHINES:
-        return
-    because = f" (it is not used here: {why_not_native})" if why_not_native else ""
-    raise RuntimeError(
-        f"the pure-Python IPC path is only correct on x86 and x86-64, and this machine is "
-        f"{m!r}: it has no release/acquire barriers for the shared-memory rings. Use the native "
-        f"extension _tritium_ipc instead{because}: build it for this interpreter with "
-        f"`npm run build:native` (TRITIUM_PYTHON={sys.executable}) and do not set {NATIVE_ENV}=0."
-    )
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_syscall = _libc.syscall
-_syscall.restype = ctypes.c_long
-
-
 # ---- native hot path ----
-NATIVE_ENV = "TRITIUM_STUB_NATIVE"
 NATIVE_DIR_ENV = "TRITIUM_STUB_NATIVE_DIR"  # where _tritium_ipc*.so lives (tests, packaging)
 _DEFAULT_NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "build", "python")
 
@@ -125,9 +80,7 @@ def load_extension(name: str):
 
 
 def load_native():
-    """(module, None) when the native hot path can be used, else (None, reason)."""
-    if os.environ.get(NATIVE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return None, f"disabled by {NATIVE_ENV}=0"
+    """(module, None) when the native IPC module loads here, else (None, reason)."""
     module, why = load_extension("_tritium_ipc")
     if module is not None and getattr(module, "PROTOCOL_VERSION", None) != LAYOUT_VERSION:
         return None, f"{module.__file__} speaks layout {getattr(module, 'PROTOCOL_VERSION', '?')}"
@@ -135,117 +88,6 @@ def load_native():
 
 
 SPIN_MODES = ("adaptive", "always", "never")
-
-
-class WaitPolicy:
-    """Pure-Python twin of tritium::wait::WaitPolicy (native/src/wait_core.h): poll before
-    sleeping only when recent messages came within the window and a core is idle."""
-
-    MAX_SCORE, SPIN_SCORE, MISS_PENALTY, LOAD_CHECK_S = 16, 4, 4, 0.02
-    PROBE_EVERY, LONG_GAP = 16, 4
-
-    def __init__(self, mode="adaptive", spin_us=50.0):
-        if mode not in SPIN_MODES:
-            raise ValueError(f"spin_mode must be one of {SPIN_MODES}, got {mode!r}")
-        self.spin_s = max(float(spin_us), 0.0) / 1e6
-        self.mode = "never" if self.spin_s == 0 else mode
-        self.score = 0
-        self._probe = 0
-        self._next_check = 0.0
-        self._spare = False
-        try:
-            self._cpus = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            self._cpus = os.cpu_count() or 1
-
-    def budget(self, now):
-        if self.mode == "never":
-            return 0.0
-        if self.mode == "always":
-            return self.spin_s
-        if now >= self._next_check:
-            self._next_check = now + self.LOAD_CHECK_S
-            running = _runnable_tasks()  # includes us; two more idle cores (wait_core.h)
-            self._spare = 0 < running and running + 2 <= self._cpus
-        if not self._spare:
-            return 0.0
-        if self.score >= self.SPIN_SCORE:
-            return self.spin_s
-        self._probe += 1  # an occasional poll, to learn while sleeping (wait_core.h)
-        if self._probe >= self.PROBE_EVERY:
-            self._probe = 0
-            return self.spin_s
-        return 0.0
-
-    def observe(self, gap, spun=True):
-        if gap <= self.spin_s:
-            self.score = min(self.score + 1, self.MAX_SCORE)
-        elif spun or gap > self.LONG_GAP * self.spin_s:
-            self.score = max(self.score - self.MISS_PENALTY, 0)
-
-
-def _runnable_tasks():
-    try:
-        with open("/proc/loadavg") as f:
-            return int(f.read().split()[3].split("/")[0])
-    except (OSError, ValueError, IndexError):
-        return -1
-
-
-class _Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-
-def futex_wait(addr: int, expected: int, timeout: float | None) -> int:
-    """Sleeps while the u32 at addr == expected (ctypes releases the GIL). Returns 0 or errno."""
-    ts = None
-    if timeout is not None:
-        t = max(timeout, 0.0)
-        ts = ctypes.byref(_Timespec(int(t), int((t - int(t)) * 1e9)))
-    r = _syscall(
-        ctypes.c_long(SYS_FUTEX),
-        ctypes.c_void_p(addr),
-        ctypes.c_long(FUTEX_WAIT),
-        ctypes.c_long(expected),
-        ts,
-        ctypes.c_void_p(None),
-        ctypes.c_long(0),
-    )
-    return 0 if r == 0 else ctypes.get_errno()
-
-
-def futex_wake(addr: int) -> int:
-    return _syscall(
-        ctypes.c_long(SYS_FUTEX),
-        ctypes.c_void_p(addr),
-        ctypes.c_long(FUTEX_WAKE),
-        ctypes.c_long(0x7FFFFFFF),
-        ctypes.c_void_p(None),
-        ctypes.c_void_p(None),
-        ctypes.c_long(0),
-    )
-
-
-_fence_lock = threading.Lock()
-
-
-def _fence() -> None:
-    # An uncontended lock acquire/release is a locked read-modify-write (full barrier on x86),
-    # the cheapest store->load fence reachable from pure Python.
-    _fence_lock.acquire()
-    _fence_lock.release()
-
-
-def _check_rings(cap: int, a: int, b: int, size: int) -> None:
-    """The ring geometry of the header, checked as ring_core.h's Layout::Check does for the
-    native path, so that a bad header fails here instead of steering reads outside the rings."""
-    if cap < MIN_RING_BYTES or cap & (cap - 1) or cap > 1 << 32:
-        raise RuntimeError(f"ring capacity {cap} is not a power of two in [4096, 2^32]")
-    for off in (a, b):
-        if off < HEADER_SIZE or off % RECORD_ALIGN or off > size or cap > size - off:
-            raise RuntimeError("ring data offsets lie outside the segment")
-    if a < b + cap and b < a + cap:
-        raise RuntimeError("ring data areas overlap")
 
 
 PAGE_SIZE = mmap.PAGESIZE
@@ -284,59 +126,6 @@ def _round_up(n: int, m: int) -> int:
     return (n + m - 1) // m * m
 
 
-class Arena:
-    """First-fit allocator with coalescing over [base, base+size); metadata in this process."""
-
-    def __init__(self, base: int, size: int, align: int = BLOCK_ALIGN):
-        start = _round_up(base, align)
-        self.align = align
-        self._free: list[list[int]] = [[start, base + size - start]] if base + size > start else []
-        self._used: dict[int, int] = {}
-
-    def alloc(self, nbytes: int) -> int:
-        need = _round_up(max(nbytes, 1), self.align)
-        for i, ext in enumerate(self._free):
-            if ext[1] < need:
-                continue
-            off = ext[0]
-            if ext[1] == need:
-                del self._free[i]
-            else:
-                ext[0] += need
-                ext[1] -= need
-            self._used[off] = need
-            return off
-        return -1
-
-    def free(self, off: int) -> None:
-        size = self._used.pop(off, None)
-        if size is None:
-            raise ValueError(f"arena: free of unknown block at offset {off}")
-        fl = self._free
-        lo, hi = 0, len(fl)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if fl[mid][0] < off:
-                lo = mid + 1
-            else:
-                hi = mid
-        prev = fl[lo - 1] if lo > 0 else None
-        nxt = fl[lo] if lo < len(fl) else None
-        if prev is not None and prev[0] + prev[1] == off:
-            prev[1] += size
-            if nxt is not None and prev[0] + prev[1] == nxt[0]:
-                prev[1] += nxt[1]
-                del fl[lo]
-        elif nxt is not None and off + size == nxt[0]:
-            nxt[0] = off
-            nxt[1] += size
-        else:
-            fl.insert(lo, [off, size])
-
-    def blocks_in_use(self) -> int:
-        return len(self._used)
-
-
 class _Segment:
     __slots__ = ("name", "mm", "mv", "size", "arena", "hollow", "fd")
 
@@ -345,7 +134,7 @@ class _Segment:
         self.mm = mm
         self.mv = memoryview(mm)
         self.size = len(mm)
-        self.arena: Arena | None = None
+        self.arena = None  # _tritium_ipc.Arena of an output segment
         # Its pages went back to tmpfs when its last block was freed (docs/ipc.md, "Segments"):
         # a block allocated in it reserves its pages first.
         self.hollow = False
@@ -373,28 +162,28 @@ class Channel:
         spin_us: float = 50.0,
         spin_yield: bool = False,
         spin_mode: str = "adaptive",
-        native="auto",
         wake_fd: int | None = None,
-        machine: str | None = None,
         segment_fds: tuple[int, int] | None = None,
+        native=None,
     ):
-        """native: "auto" (the extension when loadable), False (pure Python), or a module.
-        wake_fd: Node's wake eventfd (docs/ipc.md, "Waking Node"); None: ring B's consumer
-        sleeps on its futex and is woken with FUTEX_WAKE (the test emulator of Node).
-        machine: the architecture the pure-Python path checks (default: this one; for tests).
+        """wake_fd: Node's wake eventfd (docs/ipc.md, "Waking Node"); None: ring B's consumer
+        sleeps on its futex and is woken with FUTEX_WAKE (the test stand-in for Node).
         segment_fds: (n0's memfd, the segment socket) inherited from Node (memfd.py); None: the
-        region's segments are files in /dev/shm named after `region`."""
+        region's segments are files in /dev/shm named after `region`.
+        native: the _tritium_ipc module to use (default: load_native(); for tests)."""
         if "/" in region or not region:
             raise ValueError(f"invalid region name {region!r}")
+        if spin_mode not in SPIN_MODES:
+            raise ValueError(f"spin_mode must be one of {SPIN_MODES}, got {spin_mode!r}")
+        if native is None:
+            native, why = load_native()
+            if native is None:
+                raise RuntimeError(f"the stub needs its native IPC module _tritium_ipc: {why}")
         self.region = region
         self.growth_byte_size = max(int(growth_byte_size), SEGMENT_ROUND)
-        self.policy = WaitPolicy(spin_mode, spin_us)
-        self.spin_yield = spin_yield
-        self._wake_fd = -1 if wake_fd is None else int(wake_fd)
         self._segs: dict[str, _Segment] = {}
         self._outputs: list[_Segment] = []
         self._seg_lock = threading.Lock()  # alloc/free/lazy maps may run on model threads
-        self._send_lock = threading.Lock()
         # Called (without the lock) when no output segment has room, before a new one is made:
         # the runtime sets it to take releases Node already sent (Inbox.poll).
         self.reclaim = None
@@ -407,6 +196,7 @@ class Channel:
         self._packer = msgpack.Packer(use_bin_type=True)
         self._packing = False
         self._main_ident = threading.get_ident()
+        self._arena_cls = native.Arena
 
         self._fdlink: memfd.FdLink | None = None
         # Output segments are memfds while memfd_create works here; a refusal (seccomp, an old
@@ -420,71 +210,41 @@ class Channel:
         try:
             n0 = self._map_fd(n0_fd, "n0")
             self._segs["n0"] = n0
-            self._open_rings(n0, n0_fd, native, machine, spin_us, spin_yield, spin_mode)
+            hdr = n0.mv
+            if bytes(hdr[0:8]) != MAGIC:
+                raise RuntimeError(f"{region}.n0 has no tritium header")
+            # The header words this side writes (pid, heartbeat); the rings are the Link's.
+            self._u32 = hdr[: len(hdr) // 4 * 4].cast("I")
+            self._u64 = hdr[: len(hdr) // 8 * 8].cast("Q")
+            # The Link checks the header (magic, version, ring geometry) and owns both rings. It
+            # maps n0 itself from the descriptor (a mapping of its own, unmapped on close).
+            self._link = native.Link(
+                n0_fd,
+                spin_us=float(spin_us),
+                spin_mode=spin_mode,
+                spin_yield=bool(spin_yield),
+                wake_fd=-1 if wake_fd is None else int(wake_fd),
+            )
         finally:
             os.close(n0_fd)
-        self._a_head = self._u64[RING_A[0] // 8]
-        self._frags: list[bytes] = []
-        self._b_tail = self._u64[RING_B[1] // 8]
         self._u32[OFF_STUB_PID // 4] = os.getpid()
         self.send({"t": "hello", "pid": os.getpid()})
 
-    def _open_rings(self, n0, n0_fd, native, machine, spin_us, spin_yield, spin_mode) -> None:
-        """Checks n0's header and sets up the rings: the extension's Link, or the pure-Python path."""
-        region = self.region
-        hdr = n0.mv
-        if bytes(hdr[0:8]) != MAGIC:
-            raise RuntimeError(f"{region}.n0 has no tritium header")
-        self._u32 = hdr[: len(hdr) // 4 * 4].cast("I")
-        self._u64 = hdr[: len(hdr) // 8 * 8].cast("Q")
-        if self._u32[OFF_VERSION // 4] != LAYOUT_VERSION:
-            raise RuntimeError(f"shm layout version {self._u32[OFF_VERSION // 4]}, expected {LAYOUT_VERSION}")
-        self.cap = self._u64[OFF_RING_CAPACITY // 8]
-        self._a_data = self._u64[OFF_RING_A_DATA // 8]
-        self._b_data = self._u64[OFF_RING_B_DATA // 8]
-        if native == "auto":
-            native, self.native_reason = load_native()
-        else:
-            self.native_reason = None if native else "pure-Python path requested"
-        self._native = native or None
-        if self._native is None:
-            # Before any ring access: on a weakly ordered machine the plain path would corrupt.
-            check_pure_python_machine(machine, self.native_reason)
-            _check_rings(self.cap, self._a_data, self._b_data, n0.size)
-        self._link = None
-        self._arena_cls = Arena
-        if self._native is not None:
-            # The extension validates the header again and owns both rings from here on.
-            # It maps n0 itself from the descriptor (a mapping of its own, which it unmaps on close).
-            self._link = self._native.Link(
-                n0_fd, spin_us=float(spin_us), spin_mode=spin_mode, spin_yield=bool(spin_yield), wake_fd=self._wake_fd
-            )
-            self._arena_cls = self._native.Arena
-            self.recv = self._recv_native
-            self.send = self._send_native
-        # Keep the ctypes object alive: it pins the buffer whose address the futex calls use.
-        self._anchor = ctypes.c_char.from_buffer(n0.mm)
-        self._base = ctypes.addressof(self._anchor)
-
-    @property
-    def is_native(self) -> bool:
-        return self._link is not None
-
     def describe(self) -> str:
-        """One line for the verbose log: which hot path and wait policy this stub uses."""
-        p = self.policy
-        path = "native (_tritium_ipc)" if self._link is not None else f"pure Python ({self.native_reason})"
+        """One line for the verbose log: the wait policy and where the segments live."""
+        mode, spin_us, _ = self._link.policy()
         segs = "memfd" if self._fdlink is not None else "/dev/shm files"
-        return f"IPC path: {path}; spin-mode={p.mode}, spin-us={p.spin_s * 1e6:g}; segments: {segs}"
+        return f"IPC path: native (_tritium_ipc); spin-mode={mode}, spin-us={spin_us:g}; segments: {segs}"
 
-    # ---- native hot path (the extension does ring, doorbell and wait; msgpack stays here) ----
-    def _recv_native(self, timeout: float | None = None) -> dict | None:
+    def recv(self, timeout: float | None = None) -> dict | None:
+        """The next message of ring A, or None after `timeout` seconds (None: wait)."""
         data = self._link.recv(timeout)
         if data is None:
             return None
         return _unpackb(data, raw=False, strict_map_key=False)
 
-    def _send_native(self, msg: dict) -> None:
+    def send(self, msg: dict) -> None:
+        """One message onto ring B (thread-safe; waits while the ring is full)."""
         if self._closed:
             raise RuntimeError("channel is closed")
         self._link.send(self._encode(msg))
@@ -706,159 +466,6 @@ class Channel:
             s.arena.free(off)
             self._hollow_if_empty(s)
 
-    # ---- ring A (Node -> stub), single consumer ----
-    def _try_pop(self):
-        """One complete message if available, else None (partial fragments are kept)."""
-        u32, u64, cap, data = self._u32, self._u64, self.cap, self._a_data
-        mv = self._segs["n0"].mv
-        tail = u64[RING_A[1] // 8]
-        head = self._a_head
-        msg = None
-        while head < tail:
-            if tail - head > cap:
-                raise RuntimeError("ring A is corrupt: tail is more than one capacity ahead of head")
-            pos = head % cap
-            word = u32[(data + pos) // 4]
-            if word == WRAP_MARKER:
-                if cap - pos > tail - head:
-                    raise RuntimeError("ring A is corrupt: wrap marker beyond the published tail")
-                head += cap - pos
-                continue
-            n = word & ~FRAG_MORE
-            # Checked like ring_core.h's Consumer: a bad length must not read the arena behind.
-            if 4 + n > cap - pos or _round_up(4 + n, RECORD_ALIGN) > tail - head or n > cap // 2:
-                raise RuntimeError(f"ring A is corrupt: record length {n} runs past the ring or the published tail")
-            start = data + pos + 4
-            if word & FRAG_MORE or self._frags:
-                self._frags.append(bytes(mv[start : start + n]))
-                if not word & FRAG_MORE:
-                    msg = msgpack.unpackb(b"".join(self._frags), raw=False, strict_map_key=False)
-                    self._frags = []
-            else:
-                msg = msgpack.unpackb(mv[start : start + n], raw=False, strict_map_key=False)
-            head += _round_up(4 + n, RECORD_ALIGN)
-            if msg is not None:
-                break
-        if head != self._a_head:
-            self._a_head = head
-            u64[RING_A[0] // 8] = head
-            # Node queued messages because ring A was full: tell it space was freed. The fence
-            # orders our head store before the flag load (Node does the mirror with Atomics).
-            _fence()
-            if u32[RING_A[4] // 4]:
-                u32[RING_A[4] // 4] = 0
-                with self._send_lock:
-                    self._ring_b_doorbell(force_wake=True)
-        return msg
-
-    def recv(self, timeout: float | None = None) -> dict | None:
-        u32, u64 = self._u32, self._u64
-        db, tail_i = RING_A[2] // 4, RING_A[1] // 8
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            v = u32[db]  # read before checking: any later push changes it, so the wait can't miss
-            msg = self._try_pop()
-            if msg is not None:
-                return msg
-            if u64[tail_i] != self._a_head:
-                continue  # partial message or new data: keep draining
-            # Poll a while only when the policy says it pays (WaitPolicy), then sleep.
-            policy = self.policy
-            idle_since = time.perf_counter()
-            budget = policy.budget(idle_since)
-            spin_end = idle_since + budget
-            got = False
-            relax = os.sched_yield if self.spin_yield else None
-            while time.perf_counter() < spin_end:
-                if u64[tail_i] != self._a_head:
-                    got = True
-                    break
-                if relax is not None:
-                    relax()
-            if got:
-                policy.observe(time.perf_counter() - idle_since, True)
-                continue
-            wait = None
-            if deadline is not None:
-                wait = deadline - time.monotonic()
-                if wait <= 0:
-                    return None
-            if self._closed:
-                return None
-            u32[RING_A[3] // 4] = 1  # Node wakes us only when this is set (see RingProducer.publish)
-            r = futex_wait(self._base + RING_A[2], v, 0.1 if wait is None else min(wait, 0.1))
-            u32[RING_A[3] // 4] = 0
-            if r != errno.ETIMEDOUT:
-                policy.observe(time.perf_counter() - idle_since, budget > 0)
-
-    # ---- ring B (stub -> Node), several producer threads ----
-    def _ring_b_doorbell(self, force_wake: bool = False) -> None:
-        """Publishes tail, bumps the doorbell, wakes Node if it asked for it. Lock held."""
-        u32 = self._u32
-        self._u64[RING_B[1] // 8] = self._b_tail
-        db = RING_B[2] // 4
-        u32[db] = (u32[db] + 1) & 0xFFFFFFFF
-        if not force_wake:
-            _fence()
-            if not u32[RING_B[3] // 4]:
-                return  # Node did not ask to be woken
-        if self._wake_fd < 0:
-            futex_wake(self._base + RING_B[2])  # the test emulator sleeps on the futex
-            return
-        # No atomic exchange here: a plain read then clear. Every clear is followed by a write,
-        # and Node re-checks the ring after asking again, so no wake-up is lost.
-        u32[RING_B[3] // 4] = 0
-        try:
-            os.write(self._wake_fd, _EVENTFD_ONE)
-        except BlockingIOError:
-            pass  # counter saturated: a wake-up is pending anyway
-
-    def _try_write(self, payload, more: bool) -> bool:
-        n = len(payload)
-        cap = self.cap
-        need = _round_up(4 + n, RECORD_ALIGN)
-        free = cap - (self._b_tail - self._u64[RING_B[0] // 8])
-        pos = self._b_tail % cap
-        to_end = cap - pos
-        if need > to_end:
-            if to_end + need > free:
-                return False
-            self._u32[(self._b_data + pos) // 4] = WRAP_MARKER
-            self._b_tail += to_end
-            pos = 0
-        elif need > free:
-            return False
-        start = self._b_data + pos
-        self._u32[start // 4] = (FRAG_MORE if more else 0) | n
-        self._segs["n0"].mv[start + 4 : start + 4 + n] = payload
-        self._b_tail += need
-        return True
-
-    def send(self, msg: dict) -> None:
-        data = self._encode(msg)
-        max_rec = self.cap // 2 - RECORD_ALIGN  # half the ring always fits once drained
-        total = len(data)
-        with self._send_lock:
-            if self._closed:
-                raise RuntimeError("channel is closed")
-            off = 0
-            view = memoryview(data)
-            pause = 0.0
-            while True:
-                end = min(total, off + max_rec)
-                if self._try_write(view[off:end], end < total):
-                    off = end
-                    pause = 0.0
-                    if off >= total:
-                        break
-                    continue
-                # Ring B full: publish what we have so Node drains it, then back off gently.
-                self._ring_b_doorbell(force_wake=True)
-                if pause:
-                    time.sleep(pause)
-                pause = min(pause * 2 or 1e-5, 1e-3)
-            self._ring_b_doorbell()
-
     # ---- heartbeat / lifecycle ----
     def start_heartbeat(self, period_s: float = 0.1) -> None:
         if self._hb_thread is not None:
@@ -882,11 +489,9 @@ class Channel:
         self._hb_stop.set()
         if self._hb_thread is not None:
             self._hb_thread.join(timeout=1.0)
-        if self._link is not None:
-            self._link.close()
+        self._link.close()
         # Node owns the files and unlinks them; the stub only drops its mappings (a memfd goes
         # with its last descriptor and mapping).
-        del self._anchor
         self._u32.release()
         self._u64.release()
         for s in self._segs.values():

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { encode } from '../../src/backends/python/ipc/codec.js';
 import { loadNative } from '../../src/backends/python/ipc/native.js';
-import { OFF_RING_CAPACITY, RECORD_ALIGN, type RingOffsets } from '../../src/backends/python/ipc/shm-layout.js';
+import { OFF_RING_CAPACITY, type RingOffsets } from '../../src/backends/python/ipc/shm-layout.js';
 import { ROOT } from './server.js';
 
 export const CASES_PATH = path.join(ROOT, 'test', 'ipc-conformance', 'cases.json');
@@ -88,6 +88,15 @@ export function payloadFor(i: number, size: number): number | undefined {
   for (const n of [size - base, size - base - 1, size - base - 3]) if (n >= 0 && encodedSize(i, n) === size) return n;
   return undefined;
 }
+
+// The record format of docs/ipc.md, "Rings", as the suite's reference: Node's ring code is
+// native (ring_core.h, through the addon's createRingLink), so no module of src/ has these any more.
+/** Records are `u32 length` + payload, padded to this. */
+export const RECORD_ALIGN = 8;
+/** Length word of a record: bit 31 set = more fragments of the same message follow. */
+export const FRAG_MORE = 0x8000_0000;
+/** Length word meaning "skip to offset 0 of the data area". */
+export const WRAP_MARKER = 0xffff_ffff;
 
 export const recordSize = (n: number): number => Math.ceil((4 + n) / RECORD_ALIGN) * RECORD_ALIGN;
 

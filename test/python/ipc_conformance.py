@@ -1,11 +1,10 @@
 """The Python half of the ring/arena conformance suite (docs/ipc.md, "Conformance suite").
 
 The cases live in test/ipc-conformance/cases.json; this module turns them into messages and
-checks, for every Python implementation: the stub's Channel (native or pure Python, chosen by
-TRITIUM_STUB_NATIVE as in the real stub) and the emulator of Node (node_emulator.py). It is also
-the peer process that test/ipc-conformance.test.ts (Node) and test_ipc_conformance.py (the
-emulator) start, so that a writer of one implementation always meets a reader of another over
-real shared memory:
+checks, for the stub's Channel and for the emulator of Node (node_emulator.py: Node's ends of
+the same C++ rings). It is also the peer process that test/ipc-conformance.test.ts (Node) and
+test_ipc_conformance.py (the emulator) start, so that a writer of one side always meets a
+reader of the other over real shared memory:
 
     python ipc_conformance.py <region> <role> <section> <case name>
 
@@ -22,6 +21,7 @@ encode maps differently).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import mmap
 import os
@@ -361,6 +361,19 @@ def check_blocks(blocks, view) -> list[str]:
     return errors
 
 
+def futex_wake(mm: mmap.mmap, off: int) -> int:
+    """FUTEX_WAKE on the u32 at `off` of the mapping `mm`: how many waiters it woke (x86-64's
+    syscall number; the tests' way to see that a peer really sleeps in FUTEX_WAIT)."""
+    anchor = ctypes.c_char.from_buffer(mm)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        addr = ctypes.addressof(anchor) + off
+        return libc.syscall(202, ctypes.c_void_p(addr), 1, 0x7FFFFFFF, None, None, 0)
+    finally:
+        del anchor
+
+
 # ---- the peer process -----------------------------------------------------------------------
 
 
@@ -390,7 +403,7 @@ def peer(region: str, role: str, section: str, name: str) -> dict:
     case = find_case(section, name)
     hdr = Header(region)
     ch = _open_channel(region, case)
-    out: dict = {"native": ch.is_native}
+    out: dict = {}
     try:
         if role == "ring-writer":
             out.update(write_case(case, ch.send, hdr, ipc.RING_B))

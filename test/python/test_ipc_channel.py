@@ -1,11 +1,10 @@
-"""tritium_stub.ipc.Channel over real shared memory on both hot paths, and the choice between
-them (native _tritium_ipc extension vs the pure-Python fallback)."""
+"""tritium_stub.ipc.Channel over real shared memory, against Node's ends of the same C++ rings
+(node_emulator.py), and the loading of its native module."""
 
 import mmap
 import os
 import struct
 import threading
-import time
 import uuid
 
 import msgpack
@@ -15,40 +14,16 @@ from node_emulator import NodeEmulator
 from tritium_stub import ipc
 
 NATIVE, WHY_NOT = ipc.load_native()
+pytestmark = pytest.mark.skipif(NATIVE is None, reason=f"_tritium_ipc unavailable: {WHY_NOT}")
 
 
-@pytest.fixture(params=["native", "python"])
-def pair(request):
-    if request.param == "native" and NATIVE is None:
-        pytest.skip(f"_tritium_ipc unavailable: {WHY_NOT}")
+@pytest.fixture
+def pair():
     node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_ipc", ring_capacity=4096)
-    ch = ipc.Channel(node.region, 1 << 16, native=NATIVE if request.param == "native" else False)
-    assert ch.is_native == (request.param == "native")
+    ch = ipc.Channel(node.region, 1 << 16)
     yield node, ch
     ch.close()
     node.close()
-
-
-def push_fragmented(node, msg, piece):
-    """Ring A records of at most `piece` bytes with the FRAG_MORE bit, like Node's writer."""
-    data = msgpack.packb(msg, use_bin_type=True)
-    for start in range(0, len(data), piece):
-        chunk = data[start : start + piece]
-        more = start + piece < len(data)
-        need = (4 + len(chunk) + 7) & ~7
-        deadline = time.monotonic() + 5
-        while node.a_tail + 2 * need - node._u64(ipc.RING_A[0]) > node.cap:  # wait for space
-            assert time.monotonic() < deadline, "the stub does not drain ring A"
-            time.sleep(0.001)
-        pos = node.a_tail % node.cap
-        if pos + need > node.cap:
-            struct.pack_into("<I", node.mm, node.a_data + pos, ipc.WRAP_MARKER)
-            node.a_tail += node.cap - pos
-            pos = 0
-        struct.pack_into("<I", node.mm, node.a_data + pos, len(chunk) | (ipc.FRAG_MORE if more else 0))
-        node.mm[node.a_data + pos + 4 : node.a_data + pos + 4 + len(chunk)] = chunk
-        node.a_tail += need
-        node._u64(ipc.RING_A[1], node.a_tail)
 
 
 def test_hello_then_messages_both_ways_across_the_wrap(pair):
@@ -74,7 +49,7 @@ def test_fragmented_message_is_reassembled(pair):
     got = []
     reader = threading.Thread(target=lambda: got.append(ch.recv(timeout=5)))
     reader.start()
-    push_fragmented(node, msg, 2048 - 8)
+    node.push(msg)  # records of at most half the ring, FRAG_MORE on all but the last
     reader.join(10)
     assert got == [msg]
 
@@ -144,10 +119,9 @@ def test_messages_sent_from_other_threads_and_reentrantly_arrive_intact(pair):
     assert node.pop() == {"t": "outer", "o": "x"}
 
 
-@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
-def test_native_rejects_a_corrupt_ring_instead_of_reading_out_of_bounds():
+def test_a_corrupt_ring_raises_instead_of_reading_out_of_bounds():
     node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_bad", ring_capacity=4096)
-    ch = ipc.Channel(node.region, 1 << 16, native=NATIVE)
+    ch = ipc.Channel(node.region, 1 << 16)
     try:
         struct.pack_into("<I", node.mm, node.a_data, 100_000)  # length beyond the ring
         node._u64(ipc.RING_A[1], 8)
@@ -161,8 +135,7 @@ def test_native_rejects_a_corrupt_ring_instead_of_reading_out_of_bounds():
         node.close()
 
 
-@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
-def test_native_link_rejects_a_bad_header():
+def test_link_rejects_a_bad_header_and_a_bad_side():
     fd = os.memfd_create("not-a-region")
     try:
         os.ftruncate(fd, 8192)  # zeros: no TRITIUM1 header
@@ -170,6 +143,8 @@ def test_native_link_rejects_a_bad_header():
             NATIVE.Link(fd)
         with pytest.raises(ValueError, match="spin_mode"):
             NATIVE.Link(fd, spin_mode="sometimes")
+        with pytest.raises(ValueError, match="side"):
+            NATIVE.Link(fd, side="both")
         os.ftruncate(fd, 0)
         with pytest.raises(RuntimeError, match="empty"):
             NATIVE.Link(fd)
@@ -179,112 +154,44 @@ def test_native_link_rejects_a_bad_header():
         NATIVE.Link(fd)  # closed: EBADF, not a crash
 
 
-def test_wait_policy_spins_only_after_recent_hits():
-    p = ipc.WaitPolicy("adaptive", 50)
-    assert p.budget(0.0) == 0.0  # no history: sleep at once
-    for _ in range(10):
-        p.observe(10e-6)
-    p._cpus = 1 << 20  # pretend the host is idle: the load check alone then decides
-    assert p.budget(1.0) == pytest.approx(50e-6)
-    p.observe(1.0)  # long gaps: spinning stops paying
-    p.observe(1.0)
-    assert p.budget(2.0) == 0.0
-    # Below the threshold it still probes once every 16 waits (sleeping hides short gaps).
-    assert sum(p.budget(3.0) > 0 for _ in range(32)) == 2
-    before = p.score
-    p.observe(80e-6, spun=False)  # slept, a little over the window: no verdict
-    assert p.score == before
-    p.observe(80e-6, spun=True)  # a wasted poll is a miss
-    assert p.score == max(before - 4, 0)
-    assert ipc.WaitPolicy("always", 50).budget(0.0) == pytest.approx(50e-6)
-    assert ipc.WaitPolicy("never", 50).budget(0.0) == 0.0
-    assert ipc.WaitPolicy("always", 0).mode == "never"
-    with pytest.raises(ValueError):
-        ipc.WaitPolicy("sometimes", 50)
+def test_wait_policy_is_the_links():
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_pol")
+    ch = ipc.Channel(node.region, 1 << 16, spin_us=30, spin_mode="always")
+    try:
+        assert "spin-mode=always, spin-us=30" in ch.describe()
+        with pytest.raises(ValueError, match="spin_mode"):
+            ipc.Channel(node.region, 1 << 16, spin_mode="sometimes")
+    finally:
+        ch.close()
+        node.close()
 
 
-# ---- which path: the fallback decision ------------------------------------------------------
+# ---- loading the native module ------------------------------------------------------------
 
 
-def test_env_forces_pure_python(monkeypatch):
-    monkeypatch.setenv(ipc.NATIVE_ENV, "0")
-    module, why = ipc.load_native()
-    assert module is None and "TRITIUM_STUB_NATIVE=0" in why
-
-
-def test_missing_module_falls_back(monkeypatch, tmp_path):
-    monkeypatch.delenv(ipc.NATIVE_ENV, raising=False)
+def test_a_missing_module_is_named_with_how_to_build_it(monkeypatch, tmp_path):
     monkeypatch.setenv(ipc.NATIVE_DIR_ENV, str(tmp_path))
     module, why = ipc.load_native()
     assert module is None and "no _tritium_ipc module" in why and str(tmp_path) in why
+    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_nomod")
+    try:
+        with pytest.raises(RuntimeError, match="the stub needs its native IPC module _tritium_ipc") as e:
+            ipc.Channel(node.region, 1 << 16)
+        assert "npm run build:native" in str(e.value)
+        assert node._u64(ipc.RING_B[1]) == 0  # nothing was sent
+    finally:
+        node.close()
 
 
-def test_unloadable_module_falls_back(monkeypatch, tmp_path):
-    # A file built for another ABI, or simply broken: import fails, the stub goes on in Python.
-    import importlib.machinery
-
-    (tmp_path / ("_tritium_ipc" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(b"not an ELF")
-    monkeypatch.delenv(ipc.NATIVE_ENV, raising=False)
+def test_an_unloadable_module_is_refused_with_the_reason(monkeypatch, tmp_path):
+    # A broken file, or one built for something else: import fails, and says why.
+    (tmp_path / "_tritium_ipc.abi3.so").write_bytes(b"not an ELF")
     monkeypatch.setenv(ipc.NATIVE_DIR_ENV, str(tmp_path))
     module, why = ipc.load_native()
     assert module is None and "cannot import" in why
 
 
-def test_channel_auto_uses_the_fallback_when_the_module_is_missing(monkeypatch, tmp_path):
-    monkeypatch.setenv(ipc.NATIVE_DIR_ENV, str(tmp_path))
-    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_fb")
-    ch = ipc.Channel(node.region, 1 << 16)
-    try:
-        assert not ch.is_native and "pure Python (no _tritium_ipc module" in ch.describe()
-        node.push({"t": "x"})
-        assert ch.recv(timeout=5) == {"t": "x"}
-    finally:
-        ch.close()
-        node.close()
-
-
-@pytest.mark.parametrize("machine", ["aarch64", "arm64", "ppc64le", "riscv64", "s390x"])
-def test_pure_python_path_refuses_a_machine_that_is_not_x86(machine):
-    """Without fences the plain rings are only correct under x86's store order: elsewhere the
-    fallback refuses before touching a ring, and says that the native extension is the way."""
-    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_arch")
-    try:
-        with pytest.raises(RuntimeError) as e:
-            ipc.Channel(node.region, 1 << 16, native=False, machine=machine)
-        text = str(e.value)
-        assert f"this machine is {machine!r}" in text
-        assert "only correct on x86 and x86-64" in text
-        assert "_tritium_ipc" in text and "npm run build:native" in text
-        assert node.a_tail == 0 and node._u64(ipc.RING_B[1]) == 0  # nothing was sent
-    finally:
-        node.close()
-
-
-@pytest.mark.parametrize("machine", ["x86_64", "AMD64", "i686"])
-def test_pure_python_path_runs_on_x86(machine):
-    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_x86")
-    ch = ipc.Channel(node.region, 1 << 16, native=False, machine=machine)
-    try:
-        assert node.pop() == {"t": "hello", "pid": os.getpid()}
-    finally:
-        ch.close()
-        node.close()
-
-
-@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
-def test_native_path_does_not_depend_on_the_machine_check():
-    """The extension fences its rings itself (C++ acquire/release), so no machine is refused."""
-    node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_narch")
-    ch = ipc.Channel(node.region, 1 << 16, native=NATIVE, machine="aarch64")
-    try:
-        assert ch.is_native and node.pop() == {"t": "hello", "pid": os.getpid()}
-    finally:
-        ch.close()
-        node.close()
-
-
-@pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable")
-def test_native_link_survives_random_garbage_in_ring_a():
+def test_link_survives_random_garbage_in_ring_a():
     """Hostile ring contents: every outcome is a message, None, or RuntimeError, never a crash."""
     import random
 

@@ -1,8 +1,8 @@
 """The ring/arena conformance suite (test/ipc-conformance/cases.json, docs/ipc.md "Conformance
-suite") between the emulator of Node (node_emulator.py, in this process) and the stub's Channel
-in a separate process (ipc_conformance.py as the peer) on both stub paths, native and pure
-Python; plus the cases that need no second process: the allocator policy of both stub arenas,
-ring corruption as every Python reader sees it, and bad control headers."""
+suite") between the emulator of Node (node_emulator.py, in this process: Node's ends of the
+C++ rings) and the stub's Channel in a separate process (ipc_conformance.py as the peer); plus
+the cases that need no second process: the allocator policy of the stub's arena, ring
+corruption as both readers see it, and bad control headers."""
 
 import json
 import os
@@ -20,12 +20,7 @@ from tritium_stub import ipc
 
 CASES = conf.load_cases()
 NATIVE, WHY_NOT = ipc.load_native()
-PATHS = [
-    pytest.param(
-        "1", marks=pytest.mark.skipif(NATIVE is None, reason=f"_tritium_ipc unavailable: {WHY_NOT}"), id="native"
-    ),
-    pytest.param("0", id="pure"),
-]
+pytestmark = pytest.mark.skipif(NATIVE is None, reason=f"_tritium_ipc unavailable: {WHY_NOT}")
 
 
 def ids(section):
@@ -35,9 +30,8 @@ def ids(section):
 class Peer:
     """The stub side in its own process: a Channel on the emulator's region."""
 
-    def __init__(self, node, role, section, case, native):
+    def __init__(self, node, role, section, case):
         env = {k: v for k, v in os.environ.items() if k != "TRITIUM_STUB_WAKE_FD"}  # futex wake-ups
-        env["TRITIUM_STUB_NATIVE"] = native
         self.proc = subprocess.Popen(
             [sys.executable, conf.__file__, node.region, role, section, case["name"]],
             stdin=subprocess.PIPE,
@@ -94,11 +88,10 @@ def assert_writer_report(sent, case):
 # ---- rings, both directions -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("native", PATHS)
 @pytest.mark.parametrize("case", CASES["ring"], ids=ids("ring"))
-def test_stub_writes_ring_b_the_emulator_reads(emulator, case, native):
+def test_stub_writes_ring_b_the_emulator_reads(emulator, case):
     node = emulator(case["ring"])
-    peer = Peer(node, "ring-writer", "ring", case, native)
+    peer = Peer(node, "ring-writer", "ring", case)
     hdr = conf.Header(node.region)
     try:
         expect_hello(node, peer)
@@ -108,17 +101,15 @@ def test_stub_writes_ring_b_the_emulator_reads(emulator, case, native):
         rep = peer.report()
     finally:
         hdr.close()
-    assert rep["native"] == (native == "1")
     assert rep["errors"] == [] and got["errors"] == []
     assert got["lengths"] == [s["len"] for s in rep["sent"]]
     assert_writer_report(rep["sent"], case)
 
 
-@pytest.mark.parametrize("native", PATHS)
 @pytest.mark.parametrize("case", CASES["ring"], ids=ids("ring"))
-def test_emulator_writes_ring_a_the_stub_reads(emulator, case, native):
+def test_emulator_writes_ring_a_the_stub_reads(emulator, case):
     node = emulator(case["ring"])
-    peer = Peer(node, "ring-reader", "ring", case, native)
+    peer = Peer(node, "ring-reader", "ring", case)
     hdr = conf.Header(node.region)
     try:
         expect_hello(node, peer)
@@ -157,27 +148,25 @@ def sleeping_emulator(emulator, case):
     return node
 
 
-@pytest.mark.parametrize("native", PATHS)
 @pytest.mark.parametrize("case", SLEEPING, ids=[c["name"] for c in SLEEPING])
-def test_stub_sleeps_on_ring_a_and_a_publish_wakes_it(emulator, case, native):
+def test_stub_sleeps_on_ring_a_and_a_publish_wakes_it(emulator, case):
     node = sleeping_emulator(emulator, case)
-    peer = Peer(node, "sleeping-reader", "signals", case, native)
+    peer = Peer(node, "sleeping-reader", "signals", case)
     expect_hello(node, peer)
     for k in range(case["rounds"]):
         # sleeping = 1 means the stub is in (or entering) FUTEX_WAIT on the doorbell.
         conf.wait_for(lambda: node._u32(ipc.RING_A[3]) == 1, "the stub to sleep on ring A")
-        conf.wait_for(lambda: ipc.futex_wake(node._addr + ipc.RING_A[2]) >= 1, "a FUTEX_WAKE to find the stub waiting")
+        conf.wait_for(lambda: conf.futex_wake(node.mm, ipc.RING_A[2]) >= 1, "a FUTEX_WAKE to find the stub waiting")
         node.push(conf.message(k, 8))
     rep = peer.report()
     assert rep["received"] == list(range(case["rounds"]))
     assert rep["sleepingAfter"] == 0
 
 
-@pytest.mark.parametrize("native", PATHS)
 @pytest.mark.parametrize("case", SLEEPING, ids=[c["name"] for c in SLEEPING])
-def test_stub_wakes_a_sleeping_emulator(emulator, case, native):
+def test_stub_wakes_a_sleeping_emulator(emulator, case):
     node = sleeping_emulator(emulator, case)
-    peer = Peer(node, "sleeping-writer", "signals", case, native)
+    peer = Peer(node, "sleeping-writer", "signals", case)
     expect_hello(node, peer)
     # pop() sleeps in one FUTEX_WAIT for its whole bound: only the stub's FUTEX_WAKE ends it.
     got = conf.read_case(lambda t: pop_or_none(node, t))
@@ -186,12 +175,11 @@ def test_stub_wakes_a_sleeping_emulator(emulator, case, native):
     assert all(r["sleeping"] == 1 for r in rep["rounds"])
 
 
-@pytest.mark.parametrize("native", PATHS)
-def test_stub_pid_and_heartbeat_words(emulator, native):
+def test_stub_pid_and_heartbeat_words(emulator):
     import time
 
     node = emulator(HEARTBEAT["ring"])
-    peer = Peer(node, "heartbeat", "signals", HEARTBEAT, native)
+    peer = Peer(node, "heartbeat", "signals", HEARTBEAT)
     expect_hello(node, peer)
     assert node._u32(ipc.OFF_STUB_PID) == peer.proc.pid
     assert node.pop() == {"t": "hb_before"}
@@ -209,27 +197,16 @@ def test_stub_pid_and_heartbeat_words(emulator, native):
 # ---- arenas ------------------------------------------------------------------------------------
 
 
-def _arenas():
-    yield pytest.param(ipc.Arena, id="pure")
-    yield pytest.param(
-        NATIVE.Arena if NATIVE else None,
-        id="native",
-        marks=pytest.mark.skipif(NATIVE is None, reason="_tritium_ipc unavailable"),
-    )
-
-
-@pytest.mark.parametrize("arena_cls", list(_arenas()))
 @pytest.mark.parametrize("case", CASES["arena"], ids=ids("arena"))
-def test_arena_policy(case, arena_cls):
-    arena = arena_cls(case["base"], case["size"], case["align"])
+def test_arena_policy(case):
+    arena = NATIVE.Arena(case["base"], case["size"], case["align"])
     assert conf.run_arena_ops(case, arena.alloc, arena.free) == []
 
 
-@pytest.mark.parametrize("native", PATHS)
 @pytest.mark.parametrize("case", CASES["regionArena"], ids=ids("regionArena"))
-def test_stub_output_blocks_read_by_the_emulator(emulator, case, native):
+def test_stub_output_blocks_read_by_the_emulator(emulator, case):
     node = emulator(case["ring"])
-    peer = Peer(node, "arena-writer", "regionArena", case, native)
+    peer = Peer(node, "arena-writer", "regionArena", case)
     expect_hello(node, peer)
     segs = []
     while True:
@@ -261,14 +238,11 @@ def corrupt_ring(mm, data_off, ring, case):
     struct.pack_into("<Q", mm, ring[1], case["tail"])
 
 
-@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "pure"])
 @pytest.mark.parametrize("case", CASES["corruption"], ids=ids("corruption"))
-def test_stub_reader_detects_a_corrupt_ring_a(emulator, case, native):
-    if native == "1" and NATIVE is None:
-        pytest.skip("_tritium_ipc unavailable")
+def test_stub_reader_detects_a_corrupt_ring_a(emulator, case):
     node = emulator(case["ring"])
     corrupt_ring(node.mm, node.a_data, ipc.RING_A, case)  # head before the stub attaches
-    ch = ipc.Channel(node.region, 1 << 16, native=NATIVE if native == "1" else False, spin_mode="never")
+    ch = ipc.Channel(node.region, 1 << 16, spin_mode="never")
     try:
         with pytest.raises(RuntimeError, match="ring A is corrupt"):
             ch.recv(timeout=1)
@@ -280,7 +254,7 @@ def test_stub_reader_detects_a_corrupt_ring_a(emulator, case, native):
 def test_emulator_reader_detects_a_corrupt_ring_b(emulator, case):
     node = emulator(case["ring"])
     corrupt_ring(node.mm, node.b_data, ipc.RING_B, case)
-    node.b_head = case["head"]
+    node.reattach()  # Node's reader starts from the corrupt head
     with pytest.raises(RuntimeError, match="ring B is corrupt"):
         node.pop(timeout=1)
 
@@ -289,14 +263,11 @@ def poke(mm, off, kind, value):
     struct.pack_into({"u8": "<B", "u32": "<I", "u64": "<Q"}[kind], mm, off, value)
 
 
-@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "pure"])
 @pytest.mark.parametrize("case", CASES["header"], ids=ids("header"))
-def test_stub_refuses_a_bad_header(emulator, case, native):
-    if native == "1" and NATIVE is None:
-        pytest.skip("_tritium_ipc unavailable")
+def test_stub_refuses_a_bad_header(emulator, case):
     node = emulator()
     for off, kind, value in case["write"]:
         poke(node.mm, off, kind, value)
     with pytest.raises(RuntimeError, match=case["error"]):
-        ipc.Channel(node.region, 1 << 16, native=NATIVE if native == "1" else False)
+        ipc.Channel(node.region, 1 << 16)
     assert node._u64(ipc.RING_B[1]) == 0  # nothing was sent

@@ -1,4 +1,4 @@
-"""The stub's memfd segments (docs/ipc.md, "Segments"), on both hot paths: n0 comes as a
+"""The stub's memfd segments (docs/ipc.md, "Segments"): n0 comes as a
 descriptor, output segments are memfds whose descriptors go to Node over the segment socket
 before any message names them, Node's segments come the same way (also after the message that
 names them), and a segment larger than the memory available is refused with a text that says
@@ -18,20 +18,18 @@ from node_emulator import NodeEmulator
 from tritium_stub import ipc, memfd
 
 NATIVE, WHY_NOT = ipc.load_native()
+pytestmark = pytest.mark.skipif(NATIVE is None, reason=f"_tritium_ipc unavailable: {WHY_NOT}")
 
 
-@pytest.fixture(params=["native", "python"])
-def linked(request):
+@pytest.fixture
+def linked():
     """(emulator, channel, Node's end of the segment socket); n0 handed over as a descriptor."""
-    if request.param == "native" and NATIVE is None:
-        pytest.skip(f"_tritium_ipc unavailable: {WHY_NOT}")
     node = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_memfd", ring_capacity=4096)
     node_end, stub_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     n0 = os.open(f"/dev/shm/{node.region}.n0", os.O_RDWR)
     ch = ipc.Channel(
         node.region,
         1 << 16,
-        native=NATIVE if request.param == "native" else False,
         segment_fds=(n0, stub_end.detach()),
     )
     assert node.pop() == {"t": "hello", "pid": os.getpid()}

@@ -19,22 +19,18 @@ REPO = os.path.join(ROOT, "python_models")
 
 
 NATIVE_BUILT = ipc.load_native()[0] is not None
+pytestmark = pytest.mark.skipif(not NATIVE_BUILT, reason="_tritium_ipc is not built (npm run build:native)")
 
 
-# Every real-process test runs on both stub hot paths: the _tritium_ipc extension and the
-# pure-Python fallback (TRITIUM_STUB_NATIVE=0).
-@pytest.fixture(params=["native", "python"])
-def node(request):
-    if request.param == "native" and not NATIVE_BUILT:
-        pytest.skip("_tritium_ipc is not built for this interpreter (npm run build:native)")
+@pytest.fixture
+def node():
     emulator = NodeEmulator(f"tritium_{os.getpid()}_{uuid.uuid4().hex[:8]}_test")
     emulator.seen = []
-    emulator.path = request.param
     procs = []
 
     def spawn(model, name, mode="instance", parent_pid=None, verbose=0, env=None):
         model_file = model if model.endswith(".py") else os.path.join(REPO, model, "1", "model.py")
-        child_env = dict(os.environ, TRITIUM_STUB_NATIVE="1" if request.param == "native" else "0")
+        child_env = dict(os.environ)
         child_env.update(env or {})
         p = subprocess.Popen(
             [
@@ -176,10 +172,17 @@ def test_stub_logs_its_ipc_path(node):
     node.pop_until("init_ok")
     logs = [m["msg"] for m in node.seen if m["t"] == "log" and "IPC path" in m["msg"]]
     assert len(logs) == 1
-    expected = "native (_tritium_ipc)" if node.path == "native" else "pure Python (disabled by"
-    assert expected in logs[0] and "spin-mode=never, spin-us=20" in logs[0]
+    assert "native (_tritium_ipc)" in logs[0] and "spin-mode=never, spin-us=20" in logs[0]
     node.push({"t": "fin"})
     node.pop_until("fin_done")
+
+
+def test_stub_without_its_native_module_stops_saying_how_to_build_it(node, tmp_path):
+    p = node.spawn("add_sub", "add_sub_0_0", env={"TRITIUM_STUB_NATIVE_DIR": str(tmp_path)})
+    _, err = p.communicate(timeout=30)
+    assert p.returncode != 0
+    text = err.decode()
+    assert "the stub needs its native IPC module _tritium_ipc" in text and "npm run build:native" in text
 
 
 def test_autocomplete_process(node):

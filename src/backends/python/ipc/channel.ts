@@ -12,9 +12,8 @@ import { Arena } from './arena.js';
 import { segmentBacking, type SegmentBacking } from './backing.js';
 import { decode, encode } from './codec.js';
 import type { NodeToStub, StubToNode } from './messages.js';
-import { loadNative, type NativeAddon, type WakeListener } from './native.js';
+import { loadNative, type NativeAddon, type RingLink, type WakeListener } from './native.js';
 import { describeMemoryLimit, memoryHeadroom } from './memory-limit.js';
-import { RingConsumer, RingProducer } from './ring.js';
 import { closeQuiet, SegmentFdLink } from './segment-fds.js';
 import { describeShmUse, removeRegion } from './shm-cleanup.js';
 import { newShmName } from './shm-name.js';
@@ -147,8 +146,15 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   private readonly growthByteSize: number;
   private readonly hdr64: BigUint64Array;
   private readonly hdr32: Int32Array;
-  private readonly ringA: RingProducer;
-  private readonly ringB: RingConsumer;
+  /** Ring A out, ring B in (the ring code itself is native, shared with the stub). */
+  private readonly rings: RingLink;
+  /**
+   * Where each ring-B message is copied to be decoded: one process-local buffer reused for
+   * every message (grown to the largest seen). Not a view of the ring: msgpackr's string path
+   * uses TextDecoder, which rejects views of a SharedArrayBuffer, and the ring's space is
+   * handed back to the stub as soon as the message is taken.
+   */
+  private scratch = Buffer.allocUnsafe(4096);
   private listener: WakeListener | undefined;
   private readonly listeners: Array<(msg: In) => void> = [];
   private backlog: In[] = [];
@@ -159,7 +165,6 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   private pendingRelease: Array<[string, number]> = [];
   private releaseTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  private readonly wake: (off: number) => void;
   readonly backing: SegmentBacking;
   /** memfd backing: the socket that passes segment descriptors (segment-fds.ts). */
   private readonly fdLink: SegmentFdLink | undefined;
@@ -202,13 +207,9 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     n0.arena = new Arena(arenaOff, n0Size - arenaOff);
     this.inputs.push(n0);
 
-    this.ringA = new RingProducer(n0.sab, HEADER_SIZE, ring, RING_A);
-    this.ringB = new RingConsumer(n0.sab, HEADER_SIZE + ring, ring, RING_B);
-    const native = this.native;
-    const sab = n0.sab;
-    this.wake = (off) => native.futexWake(sab, off);
     try {
-      this.listener = new native.WakeListener(() => this.onWake(), {
+      this.rings = this.native.createRingLink(n0.sab);
+      this.listener = new this.native.WakeListener(() => this.onWake(), {
         spinUs: opts.wait?.spinUs ?? DEFAULT_SPIN_US,
         spinMode: opts.wait?.spinMode ?? DEFAULT_SPIN_MODE,
       });
@@ -269,8 +270,8 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     }
     const bytes = encode(msg);
     if (this.outQueue.length === 0) {
-      const off = this.writeFragments(bytes, 0);
-      this.ringA.publish(this.wake);
+      const off = this.rings.write(bytes, 0);
+      this.rings.publish();
       if (off === bytes.byteLength) return;
       this.outQueue.push({ bytes: Uint8Array.prototype.slice.call(bytes, off), off: 0 });
     } else {
@@ -517,26 +518,14 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     return seg;
   }
 
-  /** Writes as many fragments of `bytes` from `off` as fit; returns the new offset. */
-  private writeFragments(bytes: Uint8Array, off: number): number {
-    const max = this.ringA.maxRecordPayload;
-    const total = bytes.byteLength;
-    do {
-      const end = Math.min(total, off + max);
-      if (!this.ringA.tryWrite(bytes.subarray(off, end), end < total)) break;
-      off = end;
-    } while (off < total);
-    return off;
-  }
-
   private flush(): void {
     while (this.outQueue.length > 0) {
       const head = this.outQueue[0]!;
-      head.off = this.writeFragments(head.bytes, head.off);
+      head.off = this.rings.write(head.bytes, head.off);
       if (head.off < head.bytes.byteLength) break;
       this.outQueue.shift();
     }
-    this.ringA.publish(this.wake);
+    this.rings.publish();
     if (this.outQueue.length > 0) this.waitForSpace();
     else Atomics.store(this.hdr32, RING_A.producerWaiting / 4, 0);
   }
@@ -575,7 +564,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
       // Atomics.store is sequentially consistent: the flag store is ordered before the tail
       // load of the next drain, the mirror of the stub's tail store before its flag load.
       Atomics.store(this.hdr32, RING_B.sleeping / 4, 1);
-      if (!this.closed && this.ringB.hasData()) this.receive();
+      if (!this.closed && this.rings.hasData()) this.receive();
     } catch (e) {
       // Surface a corrupt ring or codec failure as an ordinary uncaught error, outside the
       // native callback.
@@ -586,12 +575,27 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   }
 
   private receive(): void {
-    const msgs = this.ringB.drain(asStubMessage) as In[];
+    const msgs = this.takeMessages();
     // The stub passed a segment's descriptor before each `seg`: take them off its queue so
     // that its next ones find room (segment-fds.ts).
     if (this.fdLink) for (const m of msgs) if (m.t === 'seg') this.fdLink.drain();
     if (this.outQueue.length > 0) this.flush();
     if (msgs.length > 0) this.dispatch(msgs);
+  }
+
+  /** Every message ring B holds now, decoded, in order. */
+  private takeMessages(): In[] {
+    const msgs: In[] = [];
+    for (;;) {
+      const n = this.rings.receive(this.scratch);
+      if (n < 0) return msgs;
+      if (n > this.scratch.byteLength) {
+        // It stays in the ring until there is room for it.
+        this.scratch = Buffer.allocUnsafe(Math.max(n, 2 * this.scratch.byteLength));
+        continue;
+      }
+      msgs.push(asStubMessage(this.scratch, n) as In);
+    }
   }
 
   private dispatch(msgs: In[]): void {

@@ -1,8 +1,9 @@
 /**
  * @module backends/python/ipc/native
  * Typed loader for the `tritium_native` addon (native/, built by `npm run build:native`).
- * The addon only maps memory, passes segment descriptors, wakes futexes and watches the wake
- * eventfd; all protocol logic stays in TypeScript.
+ * The addon maps memory, passes segment descriptors, wakes futexes, watches the wake eventfd,
+ * and runs Node's end of the rings (`createRingLink`, over native/src/ring_core.h, the ring code the
+ * stub's extension runs too); the rest of the protocol (header, messages, arenas) is TypeScript.
  */
 import { createRequire } from 'node:module';
 
@@ -19,6 +20,32 @@ export interface WakeListener {
   ref(): void;
   /** Let the process exit even though this listener is open. */
   unref(): void;
+}
+
+/**
+ * Node's end of the two rings of segment n0 (docs/ipc.md, "Rings"): produces ring A, consumes
+ * ring B, starting at the positions the header holds when it is created.
+ */
+export interface RingLink {
+  /**
+   * Writes `bytes` from `offset` (below `bytes.byteLength`, or 0) into ring A as far as it has
+   * room, in fragments when larger than a record may be; returns the offset reached,
+   * `bytes.byteLength` once all of it is in. The stub sees nothing before `publish`.
+   */
+  write(bytes: Uint8Array, offset: number): number;
+  /**
+   * Makes what `write` put in ring A visible: stores tail, bumps the doorbell, and FUTEX_WAKEs
+   * the stub only when it said it sleeps. Does nothing when nothing was written since.
+   */
+  publish(): void;
+  /** Ring B holds records not yet received (perhaps only the start of a message). */
+  hasData(): boolean;
+  /**
+   * Copies the next complete ring-B message (fragments reassembled) into `scratch` and returns
+   * its length; -1 when there is none. A length above `scratch.byteLength` means it did not
+   * fit and stays pending: grow `scratch` and call again. Throws on a corrupt ring.
+   */
+  receive(scratch: Uint8Array): number;
 }
 
 export interface NativeAddon {
@@ -53,6 +80,8 @@ export interface NativeAddon {
   recvFds(socket: number): { names: string; fds: number[] } | null;
   /** FUTEX_WAKE (non-private) on the u32 at byteOffset; returns the number of woken waiters. */
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
+  /** Checks n0's control header (throws an Error saying what is wrong) and attaches to its rings. */
+  createRingLink(n0: SharedArrayBuffer): RingLink;
   /**
    * Creates the eventfd and calls `onWake` on the loop each time it becomes readable; after each
    * wake-up the loop keeps polling without blocking for as long as the spin policy allows.

@@ -1,7 +1,9 @@
 /**
  * @module backends/python/ipc/shm-layout
  * Byte offsets of the control header at the start of segment `n0` (docs/ipc.md, "Control
- * header"). Mirrored by stub/tritium_stub/ipc.py; change both together and bump LAYOUT_VERSION.
+ * header"). Mirrored by stub/tritium_stub/ipc.py and native/src/ring_core.h (test/ipc-contract.test.ts
+ * compares them); change them together and bump LAYOUT_VERSION. The rings' record format is not
+ * here: Node's ring code is ring_core.h's, through the addon's createRingLink.
  * Every hot field sits on its own 64-byte cache line so the two processes never false-share.
  */
 
@@ -38,13 +40,6 @@ export interface RingOffsets {
 export const RING_A: RingOffsets = { head: 128, tail: 192, doorbell: 256, sleeping: 260, producerWaiting: 264 };
 /** Ring B: stub → Node. */
 export const RING_B: RingOffsets = { head: 320, tail: 384, doorbell: 448, sleeping: 452, producerWaiting: 456 };
-
-/** Length word of a record: bit 31 set = more fragments of the same message follow. */
-export const FRAG_MORE = 0x8000_0000;
-/** Length word meaning "skip to offset 0 of the data area". */
-export const WRAP_MARKER = 0xffff_ffff;
-/** Records are `u32 length` + payload, padded to this. */
-export const RECORD_ALIGN = 8;
 
 /** Arena blocks start on this boundary (cache line; also fine for any numpy dtype). */
 export const BLOCK_ALIGN = 64;
