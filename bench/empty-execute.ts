@@ -7,8 +7,9 @@
  *   npx vite-node bench/empty-execute.ts -- [--n 100000] [--warmup 10000] [--spin-us 50]
  *                                           [--spin-mode adaptive|always|never]
  *
- * Python comes from $TRITIUM_PYTHON (default .venv/bin/python); TRITIUM_STUB_NATIVE=0 runs the
- * stub's pure-Python IPC path. Also prints the CPU time of Node and of the stub per round trip.
+ * Python comes from $TRITIUM_PYTHON (default .venv/bin/python); TRITIUM_STUB_OBJECTS=python runs
+ * the stub's pure-Python pb_utils objects. Also prints the CPU time of Node and of the stub per
+ * round trip.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -112,5 +113,5 @@ console.log(`setup: ${N} sequential empty executes after ${WARMUP} warm-up, mode
 console.log(`empty execute round trip: median ${q(0.5)} µs, p90 ${q(0.9)} µs, p99 ${q(0.99)} µs`);
 console.log(
   `CPU per round trip: node ${((cpu.user + cpu.system) / N).toFixed(1)} µs, stub ${stubUs.toFixed(1)} µs ` +
-    `(spin-mode=${spinMode}, spin-us=${spinUs}, TRITIUM_STUB_NATIVE=${process.env.TRITIUM_STUB_NATIVE ?? '1'})`,
+    `(spin-mode=${spinMode}, spin-us=${spinUs}, TRITIUM_STUB_OBJECTS=${process.env.TRITIUM_STUB_OBJECTS ?? 'c'})`,
 );

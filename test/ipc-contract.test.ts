@@ -2,7 +2,7 @@
  * The contract of docs/ipc.md kept in one piece across its implementations.
  *
  * One shared-memory layout, four copies: `src/backends/python/ipc/shm-layout.ts` is the source
- * the others must match — the stub's pure-Python constants (`stub/tritium_stub/ipc.py`), the C++
+ * the others must match — the stub's constants (`stub/tritium_stub/ipc.py`), the C++
  * core both native bindings compile (`native/src/ring_core.h`), and the header table of
  * `docs/ipc.md`. The record format, which only the ring code needs, is matched against the
  * suite's reference (test/helpers/ipc-conformance.ts). A change to one of them without the
