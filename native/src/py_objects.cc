@@ -51,7 +51,7 @@ struct Config {
 Config g;
 
 // Interned names and constants, made at module init.
-PyObject *s_BF16, *s_BYTES, *s_empty, *s_braces, *s_channel, *s_config_outputs, *s_name, *s_segment_buffer,
+PyObject *s_empty, *s_braces, *s_channel, *s_config_outputs, *s_name, *s_segment_buffer,
     *s_alloc, *s_shape, *s_output_tensors, *s_id, *s_corr, *s_inputs, *s_outs, *s_flags, *s_timeout, *s_tr,
     *s_params, *s_rid, *s_cflag, *k_zero, *k_one, *k_minus_one;
 
@@ -886,9 +886,7 @@ int AddToModule(PyObject* module) {
   struct {
     PyObject** slot;
     const char* text;
-  } names[] = {{&s_BF16, "BF16"},
-               {&s_BYTES, "BYTES"},
-               {&s_empty, ""},
+  } names[] = {{&s_empty, ""},
                {&s_braces, "{}"},
                {&s_channel, "channel"},
                {&s_config_outputs, "config_outputs"},
