@@ -113,11 +113,7 @@ export class LogWriter {
       if (err) {
         if (err.code === 'EAGAIN') {
           // The reader is slow, not gone: try the same bytes again shortly.
-          this.#retry = buf;
-          this.#retryTimer = setTimeout(() => {
-            this.#retry = undefined;
-            this.#send(buf);
-          }, RETRY_MS).unref();
+          this.#retryLater(buf);
           return;
         }
         this.#stop();
@@ -126,6 +122,31 @@ export class LogWriter {
       if (written < buf.length) this.#send(buf.subarray(written));
       else this.#next();
     });
+  }
+
+  #retryLater(buf: Buffer): void {
+    this.#retry = buf;
+    this.#retryTimer = setTimeout(() => this.#retryNow(), RETRY_MS).unref();
+  }
+
+  /**
+   * The retry is synchronous: EAGAIN means the fd is non-blocking, so the try cannot hold the
+   * event loop, and the bytes never leave `#retry` for a pool thread, where the exit flush
+   * could not see them (it would write the queue behind them first).
+   */
+  #retryNow(): void {
+    const buf = this.#retry!;
+    let written: number;
+    try {
+      written = fs.writeSync(this.#fd, buf);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') this.#retryLater(buf);
+      else this.#stop();
+      return;
+    }
+    this.#retry = undefined;
+    if (written < buf.length) this.#send(buf.subarray(written));
+    else this.#next();
   }
 
   #stop(): void {
