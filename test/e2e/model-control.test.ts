@@ -493,3 +493,33 @@ describe('a model directory named with a shell metacharacter at start-up (mode n
     }
   });
 });
+
+describe('a shm-region-prefix-name with a shell metacharacter', () => {
+  const REGION = 'Invalid argument: Invalid shared memory region name: contains invalid characters';
+
+  it("fails each Python model's load with Triton's text, before any stub starts; a plain prefix loads", async () => {
+    const repo = makeRepo(['reload_probe']);
+    const bad = await startTritium({
+      repos: [repo],
+      args: ['--model-control-mode=explicit', '--backend-config=python,shm-region-prefix-name=triton;x_'],
+    });
+    const good = await startTritium({
+      repos: [repo],
+      args: ['--model-control-mode=explicit', '--backend-config=python,shm-region-prefix-name=my_prefix_'],
+    });
+    try {
+      const refused = await curlPost(`${bad.http}/v2/repository/models/reload_probe/load`, '');
+      expect(refused).toEqual({
+        status: 400,
+        body: JSON.stringify({ error: `load failed for model 'reload_probe': version 1 is at UNAVAILABLE state: ${REGION};\n` }),
+      });
+      expect(await stateOf(bad, 'reload_probe')).toEqual([{ name: 'reload_probe', version: '1', state: 'UNAVAILABLE', reason: REGION }]);
+      expect((await post(good, '/v2/repository/models/reload_probe/load')).status).toBe(200);
+      expect((await infer(good, 'reload_probe')).gen).toBeGreaterThan(0);
+    } finally {
+      await stopAndExpectNoShm(bad);
+      await stopAndExpectNoShm(good);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});

@@ -16,7 +16,7 @@ import { modelConfigFromJson, modelConfigToJson } from '../../core/config/json.j
 import { resolveInside } from '../../core/repository/safe-path.js';
 import { runAutoComplete } from './auto-complete.js';
 import { pythonFor } from './stub-paths.js';
-import { checkStubNames, isValidStubName } from './stub-name.js';
+import { checkStubNames, isValidRegionPrefix, isValidStubName } from './stub-name.js';
 import { StubInstance } from './stub-instance.js';
 import type { PythonBackendOptions } from './options.js';
 
@@ -48,7 +48,7 @@ export class PythonBackend implements Backend {
   async autoComplete(ctx: AutoCompleteContext, config: ModelConfig): Promise<ModelConfig> {
     // No stub for a name the version load refuses anyway (stub-name.ts): that refusal, with
     // Triton's text, is what the client gets.
-    if (!isValidStubName(ctx.source.name)) return config;
+    if (!isValidStubName(ctx.source.name) || !isValidRegionPrefix(this.o.shmRegionPrefixName)) return config;
     const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
     // Triton starts a throw-away stub for every Python model, even one that defines no
     // auto_complete_config. A model file that never mentions it cannot change the config, so
@@ -80,6 +80,7 @@ export class PythonBackend implements Backend {
     checkStubNames(
       config.name,
       specs.map((s) => s.name),
+      this.o.shmRegionPrefixName,
     );
     const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
     const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);

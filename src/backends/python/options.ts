@@ -32,6 +32,12 @@ export interface PythonBackendOptions {
    * default when absent.
    */
   maxAsyncExecutes?: number;
+  /**
+   * `shm-region-prefix-name`: Triton names its regions with it; tritium's are its own
+   * (ipc/shm-name.ts), so it only decides whether models load: a prefix holding a shell
+   * metacharacter fails every Python model's load, as in Triton (stub-name.ts).
+   */
+  shmRegionPrefixName?: string;
   /** Explicit model control for pb_utils.load_model / unload_model; absent outside explicit mode. */
   modelControl?: ModelControl;
   /** The server's families for pb_utils.MetricFamily (exported on /metrics). */
@@ -47,9 +53,9 @@ const MIB = 1024 * 1024;
 const MAX_SPIN_US = 1_000_000;
 
 /**
- * Every key the backend takes. `shm-region-prefix-name`, `thread-pool-size` and
- * `shm_message_queue_size` are Triton's, accepted so its command lines run, and mean nothing
- * here: region names are tritium's own (ipc/shm-name.ts), and messages travel on rings.
+ * Every key the backend takes. `thread-pool-size` and `shm_message_queue_size` are Triton's,
+ * accepted so its command lines run, and mean nothing here: messages travel on rings.
+ * `shm-region-prefix-name` names no region here either, but is checked as Triton checks it.
  */
 const KEYS = new Set([
   'shm-default-byte-size',
@@ -98,6 +104,7 @@ export function pythonBackendOptions(backendConfig: ReadonlyMap<string, Readonly
     pythonExecutable: own.get('python-executable') ?? 'python3',
     ipcWait: { spinUs, spinMode: spinMode as SpinMode },
     maxAsyncExecutes: whole('max-async-executes', 128, 1, 'must be a positive number of coroutines'),
+    shmRegionPrefixName: own.get('shm-region-prefix-name'),
     ...wiring,
   };
 }

@@ -13,6 +13,11 @@ export const python = {
     text: 'Invalid argument: Invalid stub name: contains invalid characters',
     when: "A Python model's version load, when the model's name or an instance's holds one of ;|&$`<>()[]{}\\\"'*?~#! (the check of the Python backend in releases after 2.51, which hangs on such a name; the load API answers 400 `load failed for model '<m>': version <v> is at UNAVAILABLE state: <this>;`). No stub is started.",
   }),
+  shmRegionNameInvalid: fixed({
+    code: INVALID_ARG,
+    text: 'Invalid argument: Invalid shared memory region name: contains invalid characters',
+    when: "A Python model's version load, when `--backend-config=python,shm-region-prefix-name=` holds one of ;|&$`<>()[]{}\\\"'*?~#! (the Python backend's check after 2.51, beside the stub name's). No stub is started.",
+  }),
   stubUnhealthy: entry(
     {
       code: INTERNAL,
