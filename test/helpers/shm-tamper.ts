@@ -1,6 +1,6 @@
 /**
- * Client system shared memory changed under the server, for the fuzz suites (fuzz.test.ts over
- * HTTP, grpc-fuzz.test.ts over gRPC): a region is registered over a fresh /dev/shm object, then
+ * Client system shared memory changed under the server, for the generated (fast-check) cases of
+ * shm-tamper.test.ts, over HTTP and over gRPC: a region is registered over a fresh /dev/shm object, then
  * the object is shrunk, grown, unlinked or replaced by another of the same name, and only then
  * is `add_sub` asked to read its inputs from and write its outputs to it. The server must answer
  * every case (never fault on a page that is gone), with the right sums where the bytes it needs
