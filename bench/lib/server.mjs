@@ -25,17 +25,18 @@ export function ensureBuilt() {
  * resolves once HTTP, metrics and gRPC (unless `--allow-grpc=false` / `--allow-metrics=false`)
  * listen. With `inspect`, node runs the server with `--inspect=127.0.0.1:0` and the result's
  * `inspector` is its WebSocket URL. `nodeArgs` go to node before the script (e.g. `--cpu-prof`);
- * `env` is added to this process's environment for the server (and the stubs it starts).
+ * `env` is added to this process's environment for the server (and the stubs it starts). `root`
+ * runs another checkout's bin/tritium.js (its dist/ built), to compare two builds in one run.
  *
  * Resolves with { proc, http, httpPort, grpcPort, metricsPort, inspector, log(), stop(signal),
  * exited }; stop() sends SIGTERM (or `signal`) and resolves with { code, signal } of the exit.
  */
-export async function startTritium({ repos, args = [], inspect = false, nodeArgs = [], env = {}, timeoutMs = 180_000 }) {
-  ensureBuilt();
+export async function startTritium({ repos, args = [], inspect = false, nodeArgs = [], env = {}, timeoutMs = 180_000, root = ROOT }) {
+  if (!fs.existsSync(path.join(root, 'dist', 'cli', 'main.js'))) throw new Error(`run \`npm run build\` in ${root} first`);
   const argv = [
     ...nodeArgs,
     ...(inspect ? ['--inspect=127.0.0.1:0'] : []),
-    path.join(ROOT, 'bin', 'tritium.js'),
+    path.join(root, 'bin', 'tritium.js'),
     ...[repos].flat().map((r) => `--model-repository=${r}`),
     '--http-port=0',
     '--grpc-port=0',
@@ -45,7 +46,7 @@ export async function startTritium({ repos, args = [], inspect = false, nodeArgs
     `--backend-config=python,python-executable=${PYTHON}`,
     ...args,
   ];
-  const proc = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const proc = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   proc.stdout.on('data', (d) => (log += d));
   proc.stderr.on('data', (d) => (log += d));

@@ -274,3 +274,80 @@ describe('transport against raw HTTP/2', () => {
     expect(r.trailers['grpc-status']).toBe('0');
   });
 });
+
+describe('transport with routes loaded on the first connection', () => {
+  const echo: Route = { kind: 'unary', decode: (b) => Buffer.from(b), run: (call: UnaryCall) => call.sendLast(call.request as Buffer) };
+  const grpcHeaders = { ':method': 'POST', ':path': '/t.S/Echo', 'content-type': 'application/grpc' };
+
+  /** A transport whose loader waits for `release` (or fails, while `fail` is set); counts its runs. */
+  async function lazyTransport(): Promise<{ transport: Transport; port: number; loads: () => number; release: () => void; fail: (on: boolean) => void }> {
+    let runs = 0;
+    let failing = false;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const transport = createTransport(
+      async () => {
+        runs++;
+        await released;
+        if (failing) throw new Error('no descriptors');
+        return new Map([['/t.S/Echo', echo]]);
+      },
+      { maxMessageBytes: 1 << 20, refuseWith: () => undefined },
+    );
+    await new Promise<void>((r) => transport.server.listen(0, '127.0.0.1', r));
+    return { transport, port: (transport.server.address() as AddressInfo).port, loads: () => runs, release, fail: (on) => (failing = on) };
+  }
+
+  const call = (session: http2.ClientHttp2Session, path = '/t.S/Echo'): Promise<{ status: string | undefined; body: Buffer }> =>
+    new Promise((resolve, reject) => {
+      const req = session.request({ ...grpcHeaders, ':path': path });
+      let status: string | undefined;
+      const chunks: Buffer[] = [];
+      const take = (h: http2.IncomingHttpHeaders): void => {
+        if (h['grpc-status'] !== undefined) status = String(h['grpc-status']);
+      };
+      req.on('response', take);
+      req.on('trailers', take);
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => resolve({ status, body: Buffer.concat(chunks) }));
+      req.on('error', reject);
+      req.end(frame(Buffer.from(path)));
+    });
+
+  it('holds the calls that arrive while the routes load and answers them in order, loading once', async () => {
+    const t = await lazyTransport();
+    const session = http2.connect(`http://127.0.0.1:${t.port}`);
+    try {
+      const first = call(session);
+      const second = call(session);
+      const unknown = call(session, '/t.S/Nope');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(t.loads()).toBe(1);
+      t.release();
+      expect(await first).toEqual({ status: '0', body: frame(Buffer.from('/t.S/Echo')) });
+      expect((await second).status).toBe('0');
+      expect((await unknown).status).toBe(String(GrpcStatus.UNIMPLEMENTED));
+      expect((await call(session)).status).toBe('0');
+      expect(t.loads()).toBe(1);
+    } finally {
+      session.close();
+      await t.transport.close(1000);
+    }
+  });
+
+  it('answers INTERNAL while the routes fail to load, and loads them again on the next call', async () => {
+    const t = await lazyTransport();
+    t.fail(true);
+    t.release();
+    const session = http2.connect(`http://127.0.0.1:${t.port}`);
+    try {
+      expect((await call(session)).status).toBe(String(GrpcStatus.INTERNAL));
+      t.fail(false);
+      expect((await call(session)).status).toBe('0');
+      expect(t.loads()).toBeGreaterThanOrEqual(2);
+    } finally {
+      session.close();
+      await t.transport.close(1000);
+    }
+  });
+});

@@ -2,6 +2,7 @@
  * @module frontends/grpc/server
  * The gRPC endpoint: `inference.GRPCInferenceService` and `grpc.health.v1.Health` (Check only)
  * on the project's own transport over `node:http2` (transport/), plaintext or TLS (`--grpc-use-ssl`).
+ * The port listens from start; the services' routes (routes.ts) load with the first connection.
  *
  * Shutdown (`close()`): from the first moment new RPCs are answered UNAVAILABLE (Triton's text)
  * while connections stay open, so clients on them see why; calls and streams in flight get up
@@ -10,13 +11,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { ServerCore } from '../../core/server-core.js';
-import { GRPCInferenceService } from '../../generated/grpc_service_pb.js';
-import { Health } from '../../generated/health_pb.js';
 import { memoryLogSettings, type LogSettingsStore } from '../../core/logger.js';
 import type { GrpcContext, GrpcLogger } from './context.js';
-import { healthCheck } from './handlers/health.js';
-import { inferenceHandlers } from './handlers/index.js';
-import { addServiceRoutes } from './service.js';
 import { toStatusError } from './status.js';
 import { Errors } from '../../core/errors.js';
 import type { KeepaliveOptions } from './transport/keepalive.js';
@@ -26,7 +22,7 @@ import type { StatusError } from './transport/status.js';
 import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
 import { BodyBudget, defaultBodyMemory } from '../body-budget.js';
 import type { DescriptorWatch } from '../descriptor-watch.js';
-import { createTransport, type Route, type TlsOptions, type Transport } from './transport/http2-server.js';
+import { createTransport, type TlsOptions, type Transport } from './transport/http2-server.js';
 
 export interface GrpcServerOptions {
   port: number;
@@ -113,10 +109,9 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
   };
   let closing = false;
   const maxMessage = opts.maxMessageSize > 0 ? Math.min(opts.maxMessageSize, DEFAULT_GRPC_MAX_MESSAGE_SIZE) : DEFAULT_GRPC_MAX_MESSAGE_SIZE;
-  const routes = new Map<string, Route>();
-  addServiceRoutes(routes, GRPCInferenceService, inferenceHandlers, ctx);
-  addServiceRoutes(routes, Health, { check: healthCheck }, ctx);
-  for (const method of ['ModelInfer', 'ModelStreamInfer']) routes.get(`/inference.GRPCInferenceService/${method}`)!.compressResponses = true;
+  // The descriptors and handlers load with the first connection (routes.ts), so a server that
+  // gets no gRPC call does not hold them; the first call waits for them (tens of ms).
+  const routes = () => import('./routes.js').then((m) => m.serviceRoutes(ctx));
   const refusal = toStatusError(Errors.shuttingDown());
   const connectionLimit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'GRPC', (line) => opts.logger?.warn(line));
   const transport = createTransport(routes, {

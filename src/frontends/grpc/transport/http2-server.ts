@@ -46,6 +46,14 @@ export interface BidiRoute {
 
 export type Route = UnaryRoute | BidiRoute;
 
+/**
+ * The routes by path, or a loader of them that runs once, when the first connection arrives:
+ * the routes of a service are built from its generated descriptors and handlers, which a
+ * server that never gets a gRPC call need not load (docs/design.md, "gRPC transport"). Calls
+ * that arrive while it runs wait for it, their request bytes held back by flow control.
+ */
+export type RouteSource = ReadonlyMap<string, Route> | (() => Promise<ReadonlyMap<string, Route>>);
+
 export interface TransportOptions {
   maxMessageBytes: number;
   /** Connections (HTTP/2 sessions) kept open; see frontends/connection-limit.ts. */
@@ -101,7 +109,20 @@ const serverOptions = (maxConcurrentStreams: number) => ({
 /** Session flow-control window: a 20 MiB request need not wait for a window update every 64 KiB. */
 const SESSION_WINDOW = 16 * 1024 * 1024;
 
-export function createTransport(routes: ReadonlyMap<string, Route>, opts: TransportOptions): Transport {
+export function createTransport(source: RouteSource, opts: TransportOptions): Transport {
+  let routes = typeof source === 'function' ? undefined : source;
+  let loading: Promise<ReadonlyMap<string, Route>> | undefined;
+  const loadRoutes = (): Promise<ReadonlyMap<string, Route>> => {
+    if (typeof source !== 'function') return Promise.resolve(source);
+    loading ??= source().then(
+      (loaded) => (routes = loaded),
+      (err: unknown) => {
+        loading = undefined; // the next call tries again
+        throw err;
+      },
+    );
+    return loading;
+  };
   const sessions = new Set<Http2Session>();
   const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
   const opened = new WeakMap<Http2Session, number>();
@@ -153,6 +174,8 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     keepalive.set(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS));
     session.once('close', () => sessions.delete(session));
     session.on('error', () => {}); // a broken connection ends its calls through their streams
+    // Load the routes while the client is still sending its preface and first call.
+    if (routes === undefined) loadRoutes().catch(() => {}); // a call that needs them reports the failure
     session.once('connect', () => {
       try {
         session.setLocalWindowSize(SESSION_WINDOW);
@@ -163,7 +186,24 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
   });
   t.server.on('stream', (stream, headers) => {
     stream.on('error', () => {}); // reported to the call as a close
-    const refusal = checkRequest(routes, headers) ?? opts.refuseWith() ?? opts.restrict?.(headers[':path'] as string, headers);
+    if (routes !== undefined) {
+      startCall(routes, stream, headers);
+      return;
+    }
+    // Calls queue behind the load in arrival order; one the client gave up on meanwhile is dropped.
+    loadRoutes().then(
+      (loaded) => {
+        if (!stream.destroyed) startCall(loaded, stream, headers);
+      },
+      (err: unknown) =>
+        respondTrailersOnly(
+          stream,
+          new StatusError(GrpcStatus.INTERNAL, `The gRPC service failed to load: ${err instanceof Error ? err.message : String(err)}`),
+        ),
+    );
+  });
+  function startCall(table: ReadonlyMap<string, Route>, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    const refusal = checkRequest(table, headers) ?? opts.refuseWith() ?? opts.restrict?.(headers[':path'] as string, headers);
     if (refusal !== undefined) {
       if (traceTags.grpc) {
         const why = typeof refusal === 'number' ? `HTTP ${refusal}` : `status ${refusal.code}: ${refusal.details}`;
@@ -173,7 +213,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
       else respondTrailersOnly(stream, refusal);
       return;
     }
-    const route = routes.get(headers[':path'] as string)!;
+    const route = table.get(headers[':path'] as string)!;
     active++;
     const ka = keepalive.get(stream.session!);
     ka?.callStarted();
@@ -213,7 +253,7 @@ export function createTransport(routes: ReadonlyMap<string, Route>, opts: Transp
     const hold = opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined;
     if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader, hold);
     else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader, hold);
-  });
+  }
   return t;
 }
 
