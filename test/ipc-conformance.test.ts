@@ -12,7 +12,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Arena } from '../src/backends/python/ipc/arena.js';
 import { segmentBacking, type SegmentBacking } from '../src/backends/python/ipc/backing.js';
 import { StubChannel, newRegionName } from '../src/backends/python/ipc/channel.js';
 import { loadNative } from '../src/backends/python/ipc/native.js';
@@ -369,7 +368,7 @@ describe("Node's ring reader (createRingLink) on ring B", () => {
 
 describe("Node's arena follows the allocator cases", () => {
   it.each(CASES.arena)('$name', (c) => {
-    const a = new Arena(c.base, c.size, c.align);
+    const a = loadNative().createArena(c.base, c.size, c.align);
     expect(
       runArenaOps(
         c,

@@ -1,82 +1,60 @@
 /**
- * The contract of docs/ipc.md kept in one piece across its implementations.
+ * The contract of docs/ipc.md kept in one piece across its bindings.
  *
- * One shared-memory layout, four copies: `src/backends/python/ipc/shm-layout.ts` is the source
- * the others must match — the stub's constants (`stub/tritium_stub/ipc.py`), the C++
- * core both native bindings compile (`native/src/ring_core.h`), and the header table of
- * `docs/ipc.md`. The record format, which only the ring code needs, is matched against the
- * suite's reference (test/helpers/ipc-conformance.ts). A change to one of them without the
- * others fails here, before two processes disagree about where a ring's tail is.
+ * The shared-memory layout is declared once, in native/src/layout.h, and each binding exports
+ * that table: Node's addon as `layout` (re-exported by `src/backends/python/ipc/shm-layout.ts`),
+ * the stub's `_tritium_ipc` as module attributes (re-exported by `stub/tritium_stub/ipc.py`).
+ * These tests check that both bindings hand out the whole table with the same values, that the
+ * record constants match the conformance suite's reference (test/helpers/ipc-conformance.ts),
+ * and that docs/ipc.md's header table puts every offset at its place.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newRegionName } from '../src/backends/python/ipc/channel.js';
+import { loadNative } from '../src/backends/python/ipc/native.js';
 import * as L from '../src/backends/python/ipc/shm-layout.js';
 import { FRAG_MORE, RECORD_ALIGN, WRAP_MARKER } from './helpers/ipc-conformance.js';
 import { PYTHON, ROOT } from './helpers/server.js';
 
-const CXX = process.env.CXX ?? 'g++';
-const haveCxx = spawnSync(CXX, ['--version']).status === 0;
-
-const ring = (o: L.RingOffsets): number[] => [o.head, o.tail, o.doorbell, o.sleeping, o.producerWaiting];
-
-/** The constants every implementation shares, as shm-layout.ts (and for records, the reference) has them. */
-const expected = {
-  MAGIC: L.MAGIC,
-  LAYOUT_VERSION: L.LAYOUT_VERSION,
-  OFF_VERSION: L.OFF_VERSION,
-  OFF_RING_CAPACITY: L.OFF_RING_CAPACITY,
-  OFF_RING_A_DATA: L.OFF_RING_A_DATA,
-  OFF_RING_B_DATA: L.OFF_RING_B_DATA,
-  OFF_HEARTBEAT: L.OFF_HEARTBEAT,
-  OFF_STUB_PID: L.OFF_STUB_PID,
-  RING_A: ring(L.RING_A),
-  RING_B: ring(L.RING_B),
-  FRAG_MORE,
-  WRAP_MARKER,
-  RECORD_ALIGN,
-};
-
 describe('shared-memory layout constants', () => {
-  it('the stub (ipc.py) has the same header offsets, ring offsets and record constants', () => {
+  const table = loadNative().layout;
+
+  it("Node's addon and the stub's extension export the same table from layout.h", () => {
     const code = [
       'import json, sys',
       `sys.path.insert(0, ${JSON.stringify(path.join(ROOT, 'stub'))})`,
       'from tritium_stub import ipc',
-      'names = ["LAYOUT_VERSION","OFF_VERSION","OFF_HEADER_SIZE","OFF_RING_CAPACITY","OFF_RING_A_DATA","OFF_RING_B_DATA","OFF_HEARTBEAT","OFF_STUB_PID","FRAG_MORE","WRAP_MARKER","RECORD_ALIGN","BLOCK_ALIGN","HEADER_SIZE","MIN_RING_BYTES"]',
-      'out = {n: getattr(ipc, n) for n in names}',
-      'out["MAGIC"] = ipc.MAGIC.decode()',
-      'out["RING_A"] = list(ipc.RING_A); out["RING_B"] = list(ipc.RING_B)',
+      'ext = ipc.load_native()[0]',
+      'names = [n for n in dir(ext) if n.isupper()]',
+      'out = {n: getattr(ext, n) for n in names}',
+      'out["MAGIC"] = ext.MAGIC.decode()',
+      'out["ipc.RING_A"] = list(ipc.RING_A); out["ipc.RING_B"] = list(ipc.RING_B)',
       'print(json.dumps(out))',
     ].join('\n');
     const r = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
-    const py = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(py).toMatchObject({
-      ...expected,
-      OFF_HEADER_SIZE: L.OFF_HEADER_SIZE,
-      BLOCK_ALIGN: L.BLOCK_ALIGN,
-      HEADER_SIZE: L.HEADER_SIZE,
-      MIN_RING_BYTES: L.MIN_RING_BYTES,
-    });
+    const { 'ipc.RING_A': ringA, 'ipc.RING_B': ringB, ...py } = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(py).toEqual({ ...table });
+    expect(Object.keys(table).length).toBeGreaterThan(25);
+    const words = (o: L.RingOffsets) => [o.head, o.tail, o.doorbell, o.sleeping, o.producerWaiting];
+    expect(ringA).toEqual(words(L.RING_A));
+    expect(ringB).toEqual(words(L.RING_B));
   });
 
-  it.skipIf(!haveCxx)('the C++ core (ring_core.h) has the same header offsets, ring offsets and record constants', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-layout-'));
-    try {
-      const exe = path.join(dir, 'layout_dump');
-      const build = spawnSync(CXX, ['-std=c++17', `-I${path.join(ROOT, 'native', 'src')}`, path.join(ROOT, 'test', 'native', 'layout_dump.cc'), '-o', exe], {
-        encoding: 'utf8',
-      });
-      expect(build.stderr).toBe('');
-      const cxx = JSON.parse(spawnSync(exe, [], { encoding: 'utf8' }).stdout) as Record<string, unknown>;
-      expect(cxx).toMatchObject({ ...expected, HEADER_SIZE: L.HEADER_SIZE, MIN_RING_BYTES: L.MIN_RING_BYTES });
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+  it("the record constants are the conformance suite's, and the header's words do not overlap", () => {
+    expect({ FRAG_MORE: table.FRAG_MORE, WRAP_MARKER: table.WRAP_MARKER, RECORD_ALIGN: table.RECORD_ALIGN }).toEqual({
+      FRAG_MORE,
+      WRAP_MARKER,
+      RECORD_ALIGN,
+    });
+    // Each ring's hot words on cache lines of their own, inside the header.
+    for (const r of [L.RING_A, L.RING_B]) {
+      expect(new Set([r.head, r.tail, r.doorbell].map((o) => Math.floor(o / 64))).size).toBe(3);
+      expect(r.producerWaiting + 4).toBeLessThanOrEqual(L.HEADER_SIZE);
     }
+    expect(L.MAGIC).toBe('TRITIUM1');
   });
 
   it("docs/ipc.md's control-header table lists every offset at its place", () => {

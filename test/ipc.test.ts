@@ -9,9 +9,9 @@ import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Arena } from '../src/backends/python/ipc/arena.js';
 import { segmentBacking, type SegmentBacking } from '../src/backends/python/ipc/backing.js';
 import { StubChannel, newRegionName } from '../src/backends/python/ipc/channel.js';
+import { loadNative } from '../src/backends/python/ipc/native.js';
 import { listRegionFiles, removeStaleFiles } from '../src/backends/python/ipc/shm-cleanup.js';
 import { mappedMemfdsOf, memfdsOf } from './helpers/memfd.js';
 
@@ -418,9 +418,9 @@ describe('shm cleanup', () => {
   });
 });
 
-describe('Arena', () => {
+describe("Node's arena (createArena, over arena_core.h)", () => {
   it('allocates first-fit and coalesces on free', () => {
-    const a = new Arena(0, 1024, 64);
+    const a = loadNative().createArena(0, 1024, 64);
     const x = a.alloc(100); // 128
     const y = a.alloc(64);
     const z = a.alloc(64);
@@ -434,5 +434,20 @@ describe('Arena', () => {
     expect(a.bytesFree()).toBe(1024);
     expect(a.alloc(1024)).toBe(0);
     expect(() => a.release(64)).toThrow(/unknown block/);
+    expect(a.owns(0)).toBe(true);
+    expect(a.blocksInUse()).toBe(1);
+  });
+
+  it('refuses arguments that are not whole, non-negative numbers, and a bad alignment', () => {
+    const native = loadNative();
+    const a = native.createArena(64, 4096, 64);
+    for (const bad of [-1, 1.5, Number.NaN, '8', 2 ** 53]) {
+      expect(() => a.alloc(bad as number), String(bad)).toThrow(TypeError);
+      expect(() => a.release(bad as number), String(bad)).toThrow(TypeError);
+    }
+    expect(a.owns(-1)).toBe(false);
+    expect(a.blocksInUse()).toBe(0);
+    expect(() => native.createArena(0, 4096, 48)).toThrow(RangeError);
+    expect(() => native.createArena(2 ** 52, 2 ** 52, 64)).toThrow(RangeError);
   });
 });

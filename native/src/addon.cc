@@ -1,10 +1,13 @@
 // tritium_native: shared memory, descriptor passing, futex and wake-up primitives for the
-// Python-backend IPC, and Node's end of the rings (node_ring.cc over ring_core.h, the ring code
-// the stub's extension runs too). The rest of the protocol (header, messages, arenas) lives in
-// TypeScript; see docs/ipc.md.
+// Python-backend IPC, and Node's side of the protocol core the stub's extension compiles too:
+// the header layout (node_layout.cc over layout.h), the rings (node_ring.cc over ring_core.h)
+// and the arenas (node_arena.cc over arena_core.h). What to send and when stays in TypeScript;
+// see docs/ipc.md.
 #include <napi.h>
 
 #include "fd_passing.h"
+#include "node_arena.h"
+#include "node_layout.h"
 #include "node_ring.h"
 #include "shm.h"
 #include "wake.h"
@@ -15,6 +18,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tritium::InitFdPassing(env, exports);
   tritium::InitWake(env, exports);
   tritium::InitRing(env, exports);
+  tritium::InitArena(env, exports);
+  tritium::InitLayout(env, exports);
   return exports;
 }
 }  // namespace

@@ -462,7 +462,17 @@ PyMODINIT_FUNC PyInit__tritium_ipc(void) {
       return nullptr;
     }
   }
-  if (PyModule_AddIntConstant(m, "PROTOCOL_VERSION", tritium::ring::kLayoutVersion) < 0) {
+  // layout.h's constants, what stub/tritium_stub/ipc.py re-exports (Node's addon exports the
+  // same table), so the stub reads the header where Node writes it.
+  for (const tritium::ring::Constant& c : tritium::ring::kConstants) {
+    if (PyModule_AddIntConstant(m, c.name, static_cast<long>(c.value)) < 0) {
+      Py_DECREF(m);
+      return nullptr;
+    }
+  }
+  PyObject* magic = PyBytes_FromStringAndSize(tritium::ring::kMagic, sizeof tritium::ring::kMagic);
+  if (magic == nullptr || PyModule_AddObject(m, "MAGIC", magic) < 0) {
+    Py_XDECREF(magic);
     Py_DECREF(m);
     return nullptr;
   }

@@ -12,35 +12,15 @@
 #include <cstring>
 #include <string>
 
+#include "layout.h"
 #include "wait_core.h"
 
 namespace tritium {
 namespace ring {
 
-constexpr char kMagic[8] = {'T', 'R', 'I', 'T', 'I', 'U', 'M', '1'};
-constexpr uint32_t kLayoutVersion = 1;
-constexpr uint64_t kHeaderSize = 4096;
-constexpr uint64_t kMinCapacity = 4096;
-constexpr uint32_t kFragMore = 0x80000000u;
-constexpr uint32_t kWrapMarker = 0xFFFFFFFFu;
-constexpr uint64_t kRecordAlign = 8;
 // A reassembled message larger than this is a corrupt stream, not a tensor (tensors travel in
 // arenas; messages only carry descriptors).
 constexpr uint64_t kMaxMessage = uint64_t{1} << 30;
-
-// Header offsets (shm-layout.ts).
-constexpr uint64_t kOffVersion = 8;
-constexpr uint64_t kOffCapacity = 16;
-constexpr uint64_t kOffRingAData = 24;
-constexpr uint64_t kOffRingBData = 32;
-constexpr uint64_t kOffHeartbeat = 64;
-constexpr uint64_t kOffStubPid = 72;
-
-struct Offsets {
-  uint64_t head, tail, doorbell, sleeping, producer_waiting;
-};
-constexpr Offsets kRingA{128, 192, 256, 260, 264};  // Node -> stub
-constexpr Offsets kRingB{320, 384, 448, 452, 456};  // stub -> Node
 
 inline uint64_t RecordSize(uint64_t payload) { return (4 + payload + kRecordAlign - 1) & ~(kRecordAlign - 1); }
 

@@ -27,27 +27,6 @@ _unpackb = msgpack.unpackb
 
 SHM_DIR = "/dev/shm"
 
-# ---- layout (src/backends/python/ipc/shm-layout.ts) ----
-MAGIC = b"TRITIUM1"
-LAYOUT_VERSION = 1
-HEADER_SIZE = 4096
-MIN_RING_BYTES = 4096
-OFF_VERSION = 8
-OFF_HEADER_SIZE = 12
-OFF_RING_CAPACITY = 16
-OFF_RING_A_DATA = 24
-OFF_RING_B_DATA = 32
-OFF_HEARTBEAT = 64
-OFF_STUB_PID = 72
-# ring: head, tail, doorbell, sleeping, producer_waiting
-RING_A = (128, 192, 256, 260, 264)  # Node -> stub
-RING_B = (320, 384, 448, 452, 456)  # stub -> Node
-FRAG_MORE = 0x8000_0000
-WRAP_MARKER = 0xFFFF_FFFF
-RECORD_ALIGN = 8
-BLOCK_ALIGN = 64
-SEGMENT_ROUND = 1 << 16
-
 # ---- native hot path ----
 NATIVE_DIR_ENV = "TRITIUM_STUB_NATIVE_DIR"  # where _tritium_ipc*.so lives (tests, packaging)
 _DEFAULT_NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "build", "python")
@@ -82,9 +61,42 @@ def load_extension(name: str):
 def load_native():
     """(module, None) when the native IPC module loads here, else (None, reason)."""
     module, why = load_extension("_tritium_ipc")
-    if module is not None and getattr(module, "PROTOCOL_VERSION", None) != LAYOUT_VERSION:
-        return None, f"{module.__file__} speaks layout {getattr(module, 'PROTOCOL_VERSION', '?')}"
+    if module is not None and not hasattr(module, "LAYOUT_VERSION"):
+        return None, f"{module.__file__} predates native/src/layout.h's table: rebuild it with `npm run build:native`"
     return module, why
+
+
+# ---- layout (native/src/layout.h) ----
+# The header offsets and ring constants come from the extension, built from the same layout.h
+# as Node's addon, so neither side spells them. Without the extension they are None: nothing
+# runs then (Channel refuses to start and says why).
+_LAYOUT = load_native()[0]
+
+
+def _const(name: str):
+    return getattr(_LAYOUT, name, None)
+
+
+MAGIC = _const("MAGIC")
+LAYOUT_VERSION = _const("LAYOUT_VERSION")
+HEADER_SIZE = _const("HEADER_SIZE")
+MIN_RING_BYTES = _const("MIN_RING_BYTES")
+OFF_VERSION = _const("OFF_VERSION")
+OFF_HEADER_SIZE = _const("OFF_HEADER_SIZE")
+OFF_RING_CAPACITY = _const("OFF_RING_CAPACITY")
+OFF_RING_A_DATA = _const("OFF_RING_A_DATA")
+OFF_RING_B_DATA = _const("OFF_RING_B_DATA")
+OFF_HEARTBEAT = _const("OFF_HEARTBEAT")
+OFF_STUB_PID = _const("OFF_STUB_PID")
+# A ring's control words: head, tail, doorbell, sleeping, producer_waiting.
+_RING_WORDS = ("HEAD", "TAIL", "DOORBELL", "SLEEPING", "PRODUCER_WAITING")
+RING_A = tuple(_const(f"RING_A_{w}") for w in _RING_WORDS)  # Node -> stub
+RING_B = tuple(_const(f"RING_B_{w}") for w in _RING_WORDS)  # stub -> Node
+FRAG_MORE = _const("FRAG_MORE")
+WRAP_MARKER = _const("WRAP_MARKER")
+RECORD_ALIGN = _const("RECORD_ALIGN")
+BLOCK_ALIGN = _const("BLOCK_ALIGN")
+SEGMENT_ROUND = _const("SEGMENT_ROUND")
 
 
 SPIN_MODES = ("adaptive", "always", "never")

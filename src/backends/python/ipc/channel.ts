@@ -8,16 +8,16 @@
  * in /dev/shm (the fallback, backing.ts) are unlinked.
  */
 import fs from 'node:fs';
-import { Arena } from './arena.js';
 import { segmentBacking, type SegmentBacking } from './backing.js';
 import { decode, encode } from './codec.js';
 import type { NodeToStub, StubToNode } from './messages.js';
-import { loadNative, type NativeAddon, type RingLink, type WakeListener } from './native.js';
+import { type Arena, loadNative, type NativeAddon, type RingLink, type WakeListener } from './native.js';
 import { describeMemoryLimit, memoryHeadroom } from './memory-limit.js';
 import { closeQuiet, SegmentFdLink } from './segment-fds.js';
 import { describeShmUse, removeRegion } from './shm-cleanup.js';
 import { newShmName } from './shm-name.js';
 import {
+  BLOCK_ALIGN,
   DEFAULT_RING_BYTES,
   HEADER_SIZE,
   LAYOUT_VERSION,
@@ -36,6 +36,7 @@ import {
   OFF_VERSION,
   RING_A,
   RING_B,
+  SEGMENT_ROUND,
 } from './shm-layout.js';
 
 /**
@@ -89,7 +90,6 @@ interface Segment {
 /** Region names are `/dev/shm` file names and memfd labels: keep them to a safe alphabet. */
 const REGION_RE = /^[A-Za-z0-9_.-]+$/;
 const SEGMENT_RE = /^[ns][0-9]+$/;
-const SEGMENT_ROUND = 1 << 16;
 const PAGE = 4096;
 /** Fallback poll while ring A is full, in case the stub's "space freed" signal was missed. */
 const FULL_RETRY_MS = 1;
@@ -204,7 +204,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     dv.setBigUint64(OFF_RING_B_DATA, BigInt(HEADER_SIZE + ring), true);
     dv.setBigUint64(OFF_ARENA, BigInt(arenaOff), true);
     dv.setBigUint64(OFF_ARENA_SIZE, BigInt(n0Size - arenaOff), true);
-    n0.arena = new Arena(arenaOff, n0Size - arenaOff);
+    n0.arena = this.native.createArena(arenaOff, n0Size - arenaOff, BLOCK_ALIGN);
     this.inputs.push(n0);
 
     try {
@@ -305,7 +305,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     const name = `n${this.inputs.length}`;
     const size = Math.max(this.growthByteSize, roundUp(nbytes, SEGMENT_ROUND));
     const seg = this.createSegment(name, size, nbytes);
-    seg.arena = new Arena(0, size);
+    seg.arena = this.native.createArena(0, size, BLOCK_ALIGN);
     this.inputs.push(seg);
     const off = seg.arena.alloc(nbytes);
     return { seg: name, off, view: seg.buf.subarray(off, off + nbytes) };

@@ -2,8 +2,9 @@
  * @module backends/python/ipc/native
  * Typed loader for the `tritium_native` addon (native/, built by `npm run build:native`).
  * The addon maps memory, passes segment descriptors, wakes futexes, watches the wake eventfd,
- * and runs Node's end of the rings (`createRingLink`, over native/src/ring_core.h, the ring code the
- * stub's extension runs too); the rest of the protocol (header, messages, arenas) is TypeScript.
+ * and runs Node's side of the protocol core the stub's extension compiles too: the header layout
+ * (`layout`, native/src/layout.h), the rings (`createRingLink`, ring_core.h) and the arenas
+ * (`createArena`, arena_core.h). Messages, and what to send when, are TypeScript.
  */
 import { createRequire } from 'node:module';
 
@@ -48,7 +49,28 @@ export interface RingLink {
   receive(scratch: Uint8Array): number;
 }
 
+/**
+ * One of Node's input arenas: first-fit blocks with coalescing over `[base, base + size)` of a
+ * segment (docs/ipc.md, "Arenas"; metadata in this process only).
+ */
+export interface Arena {
+  /** Offset of a block of at least `nbytes` (0 is allowed and gets a minimal block), or -1. */
+  alloc(nbytes: number): number;
+  /** Returns a block; throws on an offset this arena did not hand out (double free included). */
+  release(offset: number): void;
+  owns(offset: number): boolean;
+  blocksInUse(): number;
+  bytesFree(): number;
+}
+
+/** native/src/layout.h's constants: `MAGIC` and the numbers of its kConstants table. */
+export type Layout = { readonly MAGIC: string } & { readonly [name: string]: number };
+
 export interface NativeAddon {
+  /** The header offsets and ring/arena constants (docs/ipc.md, "Control header"). */
+  layout: Layout;
+  /** A new arena over `[base, base + size)`, blocks aligned to `align` (a power of two). */
+  createArena(base: number, size: number, align: number): Arena;
   /** O_CREAT|O_EXCL + ftruncate + posix_fallocate + mmap; throws an Error with `code` (ENOSPC, EEXIST...). */
   createShm(name: string, size: number): SharedArrayBuffer;
   /** Maps an existing segment; its size comes from fstat. */

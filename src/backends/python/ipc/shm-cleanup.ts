@@ -5,8 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { SHM_DIR } from './shm-layout.js';
-import { OWN_SHM_PREFIX, shmOwnerPid } from './shm-name.js';
+import { OWN_SHM_PREFIX, SHM_DIR, shmOwnerPid } from './shm-name.js';
 
 function listShm(dir: string): string[] {
   try {

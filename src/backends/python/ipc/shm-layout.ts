@@ -1,26 +1,29 @@
 /**
  * @module backends/python/ipc/shm-layout
- * Byte offsets of the control header at the start of segment `n0` (docs/ipc.md, "Control
- * header"). Mirrored by stub/tritium_stub/ipc.py and native/src/ring_core.h (test/ipc-contract.test.ts
- * compares them); change them together and bump LAYOUT_VERSION. The rings' record format is not
- * here: Node's ring code is ring_core.h's, through the addon's createRingLink.
- * Every hot field sits on its own 64-byte cache line so the two processes never false-share.
+ * The control header of segment `n0` and the ring and arena constants (docs/ipc.md, "Control
+ * header"): native/src/layout.h's table as the addon exports it. The stub's extension exports
+ * the same table from the same header, so neither side spells an offset and they cannot drift;
+ * a change is made in layout.h (with its version bumped) and reaches both on the next build.
  */
+import { loadNative } from './native.js';
 
-export const MAGIC = 'TRITIUM1';
-export const LAYOUT_VERSION = 1;
-export const HEADER_SIZE = 4096;
+const L = loadNative().layout;
 
-export const OFF_MAGIC = 0; // 8 bytes ASCII
-export const OFF_VERSION = 8; // u32
-export const OFF_HEADER_SIZE = 12; // u32
-export const OFF_RING_CAPACITY = 16; // u64, bytes per ring, power of two
-export const OFF_RING_A_DATA = 24; // u64
-export const OFF_RING_B_DATA = 32; // u64
-export const OFF_ARENA = 40; // u64, Node's arena in n0
-export const OFF_ARENA_SIZE = 48; // u64
-export const OFF_HEARTBEAT = 64; // u64, CLOCK_MONOTONIC ms written by the stub
-export const OFF_STUB_PID = 72; // u32
+/** The 8 ASCII bytes n0 starts with. */
+export const MAGIC = L.MAGIC;
+export const LAYOUT_VERSION = L.LAYOUT_VERSION;
+export const HEADER_SIZE = L.HEADER_SIZE;
+
+export const OFF_MAGIC = L.OFF_MAGIC;
+export const OFF_VERSION = L.OFF_VERSION; // u32
+export const OFF_HEADER_SIZE = L.OFF_HEADER_SIZE; // u32
+export const OFF_RING_CAPACITY = L.OFF_RING_CAPACITY; // u64, bytes per ring, a power of two
+export const OFF_RING_A_DATA = L.OFF_RING_A_DATA; // u64
+export const OFF_RING_B_DATA = L.OFF_RING_B_DATA; // u64
+export const OFF_ARENA = L.OFF_ARENA; // u64, Node's arena in n0
+export const OFF_ARENA_SIZE = L.OFF_ARENA_SIZE; // u64
+export const OFF_HEARTBEAT = L.OFF_HEARTBEAT; // u64, CLOCK_MONOTONIC ms written by the stub
+export const OFF_STUB_PID = L.OFF_STUB_PID; // u32
 
 /** Offsets of one ring's control words. */
 export interface RingOffsets {
@@ -36,16 +39,25 @@ export interface RingOffsets {
   producerWaiting: number;
 }
 
+const ring = (r: 'A' | 'B'): RingOffsets =>
+  Object.freeze({
+    head: L[`RING_${r}_HEAD`],
+    tail: L[`RING_${r}_TAIL`],
+    doorbell: L[`RING_${r}_DOORBELL`],
+    sleeping: L[`RING_${r}_SLEEPING`],
+    producerWaiting: L[`RING_${r}_PRODUCER_WAITING`],
+  });
+
 /** Ring A: Node → stub. */
-export const RING_A: RingOffsets = { head: 128, tail: 192, doorbell: 256, sleeping: 260, producerWaiting: 264 };
+export const RING_A = ring('A');
 /** Ring B: stub → Node. */
-export const RING_B: RingOffsets = { head: 320, tail: 384, doorbell: 448, sleeping: 452, producerWaiting: 456 };
+export const RING_B = ring('B');
 
 /** Arena blocks start on this boundary (cache line; also fine for any numpy dtype). */
-export const BLOCK_ALIGN = 64;
+export const BLOCK_ALIGN = L.BLOCK_ALIGN;
 /** Smallest n0 segment (docs/ipc.md). */
-export const MIN_SEGMENT_BYTES = 1 << 20;
-export const DEFAULT_RING_BYTES = 1 << 16;
-export const MIN_RING_BYTES = 1 << 12;
-
-export const SHM_DIR = '/dev/shm';
+export const MIN_SEGMENT_BYTES = L.MIN_SEGMENT_BYTES;
+export const DEFAULT_RING_BYTES = L.DEFAULT_RING_BYTES;
+export const MIN_RING_BYTES = L.MIN_RING_BYTES;
+/** Input and output segments past n0 are a multiple of this. */
+export const SEGMENT_ROUND = L.SEGMENT_ROUND;

@@ -7,6 +7,9 @@
  */
 import crypto from 'node:crypto';
 
+/** Where POSIX shared memory lives: the fallback for segments, and clients' regions. */
+export const SHM_DIR = '/dev/shm';
+
 const HEAD = 'tritium_';
 const OWNER_RE = new RegExp(`^${HEAD}(\\d+)_`);
 

@@ -14,8 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadNative } from './native.js';
-import { SHM_DIR } from './shm-layout.js';
-import { newShmName } from './shm-name.js';
+import { newShmName, SHM_DIR } from './shm-name.js';
 
 export class ShmReserve {
   readonly name = newShmName('reserve');
