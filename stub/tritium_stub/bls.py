@@ -13,6 +13,7 @@ import itertools
 import weakref
 
 from .errors import TritonError, TritonModelException
+from .messages import BLS, BLS_CANCEL, BLS_FREE
 from .pybind_args import as_str
 from .response import InferenceResponse
 from .state import STATE
@@ -76,7 +77,7 @@ def flush_freed():
             blocks.append([seg, off])
     except IndexError:
         pass
-    STATE.channel.send({"t": "bls_free", "blocks": blocks})
+    STATE.channel.send({"t": BLS_FREE, "blocks": blocks})
 
 
 # id(weak reference) -> (the reference, its block): keeps each reference alive until its array dies.
@@ -128,7 +129,7 @@ def _start(request, decoupled):
         raise
     bid = next(_ids)
     call = _calls[bid] = _Call(bid, blocks)
-    msg = {"t": "bls", "bid": bid, "model": request._model_name, "ver": request._model_version}
+    msg = {"t": BLS, "bid": bid, "model": request._model_name, "ver": request._model_version}
     msg["id"] = request._request_id
     msg["corr"] = request._correlation_id
     msg["flags"] = request._flags
@@ -220,7 +221,7 @@ class ResponseIterator:
         if call.finished or call.cancelled or STATE.channel is None:
             return
         call.cancelled = True
-        STATE.channel.send({"t": "bls_cancel", "bid": call.bid})
+        STATE.channel.send({"t": BLS_CANCEL, "bid": call.bid})
 
     def __del__(self):
         # Responses nobody will read: their outputs go back to Node now or when they arrive.

@@ -21,6 +21,7 @@ import time
 import msgpack
 
 from . import memfd
+from .messages import HELLO, SEG
 
 _packb = msgpack.packb
 _unpackb = msgpack.unpackb
@@ -240,7 +241,7 @@ class Channel:
         finally:
             os.close(n0_fd)
         self._u32[OFF_STUB_PID // 4] = os.getpid()
-        self.send({"t": "hello", "pid": os.getpid()})
+        self.send({"t": HELLO, "pid": os.getpid()})
 
     def describe(self) -> str:
         """One line for the verbose log: the wait policy and where the segments live."""
@@ -350,7 +351,7 @@ class Channel:
             self._segs[name] = s
             off = s.arena.alloc(nbytes)
         # Before the block is referenced by any message, so Node learns of it in ring order.
-        self.send({"t": "seg", "name": name, "size": size})
+        self.send({"t": SEG, "name": name, "size": size})
         return name, off, s.mv[off : off + nbytes]
 
     def _reserve(self, s: _Segment, off: int, nbytes: int) -> None:

@@ -5,6 +5,7 @@ import os
 import sys
 import time
 
+from .messages import LOG
 from .pybind_args import MODULE, bind, mismatch
 from .state import STATE
 
@@ -28,7 +29,7 @@ def emit(level, message, file, line):
     channel = STATE.channel
     if channel is not None:
         try:
-            channel.send({"t": "log", "level": level, "msg": message, "file": file, "line": line})
+            channel.send({"t": LOG, "level": level, "msg": message, "file": file, "line": line})
             return
         except Exception:
             pass  # a closed channel during teardown: fall back to stderr

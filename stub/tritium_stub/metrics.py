@@ -20,6 +20,7 @@ import re
 import threading
 
 from .errors import TritonModelException
+from .messages import METRIC
 from .pybind_args import MODULE, as_str, bind, is_float, is_str, mismatch
 from .state import STATE
 
@@ -69,7 +70,7 @@ class _Node:
         cid = next(cls._ids)
         with inbox.cond:
             cls._waiting[cid] = None
-        STATE.channel.send({"t": "metric", "cid": cid, **fields})
+        STATE.channel.send({"t": METRIC, "cid": cid, **fields})
         inbox.wait_for(lambda: cls._waiting[cid] is not None)
         with inbox.cond:
             return cls._waiting.pop(cid)
@@ -80,16 +81,16 @@ class _Node:
 
     def family_del(self, name):
         if STATE.channel is not None:
-            STATE.channel.send({"t": "metric", "op": "family_del", "name": name})
+            STATE.channel.send({"t": METRIC, "op": "family_del", "name": name})
 
     def metric_new(self, name, labels, buckets):
-        msg = {"t": "metric", "op": "new", "name": name, "labels": labels}
+        msg = {"t": METRIC, "op": "new", "name": name, "labels": labels}
         if buckets is not None:
             msg["buckets"] = buckets
         STATE.channel.send(msg)
 
     def update(self, name, labels, op, value):
-        STATE.channel.send({"t": "metric", "op": op, "name": name, "labels": labels, "v": value})
+        STATE.channel.send({"t": METRIC, "op": op, "name": name, "labels": labels, "v": value})
 
     def value(self, name, labels):
         return float(self._call(op="value", name=name, labels=labels)["value"])

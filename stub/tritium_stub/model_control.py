@@ -8,6 +8,7 @@ import base64
 import itertools
 
 from .errors import TritonModelException
+from .messages import MODEL_CTL
 from .pybind_args import as_str, bind, is_bool, is_str, mismatch
 from .state import STATE
 
@@ -29,7 +30,7 @@ def _call(op, **fields):
     cid = next(_ids)
     with inbox.cond:
         _waiting[cid] = None
-    STATE.channel.send({"t": "model_ctl", "cid": cid, "op": op, **fields})
+    STATE.channel.send({"t": MODEL_CTL, "cid": cid, "op": op, **fields})
     inbox.wait_for(lambda: _waiting[cid] is not None)
     with inbox.cond:
         answer = _waiting.pop(cid)

@@ -13,6 +13,7 @@ import threading
 
 from . import async_loop
 from .errors import format_exception
+from .messages import READY_DONE
 
 READY_FD_ENV = "TRITIUM_STUB_READY_FD"
 NOT_BOOL = "is_ready() must return a boolean value"
@@ -55,7 +56,7 @@ def evaluate(model):
 
 
 def answer(seq, ready, error):
-    msg = {"t": "ready_done", "seq": seq, "ready": ready}
+    msg = {"t": READY_DONE, "seq": seq, "ready": ready}
     if error is not None:
         msg["err"] = error
     return msg

@@ -7,6 +7,7 @@ ring and needs no answer from Node (docs/ipc.md explains why a round trip would 
 import threading
 
 from .errors import TritonModelException
+from .messages import SEND
 from .pybind_args import MODULE, bind, is_int, mismatch
 from .response import InferenceResponse
 from .state import STATE
@@ -82,7 +83,7 @@ class RequestSlot:
                 ],
             }
         try:
-            STATE.channel.send({"t": "send", "rid": self.rid, "flags": FINAL, "resp": resp})
+            STATE.channel.send({"t": SEND, "rid": self.rid, "flags": FINAL, "resp": resp})
         except Exception:
             pass
 
@@ -127,7 +128,7 @@ class InferenceResponseSender:
             except TritonModelException:
                 free_blocks(channel, blocks)
                 raise
-            channel.send({"t": "send", "rid": slot.rid, "flags": flags, "resp": payload})
+            channel.send({"t": SEND, "rid": slot.rid, "flags": flags, "resp": payload})
 
     def is_cancelled(self):
         return self._slot.is_cancelled()

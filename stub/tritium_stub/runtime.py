@@ -13,6 +13,23 @@ from .ipc import Channel
 from .loader import StubError, import_model
 from .logger import emit
 from .memfd import segment_fds_setting
+from .messages import (
+    AUTOCOMPLETE,
+    AUTOCOMPLETE_ERR,
+    AUTOCOMPLETE_OK,
+    BLS_R,
+    EXEC,
+    EXEC_DONE,
+    FIN,
+    FIN_DONE,
+    INIT,
+    INIT_ERR,
+    INIT_OK,
+    LOGLEVEL,
+    METRIC_R,
+    MODEL_CTL_R,
+    RELEASE,
+)
 from .request import received
 from .response_sender import close_all
 from .result import build_resps, rescheduled
@@ -52,11 +69,11 @@ class Runtime:
             msg = channel.recv()
             if msg is None:
                 continue
-            if msg["t"] == "autocomplete":
+            if msg["t"] == AUTOCOMPLETE:
                 channel.send(self._autocomplete(msg["config"]))
                 return 0
-            if msg["t"] == "fin":
-                channel.send({"t": "fin_done"})
+            if msg["t"] == FIN:
+                channel.send({"t": FIN_DONE})
                 return 0
             emit("WARNING", f"auto-complete stub ignored message '{msg['t']}'", "runtime.py", 0)
 
@@ -70,9 +87,9 @@ class Runtime:
                 raise StubError(
                     f"auto_complete_config function in model '{STATE.name}' must return a valid pb.ModelConfig object."
                 )
-            return {"t": "autocomplete_ok", "config": json.dumps(config._model_config)}
+            return {"t": AUTOCOMPLETE_OK, "config": json.dumps(config._model_config)}
         except (Exception, SystemExit) as e:
-            return {"t": "autocomplete_err", "msg": _error_text(e)}
+            return {"t": AUTOCOMPLETE_ERR, "msg": _error_text(e)}
 
     # -- instance stub -----------------------------------------------------------------------
 
@@ -83,21 +100,21 @@ class Runtime:
         them, so blocks come back during a long execute too (Inbox.poll). Everything else is the
         main loop's."""
         kind = msg["t"]
-        if kind == "release":
+        if kind == RELEASE:
             Runtime._release(STATE.channel, msg["blocks"])
             return True
-        if kind == "exec":
+        if kind == EXEC:
             released = msg.pop("rel", None)
             if released:
                 Runtime._release(STATE.channel, released)
             return False
-        if kind == "bls_r":
+        if kind == BLS_R:
             bls.route_answer(msg)
             return True
-        if kind == "model_ctl_r":
+        if kind == MODEL_CTL_R:
             model_control.route_answer(msg)
             return True
-        if kind == "metric_r":
+        if kind == METRIC_R:
             metrics.route_answer(msg)
             return True
         return False
@@ -111,15 +128,15 @@ class Runtime:
         while True:
             msg = recv()
             kind = msg["t"]
-            if kind == "exec":
+            if kind == EXEC:
                 execute_batch(msg)
-            elif kind == "init":
+            elif kind == INIT:
                 if not self._init(msg["args"], msg.get("async_limit")):
                     return 0
-            elif kind == "fin":
+            elif kind == FIN:
                 self._fin()
                 return 0
-            elif kind == "loglevel":
+            elif kind == LOGLEVEL:
                 # The server's --log-verbose changed (POST /v2/logging, gRPC LogSettings).
                 STATE.log_verbose = int(msg["verbose"])
             else:
@@ -155,12 +172,12 @@ class Runtime:
             if hasattr(self.model, "initialize"):
                 self.model.initialize(args)
         except (Exception, SystemExit) as e:
-            channel.send({"t": "init_err", "msg": _error_text(e)})
+            channel.send({"t": INIT_ERR, "msg": _error_text(e)})
             return False
         STATE.initialized = True
         # Whether the model has its own readiness check is known once, after initialize (as in
         # Triton); only then does a thread wait for readiness requests.
-        done = {"t": "init_ok"}
+        done = {"t": INIT_OK}
         if self.ready_fd is not None and readiness.has_ready_fn(self.model):
             readiness.start(self.ready_fd, self.model, channel)
             done["ready_fn"] = True
@@ -172,7 +189,7 @@ class Runtime:
         # Its `rel` (output blocks Node is done with) was applied when it was read (_route).
         requests = received(msg["reqs"])
         STATE.running_rids = [r["rid"] for r in msg["reqs"]]
-        done = {"t": "exec_done", "id": msg["id"]}
+        done = {"t": EXEC_DONE, "id": msg["id"]}
         try:
             execute = self.execute
             if execute is None:
@@ -203,7 +220,7 @@ class Runtime:
     def _fin(self):
         channel = STATE.channel
         STATE.finalizing = True
-        channel.send({"t": "fin_done"})
+        channel.send({"t": FIN_DONE})
         async_loop.stop()
         if self.model is not None and STATE.initialized and hasattr(self.model, "finalize"):
             try:

@@ -1,11 +1,12 @@
 /**
  * @module backends/python/ipc/messages
- * The messages of docs/ipc.md ("Messages"), as types: one discriminated union per direction,
- * keyed by `t`. The stub (`stub/tritium_stub/runtime.py`, `ipc.py`) uses the same names and
- * fields; a message added on one side is added here and in docs/ipc.md.
+ * The messages of docs/ipc.md ("Messages"), as types. GENERATED from messages.json by
+ * scripts/gen-ipc-messages.mjs: edit that file and run `npm run gen:ipc`. The stub gets its
+ * view of the same declaration (stub/tritium_stub/messages.py).
  *
  * Field names are the wire's (msgpack map keys), hence the snake_case of some.
  */
+
 /** `[name, datatype, shape, segment, offset, nbytes]`; BYTES data is length-prefixed. */
 export type TensorDescriptor = [string, string, number[], string, number, number];
 
@@ -35,43 +36,92 @@ export interface RespWire {
   params?: string;
 }
 
-// --- Node → stub (ring A) ---------------------------------------------------------------
+// --- Node → stub (ring A) ---
 
-export type NodeToStub =
-  /** `async_limit`: decoupled `async def execute` coroutines the stub runs at once (max-async-executes). */
-  | { t: 'init'; args: Record<string, string>; async_limit?: number }
-  | { t: 'autocomplete'; config: string }
-  | { t: 'exec'; id: number; reqs: ExecRequestWire[]; rel?: BlockRef[] }
-  | { t: 'release'; blocks: BlockRef[] }
-  | { t: 'loglevel'; verbose: number }
-  | { t: 'bls_r'; bid: number; resp: RespWire | null; final: boolean }
-  | { t: 'model_ctl_r'; cid: number; ready?: boolean; err?: string }
-  | { t: 'metric_r'; cid: number; value?: number; err?: string }
-  | { t: 'fin' };
+export interface InitMsg {
+  t: 'init';
+  args: Record<string, string>;
+  /** Decoupled `async def execute` coroutines the stub runs at once (max-async-executes). */
+  async_limit?: number;
+}
 
-// --- stub → Node (ring B) ---------------------------------------------------------------
+export interface AutocompleteMsg {
+  t: 'autocomplete';
+  config: string;
+}
+
+export interface ExecMsg {
+  t: 'exec';
+  id: number;
+  reqs: ExecRequestWire[];
+  rel?: BlockRef[];
+}
+
+export interface ReleaseMsg {
+  t: 'release';
+  blocks: BlockRef[];
+}
+
+export interface LoglevelMsg {
+  t: 'loglevel';
+  verbose: number;
+}
+
+export interface BlsRMsg {
+  t: 'bls_r';
+  bid: number;
+  resp: RespWire | null;
+  final: boolean;
+}
+
+export interface ModelCtlRMsg {
+  t: 'model_ctl_r';
+  cid: number;
+  ready?: boolean;
+  err?: string;
+}
+
+export interface MetricRMsg {
+  t: 'metric_r';
+  cid: number;
+  value?: number;
+  err?: string;
+}
+
+export interface FinMsg {
+  t: 'fin';
+}
+
+export type NodeToStub = InitMsg | AutocompleteMsg | ExecMsg | ReleaseMsg | LoglevelMsg | BlsRMsg | ModelCtlRMsg | MetricRMsg | FinMsg;
+
+// --- stub → Node (ring B) ---
 
 export interface HelloMsg {
   t: 'hello';
   pid: number;
 }
+
 export interface InitOkMsg {
   t: 'init_ok';
   /** The model defines is_ready() (docs/ipc.md, "Readiness requests"). */
   ready_fn?: boolean;
 }
+
 export interface InitErrMsg {
   t: 'init_err';
   msg: string;
 }
+
 export interface AutocompleteOkMsg {
   t: 'autocomplete_ok';
   config: string;
 }
+
 export interface AutocompleteErrMsg {
   t: 'autocomplete_err';
   msg: string;
 }
+
 export interface ExecDoneMsg {
   t: 'exec_done';
   id: number;
@@ -81,12 +131,14 @@ export interface ExecDoneMsg {
   resched?: number[];
   resps?: Array<RespWire | null>;
 }
+
 export interface SendMsg {
   t: 'send';
   rid: number;
   flags: number;
   resp: RespWire | null;
 }
+
 export interface LogMsg {
   t: 'log';
   level: 'INFO' | 'WARNING' | 'ERROR' | 'VERBOSE';
@@ -94,14 +146,17 @@ export interface LogMsg {
   file?: string;
   line?: number;
 }
+
 export interface SegMsg {
   t: 'seg';
   name: string;
   size: number;
 }
+
 export interface FinDoneMsg {
   t: 'fin_done';
 }
+
 export interface ReadyDoneMsg {
   t: 'ready_done';
   seq: number;
@@ -132,15 +187,18 @@ export interface BlsMsg {
   /** `trace=` a traced request's `trace()`: that request's rid (the call is traced as its child). */
   tr?: number;
 }
+
 /** Blocks of Node's arena (BLS outputs) the model no longer references. */
 export interface BlsFreeMsg {
   t: 'bls_free';
   blocks: BlockRef[];
 }
+
 export interface BlsCancelMsg {
   t: 'bls_cancel';
   bid: number;
 }
+
 /** pb_utils.is_model_ready / load_model / unload_model. */
 export interface ModelCtlMsg {
   t: 'model_ctl';
@@ -153,6 +211,14 @@ export interface ModelCtlMsg {
   files?: Record<string, string>;
   dependents?: boolean;
 }
+
+/** pb_utils.MetricFamily / Metric (docs/ipc.md, "Custom metrics"): `family_new` and `value` carry a `cid` and are answered by `metric_r`; the others are not answered. */
+export type MetricMsg =
+  | { t: 'metric'; op: 'family_new'; cid: number; name: string; description: string; kind: 'counter' | 'gauge' | 'histogram' }
+  | { t: 'metric'; op: 'family_del'; name: string }
+  | { t: 'metric'; op: 'new'; name: string; labels: Record<string, string>; buckets?: number[] }
+  | { t: 'metric'; op: 'inc' | 'set' | 'observe'; name: string; labels: Record<string, string>; v: number }
+  | { t: 'metric'; op: 'value'; cid: number; name: string; labels: Record<string, string> };
 
 export type StubToNode =
   | HelloMsg
@@ -170,14 +236,6 @@ export type StubToNode =
   | BlsFreeMsg
   | BlsCancelMsg
   | ModelCtlMsg
-  // pb_utils.MetricFamily / Metric (docs/ipc.md, "Custom metrics"): `family_new` and `value`
-  // carry a `cid` and are answered by `metric_r`; the others are not answered.
-  | { t: 'metric'; op: 'family_new'; cid: number; name: string; description: string; kind: 'counter' | 'gauge' | 'histogram' }
-  | { t: 'metric'; op: 'family_del'; name: string }
-  | { t: 'metric'; op: 'new'; name: string; labels: Record<string, string>; buckets?: number[] }
-  | { t: 'metric'; op: 'inc' | 'set' | 'observe'; name: string; labels: Record<string, string>; v: number }
-  | { t: 'metric'; op: 'value'; cid: number; name: string; labels: Record<string, string> };
-
-export type MetricMsg = Extract<StubToNode, { t: 'metric' }>;
+  | MetricMsg;
 
 export type StubMessageType = StubToNode['t'];
