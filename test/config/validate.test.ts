@@ -306,3 +306,84 @@ describe('validateModelConfig', () => {
     expect(found.map((p) => p.field)).toEqual(['max_batch_size', 'input[0].data_type', 'input[0].dims']);
   });
 });
+
+describe("sequence_batching control inputs and direct strategy (Triton's texts)", () => {
+  const seq = (controls: string, direct = '') => `max_batch_size: 4 sequence_batching { ${direct} ${controls} } ${IO}`;
+  const start = (values: string) => `control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START ${values} } ] } ]`;
+
+  it('accepts the usual START / READY / END / CORRID set, and a direct strategy without delay knobs', () => {
+    const controls = [
+      '{ name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }',
+      '{ name: "READY" control [ { kind: CONTROL_SEQUENCE_READY fp32_false_true: [ 0, 1 ] } ] }',
+      '{ name: "END" control [ { kind: CONTROL_SEQUENCE_END bool_false_true: [ false, true ] } ] }',
+      '{ name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_STRING } ] }',
+    ];
+    expect(problems(seq(`control_input [ ${controls.join(', ')} ]`, 'direct { }'))).toEqual([]);
+    expect(problems(seq('', 'direct { max_queue_delay_microseconds: 100 minimum_slot_utilization: 0.5 }'))).toEqual([]);
+  });
+
+  it.each([
+    [
+      'a control input without a name',
+      seq('control_input [ { control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]'),
+      'sequence_batching.control_input[0].name',
+      'sequence batching control tensor must have a name for m',
+    ],
+    [
+      'one name for two control inputs',
+      seq(
+        'control_input [ { name: "C" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }, { name: "C" control [ { kind: CONTROL_SEQUENCE_END int32_false_true: [ 0, 1 ] } ] } ]',
+      ),
+      'sequence_batching.control_input[1].name',
+      "sequence batching control tensor 'C' is specified for multiple control kinds for m",
+    ],
+    [
+      'two START controls',
+      seq(
+        'control_input [ { name: "S1" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }, { name: "S2" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]',
+      ),
+      'sequence_batching.control_input[1].control[0].kind',
+      'sequence batching specifies multiple CONTROL_SEQUENCE_START tensors for m',
+    ],
+    [
+      'START without values',
+      seq(start('')),
+      'sequence_batching.control_input[0].control[0]',
+      "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_START for m",
+    ],
+    [
+      'START with two lists',
+      seq(start('int32_false_true: [ 0, 1 ] fp32_false_true: [ 0, 1 ]')),
+      'sequence_batching.control_input[0].control[0]',
+      "sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for CONTROL_SEQUENCE_START for m",
+    ],
+    [
+      'START with three values',
+      seq(start('fp32_false_true: [ 0, 1, 2 ]')),
+      'sequence_batching.control_input[0].control[0].fp32_false_true',
+      "sequence batching control 'fp32_false_true' must have exactly 2 entries for CONTROL_SEQUENCE_START for m",
+    ],
+    [
+      'CORRID with values',
+      seq('control_input [ { name: "C" control [ { kind: CONTROL_SEQUENCE_CORRID int32_false_true: [ 0, 1 ] data_type: TYPE_UINT64 } ] } ]'),
+      'sequence_batching.control_input[0].control[0].int32_false_true',
+      "sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_CORRID for m",
+    ],
+    [
+      'CORRID of type FP32',
+      seq('control_input [ { name: "C" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_FP32 } ] } ]'),
+      'sequence_batching.control_input[0].control[0].data_type',
+      'unexpected data type for control CONTROL_SEQUENCE_CORRID for m. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING',
+    ],
+    [
+      'a slot utilization above 1',
+      seq('', 'direct { minimum_slot_utilization: 1.5 }'),
+      'sequence_batching.direct.minimum_slot_utilization',
+      'sequence batching minimum slot utilization must be in range (0.0, 1.0] for m',
+    ],
+  ])('%s', (_what, text, field, message) => {
+    const p = only(text);
+    expect(p.field).toBe(field);
+    expect(p.message).toBe(`${FILE}: ${field}: ${message}`);
+  });
+});

@@ -14,9 +14,16 @@ let repo: string;
 
 beforeAll(async () => {
   ensureBuilt();
-  repo = makeRepo(['config_duplicate_field', 'config_invalid_dims', 'config_sequence_batching', 'config_response_cache', 'add_sub']);
-  // The two add_sub variants differ from python_models/add_sub in their config only.
-  for (const variant of ['config_sequence_batching', 'config_response_cache']) {
+  repo = makeRepo([
+    'config_duplicate_field',
+    'config_invalid_dims',
+    'config_sequence_batching',
+    'config_sequence_bad_control',
+    'config_response_cache',
+    'add_sub',
+  ]);
+  // The add_sub variants differ from python_models/add_sub in their config only.
+  for (const variant of ['config_sequence_batching', 'config_sequence_bad_control', 'config_response_cache']) {
     fs.mkdirSync(path.join(repo, variant, '1'), { recursive: true });
     fs.copyFileSync(path.join(repo, 'add_sub', '1', 'model.py'), path.join(repo, variant, '1', 'model.py'));
   }
@@ -54,6 +61,15 @@ describe('config.pbtxt load failures', () => {
     expect(reason).toContain("model 'config_sequence_batching' uses sequence_batching, which tritium does not implement yet");
     expect(reason).toMatch(/config_sequence_batching\/config\.pbtxt:\d+/);
     expect(server.log()).toContain(reason!);
+  });
+
+  it("checks a sequence_batching config as Triton does first: a bad control input gets Triton's text", async () => {
+    const reason = await indexReason('config_sequence_bad_control');
+    expect(reason).toBe(
+      `${repo}/config_sequence_bad_control/config.pbtxt:15:64: sequence_batching.control_input[0].control[0].data_type: ` +
+        'unexpected data type for control CONTROL_SEQUENCE_CORRID for config_sequence_bad_control. ' +
+        'Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING',
+    );
   });
 
   it('loads a model with response_cache enabled, warns that there is no cache, and computes every request', async () => {

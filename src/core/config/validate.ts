@@ -17,6 +17,7 @@ import type { ConfigError } from '../errors/config-error.js';
 import { Errors } from '../errors.js';
 import type { RuleEntry } from '../errors/config-rules.js';
 import { BACKEND_OF_PLATFORM } from './infer-backend.js';
+import { checkSequenceBatching } from './validate-sequence.js';
 import type { SourceMap } from './text-format.js';
 
 export interface ValidateContext {
@@ -106,6 +107,7 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
       }
     }
   } else if (sched.case === 'sequenceBatching') {
+    checkSequenceBatching(sched.value, model, report);
     const strategy = sched.value.strategyChoice;
     if (strategy.case === 'oldest') {
       checkPreferred('sequence_batching.oldest.preferred_batch_size', strategy.value.preferredBatchSize, cfg.maxBatchSize, report);

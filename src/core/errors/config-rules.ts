@@ -68,6 +68,63 @@ export const configRules = {
     { text: 'preserve_ordering cannot be used with timeout_action DELAY', when: 'preserve_ordering with a DELAY queue policy.' },
     none,
   ),
+  ruleSequenceControlName: rule(
+    { text: 'sequence batching control tensor must have a name for {model}', when: 'A sequence_batching control_input without a name.' },
+    (model: string) => ({ model }),
+  ),
+  ruleSequenceControlKinds: rule(
+    {
+      text: "sequence batching control tensor '{name}' is specified for multiple control kinds for {model}",
+      when: 'Two sequence_batching control_input entries with one name.',
+    },
+    (name: string, model: string) => ({ name, model }),
+  ),
+  ruleSequenceControlMultiple: rule(
+    { text: 'sequence batching specifies multiple {kind} tensors for {model}', when: 'One control kind (START, END, READY, CORRID) given twice.' },
+    (kind: string, model: string) => ({ kind, model }),
+  ),
+  ruleSequenceControlValuesMissing: rule(
+    {
+      text: "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for {kind} for {model}",
+      when: 'A START, END or READY control without its [false, true] values.',
+    },
+    (kind: string, model: string) => ({ kind, model }),
+  ),
+  ruleSequenceControlValuesMany: rule(
+    {
+      text: "sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for {kind} for {model}",
+      when: 'A START, END or READY control with two lists of values.',
+    },
+    (kind: string, model: string) => ({ kind, model }),
+  ),
+  ruleSequenceControlValuesPair: rule(
+    {
+      text: "sequence batching control '{list}' must have exactly 2 entries for {kind} for {model}",
+      when: 'The values of a START, END or READY control are not a [false, true] pair.',
+    },
+    (list: string, kind: string, model: string) => ({ list, kind, model }),
+  ),
+  ruleSequenceCorridValues: rule(
+    {
+      text: "sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_CORRID for {model}",
+      when: 'A CORRID control with [false, true] values.',
+    },
+    (model: string) => ({ model }),
+  ),
+  ruleSequenceCorridType: rule(
+    {
+      text: 'unexpected data type for control CONTROL_SEQUENCE_CORRID for {model}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING',
+      when: 'A CORRID control of another data type.',
+    },
+    (model: string) => ({ model }),
+  ),
+  ruleSequenceSlotUtilization: rule(
+    {
+      text: 'sequence batching minimum slot utilization must be in range (0.0, 1.0] for {model}',
+      when: 'direct.minimum_slot_utilization outside [0, 1] (0, the default, is accepted as by Triton).',
+    },
+    (model: string) => ({ model }),
+  ),
   ruleCacheSequence: rule(
     { text: "response cache is not supported for model '{model}' with sequence batching", when: 'response_cache with sequence_batching.' },
     (model: string) => ({ model }),
