@@ -307,7 +307,7 @@ describe('validateModelConfig', () => {
   });
 });
 
-describe("sequence_batching control inputs and direct strategy (Triton's texts)", () => {
+describe("sequence_batching and response_cache checks (Triton 2.51's texts, compared on its own server)", () => {
   const seq = (controls: string, direct = '') => `max_batch_size: 4 sequence_batching { ${direct} ${controls} } ${IO}`;
   const start = (values: string) => `control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START ${values} } ] } ]`;
 
@@ -380,6 +380,18 @@ describe("sequence_batching control inputs and direct strategy (Triton's texts)"
       seq('', 'direct { minimum_slot_utilization: 1.5 }'),
       'sequence_batching.direct.minimum_slot_utilization',
       'sequence batching minimum slot utilization must be in range (0.0, 1.0] for m',
+    ],
+    [
+      'a response cache with sequence batching',
+      seq('', 'direct { }').replace('sequence_batching', 'response_cache { enable: true } sequence_batching'),
+      'response_cache.enable',
+      'Response Cache does not currently support model m with sequence batching scheduler. Please disable the response cache.',
+    ],
+    [
+      'a response cache on a decoupled model',
+      `max_batch_size: 4 model_transaction_policy { decoupled: true } response_cache { enable: true } ${IO}`,
+      'response_cache.enable',
+      "Response Cache does not currently support model m with 'decoupled' transaction policy. Please disable the response cache.",
     ],
   ])('%s', (_what, text, field, message) => {
     const p = only(text);

@@ -126,11 +126,17 @@ export const configRules = {
     (model: string) => ({ model }),
   ),
   ruleCacheSequence: rule(
-    { text: "response cache is not supported for model '{model}' with sequence batching", when: 'response_cache with sequence_batching.' },
+    {
+      text: 'Response Cache does not currently support model {model} with sequence batching scheduler. Please disable the response cache.',
+      when: 'response_cache with sequence_batching (Triton 2.51 refuses it even when no cache is configured).',
+    },
     (model: string) => ({ model }),
   ),
   ruleCacheDecoupled: rule(
-    { text: "response cache is not supported for decoupled model '{model}'", when: 'response_cache on a decoupled model.' },
+    {
+      text: "Response Cache does not currently support model {model} with 'decoupled' transaction policy. Please disable the response cache.",
+      when: 'response_cache on a decoupled model (Triton 2.51 refuses it even when no cache is configured).',
+    },
     (model: string) => ({ model }),
   ),
   ruleEnsembleInstances: rule(
