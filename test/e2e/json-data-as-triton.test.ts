@@ -195,3 +195,35 @@ gc = grpcclient.InferenceServerClient('127.0.0.1:${server.grpcPort}')`,
     });
   });
 });
+
+describe('members of the request JSON of the wrong type, or missing', () => {
+  const IN = '{"name":"IN_FP32","datatype":"FP32","shape":[1],"data":[1]}';
+  it.each([
+    [
+      'a fractional sequence_id',
+      `{"parameters":{"sequence_id":1.5},"inputs":[${IN}]}`,
+      "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+    ],
+    [
+      'a string sequence_start',
+      `{"parameters":{"sequence_start":"yes"},"inputs":[${IN}]}`,
+      "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean",
+    ],
+    [
+      'a negative priority',
+      `{"parameters":{"priority":-1},"inputs":[${IN}]}`,
+      "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    ['a numeric id', `{"id":5,"inputs":[${IN}]}`, "Unable to parse 'id': attempt to access JSON non-string as string"],
+    ['inputs that are not an array', '{"inputs":{}}', "Unable to parse 'inputs': attempt to access JSON non-array as array"],
+    ['no inputs', '{"outputs":[]}', "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'"],
+    ['an output without a name', `{"inputs":[${IN}],"outputs":[{}]}`, "Unable to parse 'name': attempt to access non-existing object member 'name'"],
+    [
+      'a shape of -1',
+      '{"inputs":[{"name":"IN_FP32","datatype":"FP32","shape":[-1],"data":[1]}]}',
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+  ])("answers %s with 500 and TritonJson's text, as Triton 2.51", async (_what, body, error) => {
+    expect(await infer('identity_all', body)).toEqual({ status: 500, body: { error } });
+  });
+});

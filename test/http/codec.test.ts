@@ -274,8 +274,8 @@ describe('pure JSON body', () => {
     expect(request.inputs[0]!.data.length).toBe(0);
     expectError(
       () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: 'r', shared_memory_byte_size: -4 } }] }),
-      ErrorCode.INVALID_ARG,
-      "Unable to parse 'shared_memory_byte_size'",
+      ErrorCode.INTERNAL,
+      "Unable to parse 'shared_memory_byte_size': attempt to access JSON non-unsigned-integer as unsigned-integer",
     );
     expectError(
       () => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { shared_memory_region: 'r', classification: 1 } }] }),
@@ -291,31 +291,78 @@ describe('pure JSON body', () => {
 
   it('refuses triton_ parameters and wrong parameter types', () => {
     expectError(() => parseJson({ parameters: { triton_x: 1 }, inputs: [] }), ErrorCode.INVALID_ARG, /reserved for Triton usage/);
-    expectError(() => parseJson({ parameters: { priority: -1 }, inputs: [] }), ErrorCode.INVALID_ARG, "Unable to parse 'priority'");
-    expectError(() => parseJson({ parameters: { timeout: 'x' }, inputs: [] }), ErrorCode.INVALID_ARG, "Unable to parse 'timeout'");
-    expectError(() => parseJson({ parameters: { sequence_start: 1 }, inputs: [] }), ErrorCode.INVALID_ARG, "Unable to parse 'sequence_start'");
-    expectError(() => parseJson({ parameters: { sequence_id: -3 }, inputs: [] }), ErrorCode.INVALID_ARG, "Unable to parse 'sequence_id'");
-    expectError(() => parseJson({ parameters: { binary_data_output: 'yes' }, inputs: [] }), ErrorCode.INVALID_ARG, "Unable to parse 'binary_data_output'");
+    expectError(
+      () => parseJson({ parameters: { priority: -1 }, inputs: [] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    expectError(
+      () => parseJson({ parameters: { timeout: 'x' }, inputs: [] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    expectError(
+      () => parseJson({ parameters: { sequence_start: 1 }, inputs: [] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean",
+    );
+    expectError(
+      () => parseJson({ parameters: { sequence_id: -3 }, inputs: [] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+    );
+    expectError(
+      () => parseJson({ parameters: { binary_data_output: 'yes' }, inputs: [] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean",
+    );
     expectError(() => parseJson({ parameters: { obj: { a: 1 } }, inputs: [] }), ErrorCode.INVALID_ARG, /has invalid type/);
   });
 
   it('refuses non-object bodies and wrong field types', () => {
-    expectError(() => parseJson('[1,2]'), ErrorCode.INVALID_ARG, /Unable to parse 'inputs'/);
-    expectError(() => parseJson('"x"'), ErrorCode.INVALID_ARG, /Unable to parse 'inputs'/);
-    expectError(() => parseJson({}), ErrorCode.INVALID_ARG, /Unable to parse 'inputs'/);
-    expectError(() => parseJson({ inputs: {} }), ErrorCode.INVALID_ARG, /Unable to parse 'inputs'/);
-    expectError(() => parseJson({ id: 5, inputs: [] }), ErrorCode.INVALID_ARG, "Unable to parse 'id'");
-    expectError(() => parseJson({ inputs: [{ name: 1, datatype: 'FP32', shape: [1], data: [1] }] }), ErrorCode.INVALID_ARG, "Unable to parse 'name'");
-    expectError(() => parseJson({ inputs: [{ name: 'I', datatype: 7, shape: [1], data: [1] }] }), ErrorCode.INVALID_ARG, "Unable to parse 'datatype'");
+    // Triton 2.51's answers (500, TritonJson's texts), compared on its server (docs/protocol-notes.md).
+    expectError(() => parseJson('[1,2]'), ErrorCode.INTERNAL, "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'");
+    expectError(() => parseJson('"x"'), ErrorCode.INTERNAL, "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'");
+    expectError(() => parseJson({}), ErrorCode.INTERNAL, "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'");
+    expectError(() => parseJson({ inputs: {} }), ErrorCode.INTERNAL, "Unable to parse 'inputs': attempt to access JSON non-array as array");
+    expectError(() => parseJson({ id: 5, inputs: [] }), ErrorCode.INTERNAL, "Unable to parse 'id': attempt to access JSON non-string as string");
+    expectError(
+      () => parseJson({ inputs: [{ name: 1, datatype: 'FP32', shape: [1], data: [1] }] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'name': attempt to access JSON non-string as string",
+    );
+    expectError(
+      () => parseJson({ inputs: [{ name: 'I', shape: [1], data: [1] }] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'",
+    );
+    expectError(
+      () => parseJson({ inputs: [{ name: 'I', datatype: 7, shape: [1], data: [1] }] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'datatype': attempt to access JSON non-string as string",
+    );
     expectError(() => parseJson({ inputs: [{ name: 'I', datatype: 'FP8', shape: [1], data: [1] }] }), ErrorCode.INVALID_ARG, /invalid datatype/);
-    expectError(() => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [-1], data: [1] }] }), ErrorCode.INVALID_ARG, "Unable to parse 'shape'");
-    expectError(() => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: 1, data: [1] }] }), ErrorCode.INVALID_ARG, "Unable to parse 'shape'");
+    expectError(
+      () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [-1], data: [1] }] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
+    expectError(
+      () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: 1, data: [1] }] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'shape': attempt to access JSON non-array as array",
+    );
     expectError(
       () => parseJson({ inputs: [{ name: 'I', datatype: 'FP32', shape: [1], data: 1 }] }),
       ErrorCode.INTERNAL,
       "Unable to parse 'data': attempt to access JSON non-array as array",
     );
-    expectError(() => parseJson({ inputs: [], outputs: {} }), ErrorCode.INVALID_ARG, "Unable to parse 'outputs'");
+    expectError(() => parseJson({ inputs: [], outputs: {} }), ErrorCode.INTERNAL, "Unable to parse 'outputs': attempt to access JSON non-array as array");
+    expectError(
+      () => parseJson({ inputs: [], outputs: [{}] }),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'name': attempt to access non-existing object member 'name'",
+    );
     expectError(
       () => parseJson({ inputs: [], outputs: [{ name: 'O', parameters: { binary_data: 1 } }] }),
       ErrorCode.INVALID_ARG,
@@ -383,7 +430,11 @@ describe('JSON + binary body', () => {
 
   it('binary_data_size must be an unsigned integer', () => {
     const bad = binaryBody({ inputs: [{ name: 'A', datatype: 'FP32', shape: [1], parameters: { binary_data_size: -4 } }] });
-    expectError(() => parseInferRequest(bad.body, Number(bad.header), ANY, 'm', ''), ErrorCode.INVALID_ARG, "Unable to parse 'binary_data_size'");
+    expectError(
+      () => parseInferRequest(bad.body, Number(bad.header), ANY, 'm', ''),
+      ErrorCode.INTERNAL,
+      "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
   });
 
   it('validates Inference-Header-Content-Length', () => {

@@ -84,8 +84,13 @@ export const http = {
     when: 'POST /v2/logging with an empty body (Triton: 500).',
   }),
   unableToParse: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse '{field}'", when: 'A field of the inference JSON has the wrong type.' },
-    (field: string) => ({ field }),
+    {
+      code: INTERNAL,
+      reason: REJECTED,
+      text: "Unable to parse '{field}': attempt to access JSON non-{kind} as {kind}",
+      when: "A member of the inference JSON (id, a name, datatype, shape, inputs, outputs, a request parameter Triton reads, a binary or shared-memory parameter) has the wrong JSON type; Triton 2.51 answers it with 500 and TritonJson's text.",
+    },
+    (field: string, kind: 'string' | 'unsigned-integer' | 'boolean' | 'array') => ({ field, kind }),
   ),
   unableToParseKind: entry(
     {
@@ -97,7 +102,12 @@ export const http = {
     (field: string, expected: 'a JSON object' | 'an array', got: string) => ({ field, expected, got }),
   ),
   unableToParseMissing: entry(
-    { code: INVALID_ARG, reason: REJECTED, text: "Unable to parse '{field}': missing field", when: 'A required member of the inference JSON is absent.' },
+    {
+      code: INTERNAL,
+      reason: REJECTED,
+      text: "Unable to parse '{field}': attempt to access non-existing object member '{field}'",
+      when: 'A required member of the inference JSON is absent (or the body is not a JSON object: no `inputs`); Triton 2.51 answers it with 500.',
+    },
     (field: string) => ({ field }),
   ),
   unableToParseItem: entry(

@@ -70,11 +70,11 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
 
   const scanned: JsonScanInfo = { floatLiterals: false };
   const doc = parseJsonBuffer(body, 0, headerLength, scanned);
-  if (!isObject(doc)) throw Errors.unableToParseKind('inputs', 'a JSON object', kindOf(doc));
+  if (!isObject(doc)) throw Errors.unableToParseMissing('inputs');
 
   let id = '';
   if (doc.id !== undefined) {
-    if (typeof doc.id !== 'string') throw Errors.unableToParse('id');
+    if (typeof doc.id !== 'string') throw Errors.unableToParse('id', 'string');
     id = doc.id;
   }
 
@@ -82,8 +82,7 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
   const parameters = doc.parameters === undefined ? {} : parseRequestParameters(doc.parameters, plan);
 
   const inputsJson = doc.inputs;
-  if (!Array.isArray(inputsJson))
-    throw inputsJson === undefined ? Errors.unableToParseMissing('inputs') : Errors.unableToParseKind('inputs', 'an array', kindOf(inputsJson));
+  if (!Array.isArray(inputsJson)) throw inputsJson === undefined ? Errors.unableToParseMissing('inputs') : Errors.unableToParse('inputs', 'array');
   const inputs: Tensor[] = new Array(inputsJson.length);
   let offset = headerLength;
   // Only when some number has a fraction or exponent: the inputs again, with those marked.
@@ -140,15 +139,15 @@ function parseInput(
   }
 
   const name = input.name;
-  if (typeof name !== 'string') throw Errors.unableToParse('name');
+  if (typeof name !== 'string') throw unparsed('name', name, 'string');
   const dt = input.datatype;
-  if (typeof dt !== 'string') throw Errors.unableToParse('datatype');
+  if (typeof dt !== 'string') throw unparsed('datatype', dt, 'string');
   if (!isDatatype(dt)) throw Errors.invalidDatatype(dt, name);
   const shape = parseShape(input.shape);
 
   if (hasBinary) {
     const size = uint(params!.binary_data_size);
-    if (size === undefined) throw Errors.unableToParse('binary_data_size');
+    if (size === undefined) throw Errors.unableToParse('binary_data_size', 'unsigned-integer');
     const available = body.length - offset;
     if (size > available) {
       throw Errors.binaryDataShort(name, size - available, modelName);
@@ -187,11 +186,11 @@ function holdsFloatLiteral(v: unknown): boolean {
 /** The `shared_memory_*` parameters of an input or output (byte size 0 when absent: refused by the core). */
 function shmRef(p: Record<string, unknown>): ShmRef {
   const region = p.shared_memory_region;
-  if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region');
+  if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region', 'string');
   const byteSize = p.shared_memory_byte_size === undefined ? 0 : uint(p.shared_memory_byte_size);
-  if (byteSize === undefined) throw Errors.unableToParse('shared_memory_byte_size');
+  if (byteSize === undefined) throw Errors.unableToParse('shared_memory_byte_size', 'unsigned-integer');
   const offset = p.shared_memory_offset === undefined ? 0 : uint(p.shared_memory_offset);
-  if (offset === undefined) throw Errors.unableToParse('shared_memory_offset');
+  if (offset === undefined) throw Errors.unableToParse('shared_memory_offset', 'unsigned-integer');
   return { region, offset, byteSize };
 }
 
@@ -211,11 +210,11 @@ function jsonData(data: unknown, name: string, dt: Datatype, shape: number[], he
 const EMPTY = Buffer.alloc(0);
 
 function parseShape(v: unknown): number[] {
-  if (!Array.isArray(v)) throw Errors.unableToParse('shape');
+  if (!Array.isArray(v)) throw unparsed('shape', v, 'array');
   const shape = new Array<number>(v.length);
   for (let i = 0; i < v.length; i++) {
     const d = uint(v[i]);
-    if (d === undefined || d > Number.MAX_SAFE_INTEGER) throw Errors.unableToParse('shape');
+    if (d === undefined || d > Number.MAX_SAFE_INTEGER) throw Errors.unableToParse('shape', 'unsigned-integer');
     shape[i] = d;
   }
   return shape;
@@ -243,17 +242,17 @@ function parseRequestParameters(v: unknown, plan: OutputPlan): Parameters {
     const value = v[key];
     switch (key) {
       case 'sequence_id':
-        if (!isUint(value) && typeof value !== 'string') throw Errors.unableToParse('sequence_id');
+        if (!isUint(value) && typeof value !== 'string') throw Errors.unableToParse('sequence_id', 'string');
         break;
       case 'sequence_start':
       case 'sequence_end':
       case 'binary_data_output':
-        if (typeof value !== 'boolean') throw Errors.unableToParse(key);
+        if (typeof value !== 'boolean') throw Errors.unableToParse(key, 'boolean');
         if (key === 'binary_data_output') plan.defaultBinary = value;
         break;
       case 'priority':
       case 'timeout':
-        if (!isUint(value)) throw Errors.unableToParse(key);
+        if (!isUint(value)) throw Errors.unableToParse(key, 'unsigned-integer');
         break;
       default:
         if (key.startsWith('triton_')) throw Errors.reservedParameter(key);
@@ -267,7 +266,7 @@ function parseRequestParameters(v: unknown, plan: OutputPlan): Parameters {
 }
 
 function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
-  if (!Array.isArray(v)) throw Errors.unableToParse('outputs');
+  if (!Array.isArray(v)) throw Errors.unableToParse('outputs', 'array');
   const outputs: RequestedOutput[] = new Array(v.length);
   const requested = new Map<string, OutputChoice>();
   for (let i = 0; i < v.length; i++) {
@@ -283,7 +282,7 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
     if (p.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw Errors.outputBinaryData();
     if (hasShm && p.binary_data === true) throw Errors.outputShmAndBinary();
     const name = o.name;
-    if (typeof name !== 'string') throw Errors.unableToParse('name');
+    if (typeof name !== 'string') throw unparsed('name', name, 'string');
     let classification = 0;
     if (p.classification !== undefined) {
       const k = uint(p.classification);
@@ -363,6 +362,11 @@ function isParamValue(v: unknown): boolean {
 function setOwn(obj: Parameters, key: string, value: ParamValue): void {
   if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
   else obj[key] = value;
+}
+
+/** Triton's error for a member that is absent, or present with the wrong JSON type (TritonJson's texts, 500). */
+function unparsed(field: string, v: unknown, kind: 'string' | 'unsigned-integer' | 'boolean' | 'array') {
+  return v === undefined ? Errors.unableToParseMissing(field) : Errors.unableToParse(field, kind);
 }
 
 function kindOf(v: unknown): string {
