@@ -226,4 +226,24 @@ describe('members of the request JSON of the wrong type, or missing', () => {
   ])("answers %s with 500 and TritonJson's text, as Triton 2.51", async (_what, body, error) => {
     expect(await infer('identity_all', body)).toEqual({ status: 500, body: { error } });
   });
+
+  it('answers request parameters that are not an object, and inputs and outputs that are not objects, as Triton 2.51', async () => {
+    for (const params of ['5', '[]']) {
+      expect(await infer('identity_all', `{"parameters":${params},"inputs":[${IN}]}`)).toEqual({
+        status: 500,
+        body: { error: 'failed to get request params.: attempt to get members for non-object' },
+      });
+    }
+    expect(await infer('identity_all', `{"inputs":[${IN}],"outputs":[5]}`)).toEqual({
+      status: 500,
+      body: { error: "Unable to parse 'name': attempt to access non-existing object member 'name'" },
+    });
+    expect(await infer('identity_all', `{"inputs":[5]}`)).toEqual({
+      status: 400,
+      body: {
+        error:
+          "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set",
+      },
+    });
+  });
 });

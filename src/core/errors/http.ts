@@ -110,15 +110,6 @@ export const http = {
     },
     (field: string) => ({ field }),
   ),
-  unableToParseItem: entry(
-    {
-      code: INVALID_ARG,
-      reason: REJECTED,
-      text: "Unable to parse '{field}': {item} {index} is not a JSON object",
-      when: 'An element of `inputs` or `outputs` is not an object.',
-    },
-    (field: 'inputs' | 'outputs', index: number) => ({ field, item: field === 'inputs' ? 'input' : 'output', index }),
-  ),
   headerLength: entry(
     { code: INVALID_ARG, reason: REJECTED, text: 'Unable to parse Inference-Header-Content-Length, got: {value}', when: 'The header is not a number.' },
     (value: string) => ({ value }),
@@ -168,7 +159,12 @@ export const http = {
     },
     (input: string, missing: number, model: string) => ({ input, missing, model }),
   ),
-  requestParams: fixed({ code: INVALID_ARG, reason: REJECTED, text: 'failed to get request params.', when: "'parameters' is not an object." }),
+  requestParams: fixed({
+    code: INTERNAL,
+    reason: REJECTED,
+    text: 'failed to get request params.: attempt to get members for non-object',
+    when: "The request's 'parameters' is not a JSON object (Triton 2.51: 500, TritonJson's text).",
+  }),
   parameterType: entry(
     {
       code: INVALID_ARG,

@@ -99,7 +99,8 @@ export function parseInferRequest(body: Buffer, headerLength: number, model: Mod
     : undefined;
   for (let i = 0; i < inputsJson.length; i++) {
     const input = inputsJson[i];
-    if (!isObject(input)) throw Errors.unableToParseItem('inputs', i);
+    // Triton reads a non-object input as one with no field set.
+    if (!isObject(input)) throw Errors.inputDataSource(false, false, false);
     const tensor = parseInput(input, body, offset, headerLength, modelName, markedData !== undefined ? () => markedData(i) : undefined);
     offset += tensor.fromBody;
     inputs[i] = tensor.tensor;
@@ -271,7 +272,8 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
   const requested = new Map<string, OutputChoice>();
   for (let i = 0; i < v.length; i++) {
     const o = v[i];
-    if (!isObject(o)) throw Errors.unableToParseItem('outputs', i);
+    // Triton looks for the name of a non-object output and finds none.
+    if (!isObject(o)) throw Errors.unableToParseMissing('name');
     const params = o.parameters;
     if (params !== undefined && !isObject(params)) throw Errors.unableToParseKind('parameters', 'a JSON object', kindOf(params));
     const p = params ?? {};
