@@ -254,6 +254,11 @@ describe('decodeInferRequest: parameters and outputs', () => {
     });
   });
 
+  it('reads a negative int64 sequence_id as its uint64 bits, as Triton 2.51 does', () => {
+    const { request } = decodeInferRequest(wire({ modelName: 'm', parameters: { sequence_id: p({ case: 'int64Param', value: -5n }) } }).msg);
+    expect(request.parameters).toEqual({ sequence_id: 2n ** 64n - 5n });
+  });
+
   it('accepts priority as int64 and sequence_id as a string', () => {
     const { request, enableEmptyFinal } = decodeInferRequest(
       wire({
@@ -267,7 +272,10 @@ describe('decodeInferRequest: parameters and outputs', () => {
 
   it.each([
     ['priority', p({ case: 'stringParam', value: '1' }), "invalid value type for 'priority' parameter, expected int64_param or uint64_param."],
-    ['priority', p({ case: 'int64Param', value: -1n }), "invalid value type for 'priority' parameter, expected int64_param or uint64_param."],
+    // The next three as tritonserver 2.51 answers them (compared on its server).
+    ['priority', p({ case: 'int64Param', value: -1n }), "invalid value for 'priority', expected value >= 0."],
+    ['sequence_id', p({ case: 'uint64Param', value: 5n }), "invalid value type for 'sequence_id' parameter, expected int64_param or string_param."],
+    ['sequence_id', p({ case: 'doubleParam', value: 1.5 }), "invalid value type for 'sequence_id' parameter, expected int64_param or string_param."],
     ['timeout', p({ case: 'uint64Param', value: 1n }), "invalid value type for 'timeout' parameter, expected int64_param."],
     ['sequence_id', p({ case: 'boolParam', value: true }), "invalid value type for 'sequence_id' parameter, expected int64_param or string_param."],
     ['sequence_start', p({ case: 'int64Param', value: 1n }), "invalid value type for 'sequence_start' parameter, expected bool_param."],

@@ -22,7 +22,7 @@ export const grpc = {
     code: INVALID_ARG,
     reason: REJECTED,
     text: "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.",
-    when: 'sequence_id given as bool/double.',
+    when: 'sequence_id given as bool, double or uint64 (Triton 2.51 takes only int64_param, read as uint64, and string_param).',
   }),
   parameterTypeBool: entry(
     {
@@ -37,7 +37,13 @@ export const grpc = {
     code: INVALID_ARG,
     reason: REJECTED,
     text: "invalid value type for 'priority' parameter, expected int64_param or uint64_param.",
-    when: 'priority of another type or negative.',
+    when: 'priority of another type.',
+  }),
+  parameterPriorityNegative: fixed({
+    code: INVALID_ARG,
+    reason: REJECTED,
+    text: "invalid value for 'priority', expected value >= 0.",
+    when: 'priority as a negative int64_param (Triton 2.51).',
   }),
   parameterTypeTimeout: fixed({
     code: INVALID_ARG,

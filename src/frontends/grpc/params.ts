@@ -53,10 +53,10 @@ export function readRequestParameters(map: { [key: string]: InferParameter }): R
     let value: ParamValue;
     switch (key) {
       case 'sequence_id':
-        if (c.case !== 'int64Param' && c.case !== 'uint64Param' && c.case !== 'stringParam') {
-          throw Errors.parameterTypeSequenceId();
-        }
-        value = paramValue(p)!;
+        // As Triton 2.51: int64_param (its bits read as uint64) or string_param, nothing else.
+        if (c.case === 'int64Param') value = int64ToValue(BigInt.asUintN(64, c.value));
+        else if (c.case === 'stringParam') value = c.value;
+        else throw Errors.parameterTypeSequenceId();
         break;
       case 'sequence_start':
       case 'sequence_end':
@@ -65,9 +65,8 @@ export function readRequestParameters(map: { [key: string]: InferParameter }): R
         break;
       case 'priority':
         // tritonclient sends uint64_param; other clients send int64_param.
-        if ((c.case !== 'int64Param' && c.case !== 'uint64Param') || c.value < 0n) {
-          throw Errors.parameterTypePriority();
-        }
+        if (c.case !== 'int64Param' && c.case !== 'uint64Param') throw Errors.parameterTypePriority();
+        if (c.value < 0n) throw Errors.parameterPriorityNegative();
         value = int64ToValue(c.value);
         break;
       case 'timeout':
