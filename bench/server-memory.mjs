@@ -31,7 +31,9 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { arg } from './grpc-common.mjs';
 import { jsonClient } from './lib/json-client.mjs';
 import { rssBytes } from './lib/proc-stats.mjs';
+import { median } from './lib/report.mjs';
 import { ROOT, startTritium } from './lib/server.mjs';
+import { waitReady } from './lib/triton.mjs';
 
 const { ModelInferRequestSchema } = await import(path.join(ROOT, 'dist', 'generated', 'grpc_service_pb.js'));
 
@@ -47,22 +49,6 @@ if (roots.length === 0) roots.push(ROOT);
 
 const MiB = 2 ** 20;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-
-/** Polls the readiness endpoint until it answers 200. */
-async function waitReady(base) {
-  for (let i = 0; i < 1200; i++) {
-    const res = await fetch(`${base}/v2/health/ready`).catch(() => undefined);
-    if (res?.status === 200) return;
-    await sleep(50);
-  }
-  throw new Error('server not ready after 60 s');
-}
-
 const add = new Float32Array([1, 2, 3, 4]);
 const sub = new Float32Array([4, 3, 2, 1]);
 const HTTP_BODY = JSON.stringify({
@@ -117,7 +103,7 @@ async function measure(root) {
   const t0 = performance.now();
   const server = await startTritium({ repos: repository, root });
   try {
-    await waitReady(server.http);
+    await waitReady(server.httpPort, { deadline: Date.now() + 60_000 });
     const readyMs = performance.now() - t0;
     const pid = server.proc.pid;
     await sleep(settleMs);
