@@ -7,9 +7,7 @@
  */
 import { DataType, ModelSequenceBatching_Control_Kind, type ModelSequenceBatching } from '../../generated/model_config_pb.js';
 import { Errors } from '../errors.js';
-import type { RuleEntry } from '../errors/config-rules.js';
-
-type Report = <A extends unknown[]>(field: string, rule: RuleEntry<A>, ...args: A) => void;
+import type { Report } from '../errors/config-rules.js';
 
 const KIND_NAMES: Record<ModelSequenceBatching_Control_Kind, string> = {
   [ModelSequenceBatching_Control_Kind.CONTROL_SEQUENCE_START]: 'CONTROL_SEQUENCE_START',

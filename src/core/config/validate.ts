@@ -15,7 +15,7 @@ import {
 } from '../../generated/model_config_pb.js';
 import type { ConfigError } from '../errors/config-error.js';
 import { Errors } from '../errors.js';
-import type { RuleEntry } from '../errors/config-rules.js';
+import type { Report, RuleEntry } from '../errors/config-rules.js';
 import { BACKEND_OF_PLATFORM } from './infer-backend.js';
 import { checkSequenceBatching } from './validate-sequence.js';
 import type { SourceMap } from './text-format.js';
@@ -199,8 +199,6 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
 }
 
 /** Records that `field` breaks `rule` (a catalogue entry, docs/errors.md). */
-type Report = <A extends unknown[]>(field: string, rule: RuleEntry<A>, ...args: A) => void;
-
 function checkTensors(kind: 'input' | 'output', tensors: Array<ModelInput | ModelOutput>, maxBatchSize: number, report: Report): void {
   const seen = new Set<string>();
   tensors.forEach((t, i) => {

@@ -17,6 +17,9 @@ export interface RuleSite {
 
 export type RuleEntry<A extends unknown[]> = ConfigEntry<RuleSite, A>;
 
+/** How a config check reports a rule broken at `field` (core/config/validate.ts collects them). */
+export type Report = <A extends unknown[]>(field: string, rule: RuleEntry<A>, ...args: A) => void;
+
 const rule = configEntries('{where}: {field}: ', (site: RuleSite) => ({
   holes: { where: site.line !== undefined ? `${site.file}:${site.line}:${site.column ?? 0}` : site.file, field: site.field },
   at: { file: site.file, line: site.line, field: site.field },
