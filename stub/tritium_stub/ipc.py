@@ -33,6 +33,9 @@ NATIVE_DIR_ENV = "TRITIUM_STUB_NATIVE_DIR"  # where _tritium_ipc*.so lives (test
 _DEFAULT_NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "build", "python")
 
 
+_loaded: dict = {}  # path -> module, what load_extension imported
+
+
 def load_extension(name: str):
     """(module, None) when the native module `name` of native/build/python loads here, else
     (None, reason). _tritium_ipc is built once for the stable ABI (`.abi3.so`, any interpreter
@@ -46,12 +49,16 @@ def load_extension(name: str):
         path = os.path.join(folder, name + suffix)
         if not os.path.isfile(path):
             continue
+        # Imported once per file: the layout constants below and every Channel use the module.
+        if path in _loaded:
+            return _loaded[path], None
         try:
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         except Exception as e:  # ImportError, or a symbol/ABI mismatch
             return None, f"cannot import {path}: {e}"
+        _loaded[path] = module
         return module, None
     return None, (
         f"no {name} module for this interpreter in {folder} "
