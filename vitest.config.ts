@@ -13,12 +13,50 @@ const SERIAL = ['test/e2e/shutdown.test.ts'];
 // run the compiled server refuse a stale one themselves (ensureBuilt), unit suites never need it.
 const shared = { pool: 'forks' as const, testTimeout: 60_000, hookTimeout: 120_000, globalSetup: ['test/helpers/dist-fresh.ts'] };
 
+// The HTTP and gRPC suites run a second time with two HTTP and two gRPC frontend threads
+// (frontends/threads/): the same cases, answered by the threads (test/helpers/server.ts adds
+// --http-thread-count and --grpc-thread-count).
+const THREADED = [
+  'test/e2e/http-python.test.ts',
+  'test/e2e/batching.test.ts',
+  'test/e2e/decoupled.test.ts',
+  'test/e2e/connection-limit.test.ts',
+  'test/e2e/http-input-size.test.ts',
+  'test/e2e/http-refuse-at-once.test.ts',
+  'test/e2e/http-half-close.test.ts',
+  'test/e2e/json-data-as-triton.test.ts',
+  'test/e2e/tritonclient-http.test.ts',
+  'test/e2e/client-shm.test.ts',
+  'test/e2e/model-control.test.ts',
+  'test/e2e/trace.test.ts',
+  'test/e2e/logging.test.ts',
+  'test/e2e/generate.test.ts',
+  'test/e2e/restricted-api.test.ts',
+  'test/e2e/metrics-stats.test.ts',
+  'test/e2e/grpc-python.test.ts',
+  'test/e2e/grpc-compression.test.ts',
+  'test/e2e/grpc-body-memory.test.ts',
+  'test/e2e/grpc-stream-backpressure.test.ts',
+  'test/e2e/grpc-keepalive.test.ts',
+  'test/e2e/grpc-tls.test.ts',
+  'test/e2e/trace-content.test.ts',
+];
+
 export default defineConfig({
   test: {
     maxWorkers: 2,
     minWorkers: 1,
     projects: [
       { test: { ...shared, name: 'parallel', include: ['test/**/*.test.ts'], exclude: SERIAL, sequence: { groupOrder: 0 } } },
+      {
+        test: {
+          ...shared,
+          name: 'threads',
+          include: THREADED,
+          env: { TRITIUM_TEST_HTTP_THREADS: '2', TRITIUM_TEST_GRPC_THREADS: '2' },
+          sequence: { groupOrder: 0 },
+        },
+      },
       { test: { ...shared, name: 'serial', include: SERIAL, sequence: { groupOrder: 1 } } },
     ],
   },

@@ -42,12 +42,19 @@ export interface ServerOptions {
   grpcMaxConnections?: number;
   /** `--grpc-max-concurrent-streams`. */
   grpcMaxConcurrentStreams: number;
+  /** `--grpc-thread-count`: 1 serves gRPC on the main loop; more start frontend threads (frontends/threads/). */
+  grpcThreadCount: number;
   /** `--grpc-read-timeout-secs` (0 = none). */
   grpcReadTimeoutSecs: number;
   /** `--grpc-max-body-memory` in bytes (0 = the default). */
   grpcMaxBodyMemory: number;
   /** `--http-idle-timeout-secs`. */
   httpIdleTimeoutSecs: number;
+  /** `--http-thread-count`: 1 serves HTTP on the main loop; more start frontend threads (frontends/threads/). */
+  httpThreadCount: number;
+  /** `--reuse-http-port` / `--reuse-grpc-port`: bind with SO_REUSEPORT (frontend threads always do). */
+  reuseHttpPort: boolean;
+  reuseGrpcPort: boolean;
   /** `--backend-config=default-max-batch-size=N`, the global setting (a backend's own key wins). */
   defaultMaxBatchSize: number;
   serverId: string;

@@ -34,15 +34,21 @@ import { pythonBackendOptions } from './backends/python/options.js';
 import { killAllStubs } from './backends/python/stub-process.js';
 import { removeOwnFiles, removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { describeSegmentBacking } from './backends/python/ipc/backing.js';
-import { startGrpcServer } from './frontends/grpc/server.js';
+import { startGrpcServer, type GrpcServerOptions } from './frontends/grpc/server.js';
 import type { TlsOptions } from './frontends/grpc/transport/http2-server.js';
-import { startHttpServer } from './frontends/http/server.js';
+import { startHttpServer, type HttpServerOptions } from './frontends/http/server.js';
+import { startFrontendThreads, type FrontendPoolOptions } from './frontends/threads/frontend-pool.js';
+import type { ThreadServer } from './frontends/threads/thread-data.js';
+import type { ConnectionLimitCounts } from './frontends/connection-limit.js';
+import { FrontendStatus } from './frontends/threads/status.js';
+import { listenShared, numericAddress } from './frontends/threads/listen-socket.js';
 import { Metrics } from './frontends/metrics/metrics.js';
 import { metricsObserver } from './frontends/metrics/observer.js';
 import { startMetricsServer } from './frontends/metrics/server.js';
 import { checkListeners, listenFailure, type Listener } from './frontends/listen-check.js';
 import fs from 'node:fs';
 import { createSecureContext } from 'node:tls';
+import type { Worker } from 'node:worker_threads';
 
 export interface RunningServer {
   core: ServerCoreImpl;
@@ -51,6 +57,10 @@ export interface RunningServer {
   grpcPort?: number;
   metricsPort?: number;
   python: PythonBackend;
+  /** The HTTP frontend threads serving now, with --http-thread-count above 1 (diagnostics, tests). */
+  httpThreads?: () => Worker[];
+  /** The gRPC frontend threads serving now, with --grpc-thread-count above 1. */
+  grpcThreads?: () => Worker[];
   /** Graceful shutdown; resolves with the exit code. */
   shutdown(): Promise<number>;
   /** Immediate stop: kill stubs, remove shared memory. */
@@ -91,10 +101,24 @@ export function logSettingsOf(options: ServerOptions): LogSettings {
 function listenersOf(options: ServerOptions): Record<'http' | 'grpc' | 'metrics', Listener | undefined> {
   return {
     http: options.allowHttp
-      ? { service: 'HTTP', address: options.httpAddress, port: options.httpPort, portFlag: '--http-port', addressFlag: '--http-address' }
+      ? {
+          service: 'HTTP',
+          address: options.httpAddress,
+          port: options.httpPort,
+          portFlag: '--http-port',
+          addressFlag: '--http-address',
+          shared: options.reuseHttpPort || options.httpThreadCount > 1,
+        }
       : undefined,
     grpc: options.allowGrpc
-      ? { service: 'GRPC', address: options.grpcAddress, port: options.grpcPort, portFlag: '--grpc-port', addressFlag: '--grpc-address' }
+      ? {
+          service: 'GRPC',
+          address: options.grpcAddress,
+          port: options.grpcPort,
+          portFlag: '--grpc-port',
+          addressFlag: '--grpc-address',
+          shared: options.reuseGrpcPort || options.grpcThreadCount > 1,
+        }
       : undefined,
     metrics: options.allowMetrics
       ? {
@@ -171,8 +195,11 @@ function backendOptions<T>(read: () => T): T {
 
 export async function startServer(options: ServerOptions, logger?: Logger): Promise<RunningServer> {
   const log = logger ?? createLogger(logSettingsOf(options));
+  // What frontend threads read without asking (frontends/threads/status.ts): a model moved,
+  // tracing on, and the request numbers of debug trace lines.
+  const frontendStatus = new FrontendStatus();
   // TRITIUM_TRACE: read once, before anything it traces (model loads) starts.
-  configureTraceTags(process.env[TRACE_ENV], log);
+  configureTraceTags(process.env[TRACE_ENV], log, { label: '', numbers: frontendStatus.traceNumbers });
   // Families models define with pb_utils.MetricFamily, exported with the server's own.
   const customMetrics = new CustomMetrics();
   const gpus = detectGpus();
@@ -225,6 +252,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   metrics.setCustomSource(customMetrics);
   registerDescriptorFamilies(metrics.registry, descriptors);
   metrics.setShmBytesSource(() => [...python.instances].map((i) => ({ model: i.modelName, instance: i.name, bytes: i.shmBytes() })));
+  const observer = metricsObserver(metrics);
   const models = new ModelManager({
     repositories: options.modelRepositories,
     autoCompleteConfig: options.autoCompleteConfig,
@@ -232,7 +260,18 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     gpus,
     backends,
     logger: log,
-    observer: { ...metricsObserver(metrics), executing: executingLogger(log) },
+    observer: {
+      ...observer,
+      modelLoaded: (...a) => {
+        observer.modelLoaded(...a);
+        frontendStatus.modelsChanged();
+      },
+      modelUnloaded: (...a) => {
+        observer.modelUnloaded(...a);
+        frontendStatus.modelsChanged();
+      },
+      executing: executingLogger(log),
+    },
     drainTimeoutMs: options.exitTimeoutSecs * 1000,
     loadThreadCount: options.modelLoadThreadCount,
     configName: options.modelConfigName,
@@ -245,6 +284,9 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     modelControlMode: options.modelControlMode,
     tracer: new Tracer(new TraceSettingsStore(options.traceSettings)),
   });
+
+  frontendStatus.setTracing(core.tracer.settings.enabled);
+  core.tracer.settings.onUpdate = () => frontendStatus.setTracing(core.tracer.settings.enabled);
 
   const killAll = () => {
     for (const i of python.instances) i.kill();
@@ -286,53 +328,61 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const logSettings = logSettingsStore(log);
   logSettings.onChange?.((s) => python.setLogVerbose(s.log_verbose_level));
   try {
+    // What frontend threads need of the main thread (frontends/threads/), either protocol.
+    const pool = (threads: number): FrontendPoolOptions => ({ threads, core, logSettings, logger: log, status: frontendStatus, descriptors });
     if (options.allowGrpc) {
+      const grpcOptions: GrpcServerOptions = {
+        port: options.grpcPort,
+        address: options.grpcAddress,
+        maxMessageSize: options.grpcMaxMessageSize,
+        logger: log,
+        logSettings,
+        shutdownGraceMs: options.exitTimeoutSecs * 1000,
+        keepalive: options.grpcKeepalive,
+        ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
+        maxConcurrentStreams: options.grpcMaxConcurrentStreams,
+        readTimeoutMs: options.grpcReadTimeoutSecs * 1000,
+        maxBodyMemory: options.grpcMaxBodyMemory,
+        ...(grpcTls ? { tls: grpcTls } : {}),
+        descriptors,
+        responseCompression: options.grpcResponseCompression,
+        ...(options.grpcRestricted ? { restricted: options.grpcRestricted } : {}),
+        ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
+      };
       const grpc = await listening(listeners.grpc!, () =>
-        startGrpcServer(core, {
-          port: options.grpcPort,
-          address: options.grpcAddress,
-          maxMessageSize: options.grpcMaxMessageSize,
-          logger: log,
-          logSettings,
-          shutdownGraceMs: options.exitTimeoutSecs * 1000,
-          keepalive: options.grpcKeepalive,
-          ...(options.grpcMaxConnections !== undefined ? { maxConnections: options.grpcMaxConnections } : {}),
-          maxConcurrentStreams: options.grpcMaxConcurrentStreams,
-          readTimeoutMs: options.grpcReadTimeoutSecs * 1000,
-          maxBodyMemory: options.grpcMaxBodyMemory,
-          ...(grpcTls ? { tls: grpcTls } : {}),
-          descriptors,
-          responseCompression: options.grpcResponseCompression,
-          ...(options.grpcRestricted ? { restricted: options.grpcRestricted } : {}),
-          ...(options.grpcHeaderForward ? { headerForward: options.grpcHeaderForward } : {}),
-        }),
+        startFrontend('grpc', grpcOptions, options.reuseGrpcPort, pool(options.grpcThreadCount), (o) => startGrpcServer(core, o)),
       );
+      if (grpc.threads) running.grpcThreads = grpc.threads;
       closables.push(grpc);
       metrics.addConnectionCounts('grpc', grpc.connectionCounts);
       running.grpcPort = grpc.port;
-      log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}`);
+      const threads = options.grpcThreadCount > 1 ? ` (${options.grpcThreadCount} threads)` : '';
+      log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}${threads}`);
     }
     if (options.allowHttp) {
+      const httpOptions: HttpServerOptions = {
+        port: options.httpPort,
+        address: options.httpAddress,
+        maxInputSize: options.httpMaxInputSize,
+        maxBodyMemory: options.httpMaxBodyMemory,
+        maxJsonOutputSize: options.httpMaxJsonOutputSize,
+        logger: log,
+        logSettings,
+        ...(options.httpMaxConnections !== undefined ? { maxConnections: options.httpMaxConnections } : {}),
+        idleTimeoutMs: options.httpIdleTimeoutSecs * 1000,
+        ...(options.httpHeaderForward ? { headerForward: options.httpHeaderForward } : {}),
+        ...(options.httpRestricted ? { restricted: options.httpRestricted } : {}),
+        descriptors,
+      };
       const http = await listening(listeners.http!, () =>
-        startHttpServer(core, {
-          port: options.httpPort,
-          address: options.httpAddress,
-          maxInputSize: options.httpMaxInputSize,
-          maxBodyMemory: options.httpMaxBodyMemory,
-          maxJsonOutputSize: options.httpMaxJsonOutputSize,
-          logger: log,
-          logSettings,
-          ...(options.httpMaxConnections !== undefined ? { maxConnections: options.httpMaxConnections } : {}),
-          idleTimeoutMs: options.httpIdleTimeoutSecs * 1000,
-          ...(options.httpHeaderForward ? { headerForward: options.httpHeaderForward } : {}),
-          ...(options.httpRestricted ? { restricted: options.httpRestricted } : {}),
-          descriptors,
-        }),
+        startFrontend('http', httpOptions, options.reuseHttpPort, pool(options.httpThreadCount), (o) => startHttpServer(core, o)),
       );
+      if (http.threads) running.httpThreads = http.threads;
       closables.push(http);
       metrics.addConnectionCounts('http', http.connectionCounts);
       running.httpPort = http.port;
-      log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
+      const threads = options.httpThreadCount > 1 ? ` (${options.httpThreadCount} threads)` : '';
+      log.info(`Started HTTPService at ${options.httpAddress}:${http.port}${threads}`);
     }
     if (options.allowMetrics) {
       const address = options.metricsAddress ?? options.httpAddress;
@@ -388,6 +438,36 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     return code;
   };
   return running;
+}
+
+interface FrontendHandle {
+  port: number;
+  readonly connectionCounts: ConnectionLimitCounts;
+  close(): Promise<void>;
+  /** With frontend threads: the threads serving now. */
+  threads?: () => Worker[];
+}
+
+/**
+ * Starts the HTTP or gRPC frontend: on the main loop (`onLoop`; on a SO_REUSEPORT socket with
+ * --reuse-*-port), or on `pool.threads` frontend threads (frontends/threads/), which always
+ * bind that way.
+ */
+async function startFrontend<O extends HttpServerOptions | GrpcServerOptions>(
+  kind: 'http' | 'grpc',
+  o: O,
+  reusePort: boolean,
+  pool: FrontendPoolOptions,
+  onLoop: (o: O) => Promise<FrontendHandle>,
+): Promise<FrontendHandle> {
+  if (pool.threads > 1) {
+    // The threads log, read settings and count descriptors through the main thread.
+    const { logger: _l, logSettings: _s, descriptors: _d, ...threadOptions } = o;
+    return startFrontendThreads({ kind, options: threadOptions } as ThreadServer, pool);
+  }
+  if (!reusePort) return onLoop(o);
+  const { fd, port } = listenShared(await numericAddress(o.address), o.port);
+  return onLoop({ ...o, fd, port });
 }
 
 /** How long past the exit timeout an unload may take to kill what did not stop in time. */

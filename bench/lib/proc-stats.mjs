@@ -28,10 +28,10 @@ export function clockTicks() {
  * is gone. The name is cut at the LAST ')' because it may itself hold spaces and parentheses;
  * index 0 is then field 3 (state) of proc(5).
  */
-function statFields(pid) {
+function statFields(pid, file = `/proc/${pid}/stat`) {
   let text;
   try {
-    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = fs.readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
@@ -45,6 +45,12 @@ const STIME = 15 - 3;
 /** User + system CPU seconds of `pid` so far (0 once it is gone). */
 export function cpuSeconds(pid) {
   const f = statFields(pid);
+  return f ? (Number(f[UTIME]) + Number(f[STIME])) / clockTicks() : 0;
+}
+
+/** User + system CPU seconds of `pid`'s main thread alone (its event loop), 0 once it is gone. */
+export function mainThreadCpuSeconds(pid) {
+  const f = statFields(pid, `/proc/${pid}/task/${pid}/stat`);
   return f ? (Number(f[UTIME]) + Number(f[STIME])) / clockTicks() : 0;
 }
 

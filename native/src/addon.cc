@@ -1,11 +1,13 @@
 // tritium_native: shared memory, descriptor passing, futex and wake-up primitives for the
 // Python-backend IPC, and Node's side of the protocol core the stub's extension compiles too:
 // the header layout (node_layout.cc over layout.h), the rings (node_ring.cc over ring_core.h)
-// and the arenas (node_arena.cc over arena_core.h). What to send and when stays in TypeScript;
+// and the arenas (node_arena.cc over arena_core.h); and the SO_REUSEPORT listeners of the
+// frontend threads (listen_socket.cc). What to send and when stays in TypeScript;
 // see docs/ipc.md.
 #include <napi.h>
 
 #include "fd_passing.h"
+#include "listen_socket.h"
 #include "node_arena.h"
 #include "node_layout.h"
 #include "node_ring.h"
@@ -20,6 +22,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tritium::InitRing(env, exports);
   tritium::InitArena(env, exports);
   tritium::InitLayout(env, exports);
+  tritium::InitListenSocket(env, exports);
   return exports;
 }
 }  // namespace

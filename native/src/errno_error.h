@@ -17,7 +17,8 @@ inline Napi::Value ThrowErrno(Napi::Env env, int err, const std::string& what) {
   } kNames[] = {{ENOSPC, "ENOSPC"}, {EEXIST, "EEXIST"}, {ENOENT, "ENOENT"}, {EACCES, "EACCES"},
                 {ENOMEM, "ENOMEM"}, {EINVAL, "EINVAL"}, {EMFILE, "EMFILE"}, {ENFILE, "ENFILE"},
                 {EFBIG, "EFBIG"},   {EAGAIN, "EAGAIN"}, {EPERM, "EPERM"},   {ENOSYS, "ENOSYS"},
-                {EBADF, "EBADF"},   {EPIPE, "EPIPE"},   {ECONNRESET, "ECONNRESET"}, {ETOOMANYREFS, "ETOOMANYREFS"}};
+                {EBADF, "EBADF"},   {EPIPE, "EPIPE"},   {ECONNRESET, "ECONNRESET"}, {ETOOMANYREFS, "ETOOMANYREFS"},
+                {EADDRINUSE, "EADDRINUSE"}, {EADDRNOTAVAIL, "EADDRNOTAVAIL"}};
   for (const auto& n : kNames)
     if (n.no == err) e.Set("code", Napi::String::New(env, n.name));
   e.Set("errno", Napi::Number::New(env, err));

@@ -38,26 +38,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
   },
   { flag: '--enable-peer-access', group: 'Model Repository', value: 'boolean', why: NO_GPU },
   {
-    flag: '--reuse-http-port',
-    group: 'HTTP',
-    value: 'boolean',
-    why: 'Node 20 cannot share a listening port (SO_REUSEPORT); the HTTP port is bound exclusively',
-    warnIf: isTrue,
-  },
-  {
-    flag: '--http-thread-count',
-    group: 'HTTP',
-    value: 'integer',
-    why: "HTTP requests are handled on Node's event loop, not a thread pool; model execution runs in the stub processes",
-  },
-  {
-    flag: '--reuse-grpc-port',
-    group: 'GRPC',
-    value: 'boolean',
-    why: 'Node 20 cannot share a listening port (SO_REUSEPORT); the gRPC port is bound exclusively',
-    warnIf: isTrue,
-  },
-  {
     flag: '--grpc-infer-allocation-pool-size',
     group: 'GRPC',
     value: 'integer',

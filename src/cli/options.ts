@@ -11,6 +11,7 @@ import { TRITIUM_VERSION, TRITON_API_VERSION } from '../core/version.js';
 import { KEEPALIVE_DEFAULTS } from '../frontends/grpc/transport/keepalive.js';
 import { INERT_FLAGS, inertWarning, type InertFlag } from './inert-flags.js';
 import { nearestFlag } from './nearest-flag.js';
+import { defaultFrontendThreads } from '../frontends/threads/thread-count.js';
 import { headerPattern } from '../frontends/header-forward.js';
 import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
@@ -237,6 +238,19 @@ export function buildCommand(): Command {
   );
   add(
     G.http,
+    new Option('--reuse-http-port <boolean>', 'bind the HTTP port with SO_REUSEPORT, so other processes may listen on it too')
+      .default(false)
+      .argParser(parseBool('--reuse-http-port')),
+  );
+  add(
+    G.http,
+    new Option(
+      '--http-thread-count <integer>',
+      'threads accepting, parsing and answering HTTP requests; 1 = the main event loop alone (default: 1 below 8 cores, else a quarter of the cores, at most 8)',
+    ).argParser(parseInteger('--http-thread-count', 1)),
+  );
+  add(
+    G.http,
     new Option(
       '--http-max-connections <integer>',
       'tritium: client connections kept open; past it a new one replaces the oldest idle one (default: from the descriptor limit; 0 = no limit)',
@@ -342,6 +356,18 @@ export function buildCommand(): Command {
     new Option('--grpc-max-message-size <integer>', 'tritium: largest gRPC message in either direction')
       .default(2 ** 31 - 1)
       .argParser(parseInteger('--grpc-max-message-size', 1, 2 ** 31 - 1)),
+  );
+  add(
+    G.grpc,
+    new Option('--reuse-grpc-port <boolean>', 'bind the gRPC port with SO_REUSEPORT, so other processes may listen on it too')
+      .default(false)
+      .argParser(parseBool('--reuse-grpc-port')),
+  );
+  add(
+    G.grpc,
+    new Option('--grpc-thread-count <integer>', 'tritium: threads serving gRPC connections, as --http-thread-count does for HTTP (same default)').argParser(
+      parseInteger('--grpc-thread-count', 1),
+    ),
   );
   add(
     G.grpc,
@@ -528,8 +554,12 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     grpcMaxMessageSize: o.grpcMaxMessageSize,
     ...(o.httpMaxConnections !== undefined ? { httpMaxConnections: o.httpMaxConnections } : {}),
     httpIdleTimeoutSecs: o.httpIdleTimeoutSecs,
+    httpThreadCount: o.httpThreadCount ?? defaultFrontendThreads(),
+    reuseHttpPort: o.reuseHttpPort,
+    reuseGrpcPort: o.reuseGrpcPort,
     ...(o.grpcMaxConnections !== undefined ? { grpcMaxConnections: o.grpcMaxConnections } : {}),
     grpcMaxConcurrentStreams: o.grpcMaxConcurrentStreams,
+    grpcThreadCount: o.grpcThreadCount ?? defaultFrontendThreads(),
     grpcReadTimeoutSecs: o.grpcReadTimeoutSecs,
     grpcMaxBodyMemory: o.grpcMaxBodyMemory,
     defaultMaxBatchSize: dmbs === undefined ? 4 : Number(dmbs),

@@ -65,6 +65,12 @@ export interface InferResponse {
    */
   flagsOnly?: boolean;
   /**
+   * An answer the core gave while `infer` was still on its stack (a lookup or validation
+   * error, before any model). On one thread a frontend tells that by the call stack; a
+   * frontend thread (frontends/threads/) gets every response later, so the main thread marks it.
+   */
+  beforeModel?: boolean;
+  /**
    * Output buffers may be views of shared memory that must be handed back: a frontend calls
    * `release()` once it no longer reads them (after the socket write completed).
    */

@@ -53,15 +53,29 @@ export const traceTags: Record<TraceTag, boolean> = {
 
 let logger: Logger | undefined;
 let nextNo = 1;
+/** Numbers shared by every thread of the server (frontends/threads/), so `#N` is unique among them. */
+let sharedNo: Int32Array | undefined;
+/** Which thread a line comes from ('' on the main thread). */
+let threadLabel = '';
+
+/** Where this thread's trace lines come from and how they number requests (frontend threads). */
+export interface TraceThread {
+  /** e.g. `HTTP thread 2`, written after the tag ('' on the main thread). */
+  label: string;
+  /** One int32 in shared memory that every thread numbers requests from. */
+  numbers: Int32Array;
+}
 
 /**
  * Sets the tags from `spec` (the value of TRITIUM_TRACE) and the logger trace lines go to.
  * Called once at start-up; an unknown tag is warned about here, with the known ones.
  * Returns the tags turned on.
  */
-export function configureTraceTags(spec: string | undefined, log: Logger): TraceTag[] {
+export function configureTraceTags(spec: string | undefined, log: Pick<Logger, 'info' | 'warn' | 'verbose'>, thread?: TraceThread): TraceTag[] {
   for (const t of TRACE_TAGS) traceTags[t] = false;
-  logger = log;
+  logger = log as Logger;
+  sharedNo = thread?.numbers;
+  threadLabel = thread?.label ? `${thread.label}: ` : '';
   const unknown: string[] = [];
   for (const raw of (spec ?? '').split(/[\s,]+/)) {
     const word = raw.trim().toLowerCase();
@@ -89,12 +103,12 @@ export function configureTraceTags(spec: string | undefined, log: Logger): Trace
 /** Writes one trace line (call only once `traceTags[tag]` said the tag is on). */
 export function traceLine(tag: TraceTag, message: string): void {
   // Level 0: printed whatever --log-verbose is (module comment).
-  logger?.verbose(0, `[${tag}] ${message}`);
+  logger?.verbose(0, `[${tag}] ${threadLabel}${message}`);
 }
 
 /** The request as trace lines name it: `#N id=<client id>`; N is given at its first trace line. */
 export function traced(request: InferRequest): string {
-  const no = (request.traceNo ??= nextNo++);
+  const no = (request.traceNo ??= sharedNo === undefined ? nextNo++ : Atomics.add(sharedNo, 0, 1) + 1);
   return `#${no} id=${request.id === '' ? '<id_unknown>' : request.id}`;
 }
 

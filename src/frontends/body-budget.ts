@@ -18,50 +18,110 @@ export function defaultBodyMemory(atLeast: number): number {
   return Math.max(atLeast, Math.min(2 * 1024 ** 3, Math.floor(os.totalmem() / 4)));
 }
 
+/**
+ * The words of a budget that frontend threads share (frontends/threads/): bytes in use (one
+ * int64) and a counter bumped by each give-back (one int32), which a thread waiting for memory
+ * watches with `Atomics.waitAsync`, so memory freed by one thread wakes readers of the others.
+ */
+export function sharedBodyBudgetMemory(): SharedArrayBuffer {
+  return new SharedArrayBuffer(16);
+}
+
+/** `Atomics.waitAsync` (Node ≥ 16; typed from ES2024 on, newer than this project's lib). */
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string };
+  }
+).waitAsync;
+
 export class BodyBudget {
   private used = 0;
   private readonly waiters: Array<() => void> = [];
+  private readonly shared: { used: BigInt64Array; freed: Int32Array } | undefined;
+  private watching = false;
 
-  constructor(readonly capacity: number) {}
+  /** @param shared from sharedBodyBudgetMemory(): one budget for every thread given the same memory */
+  constructor(
+    readonly capacity: number,
+    shared?: SharedArrayBuffer,
+  ) {
+    if (shared !== undefined) this.shared = { used: new BigInt64Array(shared, 0, 1), freed: new Int32Array(shared, 8, 1) };
+  }
 
   /** Bytes reserved by bodies being read or still in use. */
   get inUse(): number {
-    return this.used;
+    return this.shared === undefined ? this.used : Number(Atomics.load(this.shared.used, 0));
   }
 
   /** Reserves `n` bytes if they fit now. */
   tryTake(n: number): boolean {
-    if (this.used + n > this.capacity && this.used > 0) return false;
-    this.used += n;
-    return true;
+    const s = this.shared;
+    if (s === undefined) {
+      if (this.used + n > this.capacity && this.used > 0) return false;
+      this.used += n;
+      return true;
+    }
+    for (;;) {
+      const cur = Atomics.load(s.used, 0);
+      const used = Number(cur);
+      if (used + n > this.capacity && used > 0) return false;
+      if (Atomics.compareExchange(s.used, 0, cur, cur + BigInt(n)) === cur) return true;
+    }
   }
 
   /** Reserves `n` bytes even past the capacity: a chunk that is already in memory. */
   take(n: number): void {
-    this.used += n;
+    if (this.shared === undefined) this.used += n;
+    else Atomics.add(this.shared.used, 0, BigInt(n));
   }
 
   /** Whether readers should wait before buffering more. */
   get exhausted(): boolean {
-    return this.used >= this.capacity;
+    return this.inUse >= this.capacity;
   }
 
   give(n: number): void {
-    this.used -= n;
-    if (this.used < 0) this.used = 0;
-    // Wake in arrival order; each waiter retries and waits again if it still does not fit.
-    const ready = this.waiters.splice(0);
-    for (const w of ready) w();
+    const s = this.shared;
+    if (s === undefined) {
+      this.used -= n;
+      if (this.used < 0) this.used = 0;
+    } else {
+      for (;;) {
+        const cur = Atomics.load(s.used, 0);
+        const next = cur - BigInt(n);
+        if (Atomics.compareExchange(s.used, 0, cur, next < 0n ? 0n : next) === cur) break;
+      }
+      Atomics.add(s.freed, 0, 1);
+      Atomics.notify(s.freed, 0);
+    }
+    this.wake();
   }
 
-  /** Calls `fn` once some memory was given back. */
+  /** Calls `fn` once some memory was given back (by this thread or, when shared, by any). */
   whenFreed(fn: () => void): void {
     this.waiters.push(fn);
+    const s = this.shared;
+    if (s === undefined || this.watching) return;
+    // One watch per thread, however many readers wait: the next give-back anywhere wakes them all.
+    this.watching = true;
+    const w = waitAsync(s.freed, 0, Atomics.load(s.freed, 0));
+    const woke = (): void => {
+      this.watching = false;
+      this.wake();
+    };
+    if (w.async) void (w.value as Promise<string>).then(woke);
+    else queueMicrotask(woke);
   }
 
   /** Forgets a waiter whose reader went away. */
   cancel(fn: () => void): void {
     const i = this.waiters.indexOf(fn);
     if (i >= 0) this.waiters.splice(i, 1);
+  }
+
+  /** Wakes in arrival order; each waiter retries and waits again if it still does not fit. */
+  private wake(): void {
+    const ready = this.waiters.splice(0);
+    for (const w of ready) w();
   }
 }

@@ -58,50 +58,168 @@ export interface ConnectionLimitCounts {
   evicted: number;
 }
 
+/**
+ * The words frontend threads share for one limit: open connections, refused, evicted (int32),
+ * and when the last refusal was (int64 ms), so a burst is logged once per server.
+ */
+export function sharedConnectionLimitMemory(): SharedArrayBuffer {
+  return new SharedArrayBuffer(24);
+}
+
+const OPEN = 0;
+const REFUSED = 1;
+const EVICTED = 2;
+const LAST_REFUSAL_BYTE = 16;
+
 export class ConnectionLimit {
-  readonly counts: ConnectionLimitCounts = { refused: 0, evicted: 0 };
+  readonly counts: ConnectionLimitCounts;
   private lastRefusal = 0;
+  private readonly shared: Int32Array | undefined;
+  private readonly sharedLastRefusal: BigInt64Array | undefined;
 
   /**
    * @param max connections kept open (0 = no limit)
    * @param warn logs the start of a refusal burst (once per burst)
+   * @param shared from sharedConnectionLimitMemory(): one limit across every thread given it
+   *   (see decide()).
    */
   constructor(
     readonly max: number,
     private readonly frontend: string,
     private readonly warn: (line: string) => void,
-  ) {}
+    shared?: SharedArrayBuffer,
+  ) {
+    if (shared === undefined) {
+      this.counts = { refused: 0, evicted: 0 };
+      return;
+    }
+    const words = new Int32Array(shared, 0, 3);
+    this.shared = words;
+    this.sharedLastRefusal = new BigInt64Array(shared, LAST_REFUSAL_BYTE, 1);
+    this.counts = {
+      get refused() {
+        return Atomics.load(words, REFUSED);
+      },
+      get evicted() {
+        return Atomics.load(words, EVICTED);
+      },
+    } as ConnectionLimitCounts;
+  }
 
   /**
-   * Whether a new connection may stay, given the open ones in the order they were opened;
-   * makes room by evicting the oldest idle one when at the limit.
+   * Whether a new connection may stay, given this thread's open ones in the order they were
+   * opened and how many they are; makes room by evicting the oldest idle one when at the limit.
+   * With shared memory the count is the server's, and an admitted connection is counted until
+   * `closed()`.
    */
   admit(open: Iterable<LimitedConnection>, size: number): boolean {
-    if (this.max <= 0 || size < this.max) return true;
-    // The oldest idle one past its grace; failing that (a burst), the oldest idle one.
+    if (this.underLimit(size)) return true;
+    if (this.evictIdle(open)) {
+      this.countEviction();
+      return true;
+    }
+    this.refuse();
+    return false;
+  }
+
+  /**
+   * admit() for a frontend thread. At the limit it closes, in this order, the oldest idle
+   * connection past its grace of its own, then one of another thread (`elsewhere(true)`, which
+   * resolves whether one did), then any idle one of its own, then of another thread; else it
+   * refuses. So idle clients of one thread cannot keep a probe out of another, and a new
+   * connection still sending its request is closed only when no older idle one is left anywhere.
+   */
+  decide(
+    /** This thread's open connections, read afresh at each step (the others are asked in between). */
+    open: () => Iterable<LimitedConnection>,
+    size: number,
+    elsewhere: (pastGrace: boolean) => Promise<boolean>,
+    verdict: (admitted: boolean) => void,
+  ): void {
+    if (this.underLimit(size)) return verdict(true);
+    const steps: Array<() => boolean | Promise<boolean>> = [
+      () => this.evictIdle(open(), true),
+      () => elsewhere(true),
+      () => this.evictIdle(open(), false),
+      () => elsewhere(false),
+    ];
+    const next = (i: number): void => {
+      if (i === steps.length) {
+        this.refuse();
+        return verdict(false);
+      }
+      const done = (evicted: boolean): void => {
+        if (!evicted) return next(i + 1);
+        this.countEviction();
+        verdict(true);
+      };
+      const r = steps[i]!();
+      if (typeof r === 'boolean') done(r);
+      else r.then(done, () => done(false));
+    };
+    next(0);
+  }
+
+  /**
+   * Closes the oldest idle connection of `open` past its grace, failing that (a burst, unless
+   * `pastGraceOnly`) the oldest idle one; false when none qualifies. Counts nothing: the
+   * connection that takes its place does.
+   */
+  evictIdle(open: Iterable<LimitedConnection>, pastGraceOnly = false): boolean {
     const spared = Date.now() - NEW_CONNECTION_GRACE_MS;
     let oldestIdle: LimitedConnection | undefined;
     for (const c of open) {
       if (!c.idle) continue;
-      oldestIdle ??= c;
       if (c.openedAt <= spared) {
         oldestIdle = c;
         break;
       }
+      if (!pastGraceOnly) oldestIdle ??= c;
     }
-    if (oldestIdle) {
-      oldestIdle.evict();
+    oldestIdle?.evict();
+    return oldestIdle !== undefined;
+  }
+
+  /** An admitted connection closed (counts only with shared memory). */
+  closed(): void {
+    if (this.shared !== undefined && this.max > 0) Atomics.sub(this.shared, OPEN, 1);
+  }
+
+  /** Room without evicting: under the limit (with shared memory, the new connection is counted). */
+  private underLimit(size: number): boolean {
+    if (this.max <= 0) return true;
+    return this.shared === undefined ? size < this.max : reserve(this.shared, this.max);
+  }
+
+  private countEviction(): void {
+    if (this.shared === undefined) {
       this.counts.evicted++;
-      return true;
+    } else {
+      // The evicted one is still counted until its close event; the new one is counted now.
+      Atomics.add(this.shared, EVICTED, 1);
+      Atomics.add(this.shared, OPEN, 1);
     }
-    this.counts.refused++;
+  }
+
+  private refuse(): void {
+    if (this.shared === undefined) this.counts.refused++;
+    else Atomics.add(this.shared, REFUSED, 1);
     const now = Date.now();
-    if (now - this.lastRefusal > BURST_QUIET_MS) {
+    const last = this.sharedLastRefusal === undefined ? this.lastRefusal : Number(Atomics.exchange(this.sharedLastRefusal, 0, BigInt(now)));
+    if (now - last > BURST_QUIET_MS) {
       this.warn(
         `${this.frontend}: ${this.max} connections are open and every one has a request in flight; refusing new connections until one is free (--${this.frontend.toLowerCase()}-max-connections)`,
       );
     }
     this.lastRefusal = now;
-    return false;
+  }
+}
+
+/** Counts one more open connection if the server is under `max`. */
+function reserve(words: Int32Array, max: number): boolean {
+  for (;;) {
+    const cur = Atomics.load(words, OPEN);
+    if (cur >= max) return false;
+    if (Atomics.compareExchange(words, OPEN, cur, cur + 1) === cur) return true;
   }
 }

@@ -9,6 +9,7 @@
  * (`listenFailure`).
  */
 import net from 'node:net';
+import { listenShared, numericAddress } from './threads/listen-socket.js';
 
 export interface Listener {
   /** tritonserver's name for the service in its message: "HTTP", "GRPC", "Metrics". */
@@ -18,6 +19,8 @@ export interface Listener {
   /** The flags that choose it, named in the message. */
   portFlag: string;
   addressFlag: string;
+  /** Bound with SO_REUSEPORT (frontend threads, --reuse-*-port): a port other such sockets hold is free to it. */
+  shared?: boolean;
 }
 
 /** The message for a listen error, in tritonserver's words where it has some, naming the flags. */
@@ -43,7 +46,14 @@ export async function checkListeners(listeners: readonly Listener[]): Promise<st
     const failure = await new Promise<string | undefined>((resolve) => {
       const server = net.createServer();
       server.once('error', (err: NodeJS.ErrnoException) => resolve(listenFailure(l, err)));
-      server.listen({ port: l.port, host: l.address, exclusive: true }, () => server.close(() => resolve(undefined)));
+      const closed = (): void => void server.close(() => resolve(undefined));
+      if (!l.shared) {
+        server.listen({ port: l.port, host: l.address, exclusive: true }, closed);
+        return;
+      }
+      numericAddress(l.address)
+        .then((ip) => server.listen({ fd: listenShared(ip, l.port).fd }, closed))
+        .catch((err: NodeJS.ErrnoException) => resolve(listenFailure(l, err)));
     });
     if (failure !== undefined) return failure;
   }

@@ -240,14 +240,22 @@ describe('batch composition (max_batch_size 10, max_queue_delay 200 ms)', () => 
 describe('priorities and queue policies', () => {
   it('serves priority 1 before the default level 2, FIFO within a level', async () => {
     const blocker = await hold('var_prio');
-    const low = [0, 1, 2, 3].map((i) => infer('var_prio', { value: i, params: { priority: 2 } }));
-    await waitFor('4 queued', async () => (await pending('var_prio')) === 4);
+    // FIFO is the order requests reach the core: each is sent once the one before it is queued
+    // (concurrent connections have no order of their own, least of all across frontend threads).
+    const queueInOrder = async (values: number[], params: (i: number) => Record<string, unknown>, before: number) => {
+      const sent = [];
+      for (const [k, i] of values.entries()) {
+        sent.push(infer('var_prio', { value: i, params: params(i) }));
+        await waitFor(`${before + k + 1} queued`, async () => (await pending('var_prio')) === before + k + 1);
+      }
+      return sent;
+    };
+    const low = await queueInOrder([0, 1, 2, 3], () => ({ priority: 2 }), 0);
     // priority 0 and out-of-range priorities mean the default level; a timeout is ignored
     // because the level's default timeout is 0.
     const dflt = [4, 5].map((i) => infer('var_prio', { value: i, params: i === 4 ? { priority: 0 } : { priority: 9, timeout: 1000 } }));
     await waitFor('6 queued', async () => (await pending('var_prio')) === 6);
-    const high = [6, 7, 8, 9].map((i) => infer('var_prio', { value: i, params: { priority: 1 } }));
-    await waitFor('10 queued', async () => (await pending('var_prio')) === 10);
+    const high = await queueInOrder([6, 7, 8, 9], () => ({ priority: 1 }), 6);
     blocker.release();
     const b = await blocker.done;
     expect(b.status, b.error).toBe(200);

@@ -117,6 +117,9 @@ const WORKING: Record<string, string> = {
   '--grpc-header-forward-pattern': 'x-.*',
   '--allow-http': 'true',
   '--allow-grpc': 'true',
+  '--reuse-http-port': 'true',
+  '--reuse-grpc-port': 'true',
+  '--http-thread-count': '2',
   '--grpc-use-ssl': 'false',
   '--grpc-use-ssl-mutual': 'false',
   '--grpc-keepalive-time': '7200000',
@@ -147,9 +150,6 @@ const WORKING: Record<string, string> = {
 const INERT: Record<string, string> = {
   '--model-namespacing': 'true',
   '--enable-peer-access': 'true',
-  '--reuse-http-port': 'true',
-  '--http-thread-count': '8',
-  '--reuse-grpc-port': 'true',
   '--grpc-infer-allocation-pool-size': '16',
   '--allow-sagemaker': 'true',
   '--sagemaker-port': '8080',
@@ -287,8 +287,8 @@ describe('tritonserver 2.51 flags', () => {
   });
 
   it('refuses a bad value of an inert flag as tritonserver would', () => {
-    const r = cli(`--model-repository=${os.tmpdir()}`, '--http-thread-count=many');
+    const r = cli(`--model-repository=${os.tmpdir()}`, '--sagemaker-thread-count=many');
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain("--http-thread-count expects an integer, got 'many'");
+    expect(r.stderr).toContain("--sagemaker-thread-count expects an integer, got 'many'");
   });
 });

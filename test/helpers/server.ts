@@ -75,6 +75,7 @@ export async function startTritium(o: StartOptions): Promise<Tritium> {
     '--http-address=127.0.0.1',
     '--grpc-address=127.0.0.1',
     `--backend-config=python,python-executable=${PYTHON}`,
+    ...threadArgs(o.args ?? []),
     ...(o.args ?? []),
   ];
   const [cmd, cmdArgs] = o.wrap ? [o.wrap[0]!, [...o.wrap.slice(1), process.execPath, ...args]] : [process.execPath, args];
@@ -115,6 +116,24 @@ export async function startTritium(o: StartOptions): Promise<Tritium> {
   }
   proc.kill('SIGKILL');
   throw new Error(`tritium did not start in time:\n${out}`);
+}
+
+/**
+ * The suites of the `threads` test project run every server with HTTP and gRPC frontend threads
+ * (TRITIUM_TEST_HTTP_THREADS, TRITIUM_TEST_GRPC_THREADS; vitest.config.ts): the same cases,
+ * answered by the threads.
+ * A suite that sets the count itself keeps its own.
+ */
+function threadArgs(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const [env, flag] of [
+    ['TRITIUM_TEST_HTTP_THREADS', '--http-thread-count'],
+    ['TRITIUM_TEST_GRPC_THREADS', '--grpc-thread-count'],
+  ] as const) {
+    const n = process.env[env];
+    if (n !== undefined && !args.some((a) => a.startsWith(flag))) out.push(`${flag}=${n}`);
+  }
+  return out;
 }
 
 /** Whether this build has the gRPC frontend (it logs a GRPCInferenceService line). */

@@ -36,10 +36,14 @@ export interface Entry<A extends unknown[] = never[]> {
   readonly arity: number;
 }
 
-/** Extra, non-template fields a `fill` may return: the code of a 'varies' entry. */
+/**
+ * Extra, non-template fields a `fill` may return: the code of a 'varies' entry, and for an
+ * error carried from another thread the name of the entry that raised it there.
+ */
 interface Overrides {
   $code?: ErrorCode;
   $reason?: FailureReason;
+  $entry?: string;
 }
 
 type Fill<T extends string, A extends unknown[]> = (...args: A) => { [K in Holes<T>]: string | number } & Overrides;
@@ -54,7 +58,7 @@ export function entry<const T extends string, A extends unknown[]>(spec: EntrySp
   const make = (...args: A): TritonError => {
     const values = fill(...args);
     const code = values.$code ?? (full.code === 'varies' ? ErrorCode.INTERNAL : full.code);
-    return new TritonError(code, render(full.text, values), values.$reason ?? full.reason, entryName(make));
+    return new TritonError(code, render(full.text, values), values.$reason ?? full.reason, values.$entry ?? entryName(make));
   };
   return Object.assign(make, { spec: full, arity: fill.length });
 }

@@ -36,6 +36,8 @@ export class TraceSettingsStore {
   enabled: boolean;
   /** Bumped by every update (the tracer restarts its sampling count). */
   generation = 0;
+  /** Called after every update (frontend threads learn `enabled` this way). */
+  onUpdate: (() => void) | undefined;
 
   constructor(private readonly global: TraceSettings = defaultTraceSettings()) {
     this.enabled = this.computeEnabled();
@@ -89,6 +91,7 @@ export class TraceSettingsStore {
     }
     this.enabled = this.computeEnabled();
     this.generation++;
+    this.onUpdate?.();
   }
 
   /** Takes one trace from the count that applies to `model`; false when none is left. */

@@ -21,6 +21,7 @@ import type { CompressionLevel } from './transport/response-compression.js';
 import type { StatusError } from './transport/status.js';
 import { missingHeader, type ApiGroup, type Restriction } from '../restricted-api.js';
 import { BodyBudget, defaultBodyMemory } from '../body-budget.js';
+import type { SharedFrontendMemory } from '../shared-limits.js';
 import type { DescriptorWatch } from '../descriptor-watch.js';
 import { createTransport, type TlsOptions, type Transport } from './transport/http2-server.js';
 
@@ -53,7 +54,13 @@ export interface GrpcServerOptions {
   /** `--grpc-use-ssl` / `--grpc-use-ssl-mutual` with their certificate files, read. */
   tls?: TlsOptions;
   /** Takes accept errors that are descriptor shortages (logged once per burst there). */
-  descriptors?: DescriptorWatch;
+  descriptors?: Pick<DescriptorWatch, 'report'>;
+  /** A listening socket to adopt instead of binding `address:port` (frontends/threads/); `port` is then only reported. */
+  fd?: number;
+  /** Memory shared by the frontend threads of one server: one body budget and one connection limit. */
+  shared?: SharedFrontendMemory;
+  /** At the connection limit, a frontend thread asks the others to close an idle session (frontends/threads/). */
+  evictElsewhere?: (pastGrace: boolean) => Promise<boolean>;
 }
 
 export interface GrpcServerHandle {
@@ -63,6 +70,8 @@ export interface GrpcServerHandle {
   readonly connectionCounts: ConnectionLimitCounts;
   /** Graceful stop; resolves once the server is down. */
   close(): Promise<void>;
+  /** Closes the oldest idle session (only one past its grace if `pastGrace`), if any: another thread is at the limit. */
+  evictIdle?(pastGrace: boolean): boolean;
 }
 
 export const DEFAULT_GRPC_MAX_MESSAGE_SIZE = 2 ** 31 - 1;
@@ -113,13 +122,19 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
   // gets no gRPC call does not hold them; the first call waits for them (tens of ms).
   const routes = () => import('./routes.js').then((m) => m.serviceRoutes(ctx));
   const refusal = toStatusError(Errors.shuttingDown());
-  const connectionLimit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'GRPC', (line) => opts.logger?.warn(line));
+  const connectionLimit = new ConnectionLimit(
+    opts.maxConnections ?? defaultMaxConnections(),
+    'GRPC',
+    (line) => opts.logger?.warn(line),
+    opts.shared?.connections,
+  );
   const transport = createTransport(routes, {
     maxMessageBytes: maxMessage,
     connectionLimit,
+    ...(opts.evictElsewhere ? { evictElsewhere: opts.evictElsewhere } : {}),
     ...(opts.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: opts.maxConcurrentStreams } : {}),
     ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}),
-    bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(0)),
+    bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(0), opts.shared?.bodyBudget),
     refuseWith: () => (closing ? refusal : undefined),
     ...(opts.keepalive ? { keepalive: opts.keepalive } : {}),
     ...(opts.tls ? { tls: opts.tls } : {}),
@@ -129,13 +144,15 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
 
   const port = await new Promise<number>((resolve, reject) => {
     transport.server.once('error', reject);
-    transport.server.listen(opts.port, opts.address, () => {
+    const listened = (): void => {
       transport.server.off('error', reject);
       transport.server.on('error', (err) => {
         if (!opts.descriptors?.report(err)) opts.logger?.error(`gRPC server error: ${err.message}`);
       });
-      resolve((transport.server.address() as AddressInfo).port);
-    });
+      resolve(opts.fd !== undefined ? opts.port : (transport.server.address() as AddressInfo).port);
+    };
+    if (opts.fd !== undefined) transport.server.listen({ fd: opts.fd }, listened);
+    else transport.server.listen(opts.port, opts.address, listened);
   });
 
   let closed: Promise<void> | undefined;
@@ -152,7 +169,7 @@ export async function startGrpcServer(core: ServerCore, opts: GrpcServerOptions)
     })();
     return closed;
   };
-  return { port, close, connectionCounts: connectionLimit.counts };
+  return { port, close, connectionCounts: connectionLimit.counts, evictIdle: transport.evictIdle };
 }
 
 /** Resolves once no call is active, or at `deadline`. */

@@ -18,6 +18,7 @@ import { memoryLogSettings } from '../../core/logger.js';
 import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts, type LimitedConnection } from '../connection-limit.js';
 import { Connection } from './wire/connection.js';
 import type { DescriptorWatch } from '../descriptor-watch.js';
+import type { SharedFrontendMemory } from '../shared-limits.js';
 
 export interface HttpServerOptions {
   port: number;
@@ -40,7 +41,19 @@ export interface HttpServerOptions {
   /** `--http-restricted-api`. */
   restricted?: ReadonlyMap<ApiGroup, Restriction>;
   /** Takes accept errors that are descriptor shortages (logged once per burst there). */
-  descriptors?: DescriptorWatch;
+  descriptors?: Pick<DescriptorWatch, 'report'>;
+  /**
+   * A listening socket to adopt instead of binding `address:port` (a frontend thread's
+   * SO_REUSEPORT socket, frontends/threads/); `port` is then only reported.
+   */
+  fd?: number;
+  /** Memory shared by the frontend threads of one server: one body budget and one connection limit. */
+  shared?: SharedFrontendMemory;
+  /**
+   * At the connection limit with no idle connection of its own, a frontend thread asks the
+   * others to close one of theirs; resolves whether one did (frontends/threads/).
+   */
+  evictElsewhere?: (pastGrace: boolean) => Promise<boolean>;
 }
 
 export interface HttpServerHandle {
@@ -48,6 +61,8 @@ export interface HttpServerHandle {
   port: number;
   /** Connections refused or evicted at the connection limit (metrics). */
   readonly connectionCounts: ConnectionLimitCounts;
+  /** Closes this server's oldest idle connection (only one past its grace if `pastGrace`), if it has one: another thread is at the limit. */
+  evictIdle?(pastGrace: boolean): boolean;
   /** Stops accepting, lets in-flight requests finish, closes idle keep-alive sockets. */
   close(): Promise<void>;
 }
@@ -67,7 +82,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     core,
     maxInputSize,
     maxJsonOutputSize: opts.maxJsonOutputSize ? opts.maxJsonOutputSize : DEFAULT_MAX_JSON_OUTPUT_SIZE,
-    bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(maxInputSize)),
+    bodyBudget: new BodyBudget(opts.maxBodyMemory ? opts.maxBodyMemory : defaultBodyMemory(maxInputSize), opts.shared?.bodyBudget),
     logSettings: opts.logSettings ?? memoryLogSettings(),
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.headerForward ? { headerForward: opts.headerForward } : {}),
@@ -80,36 +95,58 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_HTTP_IDLE_TIMEOUT_MS,
     closing: () => closing,
   };
-  const limit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'HTTP', (line) => opts.logger?.warn?.(line));
+  const limit = new ConnectionLimit(opts.maxConnections ?? defaultMaxConnections(), 'HTTP', (line) => opts.logger?.warn?.(line), opts.shared?.connections);
   // Insertion order is age: the oldest idle connection is the one evicted at the limit.
   function* limited(): Generator<LimitedConnection> {
     for (const c of connections) yield { idle: c.evictable, openedAt: c.openedAt, evict: () => c.socket.destroy() };
   }
   // Half-open: a client that shuts down its sending side after a whole request still gets its
   // answer (wire/connection.ts, onEnd).
-  const server = net.createServer({ allowHalfOpen: true }, (socket: Socket) => {
-    if (closing || !limit.admit(limited(), connections.size)) {
-      socket.destroy();
-      return;
-    }
+  const accept = (socket: Socket): void => {
     const c = new Connection(socket, connectionOptions);
     connections.add(c);
-    socket.once('close', () => connections.delete(c));
+    socket.once('close', () => {
+      connections.delete(c);
+      limit.closed();
+    });
+  };
+  const evictElsewhere = opts.evictElsewhere;
+  const server = net.createServer({ allowHalfOpen: true }, (socket: Socket) => {
+    if (closing) {
+      socket.destroy();
+    } else if (evictElsewhere === undefined) {
+      if (limit.admit(limited(), connections.size)) accept(socket);
+      else socket.destroy();
+    } else {
+      // While the other threads are asked, a reset must not go unheard ('error' with no listener).
+      const ignore = (): void => {};
+      socket.on('error', ignore);
+      limit.decide(limited, connections.size, evictElsewhere, (admitted) => {
+        socket.off('error', ignore);
+        if (admitted && !closing && !socket.destroyed) {
+          accept(socket);
+          return;
+        }
+        if (admitted) limit.closed();
+        socket.destroy();
+      });
+    }
   });
 
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
     server.once('error', onError);
-    server.listen(opts.port, opts.address, () => {
+    const listened = (): void => {
       server.off('error', onError);
       server.on('error', (err) => {
         if (!opts.descriptors?.report(err)) opts.logger?.error(`HTTP server error: ${err.message}`);
       });
-      const port = (server.address() as AddressInfo).port;
+      const port = opts.fd !== undefined ? opts.port : (server.address() as AddressInfo).port;
       let closed: Promise<void> | undefined;
       resolve({
         port,
         connectionCounts: limit.counts,
+        evictIdle: (pastGrace: boolean) => limit.evictIdle(limited(), pastGrace),
         close: () => {
           closed ??= new Promise<void>((done) => {
             closing = true;
@@ -120,7 +157,9 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
           return closed;
         },
       });
-    });
+    };
+    if (opts.fd !== undefined) server.listen({ fd: opts.fd }, listened);
+    else server.listen(opts.port, opts.address, listened);
   });
 }
 

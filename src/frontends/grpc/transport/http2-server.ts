@@ -58,6 +58,8 @@ export interface TransportOptions {
   maxMessageBytes: number;
   /** Connections (HTTP/2 sessions) kept open; see frontends/connection-limit.ts. */
   connectionLimit?: ConnectionLimit;
+  /** A frontend thread at the limit asks the other threads to close an idle session (ConnectionLimit.decide). */
+  evictElsewhere?: (pastGrace: boolean) => Promise<boolean>;
   /**
    * Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS,
    * `--grpc-max-concurrent-streams`); a gRPC client queues calls beyond it, and one that does
@@ -95,6 +97,8 @@ export interface Transport {
   onIdle: (() => void) | undefined;
   /** GOAWAY to every connection; resolves when they have closed or `forceAfterMs` passed. */
   close(forceAfterMs: number): Promise<boolean>;
+  /** Closes the oldest idle session (only one past its grace if `pastGrace`), if any: another thread is at the limit. */
+  evictIdle(pastGrace: boolean): boolean;
 }
 
 /** Node's default is unlimited (2^32 - 1): one connection could hold any number of calls. */
@@ -148,6 +152,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
       reads?.stop();
       return closeAll(t.server, sessions, forceAfterMs);
     },
+    evictIdle: (pastGrace) => opts.connectionLimit?.evictIdle(limited(), pastGrace) ?? false,
   };
   const onCallEnd = (): void => {
     if (--active === 0) t.onIdle?.();
@@ -164,26 +169,44 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     }
   }
   t.server.on('session', (session) => {
-    if (opts.connectionLimit && !opts.connectionLimit.admit(limited(), sessions.size)) {
-      session.destroy();
+    const limit = opts.connectionLimit;
+    if (limit === undefined) return admitted(session);
+    if (opts.evictElsewhere === undefined) {
+      if (limit.admit(limited(), sessions.size)) admitted(session);
+      else session.destroy();
       return;
     }
+    // A frontend thread: the other threads may be asked first; calls wait for the answer.
+    session.on('error', () => {});
+    limit.decide(limited, sessions.size, opts.evictElsewhere, (ok) => {
+      if (ok && !session.destroyed) return admitted(session);
+      if (ok) limit.closed();
+      session.destroy();
+    });
+  });
+  function admitted(session: Http2Session): void {
     if (traceTags.grpc) traceSession(session);
     sessions.add(session);
     opened.set(session, Date.now());
     keepalive.set(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS));
-    session.once('close', () => sessions.delete(session));
+    session.once('close', () => {
+      sessions.delete(session);
+      opts.connectionLimit?.closed();
+    });
     session.on('error', () => {}); // a broken connection ends its calls through their streams
     // Load the routes while the client is still sending its preface and first call.
     if (routes === undefined) loadRoutes().catch(() => {}); // a call that needs them reports the failure
-    session.once('connect', () => {
+    const widen = (): void => {
       try {
         session.setLocalWindowSize(SESSION_WINDOW);
       } catch {
         // the session may already be gone
       }
-    });
-  });
+    };
+    // Admitted late (a thread that asked the others), the session may be connected already.
+    if (session.connecting) session.once('connect', widen);
+    else widen();
+  }
   t.server.on('stream', (stream, headers) => {
     stream.on('error', () => {}); // reported to the call as a close
     if (routes !== undefined) {

@@ -124,7 +124,7 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
     trace?.add('INFER_RESPONSE_COMPLETE');
     // An error delivered while `infer` is still on the stack never reached a model (lookup,
     // validation): Triton answers those as a plain JSON error, like /infer does.
-    if (inCall && count === 0 && response.final && response.error !== undefined) {
+    if ((inCall || response.beforeModel === true) && count === 0 && response.final && response.error !== undefined) {
       finished = true;
       res.offClose(onClose);
       sendError(res, response.error);

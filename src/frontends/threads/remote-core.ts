@@ -1,0 +1,287 @@
+/**
+ * @module frontends/threads/remote-core
+ * The `ServerCore` a frontend thread's HTTP or gRPC server talks to: the same surface, answered
+ * by the main thread (core-host.ts). Inference requests go over as messages, their tensors
+ * packed in one transferred buffer (wire.ts); the main thread's core validates, schedules and
+ * batches them with every other thread's. Lookups and settings are synchronous calls; a
+ * model lookup is cached until the status words say a model loaded or unloaded, so the request
+ * path asks nothing.
+ */
+import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { Errors, type TritonError } from '../../core/errors.js';
+import type { SystemSharedMemory, SystemRegionStatus } from '../../core/extensions/shared-memory.js';
+import type { TraceSettingsStore } from '../../core/extensions/trace-settings.js';
+import type { InferRequest, ResponseSink } from '../../core/inference.js';
+import type { LogSettingsStore, LogSettingsView } from '../../core/logger.js';
+import type { ModelHandle, ModelMetadata } from '../../core/model-handle.js';
+import type { LoadModelOptions, RepositoryIndexEntry, ServerCore, ServerMetadata, UnloadModelOptions } from '../../core/server-core.js';
+import type { ModelStatistics } from '../../core/stats/types.js';
+import type { RequestTrace } from '../../core/trace/request-trace.js';
+import type { Tracer } from '../../core/trace/tracer.js';
+import type { HandleSnapshot } from './core-host.js';
+import type { FrontendStatus } from './status.js';
+import {
+  Outbox,
+  packTensors,
+  unpackTensors,
+  type CallReply,
+  type InferMessage,
+  type MainMessage,
+  type PostTarget,
+  type ThreadMessage,
+  type WireError,
+} from './wire.js';
+
+/** How long a synchronous call waits for the main thread before it fails. */
+const CALL_TIMEOUT_S = 30;
+
+export class RemoteCore implements ServerCore {
+  readonly systemSharedMemory: SystemSharedMemory;
+  readonly tracer: Tracer;
+  readonly logSettings: LogSettingsStore;
+  private readonly sinks = new Map<number, ResponseSink>();
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private readonly handles = new Map<string, ModelHandle>();
+  private handlesGeneration = -1;
+  private nextNo = 1;
+  private nextCall = 1;
+  private readonly outbox: Outbox<ThreadMessage>;
+
+  constructor(
+    port: PostTarget,
+    private readonly callPort: MessagePort,
+    private readonly callFlag: Int32Array,
+    private readonly status: FrontendStatus,
+  ) {
+    this.outbox = new Outbox(port);
+    const call = this.call.bind(this);
+    this.systemSharedMemory = {
+      register: (name: string, key: string, offset: number, byteSize: number) => void call('shmRegister', name, key, offset, byteSize),
+      unregister: (name: string) => void call('shmUnregister', name),
+      status: (name: string) => call('shmStatus', name) as SystemRegionStatus[],
+    } as unknown as SystemSharedMemory;
+    const settings = {
+      get enabled() {
+        return status.tracing;
+      },
+      effective: (model: string) => call('traceEffective', model),
+      update: (model: string, entries: ReadonlyArray<[string, readonly string[] | null]>) => void call('traceUpdate', model, entries),
+    } as unknown as TraceSettingsStore;
+    this.tracer = {
+      settings,
+      sample: (model: string): RequestTrace | undefined => {
+        if (!status.tracing) return undefined;
+        const id = call('traceSample', model) as number | undefined;
+        return id === undefined ? undefined : (new RemoteTrace(id, this.outbox) as unknown as RequestTrace);
+      },
+    } as unknown as Tracer;
+    this.logSettings = {
+      get: () => call('logGet') as LogSettingsView,
+      update: (patch: Partial<LogSettingsView>) => void call('logUpdate', patch),
+    };
+  }
+
+  /** A message from the main thread (responses, async call results). */
+  onMessage(m: MainMessage): void {
+    if (m.t === 'batch') {
+      for (const one of m.messages) this.onMessage(one);
+    } else if (m.t === 'resp') {
+      const sink = this.sinks.get(m.no);
+      if (sink === undefined) return;
+      if (m.final) this.sinks.delete(m.no);
+      // Its copy is here: the stub's blocks behind it may go back (wire.ts, `hold`).
+      if (m.hold !== undefined) this.post({ t: 'release', hold: m.hold });
+      sink({
+        modelName: m.modelName,
+        modelVersion: m.modelVersion,
+        id: m.id,
+        outputs: unpackTensors(m.outputs, m.bytes),
+        final: m.final,
+        ...(m.parameters !== undefined ? { parameters: m.parameters } : {}),
+        ...(m.error !== undefined ? { error: carried(m.error) } : {}),
+        ...(m.flagsOnly ? { flagsOnly: true } : {}),
+        ...(m.beforeModel ? { beforeModel: true } : {}),
+      });
+    } else if (m.t === 'adone') {
+      const w = this.waiting.get(m.id);
+      if (w === undefined) return;
+      this.waiting.delete(m.id);
+      if (m.error !== undefined) w.reject(carried(m.error));
+      else w.resolve(m.value);
+    }
+  }
+
+  /** Requests sent and not finished. */
+  get inFlight(): number {
+    return this.sinks.size;
+  }
+
+  isLive(): boolean {
+    return this.call('isLive') as boolean;
+  }
+
+  isReady(): boolean {
+    return this.call('isReady') as boolean;
+  }
+
+  checkReady(): Promise<boolean> {
+    return this.asyncCall('checkReady') as Promise<boolean>;
+  }
+
+  checkModelReady(name: string, version: string): Promise<boolean> {
+    return this.asyncCall('checkModelReady', name, version) as Promise<boolean>;
+  }
+
+  isExiting(): boolean {
+    return this.call('isExiting') as boolean;
+  }
+
+  serverMetadata(): ServerMetadata {
+    return this.call('serverMetadata') as ServerMetadata;
+  }
+
+  resolveModel(name: string, version: string): ModelHandle {
+    const generation = this.status.modelsGeneration;
+    if (generation !== this.handlesGeneration) {
+      this.handles.clear();
+      this.handlesGeneration = generation;
+    }
+    const key = `${name}\0${version}`;
+    let h = this.handles.get(key);
+    if (h === undefined) {
+      // A lookup that fails (unknown, not ready) is not cached: its error comes from the core each time.
+      h = new RemoteHandle(this.call('resolveModel', name, version) as HandleSnapshot, this.call.bind(this));
+      this.handles.set(key, h);
+    }
+    return h;
+  }
+
+  infer(request: InferRequest, sink: ResponseSink): void {
+    const no = this.nextNo++;
+    this.sinks.set(no, sink);
+    const { wire, bytes } = packTensors(request.inputs);
+    const msg: InferMessage = {
+      t: 'infer',
+      no,
+      modelName: request.modelName,
+      modelVersion: request.modelVersion,
+      id: request.id,
+      parameters: request.parameters,
+      inputs: wire,
+      bytes,
+      ...(request.outputs !== undefined ? { outputs: request.outputs } : {}),
+      ...(request.trace !== undefined ? { trace: (request.trace as unknown as RemoteTrace).id } : {}),
+      ...(request.traceNo !== undefined ? { traceNo: request.traceNo } : {}),
+    };
+    this.outbox.post(msg, bytes);
+    const signal = request.signal;
+    if (signal !== undefined) {
+      const cancel = (): void => {
+        if (this.sinks.has(no)) this.post({ t: 'cancel', no });
+      };
+      if (signal.aborted) cancel();
+      else signal.addEventListener('abort', cancel, { once: true });
+    }
+  }
+
+  statistics(name?: string, version?: string): ModelStatistics[] {
+    return this.call('statistics', name, version) as ModelStatistics[];
+  }
+
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[] {
+    return this.call('repositoryIndex', readyOnly) as RepositoryIndexEntry[];
+  }
+
+  async loadModel(name: string, options?: LoadModelOptions): Promise<void> {
+    await this.asyncCall('loadModel', name, options);
+  }
+
+  async unloadModel(name: string, options?: UnloadModelOptions): Promise<void> {
+    await this.asyncCall('unloadModel', name, options);
+  }
+
+  private post(m: ThreadMessage): void {
+    this.outbox.post(m);
+  }
+
+  /** Asks the main thread and waits for its answer (it answers between two of its own turns). */
+  private call(method: string, ...args: unknown[]): unknown {
+    Atomics.store(this.callFlag, 0, 0);
+    // Whatever this turn queued goes first, so the main thread sees events in order.
+    this.outbox.post({ t: 'call', method, args });
+    this.outbox.flush();
+    while (Atomics.load(this.callFlag, 0) === 0) {
+      if (Atomics.wait(this.callFlag, 0, 0, CALL_TIMEOUT_S * 1000) === 'timed-out') throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
+    }
+    const reply = receiveMessageOnPort(this.callPort)?.message as CallReply | undefined;
+    if (reply === undefined) throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
+    if (reply.error !== undefined) throw carried(reply.error);
+    return reply.value;
+  }
+
+  private asyncCall(method: string, ...args: unknown[]): Promise<unknown> {
+    const id = this.nextCall++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.post({ t: 'acall', id, method, args });
+    });
+  }
+}
+
+/** A model version as the main thread described it; what may change is asked again. */
+class RemoteHandle implements ModelHandle {
+  readonly name: string;
+  readonly version: string;
+  readonly maxBatchSize: number;
+  readonly decoupled: boolean;
+  readonly inputs: ModelHandle['inputs'];
+  readonly outputs: ModelHandle['outputs'];
+
+  constructor(
+    s: HandleSnapshot,
+    private readonly call: (method: string, ...args: unknown[]) => unknown,
+  ) {
+    this.name = s.name;
+    this.version = s.version;
+    this.maxBatchSize = s.maxBatchSize;
+    this.decoupled = s.decoupled;
+    this.inputs = s.inputs;
+    this.outputs = s.outputs;
+  }
+
+  metadata(): ModelMetadata {
+    return this.call('modelMetadata', this.name, this.version) as ModelMetadata;
+  }
+
+  configJson(): Record<string, unknown> {
+    return this.call('modelConfig', this.name, this.version) as Record<string, unknown>;
+  }
+
+  isReady(): boolean {
+    try {
+      return this.call('modelReady', this.name, this.version) as boolean;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** A trace sampled on the main thread; the frontend's events are sent there. */
+class RemoteTrace {
+  constructor(
+    readonly id: number,
+    private readonly outbox: Outbox<ThreadMessage>,
+  ) {}
+
+  add(name: string, ns: bigint = process.hrtime.bigint()): void {
+    this.outbox.post({ t: 'trace', trace: this.id, name, ns });
+  }
+
+  done(): void {
+    this.outbox.post({ t: 'trace-done', trace: this.id });
+  }
+}
+
+function carried(e: WireError): TritonError {
+  return Errors.fromMainThread(e);
+}

@@ -1,0 +1,42 @@
+/**
+ * @module frontends/threads/thread-data
+ * What the main thread gives a frontend thread at its start, and the messages about the thread
+ * itself and its connections that travel beside the core's (wire.ts). Kept apart from
+ * thread-main.ts, which runs as soon as it is imported.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { GrpcServerOptions } from '../grpc/server.js';
+import type { HttpServerOptions } from '../http/server.js';
+import type { SharedFrontendMemory } from '../shared-limits.js';
+
+/** What lives on the main thread, or is the thread's own, rather than in the options it is given. */
+type ThreadOwn = 'logger' | 'logSettings' | 'descriptors' | 'fd' | 'shared' | 'evictElsewhere';
+
+/** Which server a thread runs, with that server's options. */
+export type ThreadServer = { kind: 'http'; options: Omit<HttpServerOptions, ThreadOwn> } | { kind: 'grpc'; options: Omit<GrpcServerOptions, ThreadOwn> };
+
+/** What the main thread gives each frontend thread. */
+export type ThreadData = ThreadServer & {
+  /** Its number among the server's threads of that kind (log and trace lines). */
+  index: number;
+  fd: number;
+  shared: SharedFrontendMemory;
+  status: SharedArrayBuffer;
+  callFlag: SharedArrayBuffer;
+  callPort: MessagePort;
+};
+
+/** How log and trace lines name a kind of frontend thread. */
+export const THREAD_LABEL = { http: 'HTTP', grpc: 'gRPC' } as const;
+
+/** Thread → main messages about the thread and its connections, beside the core's (wire.ts). */
+export type LifecycleMessage =
+  | { t: 'listening' }
+  | { t: 'closed' }
+  /** At the connection limit with no idle connection: may another thread close one? */
+  | { t: 'evict-ask'; id: number; pastGrace: boolean }
+  /** Answer to 'evict-one'. */
+  | { t: 'evict-done'; id: number; evicted: boolean };
+
+/** Main → thread, beside the core's. */
+export type PoolMessage = { t: 'evict-one'; id: number; pastGrace: boolean } | { t: 'evict-answer'; id: number; evicted: boolean };

@@ -1,0 +1,167 @@
+/**
+ * @module frontends/threads/wire
+ * What crosses between a frontend thread and the main thread, and how tensors cross it. A
+ * tensor's bytes are usually a view of something larger (a request body in a connection's read
+ * buffer, a stub's output arena); a structured clone of a view copies its whole ArrayBuffer, so
+ * the tensors of one message are packed into one buffer of their own, which is transferred,
+ * not cloned: one copy per direction.
+ */
+import type { Datatype } from '../../core/datatype.js';
+import type { ErrorCode, FailureReason, TritonError } from '../../core/errors.js';
+import type { Parameters, RequestedOutput } from '../../core/inference.js';
+import type { ShmRef } from '../../core/extensions/shared-memory.js';
+import type { Tensor } from '../../core/tensor.js';
+
+export interface WireTensor {
+  name: string;
+  datatype: Datatype;
+  shape: number[];
+  /** Where its bytes are in the message's `bytes`. */
+  offset: number;
+  length: number;
+  shm?: ShmRef;
+}
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  reason: FailureReason;
+  /** The catalogue entry that raised it (some callers branch on it). */
+  entry: string;
+}
+
+/** Frontend thread → main: a request for the core. */
+export interface InferMessage {
+  t: 'infer';
+  /** The thread's number for the request; responses and cancels name it. */
+  no: number;
+  modelName: string;
+  modelVersion: string;
+  id: string;
+  parameters: Parameters;
+  outputs?: RequestedOutput[];
+  inputs: WireTensor[];
+  bytes: ArrayBuffer;
+  /** The main thread's trace this request belongs to (trace.sample answered it). */
+  trace?: number;
+  traceNo?: number;
+}
+
+/** Main → frontend thread: one response of request `no`. */
+export interface ResponseMessage {
+  t: 'resp';
+  no: number;
+  modelName: string;
+  modelVersion: string;
+  id: string;
+  parameters?: Parameters;
+  outputs: WireTensor[];
+  bytes: ArrayBuffer | undefined;
+  error?: WireError;
+  final: boolean;
+  flagsOnly?: boolean;
+  beforeModel?: boolean;
+  /**
+   * A non-final response whose stub blocks the main thread holds until the thread says the copy
+   * arrived ('release'): a decoupled model cannot fill the messages between the threads faster
+   * than the thread takes them, and what the thread holds is bounded where it is queued (a gRPC
+   * stream's QUEUE_LIMIT, generate_stream's UNREAD_LIMIT).
+   */
+  hold?: number;
+}
+
+/** Frontend thread → main: the rest. */
+export type ThreadMessage =
+  | InferMessage
+  | { t: 'batch'; messages: ThreadMessage[] }
+  | { t: 'cancel'; no: number }
+  | { t: 'release'; hold: number }
+  | { t: 'call'; method: string; args: unknown[] }
+  | { t: 'acall'; id: number; method: string; args: unknown[] }
+  | { t: 'trace'; trace: number; name: string; ns: bigint }
+  | { t: 'trace-done'; trace: number }
+  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; line: string }
+  | { t: 'descriptors'; code: string };
+
+/** Main → frontend thread. */
+export type MainMessage =
+  | ResponseMessage
+  | { t: 'batch'; messages: MainMessage[] }
+  | { t: 'adone'; id: number; value?: unknown; error?: WireError }
+  | { t: 'close' };
+
+/** The part of a Worker or MessagePort an Outbox posts on. */
+export interface PostTarget {
+  postMessage(m: unknown, transfer?: readonly ArrayBuffer[]): void;
+}
+
+/**
+ * Messages of one event-loop turn posted as one: each post wakes the other thread and pays a
+ * serialisation, so under load the requests (or responses) that one turn produced cross
+ * together, in order, once the turn's I/O callbacks have run (setImmediate).
+ */
+export class Outbox<M> {
+  private messages: M[] = [];
+  private transfer: ArrayBuffer[] = [];
+  private scheduled = false;
+
+  constructor(private readonly target: PostTarget) {}
+
+  post(m: M, transfer?: ArrayBuffer): void {
+    this.messages.push(m);
+    if (transfer !== undefined) this.transfer.push(transfer);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  readonly flush = (): void => {
+    this.scheduled = false;
+    const messages = this.messages;
+    if (messages.length === 0) return;
+    const transfer = this.transfer;
+    this.messages = [];
+    this.transfer = [];
+    if (messages.length === 1) this.target.postMessage(messages[0], transfer);
+    else this.target.postMessage({ t: 'batch', messages }, transfer);
+  };
+}
+
+/** The reply to a synchronous call, on the call port. */
+export interface CallReply {
+  value?: unknown;
+  error?: WireError;
+}
+
+/** Copies the tensors' bytes into one transferable buffer. */
+export function packTensors(tensors: readonly Tensor[]): { wire: WireTensor[]; bytes: ArrayBuffer } {
+  let total = 0;
+  for (const t of tensors) total += t.data.length;
+  const bytes = new ArrayBuffer(total);
+  const view = new Uint8Array(bytes);
+  const wire: WireTensor[] = new Array(tensors.length);
+  let offset = 0;
+  for (let i = 0; i < tensors.length; i++) {
+    const t = tensors[i]!;
+    view.set(t.data, offset);
+    wire[i] = { name: t.name, datatype: t.datatype, shape: t.shape, offset, length: t.data.length, ...(t.shm ? { shm: t.shm } : {}) };
+    offset += t.data.length;
+  }
+  return { wire, bytes };
+}
+
+/** The tensors of a message, as views of its buffer. */
+export function unpackTensors(wire: readonly WireTensor[], bytes: ArrayBuffer | undefined): Tensor[] {
+  const out: Tensor[] = new Array(wire.length);
+  for (let i = 0; i < wire.length; i++) {
+    const w = wire[i]!;
+    const data = bytes === undefined || w.length === 0 ? Buffer.alloc(0) : Buffer.from(bytes, w.offset, w.length);
+    out[i] = { name: w.name, datatype: w.datatype, shape: w.shape, data, ...(w.shm ? { shm: w.shm } : {}) };
+  }
+  return out;
+}
+
+export function wireError(e: TritonError): WireError {
+  return { code: e.code, message: e.message, reason: e.reason, entry: e.entry };
+}
