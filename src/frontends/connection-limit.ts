@@ -123,61 +123,59 @@ export class ConnectionLimit {
   }
 
   /**
-   * admit() for a frontend thread. At the limit it closes, in this order, the oldest idle
-   * connection past its grace of its own, then one of another thread (`elsewhere(true)`, which
-   * resolves whether one did), then any idle one of its own, then of another thread; else it
-   * refuses. So idle clients of one thread cannot keep a probe out of another, and a new
-   * connection still sending its request is closed only when no older idle one is left anywhere.
+   * admit() for a frontend thread, which holds only some of the server's connections. At the
+   * limit it closes the server's oldest idle connection as far as it can tell: its own oldest
+   * idle one if past its grace; else one past its grace of another thread (`elsewhere(t)` asks
+   * the others to close their oldest idle connection opened before `t`, and resolves whether one
+   * did); else another thread's idle one older than its own oldest idle one; else that one of its
+   * own; else, when none is idle anywhere, it refuses. So idle clients of one thread cannot keep
+   * a probe out of another, and a new connection still sending its request goes last.
    */
   decide(
     /** This thread's open connections, read afresh at each step (the others are asked in between). */
     open: () => Iterable<LimitedConnection>,
     size: number,
-    elsewhere: (pastGrace: boolean) => Promise<boolean>,
+    elsewhere: (olderThan: number) => Promise<boolean>,
     verdict: (admitted: boolean) => void,
   ): void {
     if (this.underLimit(size)) return verdict(true);
-    const steps: Array<() => boolean | Promise<boolean>> = [
-      () => this.evictIdle(open(), true),
-      () => elsewhere(true),
-      () => this.evictIdle(open(), false),
-      () => elsewhere(false),
-    ];
-    const next = (i: number): void => {
-      if (i === steps.length) {
-        this.refuse();
-        return verdict(false);
-      }
-      const done = (evicted: boolean): void => {
-        if (!evicted) return next(i + 1);
-        this.countEviction();
-        verdict(true);
-      };
-      const r = steps[i]!();
-      if (typeof r === 'boolean') done(r);
-      else r.then(done, () => done(false));
+    const admitted = (): void => {
+      this.countEviction();
+      verdict(true);
     };
-    next(0);
+    const pastGrace = Date.now() - NEW_CONNECTION_GRACE_MS + 1;
+    if (this.evictIdle(open(), pastGrace)) return admitted();
+    const fail = (): void => {
+      this.refuse();
+      verdict(false);
+    };
+    elsewhere(pastGrace).then((evicted) => {
+      if (evicted) return admitted();
+      // While the others were asked, room may have come on its own: connections whose clients
+      // left close in their own threads.
+      if (this.underLimit(size)) return verdict(true);
+      const mine = oldestIdle(open());
+      elsewhere(mine?.openedAt ?? Number.POSITIVE_INFINITY).then((older) => {
+        if (older) return admitted();
+        if (this.underLimit(size)) return verdict(true);
+        if (this.evictIdle(open())) return admitted();
+        fail();
+      }, fail);
+    }, fail);
   }
 
   /**
-   * Closes the oldest idle connection of `open` past its grace, failing that (a burst, unless
-   * `pastGraceOnly`) the oldest idle one; false when none qualifies. Counts nothing: the
-   * connection that takes its place does.
+   * Closes the oldest idle connection of `open` if it was opened before `olderThan` (epoch ms;
+   * any by default); false when none qualifies. Counts nothing: the connection that takes its
+   * place does. `open` is in the order the connections were opened, so the first idle one is
+   * the oldest; when it is past its grace so is no younger one, and a younger one is closed
+   * only when none older is idle.
    */
-  evictIdle(open: Iterable<LimitedConnection>, pastGraceOnly = false): boolean {
-    const spared = Date.now() - NEW_CONNECTION_GRACE_MS;
-    let oldestIdle: LimitedConnection | undefined;
-    for (const c of open) {
-      if (!c.idle) continue;
-      if (c.openedAt <= spared) {
-        oldestIdle = c;
-        break;
-      }
-      if (!pastGraceOnly) oldestIdle ??= c;
-    }
-    oldestIdle?.evict();
-    return oldestIdle !== undefined;
+  evictIdle(open: Iterable<LimitedConnection>, olderThan = Number.POSITIVE_INFINITY): boolean {
+    const c = oldestIdle(open);
+    if (c === undefined || c.openedAt >= olderThan) return false;
+    c.evict();
+    return true;
   }
 
   /** An admitted connection closed (counts only with shared memory). */
@@ -213,6 +211,12 @@ export class ConnectionLimit {
     }
     this.lastRefusal = now;
   }
+}
+
+/** The first idle connection of `open` (the oldest: `open` is in opening order). */
+function oldestIdle(open: Iterable<LimitedConnection>): LimitedConnection | undefined {
+  for (const c of open) if (c.idle) return c;
+  return undefined;
 }
 
 /** Counts one more open connection if the server is under `max`. */

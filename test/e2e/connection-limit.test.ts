@@ -20,7 +20,8 @@ let repo: string;
 
 beforeAll(async () => {
   repo = makeRepo(['slow_execute']);
-  server = await startTritium({ repos: [repo], args: [`--http-max-connections=${LIMIT}`, `--grpc-max-connections=${LIMIT}`] });
+  // TRITIUM_TRACE=http: the log says when the server has read a request.
+  server = await startTritium({ repos: [repo], args: [`--http-max-connections=${LIMIT}`, `--grpc-max-connections=${LIMIT}`], env: { TRITIUM_TRACE: 'http' } });
 });
 
 afterAll(async () => {
@@ -97,6 +98,8 @@ describe('HTTP connection limit', () => {
   });
 
   it('refuses a new connection while every one has a request in flight, and logs it once', async () => {
+    const received = () => (server.log().match(/\[http\] (?:HTTP thread \d+: )?conn \d+: received #/g) ?? []).length;
+    const receivedBefore = received();
     const body = slowInfer(3000);
     const busy: net.Socket[] = [];
     const answers: Promise<string>[] = [];
@@ -106,8 +109,8 @@ describe('HTTP connection limit', () => {
       answers.push(answered(s, `POST /v2/models/slow_execute/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`));
       busy.push(s);
     }
-    // Wait until the server has every one of them (the model sleeps 3 s in each).
-    await new Promise((r) => setTimeout(r, 500));
+    // Wait until the server has read every one of them (the model sleeps 3 s in each).
+    await waitFor('4 requests read', () => received() >= receivedBefore + LIMIT);
     for (let k = 0; k < 3; k++) {
       const extra = net.connect(server.httpPort, '127.0.0.1');
       extra.on('error', () => {});

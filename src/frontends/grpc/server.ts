@@ -60,7 +60,7 @@ export interface GrpcServerOptions {
   /** Memory shared by the frontend threads of one server: one body budget and one connection limit. */
   shared?: SharedFrontendMemory;
   /** At the connection limit, a frontend thread asks the others to close an idle session (frontends/threads/). */
-  evictElsewhere?: (pastGrace: boolean) => Promise<boolean>;
+  evictElsewhere?: (olderThan: number) => Promise<boolean>;
 }
 
 export interface GrpcServerHandle {
@@ -70,8 +70,8 @@ export interface GrpcServerHandle {
   readonly connectionCounts: ConnectionLimitCounts;
   /** Graceful stop; resolves once the server is down. */
   close(): Promise<void>;
-  /** Closes the oldest idle session (only one past its grace if `pastGrace`), if any: another thread is at the limit. */
-  evictIdle?(pastGrace: boolean): boolean;
+  /** Closes the oldest idle session if it was opened before `olderThan` (epoch ms): another thread is at the limit. */
+  evictIdle?(olderThan: number): boolean;
 }
 
 export const DEFAULT_GRPC_MAX_MESSAGE_SIZE = 2 ** 31 - 1;

@@ -53,7 +53,7 @@ export interface HttpServerOptions {
    * At the connection limit with no idle connection of its own, a frontend thread asks the
    * others to close one of theirs; resolves whether one did (frontends/threads/).
    */
-  evictElsewhere?: (pastGrace: boolean) => Promise<boolean>;
+  evictElsewhere?: (olderThan: number) => Promise<boolean>;
 }
 
 export interface HttpServerHandle {
@@ -61,8 +61,8 @@ export interface HttpServerHandle {
   port: number;
   /** Connections refused or evicted at the connection limit (metrics). */
   readonly connectionCounts: ConnectionLimitCounts;
-  /** Closes this server's oldest idle connection (only one past its grace if `pastGrace`), if it has one: another thread is at the limit. */
-  evictIdle?(pastGrace: boolean): boolean;
+  /** Closes this server's oldest idle connection if it was opened before `olderThan` (epoch ms): another thread is at the limit. */
+  evictIdle?(olderThan: number): boolean;
   /** Stops accepting, lets in-flight requests finish, closes idle keep-alive sockets. */
   close(): Promise<void>;
 }
@@ -146,7 +146,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
       resolve({
         port,
         connectionCounts: limit.counts,
-        evictIdle: (pastGrace: boolean) => limit.evictIdle(limited(), pastGrace),
+        evictIdle: (olderThan: number) => limit.evictIdle(limited(), olderThan),
         close: () => {
           closed ??= new Promise<void>((done) => {
             closing = true;

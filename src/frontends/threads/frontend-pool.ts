@@ -101,7 +101,7 @@ export async function startFrontendThreads(
           listening = true;
           resolve();
         } else if (m.t === 'evict-ask') {
-          void evictElsewhere(i, m.pastGrace).then((evicted) => worker.postMessage({ t: 'evict-answer', id: m.id, evicted } satisfies PoolMessage));
+          void evictElsewhere(i, m.olderThan).then((evicted) => worker.postMessage({ t: 'evict-answer', id: m.id, evicted } satisfies PoolMessage));
         } else if (m.t === 'evict-done') {
           evictions.get(m.id)?.(m.evicted);
           evictions.delete(m.id);
@@ -134,8 +134,8 @@ export async function startFrontendThreads(
   const evictions = new Map<number, (evicted: boolean) => void>();
   let nextEviction = 1;
 
-  /** Asks the threads other than `asking`, one after the other, to close an idle connection (past its grace if `pastGrace`). */
-  async function evictElsewhere(asking: number, pastGrace: boolean): Promise<boolean> {
+  /** Asks the threads other than `asking`, one after the other, to close their oldest idle connection if opened before `olderThan`. */
+  async function evictElsewhere(asking: number, olderThan: number): Promise<boolean> {
     for (let j = 0; j < slots.length; j++) {
       const s = slots[j];
       if (j === asking || s === undefined) continue;
@@ -143,7 +143,7 @@ export async function startFrontendThreads(
       const evicted = await Promise.race([
         new Promise<boolean>((r) => {
           evictions.set(id, r);
-          s.worker.postMessage({ t: 'evict-one', id, pastGrace } satisfies PoolMessage);
+          s.worker.postMessage({ t: 'evict-one', id, olderThan } satisfies PoolMessage);
         }),
         s.exited.then(() => false),
       ]);

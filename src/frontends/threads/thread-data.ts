@@ -34,9 +34,9 @@ export type LifecycleMessage =
   | { t: 'listening' }
   | { t: 'closed' }
   /** At the connection limit with no idle connection: may another thread close one? */
-  | { t: 'evict-ask'; id: number; pastGrace: boolean }
+  | { t: 'evict-ask'; id: number; olderThan: number }
   /** Answer to 'evict-one'. */
   | { t: 'evict-done'; id: number; evicted: boolean };
 
 /** Main → thread, beside the core's. */
-export type PoolMessage = { t: 'evict-one'; id: number; pastGrace: boolean } | { t: 'evict-answer'; id: number; evicted: boolean };
+export type PoolMessage = { t: 'evict-one'; id: number; olderThan: number } | { t: 'evict-answer'; id: number; evicted: boolean };

@@ -34,11 +34,11 @@ const own = {
   shared: data.shared,
   logger: { info: log('info'), warn: log('warn'), error: log('error') },
   logSettings: core.logSettings,
-  evictElsewhere: (pastGrace: boolean) =>
+  evictElsewhere: (olderThan: number) =>
     new Promise<boolean>((resolve) => {
       const id = nextAsk++;
       asked.set(id, resolve);
-      post({ t: 'evict-ask', id, pastGrace });
+      post({ t: 'evict-ask', id, olderThan });
     }),
   descriptors: {
     report(err: unknown): boolean {
@@ -49,7 +49,7 @@ const own = {
   },
 };
 // Only the kind this thread serves is loaded.
-const server: { close(): Promise<void>; evictIdle?(pastGrace: boolean): boolean } =
+const server: { close(): Promise<void>; evictIdle?(olderThan: number): boolean } =
   data.kind === 'http'
     ? await (await import('../http/server.js')).startHttpServer(core, { ...data.options, ...own })
     : await (await import('../grpc/server.js')).startGrpcServer(core, { ...data.options, ...own });
@@ -58,7 +58,7 @@ port.on('message', (m: MainMessage | PoolMessage) => {
   if (m.t === 'close') {
     void server.close().then(() => post({ t: 'closed' }));
   } else if (m.t === 'evict-one') {
-    post({ t: 'evict-done', id: m.id, evicted: server.evictIdle?.(m.pastGrace) ?? false });
+    post({ t: 'evict-done', id: m.id, evicted: server.evictIdle?.(m.olderThan) ?? false });
   } else if (m.t === 'evict-answer') {
     asked.get(m.id)?.(m.evicted);
     asked.delete(m.id);

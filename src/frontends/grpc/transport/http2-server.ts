@@ -59,7 +59,7 @@ export interface TransportOptions {
   /** Connections (HTTP/2 sessions) kept open; see frontends/connection-limit.ts. */
   connectionLimit?: ConnectionLimit;
   /** A frontend thread at the limit asks the other threads to close an idle session (ConnectionLimit.decide). */
-  evictElsewhere?: (pastGrace: boolean) => Promise<boolean>;
+  evictElsewhere?: (olderThan: number) => Promise<boolean>;
   /**
    * Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS,
    * `--grpc-max-concurrent-streams`); a gRPC client queues calls beyond it, and one that does
@@ -97,8 +97,8 @@ export interface Transport {
   onIdle: (() => void) | undefined;
   /** GOAWAY to every connection; resolves when they have closed or `forceAfterMs` passed. */
   close(forceAfterMs: number): Promise<boolean>;
-  /** Closes the oldest idle session (only one past its grace if `pastGrace`), if any: another thread is at the limit. */
-  evictIdle(pastGrace: boolean): boolean;
+  /** Closes the oldest idle session if it was opened before `olderThan` (epoch ms): another thread is at the limit. */
+  evictIdle(olderThan: number): boolean;
 }
 
 /** Node's default is unlimited (2^32 - 1): one connection could hold any number of calls. */
@@ -152,7 +152,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
       reads?.stop();
       return closeAll(t.server, sessions, forceAfterMs);
     },
-    evictIdle: (pastGrace) => opts.connectionLimit?.evictIdle(limited(), pastGrace) ?? false,
+    evictIdle: (olderThan) => opts.connectionLimit?.evictIdle(limited(), olderThan) ?? false,
   };
   const onCallEnd = (): void => {
     if (--active === 0) t.onIdle?.();
