@@ -40,6 +40,7 @@ const THREADED = [
   'test/e2e/grpc-keepalive.test.ts',
   'test/e2e/grpc-tls.test.ts',
   'test/e2e/trace-content.test.ts',
+  'test/e2e/large-json-output.test.ts',
 ];
 
 export default defineConfig({

@@ -20,6 +20,7 @@ import type { RequestTrace } from '../../core/trace/request-trace.js';
 import {
   Outbox,
   packTensors,
+  shareableOutputs,
   unpackTensors,
   wireError,
   type CallReply,
@@ -62,7 +63,7 @@ export class CoreHost {
   private readonly pending = new Map<number, CancelToken>();
   private readonly traces = new Map<number, RequestTrace>();
   private nextTrace = 1;
-  /** Stub blocks of non-final responses whose copy has not reached the thread yet (ResponseMessage.hold). */
+  /** Stub blocks the thread has not given back: copies on their way, lent outputs not yet written (ResponseMessage.hold, .lent). */
   private readonly held = new Map<number, () => void>();
   private nextHold = 1;
   private gone = false;
@@ -187,19 +188,20 @@ export class CoreHost {
         r.release?.();
         return;
       }
-      // The outputs are copied once, here. A final response's stub blocks go back at once (one
-      // per request: the requests in flight bound them); a decoupled model's earlier responses
-      // keep theirs until the copy reached the thread, so the stub's arena holds back a model
-      // that answers faster than the thread takes its answers (wire.ts, `hold`).
-      const { wire, bytes } = packTensors(r.outputs);
+      // Large outputs are lent: the thread reads them where the stub wrote them and the blocks
+      // go back after its socket write. Others are copied once, here: a final response's blocks
+      // go back at once (one per request: the requests in flight bound them); a decoupled
+      // model's earlier responses keep theirs until the copy reached the thread, so the stub's
+      // arena holds back a model that answers faster than the thread takes its answers
+      // (wire.ts, `hold` and `lent`).
+      const lend = r.release !== undefined ? shareableOutputs(r.outputs) : undefined;
+      const packed = lend === undefined ? packTensors(r.outputs) : undefined;
       let hold: number | undefined;
-      if (r.release !== undefined) {
-        if (r.final) {
-          r.release();
-        } else {
-          hold = this.nextHold++;
-          this.held.set(hold, r.release);
-        }
+      if (r.release !== undefined && (lend !== undefined || !r.final)) {
+        hold = this.nextHold++;
+        this.held.set(hold, r.release);
+      } else {
+        r.release?.();
       }
       const msg: ResponseMessage = {
         t: 'resp',
@@ -207,16 +209,16 @@ export class CoreHost {
         modelName: r.modelName,
         modelVersion: r.modelVersion,
         id: r.id,
-        outputs: wire,
-        bytes,
+        outputs: lend?.wire ?? packed!.wire,
+        bytes: packed?.bytes,
         final: r.final,
         ...(r.parameters !== undefined ? { parameters: r.parameters } : {}),
         ...(r.error !== undefined ? { error: wireError(r.error) } : {}),
         ...(r.flagsOnly ? { flagsOnly: true } : {}),
         ...(inCall ? { beforeModel: true } : {}),
-        ...(hold !== undefined ? { hold } : {}),
+        ...(hold !== undefined ? (lend !== undefined ? { lent: hold, shared: lend.shared } : { hold }) : {}),
       };
-      this.outbox.post(msg, bytes);
+      this.outbox.post(msg, packed?.bytes);
     });
     inCall = false;
   }

@@ -95,12 +95,13 @@ export class RemoteCore implements ServerCore {
         modelName: m.modelName,
         modelVersion: m.modelVersion,
         id: m.id,
-        outputs: unpackTensors(m.outputs, m.bytes),
+        outputs: unpackTensors(m.outputs, m.bytes, m.shared),
         final: m.final,
         ...(m.parameters !== undefined ? { parameters: m.parameters } : {}),
         ...(m.error !== undefined ? { error: carried(m.error) } : {}),
         ...(m.flagsOnly ? { flagsOnly: true } : {}),
         ...(m.beforeModel ? { beforeModel: true } : {}),
+        ...(m.lent !== undefined ? { release: this.giveBack(m.lent) } : {}),
       });
     } else if (m.t === 'adone') {
       const w = this.waiting.get(m.id);
@@ -109,6 +110,16 @@ export class RemoteCore implements ServerCore {
       if (m.error !== undefined) w.reject(carried(m.error));
       else w.resolve(m.value);
     }
+  }
+
+  /** A lent response's release(): tells the main thread once, after the frontend's write. */
+  private giveBack(hold: number): () => void {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.post({ t: 'release', hold });
+    };
   }
 
   /** Requests sent and not finished. */

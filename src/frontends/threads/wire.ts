@@ -68,13 +68,25 @@ export interface ResponseMessage {
    * stream's QUEUE_LIMIT, generate_stream's UNREAD_LIMIT).
    */
   hold?: number;
+  /**
+   * The outputs' bytes are not in `bytes` but lent: `shared` are views of the stub's shared
+   * memory (SharedArrayBuffer segments, which both threads see), and the main thread keeps the
+   * blocks until the thread's frontend released the response ('release' with this number),
+   * after its socket write. Large outputs cross this way, without a copy (SHARE_OUTPUT_BYTES).
+   */
+  lent?: number;
+  shared?: Uint8Array[];
 }
+
+/** Outputs of at least this many bytes (together) are lent rather than copied (ResponseMessage.lent). */
+export const SHARE_OUTPUT_BYTES = 64 * 1024;
 
 /** Frontend thread → main: the rest. */
 export type ThreadMessage =
   | InferMessage
   | { t: 'batch'; messages: ThreadMessage[] }
   | { t: 'cancel'; no: number }
+  /** A held (copied) or lent (shared) response's stub blocks may go back. */
   | { t: 'release'; hold: number }
   | { t: 'call'; method: string; args: unknown[] }
   | { t: 'acall'; id: number; method: string; args: unknown[] }
@@ -151,15 +163,38 @@ export function packTensors(tensors: readonly Tensor[]): { wire: WireTensor[]; b
   return { wire, bytes };
 }
 
-/** The tensors of a message, as views of its buffer. */
-export function unpackTensors(wire: readonly WireTensor[], bytes: ArrayBuffer | undefined): Tensor[] {
+/** The tensors of a message, as views of its buffer (or of the shared views a lent response carries). */
+export function unpackTensors(wire: readonly WireTensor[], bytes: ArrayBuffer | undefined, shared?: readonly Uint8Array[]): Tensor[] {
   const out: Tensor[] = new Array(wire.length);
   for (let i = 0; i < wire.length; i++) {
     const w = wire[i]!;
-    const data = bytes === undefined || w.length === 0 ? Buffer.alloc(0) : Buffer.from(bytes, w.offset, w.length);
+    const view = shared?.[i];
+    const data =
+      view !== undefined
+        ? Buffer.from(view.buffer, view.byteOffset, view.byteLength)
+        : bytes === undefined || w.length === 0
+          ? Buffer.alloc(0)
+          : Buffer.from(bytes, w.offset, w.length);
     out[i] = { name: w.name, datatype: w.datatype, shape: w.shape, data, ...(w.shm ? { shm: w.shm } : {}) };
   }
   return out;
+}
+
+/**
+ * The outputs as views of the stub's shared memory, when they are large enough to be worth
+ * lending and every one is such a view; undefined otherwise (they are copied).
+ */
+export function shareableOutputs(tensors: readonly Tensor[]): { wire: WireTensor[]; shared: Uint8Array[] } | undefined {
+  let total = 0;
+  for (const t of tensors) {
+    if (!(t.data.buffer instanceof SharedArrayBuffer) && t.data.length > 0) return undefined;
+    total += t.data.length;
+  }
+  if (total < SHARE_OUTPUT_BYTES) return undefined;
+  return {
+    wire: tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, offset: 0, length: t.data.length, ...(t.shm ? { shm: t.shm } : {}) })),
+    shared: tensors.map((t) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.length)),
+  };
 }
 
 export function wireError(e: TritonError): WireError {
