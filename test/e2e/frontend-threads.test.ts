@@ -266,14 +266,20 @@ describe('large outputs with frontend threads', () => {
 
 describe('SIGTERM with requests in flight on every thread', () => {
   let repo: string;
-  afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
+  let server: Tritium | undefined;
+  // A failing case must not leave its server running.
+  afterAll(async () => {
+    await server?.stop();
+    fs.rmSync(repo, { recursive: true, force: true });
+  });
 
   it('answers every one, then exits 0 with no shared memory left', async () => {
     repo = makeRepo(['slow_execute']);
-    const server = await startTritium({ repos: [repo], args: [`--http-thread-count=${THREADS}`], env: { TRITIUM_TRACE: 'http' } });
-    const inflight = Array.from({ length: 8 }, (_, i) => postFresh(server.httpPort, '/v2/models/slow_execute/infer', slowBody(1500, i)));
-    await waitFor('8 requests read', () => (server.log().match(/received #\d+ id=\S+: POST \/v2\/models\/slow_execute\/infer/g) ?? []).length >= 8);
-    const exit = stopAndExpectNoShm(server);
+    const s = await startTritium({ repos: [repo], args: [`--http-thread-count=${THREADS}`], env: { TRITIUM_TRACE: 'http' } });
+    server = s;
+    const inflight = Array.from({ length: 8 }, (_, i) => postFresh(s.httpPort, '/v2/models/slow_execute/infer', slowBody(1500, i)));
+    await waitFor('8 requests read', () => (s.log().match(/received #\d+ id=\S+: POST \/v2\/models\/slow_execute\/infer/g) ?? []).length >= 8);
+    const exit = stopAndExpectNoShm(s);
     const answers = await Promise.all(inflight);
     for (const [i, a] of answers.entries()) {
       expect(a.status, JSON.stringify(a.json)).toBe(200);
@@ -345,18 +351,26 @@ describe('a frontend thread that throws (server in this process)', () => {
 
 describe('--reuse-http-port and --reuse-grpc-port', () => {
   let repo: string;
-  afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
+  const started: Tritium[] = [];
+  // A failing case must not leave its servers running.
+  afterAll(async () => {
+    await Promise.all(started.map((t) => t.stop()));
+    fs.rmSync(repo, { recursive: true, force: true });
+  });
 
   it('lets a second server listen on the same ports, which answers once the first is gone', async () => {
     repo = makeRepo(['add_sub']);
     const reuse = ['--reuse-http-port=true', '--reuse-grpc-port=true'];
     const first = await startTritium({ repos: [repo], args: reuse });
+    started.push(first);
     const ports = [`--http-port=${first.httpPort}`, `--grpc-port=${first.grpcPort}`];
     // Without the flag the port is taken, in Triton's words (gRPC is checked first, as tritonserver does).
     const refused = await startTritium({ repos: [repo], args: ports, expectFailure: true });
+    started.push(refused);
     expect(await refused.exited).toMatchObject({ code: 1 });
     expect(refused.log()).toContain(`failed to start GRPC service: Unavailable - Socket '127.0.0.1:${first.grpcPort}' already in use`);
     const second = await startTritium({ repos: [repo], args: [...reuse, ...ports] });
+    started.push(second);
     expect([second.httpPort, second.grpcPort]).toEqual([first.httpPort, first.grpcPort]);
     await stopAndExpectNoShm(first);
     const body = {
