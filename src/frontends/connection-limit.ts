@@ -135,9 +135,11 @@ export class ConnectionLimit {
     /** This thread's open connections, read afresh at each step (the others are asked in between). */
     open: () => Iterable<LimitedConnection>,
     size: number,
-    elsewhere: (olderThan: number) => Promise<boolean>,
+    /** Undefined on one loop, which holds every connection: then this is admit(). */
+    elsewhere: ((olderThan: number) => Promise<boolean>) | undefined,
     verdict: (admitted: boolean) => void,
   ): void {
+    if (elsewhere === undefined) return verdict(this.admit(open(), size));
     if (this.underLimit(size)) return verdict(true);
     const admitted = (): void => {
       this.countEviction();

@@ -110,27 +110,23 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
       limit.closed();
     });
   };
-  const evictElsewhere = opts.evictElsewhere;
   const server = net.createServer({ allowHalfOpen: true }, (socket: Socket) => {
     if (closing) {
       socket.destroy();
-    } else if (evictElsewhere === undefined) {
-      if (limit.admit(limited(), connections.size)) accept(socket);
-      else socket.destroy();
-    } else {
-      // While the other threads are asked, a reset must not go unheard ('error' with no listener).
-      const ignore = (): void => {};
-      socket.on('error', ignore);
-      limit.decide(limited, connections.size, evictElsewhere, (admitted) => {
-        socket.off('error', ignore);
-        if (admitted && !closing && !socket.destroyed) {
-          accept(socket);
-          return;
-        }
-        if (admitted) limit.closed();
-        socket.destroy();
-      });
+      return;
     }
+    // While a frontend thread asks the others, a reset must not go unheard ('error' with no listener).
+    const ignore = (): void => {};
+    socket.on('error', ignore);
+    limit.decide(limited, connections.size, opts.evictElsewhere, (admitted) => {
+      socket.off('error', ignore);
+      if (admitted && !closing && !socket.destroyed) {
+        accept(socket);
+        return;
+      }
+      if (admitted) limit.closed();
+      socket.destroy();
+    });
   });
 
   return new Promise((resolve, reject) => {

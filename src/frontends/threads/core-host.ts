@@ -114,11 +114,6 @@ export class CoreHost {
     this.held.clear();
   }
 
-  /** Requests of this thread the core has not finished. */
-  get inFlight(): number {
-    return this.pending.size;
-  }
-
   private onMessage(m: ThreadMessage): void {
     switch (m.t) {
       case 'batch':

@@ -1,9 +1,10 @@
 /**
  * @module frontends/threads/frontend-pool
  * N frontend threads serving one HTTP port (`--http-thread-count`) or one gRPC port
- * (`--grpc-thread-count`): each runs that server on a socket of its own bound with SO_REUSEPORT, so the kernel spreads connections across
- * them, and sends what it parsed to the main thread's core (core-host.ts), where requests of
- * every thread meet in the same schedulers and batches. One body budget and one connection
+ * (`--grpc-thread-count`): each runs that server on a socket of its own bound with
+ * SO_REUSEPORT, so the kernel spreads connections across them, and sends what it parsed to the
+ * main thread's core (core-host.ts), where requests of every thread meet in the same
+ * schedulers and batches. One body budget and one connection
  * limit hold for the whole server (shared memory). A thread that dies is logged and replaced;
  * its requests are cancelled, the other threads keep serving. `close()` drains every thread.
  */
@@ -34,7 +35,6 @@ const STABLE_MS = 10_000;
 
 interface Slot {
   worker: Worker;
-  host: CoreHost;
   startedAt: number;
   /** Resolves when the thread has exited. */
   exited: Promise<void>;
@@ -92,7 +92,7 @@ export async function startFrontendThreads(
     let listening = false;
     let exitedNow!: () => void;
     const exited = new Promise<void>((r) => (exitedNow = r));
-    const slot: Slot = { worker, host, startedAt: Date.now(), exited, failures };
+    const slot: Slot = { worker, startedAt: Date.now(), exited, failures };
     slots[i] = slot;
     return new Promise<void>((resolve, reject) => {
       let failure: Error | undefined;

@@ -122,11 +122,6 @@ export class RemoteCore implements ServerCore {
     };
   }
 
-  /** Requests sent and not finished. */
-  get inFlight(): number {
-    return this.sinks.size;
-  }
-
   isLive(): boolean {
     return this.call('isLive') as boolean;
   }

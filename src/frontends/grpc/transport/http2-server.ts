@@ -171,12 +171,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
   t.server.on('session', (session) => {
     const limit = opts.connectionLimit;
     if (limit === undefined) return admitted(session);
-    if (opts.evictElsewhere === undefined) {
-      if (limit.admit(limited(), sessions.size)) admitted(session);
-      else session.destroy();
-      return;
-    }
-    // A frontend thread: the other threads may be asked first; calls wait for the answer.
+    // A frontend thread may ask the other threads first; calls wait for the answer.
     session.on('error', () => {});
     limit.decide(limited, sessions.size, opts.evictElsewhere, (ok) => {
       if (ok && !session.destroyed) return admitted(session);
