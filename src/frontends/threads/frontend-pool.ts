@@ -124,9 +124,7 @@ export async function startFrontendThreads(
         if (closing) return;
         if (failure === undefined) o.logger.error(`${label} frontend thread ${i} exited with code ${code}`);
         const stable = Date.now() - slot.startedAt >= STABLE_MS;
-        const next = stable ? 0 : slot.failures + 1;
-        const delay = next === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** (next - 1));
-        setTimeout(() => restart(i, next), delay).unref();
+        retry(i, stable ? 0 : slot.failures + 1);
       });
     });
   }
@@ -160,13 +158,24 @@ export async function startFrontendThreads(
       fd = listenShared(ip, port).fd;
     } catch (err) {
       o.logger.error(`${label} frontend thread ${i} could not listen again: ${(err as Error).message}`);
-      setTimeout(() => restart(i, failures + 1), MAX_RESTART_DELAY_MS).unref();
+      retry(i, failures + 1);
       return;
     }
     spawn(i, fd, failures).then(
       () => o.logger.info(`${label} frontend thread ${i} restarted`),
-      () => {}, // its exit handler logged why and schedules the next try
+      // It died before it listened (an exception is logged by its 'error' handler); the next try waits longer.
+      (err: Error) => {
+        o.logger.error(`${label} frontend thread ${i} did not restart: ${err.message}`);
+        retry(i, failures + 1);
+      },
     );
+  }
+
+  /** Restarts thread `i` after its `failures`-th failure in a row: at once for the first, then 0.1 s doubling up to 10 s. */
+  function retry(i: number, failures: number): void {
+    if (closing) return;
+    const delay = failures === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** (failures - 1));
+    setTimeout(() => restart(i, failures), delay).unref();
   }
 
   try {
