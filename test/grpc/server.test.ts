@@ -175,14 +175,20 @@ class FakeCore implements ServerCore {
         return;
       case 'decoupled': {
         const n = req.inputs[0]!.data.readInt32LE(0);
-        for (let i = 0; i < n; i++) {
-          setTimeout(() => {
-            const data = Buffer.alloc(4);
-            data.writeInt32LE(i);
-            send({ outputs: [{ name: 'OUT', datatype: 'INT32', shape: [1], data }], final: false });
-          }, 5 * i);
-        }
-        setTimeout(() => send({ outputs: [], final: true, flagsOnly: true }), 5 * n + 5);
+        // Each response schedules the next: Node orders timers of different durations only by
+        // due time, so timers of 10 and 15 ms from two requests can fire out of order on a busy loop.
+        let i = 0;
+        const next = (): void => {
+          if (i === n) {
+            setTimeout(() => send({ outputs: [], final: true, flagsOnly: true }), 5);
+            return;
+          }
+          const data = Buffer.alloc(4);
+          data.writeInt32LE(i++);
+          send({ outputs: [{ name: 'OUT', datatype: 'INT32', shape: [1], data }], final: false });
+          setTimeout(next, 5);
+        };
+        setTimeout(next, 0);
         return;
       }
       case 'failing':
