@@ -41,6 +41,7 @@ const THREADED = [
   'test/e2e/grpc-tls.test.ts',
   'test/e2e/trace-content.test.ts',
   'test/e2e/large-json-output.test.ts',
+  'test/e2e/sequence-batcher.test.ts',
 ];
 
 export default defineConfig({

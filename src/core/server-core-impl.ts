@@ -23,6 +23,7 @@ import { TRITON_API_VERSION } from './version.js';
  */
 const EXTENSIONS = [
   'classification',
+  'sequence',
   'model_repository',
   'model_repository(unload_dependents)',
   'schedule_policy',

@@ -50,13 +50,12 @@ def _check(requests, returned):
 
 
 def _close_rescheduled(requests):
-    """Node does not re-queue rescheduled requests yet and fails them on exec_done; close their
-    slots so a later send raises instead of reaching an answered request. Every other request
-    without a returned response stays open: its sender may still answer after execute returned
-    (from another thread), and a request dropped without FINAL is closed by RequestSlot.__del__.
-    (Decoupled requests are answered through their senders only, rescheduled or not.)"""
-    if STATE.decoupled:
-        return
+    """A rescheduled request's execution is over: Node re-queues the request (iterative
+    sequences, which run it again under a new slot) or fails it. Close this execution's slot so
+    that dropping the request object sends no FINAL notice and a later send through its old
+    sender raises. Every other request without a returned response stays open: its sender may
+    still answer after execute returned (from another thread), and a request dropped without
+    FINAL is closed by RequestSlot.__del__."""
     with SENDER_LOCK:
         for request in requests:
             if request._release_flags == RELEASE_RESCHEDULE:

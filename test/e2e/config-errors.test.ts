@@ -2,7 +2,7 @@
  * Load failures of config.pbtxt as a user sees them: the repository index and the log name the
  * file and line, for a text-format error (a non-repeated field given twice, which Triton refuses)
  * and for a load-time validation error; and settings tritium cannot honour, which are refused
- * (sequence_batching) or said out loud (response_cache), never silently ignored.
+ * (implicit sequence state) or said out loud (response_cache), never silently ignored.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -56,9 +56,9 @@ describe('config.pbtxt load failures', () => {
     expect(server.log()).toContain(reason!);
   });
 
-  it('refuses sequence_batching, which it would otherwise serve without sequence semantics', async () => {
+  it('refuses implicit sequence state, which it would otherwise serve without keeping the state', async () => {
     const reason = await indexReason('config_sequence_batching');
-    expect(reason).toContain("model 'config_sequence_batching' uses sequence_batching, which tritium does not implement yet");
+    expect(reason).toContain("model 'config_sequence_batching' uses sequence_batching with implicit state ('state'), which tritium does not serve yet");
     expect(reason).toMatch(/config_sequence_batching\/config\.pbtxt:\d+/);
     expect(server.log()).toContain(reason!);
   });

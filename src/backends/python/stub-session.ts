@@ -153,9 +153,10 @@ export class StubSession {
           live.signal = signal;
           live.onAbort = onAbort;
         }
-        const wire: ExecRequestWire = hasNoParameters(request.parameters)
-          ? { rid, id: request.id, corr: 0, flags: 0, params: '{}', timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag }
-          : { rid, id: request.id, ...requestFields(pr), timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag };
+        const wire: ExecRequestWire =
+          hasNoParameters(request.parameters) && pr.sequence === undefined
+            ? { rid, id: request.id, corr: 0, flags: 0, params: '{}', timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag }
+            : { rid, id: request.id, ...requestFields(pr), timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag };
         if (request.trace !== undefined) wire.tr = 1;
         reqs[k] = wire;
       }
@@ -204,6 +205,10 @@ export class StubSession {
       for (const pr of next.requests) pr.queueEndNs = inferEndNs;
     }
     const batchError = m.err !== undefined ? Errors.executeFailed(m.err) : undefined;
+    const rescheduled = m.resched !== undefined && m.resched.length > 0 && batchError === undefined ? new Set(m.resched) : undefined;
+    // Before the instance frees: an iterative sequence's request goes back to its slot, so the
+    // scheduler sees it re-queued when it hears the execution is over.
+    if (rescheduled !== undefined) for (const i of rescheduled) batch.requests[i]?.reschedule?.();
     // The instance is free as soon as the stub answered: resolve first, so the scheduler's
     // continuation sends the next batch to the stub, and write this batch's responses to the
     // clients afterwards, while the stub already works. That continuation is a reaction on
@@ -214,7 +219,6 @@ export class StubSession {
     // Requests stay in `live` until then, so a stub death in between still fails them
     // instead of reading the dead region.
     batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
-    const rescheduled = m.resched !== undefined && m.resched.length > 0 ? new Set(m.resched) : undefined;
     queueMicrotask(() => this.settle(batch.rids, m.resps, batchError, rescheduled));
   }
 
@@ -239,12 +243,14 @@ export class StubSession {
         continue;
       }
       const resp = resps?.[i] ?? null;
-      if (resp) {
+      if (rescheduled?.has(i) === true) {
+        // Re-queued by its iterative sequence (execDone): this execution's rid is over, the
+        // request is not. Without iterative sequence batching the request fails and says why
+        // (Triton's Python backend logs it and the client waits for ever).
+        if (live.pr.reschedule !== undefined) this.release(rid);
+        else this.finish(rid, undefined, Errors.rescheduleUnsupported());
+      } else if (resp) {
         this.finish(rid, resp);
-      } else if (!this.o.decoupled && rescheduled?.has(i) === true) {
-        // Re-queuing needs iterative sequence batching, which is refused at load: say so
-        // instead of leaving the request waiting.
-        this.finish(rid, undefined, Errors.rescheduleUnsupported(this.o.instanceName));
       } else if (!this.o.decoupled && live.pr.done) {
         this.release(rid);
       }
@@ -387,9 +393,12 @@ export class StubSession {
 function requestFields(pr: PendingRequest) {
   const p = readParameters(pr.request.parameters);
   const custom = Object.keys(p.custom).length ? JSON.stringify(p.custom, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)) : '{}';
+  // The sequence batcher's view wins: a rescheduled iteration has no flags, a filler no id.
+  const seq = pr.sequence;
+  const id = seq !== undefined ? seq.id : p.sequenceId;
   return {
-    corr: typeof p.sequenceId === 'bigint' ? (p.sequenceId <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(p.sequenceId) : p.sequenceId) : p.sequenceId,
-    flags: (p.sequenceStart ? 1 : 0) | (p.sequenceEnd ? 2 : 0),
+    corr: typeof id === 'bigint' ? (id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : id) : id,
+    flags: seq !== undefined ? seq.flags : (p.sequenceStart ? 1 : 0) | (p.sequenceEnd ? 2 : 0),
     params: custom,
   };
 }

@@ -52,10 +52,14 @@ export const config = {
   ),
   configSequenceBatchingUnsupported: configEntry(
     {
-      text: "{where}model '{model}' uses sequence_batching, which tritium does not implement yet: it would not route a sequence's requests to one instance nor keep its state, so the model is not loaded",
-      when: "The config has sequence_batching; serving it with the default scheduler would silently break stateful models. {where} is 'file:line:column: ' when known.",
+      text: "{where}model '{model}' uses sequence_batching {what}, which tritium does not serve yet, so the model is not loaded",
+      when: "A sequence model tritium cannot serve faithfully yet: implicit state (`state`), or a backend other than python. {where} is 'file:line:column: ' when known.",
     },
-    (file: string, model: string, line?: number, column?: number) => ({ where: line !== undefined ? `${where(file, line, column)}: ` : '', model }),
+    (file: string, model: string, what: string, line?: number, column?: number) => ({
+      where: line !== undefined ? `${where(file, line, column)}: ` : '',
+      model,
+      what,
+    }),
   ),
   configJsonSyntax: configEntry(
     { text: '{file}: invalid JSON: {cause}', when: 'A configuration given as JSON (auto_complete_config result, load override) does not parse.' },

@@ -5,7 +5,7 @@
 import { entry, fixed } from './entry.js';
 import { ErrorCode, type TritonError } from './triton-error.js';
 
-const { INTERNAL, INVALID_ARG, UNSUPPORTED } = ErrorCode;
+const { INTERNAL, INVALID_ARG } = ErrorCode;
 
 export const python = {
   stubNameInvalid: fixed({
@@ -27,15 +27,12 @@ export const python = {
     },
     (instance: string, cause?: string) => ({ instance, cause: cause ? ` ${cause}` : '' }),
   ),
-  rescheduleUnsupported: entry(
-    {
-      code: UNSUPPORTED,
-      reason: 'BACKEND',
-      text: "Python model '{instance}' released a request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: re-queuing a request needs iterative sequence batching, which tritium does not support, so the request fails instead (Triton would wait for it forever).",
-      when: 'A non-decoupled model calls set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) and returns None for the request.',
-    },
-    (instance: string) => ({ instance }),
-  ),
+  rescheduleUnsupported: fixed({
+    code: INVALID_ARG,
+    reason: 'BACKEND',
+    text: 'Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag.',
+    when: "A model without `sequence_batching { iterative_sequence: true }` calls set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE). Triton's Python backend only logs it and the client waits; tritium answers the request with it.",
+  }),
   noResponse: entry(
     {
       code: INTERNAL,

@@ -166,4 +166,57 @@ export const request = {
     when: 'A request arrives while the model is unloading or the server stops.',
   }),
   cancelled: fixed({ code: CANCELLED, reason: 'CANCELED', text: 'Request was cancelled', when: 'The client cancelled the request.' }),
+
+  // The sequence batcher (core/scheduling/sequence-batcher.ts), in the order Triton checks.
+  sequenceCorridType: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "{prefix}sequence batching control '{control}' data-type is '{got}', but model '{model}' expects '{want}'",
+      when: "A string sequence_id for a model whose CONTROL_SEQUENCE_CORRID is numeric, or the reverse. {prefix} is '[request id: <id>] ' when the request has an id.",
+    },
+    (prefix: string, control: string, got: string, model: string, want: string) => ({ prefix, control, got, model, want }),
+  ),
+  sequenceBatchSize: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "inference request to model '{model}' must specify batch-size 1 due to requirements of sequence batcher",
+      when: 'A request with a batch dimension above 1 to a sequence model.',
+    },
+    (model: string) => ({ model }),
+  ),
+  sequenceIdMissing: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "inference request to model '{model}' must specify a non-zero or non-empty correlation ID",
+      when: 'A request without sequence_id (or with 0 or "") to a sequence model that is not iterative.',
+    },
+    (model: string) => ({ model }),
+  ),
+  sequenceStartMissing: entry(
+    {
+      code: INVALID_ARG,
+      reason: REJECTED,
+      text: "inference request for sequence {id} to model '{model}' must specify the START flag on the first request of the sequence",
+      when: 'A request of a sequence that is not live: never started, already ended, or released after max_sequence_idle_microseconds.',
+    },
+    (id: string, model: string) => ({ id, model }),
+  ),
+  sequenceBacklogTimeout: fixed({
+    code: UNAVAILABLE,
+    reason: REJECTED,
+    text: 'timeout of the corresponding sequence has been expired',
+    when: "A sequence waiting for a free slot outlived a request's `timeout` parameter: every request of that sequence fails.",
+  }),
+  sequenceInstanceLost: entry(
+    {
+      code: UNAVAILABLE,
+      reason: 'BACKEND',
+      text: "sequence {id} of model '{model}' is lost: its instance {instance} stopped ({why}) and its state went with it; start the sequence again with the START flag",
+      when: 'Beyond Triton: the instance holding a live sequence died or restarted. Its queued requests and the next ones without START fail with this, instead of reaching a model that no longer has the state.',
+    },
+    (id: string, model: string, instance: string, why: string) => ({ id, model, instance, why }),
+  ),
 } as const;

@@ -75,8 +75,14 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
   validateModelConfig(config, file, { gpus: o.gpus, modelName: source.name, positions });
   // Settings tritium cannot honour are refused or said out loud, never silently ignored.
   if (config.schedulingChoice.case === 'sequenceBatching') {
-    const at = positions?.get('sequence_batching');
-    throw Errors.configSequenceBatchingUnsupported({ file, line: at?.line, field: 'sequence_batching' }, file, source.name, at?.line, at?.column);
+    const sb = config.schedulingChoice.value;
+    // Implicit state lives in the backend between executions; control tensors reach an ONNX
+    // graph only once its config leaves them out of `input` (both are the next steps).
+    const what = sb.state.length > 0 ? "with implicit state ('state')" : config.backend !== 'python' ? `on backend '${config.backend}'` : undefined;
+    if (what !== undefined) {
+      const at = positions?.get('sequence_batching');
+      throw Errors.configSequenceBatchingUnsupported({ file, line: at?.line, field: 'sequence_batching' }, file, source.name, what, at?.line, at?.column);
+    }
   }
   if (config.responseCache?.enable) {
     // As Triton started without --cache-config: the model loads and every request is computed.

@@ -3,11 +3,18 @@
  * Reads what the runtime needs from the generated `ModelConfig` once, at load time, into plain
  * numbers and strings (the protobuf types carry int64 as bigint and enums as numbers).
  */
-import { type DataType, ModelQueuePolicy_TimeoutAction, type ModelConfig, type ModelQueuePolicy } from '../../generated/model_config_pb.js';
+import {
+  type DataType,
+  ModelQueuePolicy_TimeoutAction,
+  ModelSequenceBatching_Control_Kind,
+  type ModelConfig,
+  type ModelQueuePolicy,
+} from '../../generated/model_config_pb.js';
 import { isDatatype, type Datatype } from '../datatype.js';
 import { dataTypeToProtocol } from '../config/schema.js';
 import type { TensorSpec } from '../model-handle.js';
 import type { DynamicBatchingOptions, QueuePolicy } from '../scheduling/dynamic-batcher.js';
+import type { ControlSpec, SequenceBatchingOptions } from '../scheduling/sequence-controls.js';
 
 export function datatypeOf(dt: DataType): Datatype {
   const name = dataTypeToProtocol(dt);
@@ -53,3 +60,58 @@ export function dynamicBatching(cfg: ModelConfig): DynamicBatchingOptions | unde
     priorityQueuePolicy: perLevel,
   };
 }
+
+/** Sequence-batcher options, or undefined when the model has no `sequence_batching`. */
+export function sequenceBatching(cfg: ModelConfig): SequenceBatchingOptions | undefined {
+  if (cfg.schedulingChoice.case !== 'sequenceBatching') return undefined;
+  const sb = cfg.schedulingChoice.value;
+  const controls: ControlSpec[] = [];
+  for (const input of sb.controlInput) {
+    for (const c of input.control) {
+      const kind = CONTROL_KINDS[c.kind];
+      if (kind === undefined) continue;
+      if (kind === 'corrid') {
+        controls.push({ kind, name: input.name, datatype: datatypeOf(c.dataType) });
+        continue;
+      }
+      // Exactly one [false, true] list is given (core/config/validate-sequence.ts); it sets the type.
+      const [datatype, values]: [Datatype, number[]] =
+        c.int32FalseTrue.length > 0
+          ? ['INT32', c.int32FalseTrue]
+          : c.fp32FalseTrue.length > 0
+            ? ['FP32', c.fp32FalseTrue]
+            : ['BOOL', c.boolFalseTrue.map((b) => (b ? 1 : 0))];
+      controls.push({ kind, name: input.name, datatype, falseTrue: [values[0] ?? 0, values[1] ?? 1] });
+    }
+  }
+  const strategy = sb.strategyChoice;
+  const maxBatchSize = cfg.maxBatchSize;
+  return {
+    maxBatchSize,
+    idleUs: Number(sb.maxSequenceIdleMicroseconds),
+    iterative: sb.iterativeSequence,
+    controls,
+    strategy:
+      strategy.case === 'oldest'
+        ? {
+            kind: 'oldest',
+            // 0 means one candidate per batch row (Triton's default).
+            candidates: strategy.value.maxCandidateSequences > 0 ? strategy.value.maxCandidateSequences : Math.max(1, maxBatchSize),
+            preferredBatchSizes: [...strategy.value.preferredBatchSize],
+            maxQueueDelayUs: Number(strategy.value.maxQueueDelayMicroseconds),
+            preserveOrdering: strategy.value.preserveOrdering,
+          }
+        : {
+            kind: 'direct',
+            maxQueueDelayUs: Number(strategy.value?.maxQueueDelayMicroseconds ?? 0n),
+            minimumSlotUtilization: strategy.value?.minimumSlotUtilization ?? 0,
+          },
+  };
+}
+
+const CONTROL_KINDS: Record<number, ControlSpec['kind']> = {
+  [ModelSequenceBatching_Control_Kind.CONTROL_SEQUENCE_START]: 'start',
+  [ModelSequenceBatching_Control_Kind.CONTROL_SEQUENCE_READY]: 'ready',
+  [ModelSequenceBatching_Control_Kind.CONTROL_SEQUENCE_END]: 'end',
+  [ModelSequenceBatching_Control_Kind.CONTROL_SEQUENCE_CORRID]: 'corrid',
+};

@@ -13,10 +13,11 @@ import { PendingRequestImpl } from '../request/pending.js';
 import { validateRequest } from '../request/validate.js';
 import { DefaultScheduler } from '../scheduling/default-scheduler.js';
 import { DynamicBatcher } from '../scheduling/dynamic-batcher.js';
+import { SequenceBatcher } from '../scheduling/sequence-batcher.js';
 import type { ExecutionTimes, PendingRequest, Scheduler } from '../scheduling/types.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { ModelStatistics } from '../stats/types.js';
-import { dynamicBatching, inputSpecs, isDecoupled, outputSpecs } from './config-view.js';
+import { dynamicBatching, inputSpecs, isDecoupled, outputSpecs, sequenceBatching } from './config-view.js';
 import type { InferenceObserver } from './observer.js';
 import { traceLine, traceTags, traced, tracedError, tracedSince } from '../trace-tags.js';
 
@@ -71,11 +72,14 @@ export class ModelVersion implements ModelHandle {
     const onDispatch = observer.executing
       ? (i: { name: string }, batch: readonly PendingRequest[]) => observer.executing!(this.name, this.version, i.name, batch)
       : undefined;
+    const sb = sequenceBatching(config);
     this.scheduler = loaded.createScheduler
       ? loaded.createScheduler(onExecution)
-      : db
-        ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch)
-        : new DefaultScheduler([...loaded.instances], onExecution, onDispatch);
+      : sb
+        ? new SequenceBatcher(this.name, [...loaded.instances], sb, onExecution, onDispatch)
+        : db
+          ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch)
+          : new DefaultScheduler([...loaded.instances], onExecution, onDispatch);
   }
 
   metadata(): ModelMetadata {

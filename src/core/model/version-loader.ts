@@ -43,9 +43,12 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   const started = process.hrtime.bigint();
   let mv: ModelVersion | undefined;
   const hooks: InstanceHooks = {
-    onReadinessChange: (_i, ready) => {
+    onReadinessChange: (instance, ready) => {
       if (ready) mv?.scheduler.kick();
-      else if (mv) l.onInstanceLost(mv);
+      else if (mv) {
+        mv.scheduler.instanceDown?.(instance, instance.reason || 'stopped');
+        l.onInstanceLost(mv);
+      }
     },
     onRestart: (i: BackendInstance) => l.observer.stubRestart(source.name, i.name),
     warmup: (i: BackendInstance) => warmupInstance(source, config, i),

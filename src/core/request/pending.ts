@@ -19,6 +19,8 @@ export class PendingRequestImpl implements PendingRequest {
   queueEndNs?: Nanos = undefined;
   statsEndNs?: Nanos = undefined;
   statsPhases?: object = undefined;
+  sequence?: { id: bigint | string; flags: number } = undefined;
+  reschedule?: () => void = undefined;
   /** Index of the next response (decoupled models send several). */
   responseCount = 0;
   #done = false;

@@ -10,6 +10,7 @@
  */
 import { Errors, type TritonError } from '../errors.js';
 import { InstancePool } from './instance-pool.js';
+import { PumpGuard } from './pump-guard.js';
 import { Ring } from './queue.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, PendingRequest, Scheduler } from './types.js';
 import { traceLine, traceTags, traced } from '../trace-tags.js';
@@ -18,9 +19,8 @@ export class DefaultScheduler implements Scheduler {
   private readonly pool: InstancePool;
   private readonly queue = new Ring<PendingRequest>();
   private stopped = false;
-  // Re-entrancy guard: execute() or a failing request's sink may call back into enqueue().
-  private pumping = false;
-  private repump = false;
+  // execute() or a failing request's sink may call back into enqueue().
+  private readonly guard = new PumpGuard();
 
   constructor(instances: ExecutionInstance[], observer: ExecutionObserver, onDispatch?: DispatchObserver) {
     // Every request is its own execution, so nothing is gained by holding the next one back
@@ -59,31 +59,23 @@ export class DefaultScheduler implements Scheduler {
   }
 
   private pump(): void {
-    if (this.pumping) {
-      this.repump = true;
-      return;
-    }
-    this.pumping = true;
-    try {
-      do {
-        this.repump = false;
-        while (!this.stopped && this.queue.length > 0) {
-          const idx = this.pool.idleReady();
-          if (idx < 0) break;
-          const req = this.queue.shift()!;
-          if (req.done) continue;
-          if (req.cancelled) {
-            if (traceTags.batcher) traceLine('batcher', `${req.request.modelName}: ${traced(req.request)} left the queue: cancelled while queued`);
-            req.fail(Errors.cancelled());
-            continue;
-          }
-          this.dispatch(idx, req);
-        }
-      } while (this.repump);
-    } finally {
-      this.pumping = false;
-    }
+    this.guard.run(this.pass);
   }
+
+  private readonly pass = (): void => {
+    while (!this.stopped && this.queue.length > 0) {
+      const idx = this.pool.idleReady();
+      if (idx < 0) break;
+      const req = this.queue.shift()!;
+      if (req.done) continue;
+      if (req.cancelled) {
+        if (traceTags.batcher) traceLine('batcher', `${req.request.modelName}: ${traced(req.request)} left the queue: cancelled while queued`);
+        req.fail(Errors.cancelled());
+        continue;
+      }
+      this.dispatch(idx, req);
+    }
+  };
 
   private dispatch(idx: number, req: PendingRequest): void {
     req.queueEndNs = process.hrtime.bigint();

@@ -29,6 +29,7 @@
 import { Errors, TritonError } from '../errors.js';
 import type { InferRequest, InferResponse } from '../inference.js';
 import { InstancePool } from './instance-pool.js';
+import { PumpGuard } from './pump-guard.js';
 import { PriorityQueue, Ring, type QueueItem } from './queue.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, Nanos, PendingRequest, Scheduler } from './types.js';
 import { traceLine, traceTags, traced, tracedAll } from '../trace-tags.js';
@@ -121,8 +122,7 @@ export class DynamicBatcher implements Scheduler {
   private wakeRows = 0;
   private waitSig: string | undefined = undefined;
 
-  private pumping = false;
-  private repump = false;
+  private readonly guard = new PumpGuard();
   // Scratch outputs of form(), to avoid an allocation per batch.
   private formRows = 0;
   private formWaitUntil = Infinity;
@@ -282,49 +282,41 @@ export class DynamicBatcher implements Scheduler {
   }
 
   private pump(): void {
-    if (this.pumping) {
-      this.repump = true;
-      return;
-    }
-    this.pumping = true;
-    try {
-      do {
-        this.repump = false;
-        if (this.stopped) break;
-        const now = performance.now();
-        if (this.rejectDeadline <= now) this.sweep(now);
-        this.wakeRows = 0;
-        this.waitSig = undefined;
-        let waitUntil = Infinity;
-
-        while (this.queue.size > 0) {
-          const idx = this.pool.idleReady();
-          if (idx < 0) break;
-          const n = this.form(now);
-          if (n > 0) {
-            this.dispatch(idx, n, this.formRows);
-          } else if (n < 0) {
-            waitUntil = this.formWaitUntil;
-            break;
-          }
-          // n === 0: everything scanned was dropped; the loop re-checks the queue size.
-        }
-
-        this.failDropped();
-
-        if (this.queue.size === 0) {
-          this.clearTimer();
-          this.rejectDeadline = Infinity;
-          this.wakeRows = 0;
-          this.waitSig = undefined;
-        } else {
-          this.armTimer(Math.min(waitUntil, this.rejectDeadline), now);
-        }
-      } while (this.repump);
-    } finally {
-      this.pumping = false;
-    }
+    this.guard.run(this.pass);
   }
+
+  private readonly pass = (): void => {
+    if (this.stopped) return;
+    const now = performance.now();
+    if (this.rejectDeadline <= now) this.sweep(now);
+    this.wakeRows = 0;
+    this.waitSig = undefined;
+    let waitUntil = Infinity;
+
+    while (this.queue.size > 0) {
+      const idx = this.pool.idleReady();
+      if (idx < 0) break;
+      const n = this.form(now);
+      if (n > 0) {
+        this.dispatch(idx, n, this.formRows);
+      } else if (n < 0) {
+        waitUntil = this.formWaitUntil;
+        break;
+      }
+      // n === 0: everything scanned was dropped; the loop re-checks the queue size.
+    }
+
+    this.failDropped();
+
+    if (this.queue.size === 0) {
+      this.clearTimer();
+      this.rejectDeadline = Infinity;
+      this.wakeRows = 0;
+      this.waitSig = undefined;
+    } else {
+      this.armTimer(Math.min(waitUntil, this.rejectDeadline), now);
+    }
+  };
 
   /** Answers the requests form()/sweep() dropped, outside the scans (a sink may re-enter). */
   private failDropped(): void {

@@ -62,6 +62,11 @@ export class InstancePool {
     return queued;
   }
 
+  /** Instance `idx` is ready and can take a batch now (schedulers that bind work to one instance). */
+  canTake(idx: number): boolean {
+    return this.running[idx]! < this.depth[idx]! && this.instances[idx]!.isReady();
+  }
+
   /**
    * Runs `handed` on instance `idx`. `batch` is what the statistics account (the same requests,
    * possibly before a wrapper such as preserve_ordering's); `batchSize` is Σ size(r).

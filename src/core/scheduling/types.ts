@@ -36,6 +36,18 @@ export interface PendingRequest {
    */
   statsEndNs?: Nanos;
   statsPhases?: object;
+  /**
+   * Set by the sequence batcher: the correlation id and START/END flags the model sees on this
+   * execution (`request.correlation_id()`, `request.flags()`), instead of the request's
+   * parameters (a rescheduled iteration has no flags; an iterative sequence may get its id).
+   */
+  sequence?: { id: bigint | string; flags: number };
+  /**
+   * Set by the sequence batcher of an `iterative_sequence` model: the backend calls it when
+   * the model released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, before the
+   * execution is reported done; the request goes back to its sequence's slot.
+   */
+  reschedule?: () => void;
   /** True once the client cancelled (request.signal aborted). */
   readonly cancelled: boolean;
   /** True once a final response (or error) was delivered. */
@@ -84,6 +96,11 @@ export interface Scheduler {
   pendingCount(): number;
   /** Instances changed readiness (a restart finished): try to dispatch again. */
   kick(): void;
+  /**
+   * An instance died or is being restarted: whatever the scheduler bound to it (a sequence's
+   * state) is gone. Only schedulers that bind work to an instance need it.
+   */
+  instanceDown?(instance: ExecutionInstance, why: string): void;
   /**
    * Stops accepting; queued requests fail with `error` (default: Triton's scheduler-stopped
    * error, the shutdown case).
