@@ -56,9 +56,11 @@ describe('config.pbtxt load failures', () => {
     expect(server.log()).toContain(reason!);
   });
 
-  it('refuses implicit sequence state, which it would otherwise serve without keeping the state', async () => {
+  it('refuses implicit sequence state on a Python model, which could never write the state', async () => {
     const reason = await indexReason('config_sequence_batching');
-    expect(reason).toContain("model 'config_sequence_batching' uses sequence_batching with implicit state ('state'), which tritium does not serve yet");
+    expect(reason).toContain(
+      "model 'config_sequence_batching' uses sequence_batching with implicit state ('state') on a Python model, which cannot write state outputs, so the model is not loaded",
+    );
     expect(reason).toMatch(/config_sequence_batching\/config\.pbtxt:\d+/);
     expect(server.log()).toContain(reason!);
   });

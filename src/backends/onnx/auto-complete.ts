@@ -25,6 +25,7 @@ import {
   type ModelInput,
   type ModelOutput,
 } from '../../generated/model_config_pb.js';
+import { sequenceTensors } from '../../core/model/config-view.js';
 import { datatypeOfOrt } from './ort-types.js';
 import type { SessionInfo, TensorMeta } from './runner.js';
 
@@ -63,8 +64,11 @@ export function autoCompleteFromGraph(config: ModelConfig, info: SessionInfo, de
   } else if (out.maxBatchSize !== 0) {
     throw Errors.onnxAutofillBatching(out.name);
   }
-  if (!hasInputs) out.input = info.inputs.map((t) => completeTensor(out, t, ModelInputSchema) as ModelInput);
-  if (!hasOutputs) out.output = info.outputs.map((t) => completeTensor(out, t, ModelOutputSchema) as ModelOutput);
+  // A sequence model's control and state tensors are the batcher's, not the client's.
+  const seq = sequenceTensors(out);
+  const own = new Set([...seq.inputs.map((t) => t.name), ...seq.stateOutputs.map((t) => t.name)]);
+  if (!hasInputs) out.input = info.inputs.filter((t) => !own.has(t.name)).map((t) => completeTensor(out, t, ModelInputSchema) as ModelInput);
+  if (!hasOutputs) out.output = info.outputs.filter((t) => !own.has(t.name)).map((t) => completeTensor(out, t, ModelOutputSchema) as ModelOutput);
   return out;
 }
 
@@ -84,7 +88,8 @@ function completeTensor(cfg: ModelConfig, t: TensorMeta, schema: typeof ModelInp
 /** Throws the load error for the first configured tensor the graph contradicts. */
 export function checkConfigAgainstGraph(config: ModelConfig, info: SessionInfo): void {
   const m = config.name;
-  const required = config.input.filter((i) => !i.optional).length;
+  const seq = sequenceTensors(config);
+  const required = config.input.filter((i) => !i.optional).length + seq.inputs.length;
   if (info.inputs.length !== required) {
     throw Errors.onnxInputCount(m, required, info.inputs.length);
   }
@@ -106,6 +111,17 @@ export function checkConfigAgainstGraph(config: ModelConfig, info: SessionInfo):
       throw Errors.onnxMissingTensor(m, 'output', io.name, names(info.outputs));
     }
     checkTensor(config, 'output', io.name, io.dataType, io.reshape ? io.reshape.shape : io.dims, g, false);
+  }
+  // The sequence batcher's inputs (controls, state) and the state outputs are the graph's too.
+  for (const t of seq.inputs) {
+    const g = graphInputs.get(t.name);
+    if (!g) throw Errors.onnxMissingTensor(m, 'input', t.name, names(info.inputs));
+    checkTensor(config, 'input', t.name, protocolToDataType(t.datatype), t.dims.map(BigInt), g, false);
+  }
+  for (const t of seq.stateOutputs) {
+    const g = graphOutputs.get(t.name);
+    if (!g) throw Errors.onnxMissingTensor(m, 'output', t.name, names(info.outputs));
+    checkTensor(config, 'output', t.name, protocolToDataType(t.datatype), t.dims.map(BigInt), g, false);
   }
 }
 

@@ -20,7 +20,7 @@ import { InstanceLifecycle, lifecycleEvents, type RestartPolicy } from '../../co
 import { classifyStartFailure } from '../../core/instance/resource-failure.js';
 import { traceLine, traceTags, tracedAll, tracedError, tracedSince } from '../../core/trace-tags.js';
 import type { Logger } from '../../core/logger.js';
-import { datatypeOf } from '../../core/model/config-view.js';
+import { datatypeOf, sequenceTensors } from '../../core/model/config-view.js';
 import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
@@ -85,6 +85,7 @@ export class OnnxInstance implements BackendInstance {
   private readonly inputs = new Map<string, InputPlan>();
   private readonly outputs = new Map<string, OutputPlan>();
   private readonly allOutputs: string[];
+  private readonly stateOutputs: Array<{ output: string; input: string }>;
   private runs = 0;
 
   constructor(private readonly o: OnnxInstanceOptions) {
@@ -109,6 +110,14 @@ export class OnnxInstance implements BackendInstance {
       this.outputs.set(out.name, { name: out.name, datatype: datatypeOf(out.dataType), dims: out.dims.map(Number), reshape: out.reshape?.shape.map(Number) });
     }
     this.allOutputs = cfg.output.map((x) => x.name);
+    // A sequence model's controls and state inputs are fed like configured inputs; its state
+    // outputs are fetched on every run and handed to the sequence batcher, never to the client.
+    const seq = sequenceTensors(cfg);
+    for (const t of seq.inputs) {
+      this.inputs.set(t.name, { name: t.name, ortType: ortTypeOf(t.datatype)!, dims: t.dims, reshape: undefined, ragged: false, graphScalar: false });
+    }
+    for (const t of seq.stateOutputs) this.outputs.set(t.name, { name: t.name, datatype: t.datatype, dims: t.dims, reshape: undefined });
+    this.stateOutputs = seq.stateOutputs.map((t) => ({ output: t.name, input: t.input }));
     this.life = new InstanceLifecycle<SessionRunner>({
       name: o.name,
       label: `onnxruntime instance '${o.name}' of model '${cfg.name}'`,
@@ -255,6 +264,7 @@ export class OnnxInstance implements BackendInstance {
         }
         const wanted = new Set<string>();
         for (const pr of group) for (const name of this.requestedOutputs(pr)) wanted.add(name);
+        for (const s of this.stateOutputs) wanted.add(s.output);
         run.fetches = [...wanted];
       } catch (err) {
         run.error = asTritonError(err);
@@ -316,6 +326,9 @@ export class OnnxInstance implements BackendInstance {
       return;
     }
     run.requests.forEach((pr, i) => {
+      const state = pr.sequence?.state;
+      // Copied: the sequence keeps it past this run's buffers.
+      if (state !== undefined) for (const s of this.stateOutputs) state.set(s.input, stateValue(perRequest.get(s.output)![i]!, s.input));
       const outputs = this.requestedOutputs(pr).map((name) => perRequest.get(name)![i]!);
       pr.respond({ modelName: pr.request.modelName, modelVersion: '', id: pr.request.id, outputs, final: true });
     });
@@ -327,4 +340,9 @@ export class OnnxInstance implements BackendInstance {
     if (graphDims.length === 0 && plan.dims.length > 0) return mapShape(graphDims, [], plan.dims);
     return graphDims;
   }
+}
+
+/** A state output's slice as the next request's state input. */
+function stateValue(t: Tensor, input: string): Tensor {
+  return { name: input, datatype: t.datatype, shape: t.shape.slice(), data: Buffer.from(t.data) };
 }

@@ -52,8 +52,8 @@ export const config = {
   ),
   configSequenceBatchingUnsupported: configEntry(
     {
-      text: "{where}model '{model}' uses sequence_batching {what}, which tritium does not serve yet, so the model is not loaded",
-      when: "A sequence model tritium cannot serve faithfully yet: implicit state (`state`), or a backend other than python. {where} is 'file:line:column: ' when known.",
+      text: "{where}model '{model}' uses sequence_batching {what}, so the model is not loaded",
+      when: "A sequence model that cannot be served faithfully: implicit state (`state`) on a Python model, which has no way to write state outputs (Triton's Python backend has none either). {where} is 'file:line:column: ' when known.",
     },
     (file: string, model: string, what: string, line?: number, column?: number) => ({
       where: line !== undefined ? `${where(file, line, column)}: ` : '',

@@ -72,6 +72,30 @@ export const models = {
     },
     (file: string, model: string) => ({ file, model }),
   ),
+  sequenceStateDims: entry(
+    {
+      code: INVALID_ARG,
+      text: "sequence state '{state}' of model '{model}' has variable dims {dims}: give initial_state fixed dims",
+      when: 'A sequence_batching state whose dims (or its initial_state dims) hold -1: tritium needs the fixed shape its first value has.',
+    },
+    (state: string, model: string, dims: string) => ({ state, model, dims }),
+  ),
+  sequenceStateType: entry(
+    {
+      code: INVALID_ARG,
+      text: "initial_state of sequence state '{state}' of model '{model}' has data type {got}, the state {want}",
+      when: "A state's initial_state names another data type than the state.",
+    },
+    (state: string, model: string, got: string, want: string) => ({ state, model, got, want }),
+  ),
+  sequenceStateFile: entry(
+    {
+      code: INVALID_ARG,
+      text: "initial_state data_file '{file}' of sequence state '{state}' of model '{model}': {reason}",
+      when: "An initial_state data_file that is not a file inside the model's initial_state/ directory, cannot be read, or holds another number of bytes than the state's shape needs.",
+    },
+    (file: string, state: string, model: string, reason: string) => ({ file, state, model, reason }),
+  ),
   labelFileRead: entry(
     {
       code: INTERNAL,

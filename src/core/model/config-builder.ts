@@ -76,9 +76,10 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
   // Settings tritium cannot honour are refused or said out loud, never silently ignored.
   if (config.schedulingChoice.case === 'sequenceBatching') {
     const sb = config.schedulingChoice.value;
-    // Implicit state lives in the backend between executions; control tensors reach an ONNX
-    // graph only once its config leaves them out of `input` (both are the next steps).
-    const what = sb.state.length > 0 ? "with implicit state ('state')" : config.backend !== 'python' ? `on backend '${config.backend}'` : undefined;
+    // A Python model has no way to hand back a state output (Triton's Python backend has none
+    // either): its state would stay at the initial value for ever.
+    const what =
+      sb.state.length > 0 && config.backend === 'python' ? "with implicit state ('state') on a Python model, which cannot write state outputs" : undefined;
     if (what !== undefined) {
       const at = positions?.get('sequence_batching');
       throw Errors.configSequenceBatchingUnsupported({ file, line: at?.line, field: 'sequence_batching' }, file, source.name, what, at?.line, at?.column);

@@ -14,7 +14,7 @@ import { isDatatype, type Datatype } from '../datatype.js';
 import { dataTypeToProtocol } from '../config/schema.js';
 import type { TensorSpec } from '../model-handle.js';
 import type { DynamicBatchingOptions, QueuePolicy } from '../scheduling/dynamic-batcher.js';
-import type { ControlSpec, SequenceBatchingOptions } from '../scheduling/sequence-controls.js';
+import type { ControlSpec, SequenceBatchingOptions, StateSpec } from '../scheduling/sequence-controls.js';
 
 export function datatypeOf(dt: DataType): Datatype {
   const name = dataTypeToProtocol(dt);
@@ -62,7 +62,7 @@ export function dynamicBatching(cfg: ModelConfig): DynamicBatchingOptions | unde
 }
 
 /** Sequence-batcher options, or undefined when the model has no `sequence_batching`. */
-export function sequenceBatching(cfg: ModelConfig): SequenceBatchingOptions | undefined {
+export function sequenceBatching(cfg: ModelConfig, states: StateSpec[] = []): SequenceBatchingOptions | undefined {
   if (cfg.schedulingChoice.case !== 'sequenceBatching') return undefined;
   const sb = cfg.schedulingChoice.value;
   const controls: ControlSpec[] = [];
@@ -91,6 +91,7 @@ export function sequenceBatching(cfg: ModelConfig): SequenceBatchingOptions | un
     idleUs: Number(sb.maxSequenceIdleMicroseconds),
     iterative: sb.iterativeSequence,
     controls,
+    states,
     strategy:
       strategy.case === 'oldest'
         ? {
@@ -115,3 +116,31 @@ const CONTROL_KINDS: Record<number, ControlSpec['kind']> = {
   [ModelSequenceBatching_Control_Kind.CONTROL_SEQUENCE_END]: 'end',
   [ModelSequenceBatching_Control_Kind.CONTROL_SEQUENCE_CORRID]: 'corrid',
 };
+
+/** A tensor the sequence batcher adds to a model's inputs or takes from its outputs. */
+export interface SequenceTensor {
+  name: string;
+  datatype: Datatype;
+  /** Without the batch dimension. */
+  dims: number[];
+}
+
+/**
+ * The tensors of a sequence model that are not in its `input` / `output`: the control inputs
+ * (one element per request), the state inputs, and the state outputs with the input each feeds.
+ * A backend feeds and fetches them as the graph's own (backends/onnx/).
+ */
+export function sequenceTensors(cfg: ModelConfig): { inputs: SequenceTensor[]; stateOutputs: Array<SequenceTensor & { input: string }> } {
+  if (cfg.schedulingChoice.case !== 'sequenceBatching') return { inputs: [], stateOutputs: [] };
+  const sb = cfg.schedulingChoice.value;
+  const options = sequenceBatching(cfg)!;
+  const inputs: SequenceTensor[] = options.controls.map((c) => ({ name: c.name, datatype: c.datatype, dims: [1] }));
+  const stateOutputs: Array<SequenceTensor & { input: string }> = [];
+  for (const s of sb.state) {
+    const datatype = datatypeOf(s.dataType);
+    const dims = s.dims.map(Number);
+    inputs.push({ name: s.inputName, datatype, dims });
+    stateOutputs.push({ name: s.outputName, input: s.inputName, datatype, dims });
+  }
+  return { inputs, stateOutputs };
+}

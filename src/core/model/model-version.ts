@@ -14,6 +14,7 @@ import { validateRequest } from '../request/validate.js';
 import { DefaultScheduler } from '../scheduling/default-scheduler.js';
 import { DynamicBatcher } from '../scheduling/dynamic-batcher.js';
 import { SequenceBatcher } from '../scheduling/sequence-batcher.js';
+import type { StateSpec } from '../scheduling/sequence-controls.js';
 import type { ExecutionTimes, PendingRequest, Scheduler } from '../scheduling/types.js';
 import { ModelStats } from '../stats/model-stats.js';
 import type { ModelStatistics } from '../stats/types.js';
@@ -42,6 +43,8 @@ export class ModelVersion implements ModelHandle {
     readonly loaded: LoadedModel,
     observer: InferenceObserver,
     labels?: ReadonlyMap<string, readonly string[]>,
+    /** The implicit state of a sequence model (core/model/sequence-state.ts). */
+    states: StateSpec[] = [],
   ) {
     this.name = config.name;
     this.version = String(versionNumber);
@@ -72,7 +75,7 @@ export class ModelVersion implements ModelHandle {
     const onDispatch = observer.executing
       ? (i: { name: string }, batch: readonly PendingRequest[]) => observer.executing!(this.name, this.version, i.name, batch)
       : undefined;
-    const sb = sequenceBatching(config);
+    const sb = sequenceBatching(config, states);
     this.scheduler = loaded.createScheduler
       ? loaded.createScheduler(onExecution)
       : sb

@@ -11,6 +11,7 @@ import type { Logger } from '../logger.js';
 import type { ModelSource } from '../repository/scan.js';
 import { ModelVersion } from './model-version.js';
 import { readOutputLabels } from './output-labels.js';
+import { readSequenceStates } from './sequence-state.js';
 import type { InferenceObserver } from './observer.js';
 import { warmupInstance, warmupThroughScheduler } from './warmup.js';
 
@@ -55,6 +56,7 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   };
   // Before any instance starts: a missing label file fails the load at once.
   const labels = readOutputLabels(source.dir, config);
+  const states = readSequenceStates(source.dir, config);
   const versionDir = path.join(source.dir, String(version));
   const configJson = JSON.stringify(l.json);
   const progress = setInterval(() => {
@@ -80,7 +82,7 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   // Registered before the version exists: its statistics listener is looked up then.
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   l.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs, config);
-  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels);
+  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels, states);
   const runUncounted = mv.scheduler.runUncounted?.bind(mv.scheduler);
   if (loaded.instances.length === 0 && runUncounted && config.modelWarmup.length > 0) {
     // A model without instances (an ensemble) warms through its scheduler (warmup.ts).

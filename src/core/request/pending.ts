@@ -6,7 +6,7 @@
  */
 import type { TritonError } from '../errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../inference.js';
-import type { Nanos, PendingRequest } from '../scheduling/types.js';
+import type { Nanos, PendingRequest, SequenceTag } from '../scheduling/types.js';
 
 /** Called when the request's final response went out (`error` set when it failed). */
 export type CompletionListener = (request: PendingRequestImpl, endNs: Nanos, error: TritonError | undefined) => void;
@@ -19,7 +19,7 @@ export class PendingRequestImpl implements PendingRequest {
   queueEndNs?: Nanos = undefined;
   statsEndNs?: Nanos = undefined;
   statsPhases?: object = undefined;
-  sequence?: { id: bigint | string; flags: number } = undefined;
+  sequence?: SequenceTag = undefined;
   reschedule?: () => void = undefined;
   /** Index of the next response (decoupled models send several). */
   responseCount = 0;

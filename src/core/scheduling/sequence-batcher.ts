@@ -31,7 +31,9 @@ import {
   FLAG_START,
   isNoSequence,
   type SequenceBatchingOptions,
+  type SequenceStateValues,
   sequenceKey,
+  stateInputs,
 } from './sequence-controls.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest, Scheduler } from './types.js';
 import { traceLine, traceTags, traced } from '../trace-tags.js';
@@ -58,6 +60,8 @@ class Slot {
   key: string | undefined = undefined;
   /** `oldest`: a request of this slot was handed to the instance and is not done. */
   busy = false;
+  /** The implicit state of the sequence in the slot (models with `state`). */
+  readonly state: SequenceStateValues = new Map();
   constructor(
     readonly instance: number,
     readonly index: number,
@@ -88,6 +92,7 @@ export class SequenceBatcher implements Scheduler {
   private readonly backlog: Backlogged[] = [];
   private readonly idleMs: number;
   private readonly maxRows: number;
+  private readonly batching: boolean;
   private queued = 0;
   private stopped = false;
   private nextAutoId = 1n;
@@ -108,6 +113,7 @@ export class SequenceBatcher implements Scheduler {
     this.controls = new ControlTensors(o.controls, o.maxBatchSize);
     this.idleMs = o.idleUs / 1000;
     this.maxRows = Math.max(1, o.maxBatchSize);
+    this.batching = o.maxBatchSize > 0;
     const perInstance = o.strategy.kind === 'direct' ? this.maxRows : o.strategy.candidates;
     this.slots = this.instances.map((_, i) => Array.from({ length: perInstance }, (_x, s) => new Slot(i, s)));
     this.delayTimers = this.instances.map(() => undefined);
@@ -306,6 +312,7 @@ export class SequenceBatcher implements Scheduler {
   /** The slot's sequence is over: the oldest backlogged sequence takes it, or it becomes free. */
   private freeSlot(slot: Slot): void {
     slot.key = undefined;
+    slot.state.clear();
     while (this.backlog.length > 0) {
       const b = this.backlog.shift()!;
       if (b.entries.some((e) => e.pr.cancelled)) {
@@ -429,12 +436,12 @@ export class SequenceBatcher implements Scheduler {
       const slot = slots[s]!;
       const h = slot.queue.peek();
       if (h === undefined || h === IDLE || h.pr.shapeSignature !== rep.pr.shapeSignature) {
-        handed.push(new FillerRequest(rep.pr, rep.base, rep.pr.shapeSignature, this.controls));
+        handed.push(new FillerRequest(rep.pr, rep.base, rep.pr.shapeSignature, this.controls, stateInputs(this.o.states, undefined, this.batching)));
         continue;
       }
       slot.queue.shift();
       this.queued--;
-      this.prepare(h, now);
+      this.prepare(h, slot, now);
       handed.push(h.pr);
       real.push(h.pr);
       if ((h.flags & FLAG_END) !== 0) this.endInSlot(slot);
@@ -474,7 +481,7 @@ export class SequenceBatcher implements Scheduler {
     for (const { slot, e } of rows) {
       slot.queue.shift();
       this.queued--;
-      this.prepare(e, now);
+      this.prepare(e, slot, now);
       slot.busy = true;
       this.slotByRequest.set(e.pr, slot);
       batch.push(e.pr);
@@ -483,13 +490,18 @@ export class SequenceBatcher implements Scheduler {
     this.run(i, batch, batch);
   }
 
-  /** Controls and the sequence tag for this execution. */
-  private prepare(e: Entry, now: bigint): void {
+  /** Controls, state and the sequence tag for this execution. */
+  private prepare(e: Entry, slot: Slot, now: bigint): void {
     e.rescheduled = false;
     e.pr.queueEndNs = now;
-    e.pr.sequence = { id: e.id, flags: e.flags };
+    const states = this.o.states;
+    // START begins from the initial state, even on a slot whose previous sequence left one.
+    if ((e.flags & FLAG_START) !== 0) slot.state.clear();
+    e.pr.sequence = { id: e.id, flags: e.flags, state: states.length > 0 ? slot.state : undefined };
     if (e.pr.reschedule !== undefined) this.entries.set(e.pr, e);
-    if (this.controls.any) e.pr.request.inputs = [...e.base, ...this.controls.build(e.flags, true, e.id)];
+    if (this.controls.any || states.length > 0) {
+      e.pr.request.inputs = [...e.base, ...this.controls.build(e.flags, true, e.id), ...stateInputs(states, slot.state, this.batching)];
+    }
   }
 
   /** The END request left the slot: the slot is the next sequence's (its queue is empty now). */

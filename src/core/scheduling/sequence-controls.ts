@@ -8,7 +8,7 @@
 import type { Datatype } from '../datatype.js';
 import type { InferRequest, InferResponse } from '../inference.js';
 import { elementCount, type Tensor } from '../tensor.js';
-import type { Nanos, PendingRequest } from './types.js';
+import type { Nanos, PendingRequest, SequenceTag } from './types.js';
 
 /** Triton's request flags (TRITONSERVER_REQUEST_FLAG_SEQUENCE_START / _END). */
 export const FLAG_START = 1;
@@ -22,6 +22,24 @@ export type SequenceStrategy =
   | { kind: 'direct'; maxQueueDelayUs: number; minimumSlotUtilization: number }
   | { kind: 'oldest'; candidates: number; preferredBatchSizes: number[]; maxQueueDelayUs: number; preserveOrdering: boolean };
 
+/** One implicit state: the input that carries a sequence's value in, the output that carries it out. */
+export interface StateSpec {
+  input: string;
+  output: string;
+  datatype: Datatype;
+  /** Without the batch dimension; fixed. */
+  dims: number[];
+  /** The value a sequence starts from (zeros or initial_state's data_file). */
+  initial: Buffer;
+}
+
+/**
+ * A sequence's state values between its requests, by state input name. The backend that runs
+ * an execution writes each state output here (under its input's name); the next request of the
+ * sequence reads it.
+ */
+export type SequenceStateValues = Map<string, Tensor>;
+
 /** `sequence_batching` of the model configuration, plus the model's `max_batch_size`. */
 export interface SequenceBatchingOptions {
   maxBatchSize: number;
@@ -29,6 +47,7 @@ export interface SequenceBatchingOptions {
   idleUs: number;
   iterative: boolean;
   controls: ControlSpec[];
+  states: StateSpec[];
   strategy: SequenceStrategy;
 }
 
@@ -136,7 +155,7 @@ export class FillerRequest implements PendingRequest {
   readonly timeoutUs = 0;
   readonly arrivalNs: Nanos = process.hrtime.bigint();
   queueEndNs?: Nanos = undefined;
-  sequence: { id: CorrelationId; flags: number };
+  sequence: SequenceTag;
   #done = false;
 
   constructor(
@@ -144,6 +163,7 @@ export class FillerRequest implements PendingRequest {
     inputs: readonly Tensor[],
     readonly shapeSignature: string,
     controls: ControlTensors,
+    states: readonly Tensor[],
   ) {
     const r = representative.request;
     const noId: CorrelationId = controls.corrid?.datatype === 'BYTES' ? '' : 0n;
@@ -153,7 +173,7 @@ export class FillerRequest implements PendingRequest {
       modelVersion: r.modelVersion,
       id: '',
       parameters: {},
-      inputs: [...inputs.map(zeroed), ...controls.build(0, false, noId)],
+      inputs: [...inputs.map(zeroed), ...controls.build(0, false, noId), ...states],
       outputs: r.outputs,
     };
   }
@@ -180,4 +200,16 @@ export class FillerRequest implements PendingRequest {
 function zeroed(t: Tensor): Tensor {
   const bytes = t.datatype === 'BYTES' ? 4 * elementCount(t.shape) : t.data.length;
   return { name: t.name, datatype: t.datatype, shape: t.shape.slice(), data: Buffer.alloc(bytes) };
+}
+
+/**
+ * The state input tensors of one request: the sequence's values, or the initial ones at START
+ * (and for a filler, whose `values` are undefined).
+ */
+export function stateInputs(specs: readonly StateSpec[], values: SequenceStateValues | undefined, batching: boolean): Tensor[] {
+  return specs.map((s) => {
+    const v = values?.get(s.input);
+    if (v !== undefined) return v;
+    return { name: s.input, datatype: s.datatype, shape: batching ? [1, ...s.dims] : s.dims.slice(), data: s.initial };
+  });
 }

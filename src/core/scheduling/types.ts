@@ -8,9 +8,23 @@
  */
 import type { TritonError } from '../errors.js';
 import type { InferRequest, InferResponse } from '../inference.js';
+import type { Tensor } from '../tensor.js';
 
 /** Monotonic nanoseconds (process.hrtime.bigint()). */
 export type Nanos = bigint;
+
+/** What the sequence batcher tells the backend about one execution of a sequence's request. */
+export interface SequenceTag {
+  /** The correlation id (0 or '' for a filler). */
+  id: bigint | string;
+  /** START = 1, END = 2, as `request.flags()` gives them. */
+  flags: number;
+  /**
+   * Where the backend writes the sequence's implicit state outputs, by state input name
+   * (undefined: the model has no state, or the request is a filler).
+   */
+  state?: Map<string, Tensor>;
+}
 
 export interface PendingRequest {
   readonly request: InferRequest;
@@ -41,7 +55,7 @@ export interface PendingRequest {
    * execution (`request.correlation_id()`, `request.flags()`), instead of the request's
    * parameters (a rescheduled iteration has no flags; an iterative sequence may get its id).
    */
-  sequence?: { id: bigint | string; flags: number };
+  sequence?: SequenceTag;
   /**
    * Set by the sequence batcher of an `iterative_sequence` model: the backend calls it when
    * the model released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, before the
