@@ -30,6 +30,24 @@ beforeAll(async () => {
   variant('sequence_accum', 'seq_string', (c) => c.replace('data_type: TYPE_UINT64', 'data_type: TYPE_STRING'));
   variant('sequence_iterative', 'seq_iterative_plain', (c) => c.replace('decoupled: true', 'decoupled: false'));
   variant('sequence_iterative', 'seq_resched_off', (c) => c.replace('iterative_sequence: true', '').replace('decoupled: true', 'decoupled: false'));
+  // Warmup samples reach an instance directly, without controls or an id (as in Triton 2.51).
+  variant('sequence_accum', 'seq_warm', (c) =>
+    c.replace(
+      'instance_group',
+      'model_warmup [{ name: "w" batch_size: 1 inputs { key: "INPUT" value: { data_type: TYPE_INT32 dims: [ 1 ] zero_data: true } } }]\ninstance_group',
+    ),
+  );
+  // An ensemble whose step is a sequence model: the step sees the client's sequence parameters.
+  fs.mkdirSync(path.join(repo, 'seq_ensemble', '1'), { recursive: true });
+  fs.writeFileSync(
+    path.join(repo, 'seq_ensemble', 'config.pbtxt'),
+    `platform: "ensemble"
+max_batch_size: 4
+input [{ name: "X" data_type: TYPE_INT32 dims: [ 1 ] }]
+output [{ name: "SUM" data_type: TYPE_INT32 dims: [ 1 ] }]
+ensemble_scheduling { step [{ model_name: "sequence_accum" model_version: -1 input_map { key: "INPUT" value: "X" } output_map { key: "OUTPUT" value: "SUM" } }] }
+`,
+  );
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 
@@ -358,6 +376,24 @@ except Exception as ex:
 });
 
 describe('around the batcher', () => {
+  it('warms a sequence model up (samples without controls) and serves it', async () => {
+    const index = (await (await fetch(`${server.http}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as Array<{ name: string; state: string }>;
+    expect(index.find((m) => m.name === 'seq_warm')?.state).toBe('READY');
+    expect((await infer('seq_warm', { sequence_id: 1, sequence_start: true, sequence_end: true }, 4)).output).toBe(4);
+  });
+
+  it('runs a sequence model as an ensemble step with the sequence of the request to the ensemble', async () => {
+    const step = async (parameters: Record<string, unknown>, x: number) => {
+      const body = JSON.stringify({ parameters, inputs: [{ name: 'X', shape: [1, 1], datatype: 'INT32', data: [x] }] });
+      const json = (await (await fetch(`${server.http}/v2/models/seq_ensemble/infer`, { method: 'POST', body })).json()) as any;
+      return json.error ?? json.outputs[0].data[0];
+    };
+    expect(await step({ sequence_id: 501, sequence_start: true }, 2)).toBe(2);
+    expect(await step({ sequence_id: 501 }, 3)).toBe(5);
+    expect(await step({ sequence_id: 501, sequence_end: true }, 4)).toBe(9);
+    expect(await step({ sequence_id: 501 }, 1)).toContain('must specify the START flag');
+  });
+
   it('lists the sequence extension and shows the batcher in the model config', async () => {
     const meta = (await (await fetch(`${server.http}/v2`)).json()) as { extensions: string[] };
     expect(meta.extensions).toContain('sequence');

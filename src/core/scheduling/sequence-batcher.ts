@@ -17,7 +17,6 @@
  * queue delay has one per instance. Nothing else runs while no sequence is live.
  */
 import { asTritonError, Errors, type TritonError } from '../errors.js';
-import { readParameters } from '../request/parameters.js';
 import type { Tensor } from '../tensor.js';
 import { InstancePool } from './instance-pool.js';
 import { PumpGuard } from './pump-guard.js';
@@ -206,9 +205,12 @@ export class SequenceBatcher implements Scheduler {
 
   /** Triton's checks, in its order; returns the entry to route or throws the refusal. */
   private admit(pr: PendingRequest): Entry {
-    const p = readParameters(pr.request.parameters);
-    let id: CorrelationId = p.sequenceId;
-    let flags = (p.sequenceStart ? FLAG_START : 0) | (p.sequenceEnd ? FLAG_END : 0);
+    // Read directly: the model version has checked these parameters' types already
+    // (core/request/parameters.ts), and this runs for every request.
+    const params = pr.request.parameters;
+    const sid = params.sequence_id;
+    let id: CorrelationId = typeof sid === 'string' ? sid : typeof sid === 'bigint' ? sid : typeof sid === 'number' ? BigInt(sid) : 0n;
+    let flags = (params.sequence_start === true ? FLAG_START : 0) | (params.sequence_end === true ? FLAG_END : 0);
     const corrid = this.controls.corrid;
     if (corrid !== undefined && (typeof id === 'string') !== (corrid.datatype === 'BYTES')) {
       const prefix = pr.request.id !== '' ? `[request id: ${pr.request.id}] ` : '';
