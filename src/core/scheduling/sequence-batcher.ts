@@ -31,7 +31,6 @@ import {
   isNoSequence,
   type SequenceBatchingOptions,
   type SequenceStateValues,
-  sequenceKey,
   stateInputs,
 } from './sequence-controls.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest, Scheduler } from './types.js';
@@ -41,7 +40,6 @@ import { traceLine, traceTags, traced } from '../trace-tags.js';
 interface Entry {
   readonly pr: PendingRequest;
   readonly id: CorrelationId;
-  readonly key: string;
   /** START/END as the model sees them on the next execution (0 once rescheduled). */
   flags: number;
   /** The inputs the client sent; controls are added to a copy at each dispatch. */
@@ -56,9 +54,11 @@ const IDLE = Symbol('idle');
 class Slot {
   readonly queue = new Ring<Entry | typeof IDLE>(4);
   /** The sequence that holds the slot; undefined while free. */
-  key: string | undefined = undefined;
+  key: CorrelationId | undefined = undefined;
   /** `oldest`: a request of this slot was handed to the instance and is not done. */
   busy = false;
+  /** The last arrival of the slot's sequence (hrtime ns), for the idle timeout. */
+  seen = 0n;
   /** The implicit state of the sequence in the slot (models with `state`). */
   readonly state: SequenceStateValues = new Map();
   constructor(
@@ -70,11 +70,13 @@ class Slot {
 /** A sequence waiting for a slot. */
 class Backlogged {
   readonly entries: Entry[] = [];
-  constructor(readonly key: string) {}
+  /** The last arrival of the sequence (hrtime ns). */
+  seen = 0n;
+  constructor(readonly key: CorrelationId) {}
 }
 
 /** How often a backlogged sequence past its idle time is looked at again (it is never reaped). */
-const BACKLOG_RECHECK_MS = 50;
+const BACKLOG_RECHECK_NS = 50_000_000n;
 
 export class SequenceBatcher implements Scheduler {
   private readonly pool: InstancePool;
@@ -82,14 +84,16 @@ export class SequenceBatcher implements Scheduler {
   private readonly controls: ControlTensors;
   /** slots[instance][index]. */
   private readonly slots: Slot[][];
-  /** Where each live sequence is: its slot, or its place in the backlog. */
-  private readonly where = new Map<string, Slot | Backlogged>();
-  /** The last arrival of each live sequence (performance.now() ms), for the idle timeout. */
-  private readonly lastSeen = new Map<string, number>();
+  /**
+   * Where each live sequence is: its slot, or its place in the backlog. Keyed by the id itself:
+   * a Map compares bigints and strings by value, and 42n and '42' never meet.
+   */
+  private readonly where = new Map<CorrelationId, Slot | Backlogged>();
   /** Sequences whose instance died, so their next request says why (until idle). */
-  private readonly lost = new Map<string, { at: number; instance: string; why: string }>();
+  private readonly lost = new Map<CorrelationId, { at: bigint; instance: string; why: string }>();
   private readonly backlog: Backlogged[] = [];
   private readonly idleMs: number;
+  private readonly idleNs: bigint;
   private readonly maxRows: number;
   private readonly batching: boolean;
   private queued = 0;
@@ -111,6 +115,7 @@ export class SequenceBatcher implements Scheduler {
     this.instances = instances.slice();
     this.controls = new ControlTensors(o.controls, o.maxBatchSize);
     this.idleMs = o.idleUs / 1000;
+    this.idleNs = BigInt(Math.round(o.idleUs * 1000));
     this.maxRows = Math.max(1, o.maxBatchSize);
     this.batching = o.maxBatchSize > 0;
     const perInstance = o.strategy.kind === 'direct' ? this.maxRows : o.strategy.candidates;
@@ -132,16 +137,14 @@ export class SequenceBatcher implements Scheduler {
       pr.fail(Errors.schedulerStopped());
       return;
     }
-    let entry: Entry;
     try {
-      entry = this.admit(pr);
+      this.admit(pr);
     } catch (err) {
       const e = asTritonError(err);
       if (traceTags.batcher) traceLine('batcher', `${this.model}: ${traced(pr.request)} refused: ${e.message}`);
       pr.fail(e);
       return;
     }
-    this.route(entry);
     this.pump();
   }
 
@@ -161,7 +164,7 @@ export class SequenceBatcher implements Scheduler {
   instanceDown(instance: ExecutionInstance, why: string): void {
     const i = this.instances.indexOf(instance);
     if (i < 0) return;
-    const at = performance.now();
+    const at = process.hrtime.bigint();
     for (const slot of this.slots[i]!) {
       const key = slot.key;
       if (key === undefined) continue;
@@ -172,14 +175,13 @@ export class SequenceBatcher implements Scheduler {
       }
       if (this.where.get(key) === slot) {
         this.where.delete(key);
-        this.lastSeen.delete(key);
         this.lost.set(key, { at, instance: instance.name, why });
       }
-      if (traceTags.batcher) traceLine('batcher', `${this.model}: sequence ${key.slice(1)} lost with instance ${instance.name}`);
+      if (traceTags.batcher) traceLine('batcher', `${this.model}: sequence ${String(key)} lost with instance ${instance.name}`);
       slot.busy = false;
       this.freeSlot(slot);
     }
-    this.armReaper(at + this.idleMs);
+    this.armReaper(this.idleMs);
     this.pump();
   }
 
@@ -198,13 +200,12 @@ export class SequenceBatcher implements Scheduler {
     for (const b of this.backlog.splice(0)) for (const e of b.entries) if (!e.pr.done) e.pr.fail(error);
     this.queued = 0;
     this.where.clear();
-    this.lastSeen.clear();
   }
 
   // --- Admission and routing ----------------------------------------------------------------
 
   /** Triton's checks, in its order; returns the entry to route or throws the refusal. */
-  private admit(pr: PendingRequest): Entry {
+  private admit(pr: PendingRequest): void {
     // Read directly: the model version has checked these parameters' types already
     // (core/request/parameters.ts), and this runs for every request.
     const params = pr.request.parameters;
@@ -223,21 +224,21 @@ export class SequenceBatcher implements Scheduler {
       id = typeof id === 'string' ? String(this.nextAutoId++) : this.nextAutoId++;
       flags |= FLAG_START;
     }
-    const key = sequenceKey(id);
-    if ((flags & FLAG_START) === 0 && !this.where.has(key)) {
-      const lost = this.lost.get(key);
+    const at = this.where.get(id);
+    if ((flags & FLAG_START) === 0 && at === undefined) {
+      const lost = this.lost.get(id);
       if (lost !== undefined) throw Errors.sequenceInstanceLost(String(id), this.model, lost.instance, lost.why);
       throw Errors.sequenceStartMissing(String(id), this.model);
     }
-    const entry: Entry = { pr, id, key, flags, base: pr.request.inputs, rescheduled: false };
+    const entry: Entry = { pr, id, flags, base: pr.request.inputs, rescheduled: false };
     if (this.o.iterative && (flags & FLAG_END) === 0) pr.reschedule = () => this.requeue(entry);
-    return entry;
+    this.route(entry, at);
   }
 
-  private route(e: Entry): void {
-    const now = performance.now();
-    const { key } = e;
-    let at = this.where.get(key);
+  /** Puts an admitted request where its sequence is (`at`), or gives a new sequence a place. */
+  private route(e: Entry, found: Slot | Backlogged | undefined): void {
+    const key = e.id;
+    let at = found;
     if (at !== undefined && (e.flags & FLAG_START) !== 0) {
       // Triton joins a START on a live id to the running sequence: the model sees START again.
       if (traceTags.batcher) traceLine('batcher', `${this.model}: sequence ${String(e.id)} started again before it ended; the previous one is ended early`);
@@ -261,12 +262,13 @@ export class SequenceBatcher implements Scheduler {
     if ((e.flags & FLAG_END) !== 0) {
       // The id is free at once: its next request needs START, even before this one runs.
       if (this.where.get(key) === at) this.where.delete(key);
-      this.lastSeen.delete(key);
     } else {
-      this.lastSeen.set(key, now);
-      this.armReaper(now + this.idleMs);
+      // The request's arrival stamp: no clock read here. Arrivals only move later, so an armed
+      // reaper is never too late for this one.
+      at.seen = e.pr.arrivalNs;
+      if (this.reaper === undefined) this.armReaper(this.idleMs);
     }
-    if (e.pr.timeoutUs > 0 && at instanceof Backlogged) this.armReaper(now + e.pr.timeoutUs / 1000);
+    if (e.pr.timeoutUs > 0 && at instanceof Backlogged) this.armReaper(e.pr.timeoutUs / 1000);
     if (traceTags.batcher) {
       const place =
         at instanceof Slot ? `slot ${at.index} of instance ${this.instances[at.instance]!.name}` : `the backlog (${this.backlog.length} sequence(s) waiting)`;
@@ -278,7 +280,7 @@ export class SequenceBatcher implements Scheduler {
   private requeue(e: Entry): void {
     e.rescheduled = true;
     e.flags = 0;
-    const at = this.where.get(e.key);
+    const at = this.where.get(e.id);
     if (this.stopped) {
       e.pr.fail(Errors.schedulerStopped());
       return;
@@ -288,8 +290,7 @@ export class SequenceBatcher implements Scheduler {
       e.pr.fail(Errors.sequenceStartMissing(String(e.id), this.model));
       return;
     }
-    const now = performance.now();
-    this.lastSeen.set(e.key, now);
+    at.seen = process.hrtime.bigint();
     this.queued++;
     if (at instanceof Slot) at.queue.push(e);
     else at.entries.push(e);
@@ -323,12 +324,13 @@ export class SequenceBatcher implements Scheduler {
         continue;
       }
       slot.key = b.key;
+      slot.seen = b.seen;
       for (const e of b.entries) slot.queue.push(e);
       if (this.where.get(b.key) === b) this.where.set(b.key, slot);
       if (traceTags.batcher)
         traceLine(
           'batcher',
-          `${this.model}: sequence ${b.key.slice(1)} leaves the backlog for slot ${slot.index} of instance ${this.instances[slot.instance]!.name}`,
+          `${this.model}: sequence ${String(b.key)} leaves the backlog for slot ${slot.index} of instance ${this.instances[slot.instance]!.name}`,
         );
       return;
     }
@@ -340,10 +342,7 @@ export class SequenceBatcher implements Scheduler {
       if (!e.pr.done) e.pr.fail(e.pr.cancelled ? Errors.cancelled() : error);
     }
     b.entries.length = 0;
-    if (this.where.get(b.key) === b) {
-      this.where.delete(b.key);
-      this.lastSeen.delete(b.key);
-    }
+    if (this.where.get(b.key) === b) this.where.delete(b.key);
   }
 
   /** Cancelled at the head: the rest of the sequence is cancelled too, and its slot freed. */
@@ -354,11 +353,8 @@ export class SequenceBatcher implements Scheduler {
       this.queued--;
       if (!e.pr.done) e.pr.fail(Errors.cancelled());
     }
-    if (key !== undefined && this.where.get(key) === slot) {
-      this.where.delete(key);
-      this.lastSeen.delete(key);
-    }
-    if (traceTags.batcher) traceLine('batcher', `${this.model}: sequence ${key?.slice(1)} cancelled; slot ${slot.index} freed`);
+    if (key !== undefined && this.where.get(key) === slot) this.where.delete(key);
+    if (traceTags.batcher) traceLine('batcher', `${this.model}: sequence ${String(key)} cancelled; slot ${slot.index} freed`);
     this.freeSlot(slot);
   }
 
@@ -388,7 +384,7 @@ export class SequenceBatcher implements Scheduler {
       if (h === IDLE) {
         slot.queue.shift();
         if (slot.queue.length === 0) {
-          if (traceTags.batcher) traceLine('batcher', `${this.model}: idle sequence ${slot.key?.slice(1)} released slot ${slot.index}`);
+          if (traceTags.batcher) traceLine('batcher', `${this.model}: idle sequence ${String(slot.key)} released slot ${slot.index}`);
           this.freeSlot(slot);
         }
         continue;
@@ -543,10 +539,9 @@ export class SequenceBatcher implements Scheduler {
         const entry = this.entries.get(pr);
         if (entry === undefined || entry.rescheduled) continue;
         this.entries.delete(pr);
-        const at = this.where.get(entry.key);
+        const at = this.where.get(entry.id);
         if (at instanceof Slot) {
-          this.where.delete(entry.key);
-          this.lastSeen.delete(entry.key);
+          this.where.delete(entry.id);
           at.queue.push(IDLE);
         }
       }
@@ -578,59 +573,65 @@ export class SequenceBatcher implements Scheduler {
 
   // --- Idle sequences and backlog deadlines ------------------------------------------------
 
-  private armReaper(at: number): void {
-    if (this.stopped || at >= this.reaperAt) return;
+  /** Arms the reaper to run in `ms` (or keeps it, if it runs sooner). */
+  private armReaper(ms: number): void {
+    if (this.stopped) return;
+    const at = performance.now() + ms;
+    if (at >= this.reaperAt) return;
     if (this.reaper !== undefined) clearTimeout(this.reaper);
     this.reaperAt = at;
-    this.reaper = setTimeout(() => this.reap(), Math.max(0, at - performance.now()));
+    this.reaper = setTimeout(() => this.reap(), Math.max(0, ms));
     this.reaper.unref();
   }
 
   private reap(): void {
     this.reaper = undefined;
     this.reaperAt = Infinity;
-    const now = performance.now();
-    let next = Infinity;
+    const now = process.hrtime.bigint();
+    const idle = this.idleNs;
+    let next: bigint | undefined;
+    const soonest = (t: bigint) => {
+      if (next === undefined || t < next) next = t;
+    };
     let released = false;
-    for (const [key, seen] of this.lastSeen) {
-      if (now - seen < this.idleMs) {
-        next = Math.min(next, seen + this.idleMs);
+    for (const [key, at] of this.where) {
+      const seen = at.seen;
+      if (now - seen < idle) {
+        soonest(seen + idle);
         continue;
       }
-      const at = this.where.get(key);
       if (at instanceof Slot) {
         // Its queued requests still run; then the slot frees. The model never sees END.
         this.where.delete(key);
-        this.lastSeen.delete(key);
         at.queue.push(IDLE);
         released = true;
         if (traceTags.batcher)
-          traceLine('batcher', `${this.model}: sequence ${key.slice(1)} idle for ${Math.round(now - seen)} ms: releasing slot ${at.index}`);
-      } else if (at instanceof Backlogged) {
+          traceLine('batcher', `${this.model}: sequence ${String(key)} idle for ${Number((now - seen) / 1_000_000n)} ms: releasing slot ${at.index}`);
+      } else {
         // A waiting sequence is not its client's fault: never reaped, looked at again soon.
-        next = Math.min(next, now + BACKLOG_RECHECK_MS);
-      } else this.lastSeen.delete(key);
+        soonest(now + BACKLOG_RECHECK_NS);
+      }
     }
     for (const [key, l] of this.lost) {
-      if (now - l.at >= this.idleMs) this.lost.delete(key);
-      else next = Math.min(next, l.at + this.idleMs);
+      if (now - l.at >= idle) this.lost.delete(key);
+      else soonest(l.at + idle);
     }
     // A backlogged sequence expires at its earliest request deadline (the `timeout` parameter).
     for (let b = 0; b < this.backlog.length; b++) {
       const q = this.backlog[b]!;
-      let deadline = Infinity;
-      for (const e of q.entries) if (e.pr.timeoutUs > 0) deadline = Math.min(deadline, nsToMs(e.pr.arrivalNs) + e.pr.timeoutUs / 1000);
-      if (deadline === Infinity) continue;
-      if (deadline <= nsToMs(process.hrtime.bigint())) {
+      let deadline: bigint | undefined;
+      for (const e of q.entries) {
+        if (e.pr.timeoutUs === 0) continue;
+        const d = e.pr.arrivalNs + BigInt(e.pr.timeoutUs) * 1000n;
+        if (deadline === undefined || d < deadline) deadline = d;
+      }
+      if (deadline === undefined) continue;
+      if (deadline <= now) {
         this.backlog.splice(b--, 1);
         this.dropBacklogged(q, Errors.sequenceBacklogTimeout());
-      } else next = Math.min(next, now + (deadline - nsToMs(process.hrtime.bigint())));
+      } else soonest(deadline);
     }
-    if (next !== Infinity) this.armReaper(next);
+    if (next !== undefined) this.armReaper(Number(next - now) / 1e6);
     if (released) this.pump();
   }
-}
-
-function nsToMs(ns: bigint): number {
-  return Number(ns) / 1e6;
 }

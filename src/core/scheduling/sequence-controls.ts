@@ -54,11 +54,6 @@ export interface SequenceBatchingOptions {
 /** A correlation id as the client sent it: uint64 and string ids are different sequences. */
 export type CorrelationId = bigint | string;
 
-/** The map key of a sequence: `42` and `"42"` must not meet. */
-export function sequenceKey(id: CorrelationId): string {
-  return typeof id === 'bigint' ? `n${id}` : `s${id}`;
-}
-
 /** True for the ids that mean "no sequence" (0 and ""). */
 export function isNoSequence(id: CorrelationId): boolean {
   return id === 0n || id === '';
