@@ -28,6 +28,10 @@ beforeAll(async () => {
   variant('sequence_accum', 'seq_oldest', (c) => c.replace('sequence_batching {', 'sequence_batching {\n  oldest { max_candidate_sequences: 2 }'));
   variant('sequence_accum', 'seq_one_slot', (c) => c.replace('max_batch_size: 4', 'max_batch_size: 1').replace('5000000', '1000000'));
   variant('sequence_accum', 'seq_string', (c) => c.replace('data_type: TYPE_UINT64', 'data_type: TYPE_STRING'));
+  // Holds a batch for up to 2 s until half of the 4 slots are ready.
+  variant('sequence_accum', 'seq_delay', (c) =>
+    c.replace('sequence_batching {', 'sequence_batching {\n  direct { max_queue_delay_microseconds: 2000000 minimum_slot_utilization: 0.5 }'),
+  );
   variant('sequence_iterative', 'seq_iterative_plain', (c) => c.replace('decoupled: true', 'decoupled: false'));
   variant('sequence_iterative', 'seq_resched_off', (c) => c.replace('iterative_sequence: true', '').replace('decoupled: true', 'decoupled: false'));
   // Warmup samples reach an instance directly, without controls or an id (as in Triton 2.51).
@@ -196,6 +200,23 @@ describe('the direct strategy', () => {
     expect(after.success - before.success).toBe(7);
     const grown = (size: number) => (after.batches.find((x) => x[0] === size)?.[1] ?? 0) - (before.batches.find((x) => x[0] === size)?.[1] ?? 0);
     expect([grown(1), grown(2), grown(3)]).toEqual([2, 1, 2]);
+  });
+
+  it('waits up to max_queue_delay_microseconds for minimum_slot_utilization, and no longer once it is reached', async () => {
+    const started = performance.now();
+    const first = infer('seq_delay', { sequence_id: 1, sequence_start: true }, 1);
+    await sleep(100);
+    const second = infer('seq_delay', { sequence_id: 2, sequence_start: true }, 2);
+    const [a, b] = await Promise.all([first, second]);
+    // Two of four slots ready (0.5): one batch, sent when the second arrived, not after 2 s.
+    expect([a.info!.batch, b.info!.batch]).toEqual([2, 2]);
+    expect(performance.now() - started).toBeLessThan(1900);
+    // One ready slot alone waits the whole delay, then runs.
+    const t0 = performance.now();
+    const c = await infer('seq_delay', { sequence_id: 1, sequence_end: true }, 1);
+    expect(c.output).toBe(2);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(1900);
+    await infer('seq_delay', { sequence_id: 2, sequence_end: true }, 1);
   });
 
   it('holds a sequence beyond the slots in the backlog until a slot frees, never dropping it', async () => {
