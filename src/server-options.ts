@@ -107,6 +107,8 @@ export interface ServerOptions {
    * onnx/backend.ts).
    */
   backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
+  /** `--backend-directory`: where Python-based backends live (`<dir>/<backend>/model.py`). */
+  backendDirectory: string;
 }
 
 type ModelControlMode = 'none' | 'poll' | 'explicit';

@@ -23,12 +23,16 @@ import { descriptorShmFiles } from './core/extensions/shm-file.js';
 import { TraceSettingsStore } from './core/extensions/trace-settings.js';
 import { Tracer } from './core/trace/tracer.js';
 import { ServerCoreImpl } from './core/server-core-impl.js';
-import { modelTable, optionsTable } from './core/startup-tables.js';
+import type { ServerCore } from './core/server-core.js';
+import { backendTable, modelTable, optionsTable } from './core/startup-tables.js';
 import type { PendingRequest } from './core/scheduling/types.js';
 import { createLogger, logSettingsStore, type LogSettings, type Logger } from './core/logger.js';
 import { configureTraceTags, TRACE_ENV } from './core/trace-tags.js';
 import { ModelManager } from './core/model/model-manager.js';
 import { OnnxBackend, onnxBackendOptions } from './backends/onnx/backend.js';
+import { ortPackageDir } from './backends/onnx/ort-location.js';
+import { STUB_MAIN } from './backends/python/stub-paths.js';
+import { PYTHON_BASED_RUNTIME } from './core/model/backend-resolution.js';
 import { PythonBackend } from './backends/python/backend.js';
 import { pythonBackendOptions } from './backends/python/options.js';
 import { killAllStubs } from './backends/python/stub-process.js';
@@ -47,6 +51,7 @@ import { metricsObserver } from './frontends/metrics/observer.js';
 import { startMetricsServer } from './frontends/metrics/server.js';
 import { checkListeners, listenFailure, type Listener } from './frontends/listen-check.js';
 import fs from 'node:fs';
+import path from 'node:path';
 import { createSecureContext } from 'node:tls';
 import type { Worker } from 'node:worker_threads';
 
@@ -209,6 +214,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     pythonBackendOptions(options.backendConfig, {
       customMetrics,
       hostPolicies: options.hostPolicies,
+      backendDirectory: options.backendDirectory,
       // pb_utils.load_model / unload_model take the repository API's path (explicit mode only).
       modelControl:
         options.modelControlMode === 'explicit'
@@ -220,6 +226,14 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     }),
   );
   const onnxOptions = backendOptions(() => onnxBackendOptions(options.backendConfig, options.defaultMaxBatchSize, gpus, log));
+  // Triton never delivers settings named after a Python-based backend (its models get the
+  // python backend's); said once rather than dropped without a word.
+  for (const name of options.backendConfig.keys()) {
+    if (name === '' || name === 'python' || name === 'onnxruntime') continue;
+    log.warn(
+      `--backend-config=${name},...: no backend reads settings for '${name}'; a Python-based backend's models run with the python backend's settings (--backend-config=python,...), as in Triton`,
+    );
+  }
   checkRepositories(options.modelRepositories);
   const grpcTls = options.allowGrpc ? readGrpcTls(options) : undefined;
   const listeners = listenersOf(options);
@@ -259,6 +273,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     defaultMaxBatchSize: options.defaultMaxBatchSize,
     gpus,
     backends,
+    backendDirectory: options.backendDirectory,
     logger: log,
     observer: {
       ...observer,
@@ -298,7 +313,10 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     python.shmReserve.drop();
     throw new StartupError(`failed to load all models: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`);
   }
-  // As tritonserver: the model table, then the options table (what tuning guides read back).
+  // As tritonserver: the backend table, the model table, then the options table (what tuning
+  // guides read back).
+  log.info('');
+  log.raw(backendTable(backendRows(core, options)));
   log.info('');
   log.raw(modelTable(core.repositoryIndex(false)));
   log.info('');
@@ -512,4 +530,47 @@ export class StartupError extends Error {}
 export function releaseAtExit(): void {
   killAllStubs();
   removeOwnFiles();
+}
+
+/**
+ * The backend table's rows: the built-in backends, then each Python-based backend a ready model
+ * uses (`<backend-directory>/X/model.py`), with the settings each receives; a Python-based one
+ * gets the python backend's, as in Triton.
+ */
+function backendRows(core: ServerCore, options: ServerOptions): Array<{ name: string; path: string; settings: Record<string, string> }> {
+  const settings = (backend: string): Record<string, string> => ({
+    'auto-complete-config': String(options.autoCompleteConfig),
+    'backend-directory': options.backendDirectory,
+    'default-max-batch-size': String(options.defaultMaxBatchSize),
+    ...Object.fromEntries(options.backendConfig.get('') ?? []),
+    ...Object.fromEntries(options.backendConfig.get(backend) ?? []),
+  });
+  const rows = [
+    { name: 'python', path: STUB_MAIN, settings: settings('python') },
+    { name: 'onnxruntime', path: onnxruntimeLocation(), settings: settings('onnxruntime') },
+  ];
+  const seen = new Set<string>();
+  for (const e of core.repositoryIndex(true)) {
+    if (e.state !== 'READY') continue;
+    let config: Record<string, unknown>;
+    try {
+      config = core.resolveModel(e.name, e.version ?? '').configJson();
+    } catch {
+      continue;
+    }
+    const backend = String(config.backend ?? '');
+    if (config.runtime !== PYTHON_BASED_RUNTIME || seen.has(backend)) continue;
+    seen.add(backend);
+    rows.push({ name: backend, path: path.join(options.backendDirectory, backend, PYTHON_BASED_RUNTIME), settings: settings('python') });
+  }
+  return rows;
+}
+
+/** onnxruntime-node's directory, or why there is none (the ONNX backend then refuses its models). */
+function onnxruntimeLocation(): string {
+  try {
+    return ortPackageDir();
+  } catch {
+    return '(onnxruntime-node not installed)';
+  }
 }

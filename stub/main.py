@@ -1,7 +1,10 @@
 """tritium stub entry point: one process per model instance (or one auto-complete run).
 
     python stub/main.py <model_file> <region> <growth_byte_size> <parent_pid> <name>
-                        <instance|autocomplete> <log_verbose>
+                        <instance|autocomplete> <log_verbose> [<backend_dir>]
+
+<backend_dir> is given for a model of a Python-based backend: its model.py is imported as
+module `model` from there, while <model_file> still names the model's version directory.
 
 The interpreter is prepared the way Triton's stub prepares its embedded one (sys.argv,
 sys.path, signals) before any model code runs; see docs/ipc.md for the messages.
@@ -43,10 +46,11 @@ def main():
     if sys.path and os.path.realpath(sys.path[0] or os.getcwd()) == stub_dir:
         del sys.path[0]
     args = sys.argv[1:]
-    if len(args) != 7:
+    if len(args) not in (7, 8):
         sys.stderr.write(__doc__)
         return 2
-    model_file, region, growth, parent_pid, name, mode, log_verbose = args
+    model_file, region, growth, parent_pid, name, mode, log_verbose = args[:7]
+    runtime_dir = args[7] if len(args) == 8 else None
     if mode not in ("instance", "autocomplete"):
         sys.stderr.write(f"unknown mode '{mode}'\n")
         return 2
@@ -61,8 +65,13 @@ def main():
     # Triton's order (docs/protocol-notes.md, "How model.py is imported"): the version dir lets `import helper` find
     # sibling files, the model dir makes `<version>` a package for `from . import helper2`,
     # and the shim dir comes last so model files win over ours.
-    version_dir = os.path.dirname(model_file)
-    sys.path += [version_dir, os.path.dirname(version_dir), stub_dir]
+    if runtime_dir is not None:
+        # A Python-based backend: its directory first, so `model` and its sibling packages
+        # (the vLLM backend's `utils/`) import; the model's own directories are not searched.
+        sys.path += [runtime_dir, stub_dir]
+    else:
+        version_dir = os.path.dirname(model_file)
+        sys.path += [version_dir, os.path.dirname(version_dir), stub_dir]
 
     missing = [m for m in ("numpy", "msgpack") if not _importable(m)]
     if missing:
@@ -76,7 +85,7 @@ def main():
 
     from tritium_stub.runtime import run
 
-    return run(model_file, region, int(growth), int(parent_pid), name, mode, int(log_verbose))
+    return run(model_file, region, int(growth), int(parent_pid), name, mode, int(log_verbose), runtime_dir)
 
 
 if __name__ == "__main__":

@@ -58,12 +58,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
   { flag: '--vertex-ai-thread-count', group: 'Vertex', value: 'integer', why: 'tritium has no Vertex AI frontend' },
   { flag: '--vertex-ai-default-model', group: 'Vertex', value: 'string', why: 'tritium has no Vertex AI frontend' },
   {
-    flag: '--backend-directory',
-    group: 'Backend',
-    value: 'string',
-    why: 'the python and onnxruntime backends are built into tritium; no backend library is loaded from a directory',
-  },
-  {
     flag: '--repoagent-directory',
     group: 'Repository Agent',
     value: 'string',

@@ -15,6 +15,7 @@ import { defaultFrontendThreads } from '../frontends/threads/thread-count.js';
 import { headerPattern } from '../frontends/header-forward.js';
 import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
+import { DEFAULT_BACKEND_DIRECTORY } from '../core/model/backend-resolution.js';
 import { OptionsError, type ServerOptions } from '../server-options.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 import type { SummaryQuantile } from '../frontends/metrics/latency-families.js';
@@ -452,6 +453,13 @@ export function buildCommand(): Command {
       parseBackendConfig,
     ),
   );
+  add(
+    G.backend,
+    new Option(
+      '--backend-directory <string>',
+      "where Python-based backends live: backend X is <dir>/X/model.py (tritonserver's flag; the last one given wins)",
+    ).default(DEFAULT_BACKEND_DIRECTORY),
+  );
   for (const group of [G.backend, G.repoagent, G.cache, G.rateLimiter]) inertIn(group);
   add(
     G.memory,
@@ -529,6 +537,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
   }
   const options: ServerOptions = {
     modelRepositories: repos,
+    backendDirectory: o.backendDirectory,
     httpPort: o.httpPort,
     httpAddress: o.httpAddress,
     grpcPort: o.grpcPort,

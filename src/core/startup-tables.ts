@@ -13,6 +13,14 @@ export function renderTable(header: readonly string[], rows: ReadonlyArray<reado
   return [rule, line(header), rule, ...rows.map(line), rule].join('\n');
 }
 
+/** Each backend with where it lives and its settings (`{"cmdline": {...}}`), as tritonserver lists them. */
+export function backendTable(rows: ReadonlyArray<{ name: string; path: string; settings: Readonly<Record<string, string>> }>): string {
+  return renderTable(
+    ['Backend', 'Path', 'Config'],
+    rows.map((r) => [r.name, r.path, JSON.stringify({ cmdline: r.settings })]),
+  );
+}
+
 /** Every model version with its state: `READY`, or `UNAVAILABLE: <reason>`. */
 export function modelTable(index: readonly RepositoryIndexEntry[]): string {
   const rows = index.map((e) => [e.name, e.version ?? '', e.state === 'READY' ? 'READY' : `${e.state ?? 'UNAVAILABLE'}${e.reason ? `: ${e.reason}` : ''}`]);

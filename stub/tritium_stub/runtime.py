@@ -79,7 +79,7 @@ class Runtime:
 
     def _autocomplete(self, config_json):
         try:
-            model_class = import_model(STATE.model_file).TritonPythonModel
+            model_class = import_model(STATE.model_file, STATE.runtime_dir).TritonPythonModel
             config = pb_utils.ModelConfig(config_json)
             if hasattr(model_class, "auto_complete_config"):
                 config = model_class.auto_complete_config(config)
@@ -162,7 +162,7 @@ class Runtime:
         if async_limit is not None:
             async_loop.configure(async_limit)
         try:
-            model_class = import_model(STATE.model_file).TritonPythonModel
+            model_class = import_model(STATE.model_file, STATE.runtime_dir).TritonPythonModel
             config = json.loads(args["model_config"])
             STATE.decoupled = bool(pb_utils.using_decoupled_model_transaction_policy(config))
             STATE.config_outputs = frozenset(o["name"] for o in config.get("output", ()))
@@ -271,8 +271,9 @@ def install_shim():
     logging_bridge.install()
 
 
-def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbose):
+def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbose, runtime_dir=None):
     install_shim()
+    STATE.runtime_dir = runtime_dir
     runtime = Runtime(model_file, name, mode, log_verbose, ready_fd=readiness.ready_fd_setting(os.environ))
     parent_watch.start(parent_pid)
     spin_us, spin_mode = wait_settings(os.environ)

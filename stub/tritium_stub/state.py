@@ -12,6 +12,7 @@ class _State:
         "name",  # instance name (model name for the auto-complete stub)
         "model_file",  # argv path of model.py
         "version_dir",  # directory of model.py; pb_utils.get_model_dir() returns it
+        "runtime_dir",  # a Python-based backend's directory (its model.py is module `model`), or None
         "log_verbose",  # --log-verbose level; VERBOSE records are dropped below 1
         "decoupled",  # model_transaction_policy.decoupled of the final config
         "config_outputs",  # frozenset of output names in the config, for sender checks
@@ -26,6 +27,7 @@ class _State:
         self.name = ""
         self.model_file = ""
         self.version_dir = ""
+        self.runtime_dir = None
         self.log_verbose = 0
         self.decoupled = False
         self.config_outputs = frozenset()

@@ -6,31 +6,18 @@
  * after the text tritonserver logs for it (`Path contains '..'`, `Path is absolute`).
  */
 import crypto from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, PYTHON, startTritium, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { makeRepo, startTritium, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { buildEnvArchive } from '../helpers/packed-env.js';
 import { treeEntries, writeTarGz } from '../helpers/tar.js';
 
 let work: string;
 let repo: string;
 let cache: string;
 let archive: string;
-
-/** A virtualenv with its own copy of the interpreter (no link out of the tree, as in conda-pack),
- * seeing the test venv's packages (numpy, msgpack) through a .pth file. */
-function buildEnvArchive(to: string): void {
-  const src = path.join(work, 'envsrc');
-  const made = spawnSync(PYTHON, ['-m', 'venv', '--copies', '--without-pip', src], { encoding: 'utf8' });
-  expect(made.status, made.stderr).toBe(0);
-  const deps = spawnSync(PYTHON, ['-c', 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))'], { encoding: 'utf8' });
-  const libDir = path.join(src, 'lib');
-  const pyDir = fs.readdirSync(libDir).find((d) => d.startsWith('python'))!;
-  fs.writeFileSync(path.join(libDir, pyDir, 'site-packages', 'tritium_test_deps.pth'), deps.stdout.trim() + '\n');
-  writeTarGz(to, treeEntries(src));
-}
 
 async function envOf(s: Tritium, model: string): Promise<{ prefix: string; executable: string; virtual_env: string }> {
   const res = await fetch(`${s.http}/v2/models/${model}/infer`, {
@@ -52,7 +39,7 @@ beforeAll(() => {
     { from: path.join(TEST_MODELS, 'packed_env'), name: 'packed_env_absolute' },
   ]);
   archive = path.join(repo, 'packed_env', 'env.tar.gz');
-  buildEnvArchive(archive);
+  buildEnvArchive(work, archive);
   const hostile = treeEntries(path.join(work, 'envsrc'));
   hostile.push({ type: 'file', name: '../escaped.txt', data: 'must not be written' });
   writeTarGz(path.join(repo, 'packed_env_hostile', 'env.tar.gz'), hostile);

@@ -160,7 +160,9 @@ describe('a model for a platform tritium lacks', () => {
     fs.writeFileSync(path.join(repo, 'plan', 'config.pbtxt'), 'platform: "tensorrt_plan"\nmax_batch_size: 0\n');
     const s = await startTritium({ repos: [repo], expectFailure: true });
     await s.exited;
-    expect(s.log()).toContain("backend 'tensorrt' of model 'plan' is not supported by tritium (python, onnxruntime)");
+    expect(s.log()).toContain(
+      "unable to find backend library for backend 'tensorrt', try specifying runtime on the model configuration. tritium serves the python and onnxruntime backends and Python-based ones, and /opt/tritonserver/backends/tensorrt/model.py does not exist",
+    );
     fs.rmSync(repo, { recursive: true, force: true });
   });
 });

@@ -11,6 +11,12 @@ import { LaunchedStub } from './launcher.js';
 export interface AutoCompleteRun {
   modelName: string;
   modelFile: string;
+  /**
+   * A Python-based backend's directory (`<backend-directory>/<backend>`): the stub imports its
+   * model.py as module `model` with this directory on sys.path, while `modelFile` still names
+   * the model's version directory (get_model_dir()).
+   */
+  runtimeDir?: string;
   python: string;
   env?: NodeJS.ProcessEnv;
   configJson: string;
@@ -25,6 +31,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
     python: o.python,
     env: o.env,
     modelFile: o.modelFile,
+    runtimeDir: o.runtimeDir,
     name: o.modelName,
     mode: 'autocomplete',
     regionPrefix: `${o.modelName}_autocomplete`,

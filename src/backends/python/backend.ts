@@ -7,6 +7,7 @@ import { n0ByteSize } from './ipc/channel.js';
 import { ShmReserve } from './ipc/shm-reserve.js';
 import { segmentBacking } from './ipc/backing.js';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { AutoCompleteContext, Backend, InstanceHooks, LoadedModel, ModelVersionContext } from '../../core/backend.js';
 import { Errors } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
@@ -14,6 +15,7 @@ import type { ModelConfig } from '../../generated/model_config_pb.js';
 import { expandInstances } from '../../core/config/instances.js';
 import { modelConfigFromJson, modelConfigToJson } from '../../core/config/json.js';
 import { resolveInside } from '../../core/repository/safe-path.js';
+import { DEFAULT_BACKEND_DIRECTORY, pythonBasedDir } from '../../core/model/backend-resolution.js';
 import { runAutoComplete } from './auto-complete.js';
 import { pythonFor } from './stub-paths.js';
 import { checkStubNames, isValidRegionPrefix, isValidStubName } from './stub-name.js';
@@ -35,6 +37,22 @@ export class PythonBackend implements Backend {
     this.shmReserve = new ShmReserve(n0ByteSize(o.shmDefaultByteSize));
   }
 
+  /**
+   * The model file the stub is given (`get_model_dir()` is its directory), the directory of a
+   * Python-based backend, and the Python file actually imported: the model's own model.py, or
+   * `<backend-directory>/<backend>/model.py` (core/model/backend-resolution.ts checked it).
+   */
+  private files(versionDir: string, config: ModelConfig, logger: Logger): { modelFile: string; runtimeDir?: string; source: string } {
+    const runtimeDir = pythonBasedDir(config, this.o.backendDirectory ?? DEFAULT_BACKEND_DIRECTORY);
+    if (runtimeDir !== undefined) {
+      // As Triton: the version directory's model file need not exist.
+      const modelFile = path.join(versionDir, config.defaultModelFilename || 'model.py');
+      return { modelFile, runtimeDir, source: path.join(runtimeDir, 'model.py') };
+    }
+    const file = this.modelFile(versionDir, config, logger);
+    return { modelFile: file, source: file };
+  }
+
   private modelFile(versionDir: string, config: ModelConfig, logger: Logger): string {
     const file = resolveInside(versionDir, config.defaultModelFilename || 'model.py', 'default_model_filename');
     if (!fs.existsSync(file)) {
@@ -49,15 +67,16 @@ export class PythonBackend implements Backend {
     // No stub for a name the version load refuses anyway (stub-name.ts): that refusal, with
     // Triton's text, is what the client gets.
     if (!isValidStubName(ctx.source.name) || !isValidRegionPrefix(this.o.shmRegionPrefixName)) return config;
-    const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
+    const { modelFile, runtimeDir, source } = this.files(ctx.versionDir, config, ctx.logger);
     // Triton starts a throw-away stub for every Python model, even one that defines no
     // auto_complete_config. A model file that never mentions it cannot change the config, so
     // tritium skips that process: one interpreter start (and numpy import) less per model.
-    if (!fs.readFileSync(modelFile, 'utf8').includes('auto_complete_config')) return config;
+    if (!fs.readFileSync(source, 'utf8').includes('auto_complete_config')) return config;
     const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
     const json = await runAutoComplete({
       modelName: ctx.source.name,
       modelFile,
+      runtimeDir,
       python,
       env,
       configJson: JSON.stringify(modelConfigToJson(config)),
@@ -83,7 +102,7 @@ export class PythonBackend implements Backend {
       this.o.shmRegionPrefixName,
     );
     const { python, env } = await pythonFor(config, ctx.source.dir, this.o.pythonExecutable);
-    const modelFile = this.modelFile(ctx.versionDir, config, ctx.logger);
+    const { modelFile, runtimeDir } = this.files(ctx.versionDir, config, ctx.logger);
     // Triton's Python backend logs the configuration it loads at verbose level 1 (python_be.cc):
     // how Model Analyzer's users see, in the server log, which configuration each load served.
     ctx.logger.verbose(1, `model configuration:\n${JSON.stringify(JSON.parse(ctx.configJson), null, 4)}`);
@@ -96,6 +115,7 @@ export class PythonBackend implements Backend {
           kind: spec.kind,
           deviceId: spec.deviceId,
           modelFile,
+          runtimeDir,
           python,
           env,
           initArgs: {

@@ -23,6 +23,12 @@ export interface LaunchOptions {
   python: string;
   env?: NodeJS.ProcessEnv;
   modelFile: string;
+  /**
+   * A Python-based backend's directory (`<backend-directory>/<backend>`): the stub imports its
+   * model.py as module `model` with this directory on sys.path, while `modelFile` still names
+   * the model's version directory (get_model_dir()).
+   */
+  runtimeDir?: string;
   /** Instance name, or the model name for the auto-complete stub. */
   name: string;
   mode: 'instance' | 'autocomplete';
@@ -114,6 +120,7 @@ export class LaunchedStub {
         python: o.python,
         env: o.env,
         modelFile: o.modelFile,
+        runtimeDir: o.runtimeDir,
         region,
         wakeFd: channel.wakeFd,
         ...(channel.segmentFds ? { segmentFds: channel.segmentFds } : {}),

@@ -44,10 +44,12 @@ export interface PythonBackendOptions {
   customMetrics?: CustomMetrics;
   /** `--host-policy`: the CPUs of each policy name; an instance's stub runs on its policy's. */
   hostPolicies?: ReadonlyMap<string, readonly number[]>;
+  /** `--backend-directory`: where Python-based backends' model.py files are (default tritonserver's). */
+  backendDirectory?: string;
 }
 
 /** What the server hands the backend besides its keys. */
-type PythonBackendWiring = Pick<PythonBackendOptions, 'modelControl' | 'customMetrics' | 'hostPolicies'>;
+type PythonBackendWiring = Pick<PythonBackendOptions, 'modelControl' | 'customMetrics' | 'hostPolicies' | 'backendDirectory'>;
 
 const MIB = 1024 * 1024;
 const MAX_SPIN_US = 1_000_000;

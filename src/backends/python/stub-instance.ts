@@ -30,6 +30,12 @@ export interface StubInstanceOptions {
   kind: 'CPU' | 'GPU' | 'MODEL';
   deviceId: number;
   modelFile: string;
+  /**
+   * A Python-based backend's directory (`<backend-directory>/<backend>`): the stub imports its
+   * model.py as module `model` with this directory on sys.path, while `modelFile` still names
+   * the model's version directory (get_model_dir()).
+   */
+  runtimeDir?: string;
   python: string;
   env?: NodeJS.ProcessEnv;
   initArgs: Record<string, string>;
@@ -134,6 +140,7 @@ export class StubInstance implements BackendInstance {
       python: o.python,
       env: o.env,
       modelFile: o.modelFile,
+      runtimeDir: o.runtimeDir,
       name: this.name,
       mode: 'instance',
       regionPrefix: this.name,

@@ -16,6 +16,12 @@ export interface StubSpawnOptions {
   python: string;
   env?: NodeJS.ProcessEnv;
   modelFile: string;
+  /**
+   * A Python-based backend's directory (`<backend-directory>/<backend>`): the stub imports its
+   * model.py as module `model` with this directory on sys.path, while `modelFile` still names
+   * the model's version directory (get_model_dir()).
+   */
+  runtimeDir?: string;
   region: string;
   growthByteSize: number;
   /** Instance name, or the model name for the auto-complete stub. */
@@ -120,7 +126,9 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
     stdio.push(...o.segmentFds);
     env.TRITIUM_STUB_SEGMENT_FDS = STUB_SEGMENT_FDS.join(',');
   } else delete env.TRITIUM_STUB_SEGMENT_FDS;
-  const child = spawn(o.python, [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)], {
+  const argv = [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)];
+  if (o.runtimeDir !== undefined) argv.push(o.runtimeDir);
+  const child = spawn(o.python, argv, {
     env,
     stdio,
   });

@@ -45,10 +45,31 @@ export const config = {
   ),
   configUnsupportedBackend: configEntry(
     {
-      text: "backend '{backend}' of model '{model}' is not supported by tritium (python, onnxruntime)",
-      when: 'The config names a backend tritium does not have.',
+      text: "unable to find backend library for backend '{backend}', try specifying runtime on the model configuration. tritium serves the python and onnxruntime backends and Python-based ones, and {searched} does not exist",
+      when: "The config names a backend that is neither built in nor a `model.py` in --backend-directory (Triton's text, then where tritium looked).",
     },
-    (backend: string, model: string) => ({ backend, model }),
+    (backend: string, searched: string) => ({ backend, searched }),
+  ),
+  configNativeBackend: configEntry(
+    {
+      text: "backend '{backend}' of model '{model}' is the native library {library}, which tritium cannot load: tritium serves python, onnxruntime and Python-based backends (<backend-directory>/{backend}/model.py)",
+      when: 'A `libtriton_<backend>.so` (or a `runtime` library) was found for the model: a C++ backend.',
+    },
+    (backend: string, model: string, library: string) => ({ backend, model, library }),
+  ),
+  configBackendModelPyMissing: configEntry(
+    {
+      text: "unable to find Python backend based backend library 'model.py' for model '{model}', searched: '{searched}'",
+      when: '`runtime: "model.py"` and no model.py in the backend\'s directory (Triton\'s text).',
+    },
+    (model: string, searched: string) => ({ model, searched }),
+  ),
+  configBackendEscape: configEntry(
+    {
+      text: "backend library name '{library}' escapes backend directory '{dir}', for model '{model}', check model config runtime field",
+      when: "A `runtime` or backend name whose path (through `..` or a link) leaves the backend's directory (Triton's text).",
+    },
+    (library: string, dir: string, model: string) => ({ library, dir, model }),
   ),
   configSequenceBatchingUnsupported: configEntry(
     {

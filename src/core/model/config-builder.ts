@@ -16,12 +16,15 @@ import { planEnsemble } from '../ensemble/plan.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ModelSource } from '../repository/scan.js';
+import { DEFAULT_BACKEND_DIRECTORY, resolveBackend } from './backend-resolution.js';
 
 export interface ConfigBuildOptions {
   autoCompleteConfig: boolean;
   defaultMaxBatchSize: number;
   gpus: number[];
   backends: Map<string, Backend>;
+  /** `--backend-directory`: where Python-based backends live (default tritonserver's). */
+  backendDirectory?: string;
   logger: Logger;
 }
 
@@ -58,10 +61,11 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
   if (!config.backend) {
     throw Errors.configNoBackend({ file, field: 'backend' }, source.name, file);
   }
-  const backend = o.backends.get(config.backend);
-  if (!backend) {
-    throw Errors.configUnsupportedBackend({ file, field: 'backend' }, config.backend, source.name);
-  }
+  const backend = resolveBackend(config, source.dir, versionDir, {
+    backends: o.backends,
+    backendDirectory: o.backendDirectory ?? DEFAULT_BACKEND_DIRECTORY,
+    file,
+  });
   if (o.autoCompleteConfig && backend.autoComplete && versionDir) {
     config = await backend.autoComplete({ source, versionDir, logger: o.logger }, config);
     config.name = source.name;

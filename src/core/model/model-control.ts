@@ -10,6 +10,7 @@
  * An unload refuses new requests at once and drains in the background; asked for while a load
  * runs, it waits for that load (which still succeeds, as in Triton) and then unloads.
  */
+import { backendOf } from './backend-resolution.js';
 import type { Backend } from '../backend.js';
 import { bindEnsemble } from '../ensemble/binding.js';
 import { ensembleBackend } from '../ensemble/ensemble-backend.js';
@@ -167,7 +168,7 @@ export class ModelControl {
         throw Errors.ensembleDependencyLoadFailed(name, reason);
       }
     }
-    const backend: Backend = config.platform === 'ensemble' ? ensembleBackend : this.o.backends.get(config.backend)!;
+    const backend: Backend = config.platform === 'ensemble' ? ensembleBackend : backendOf(config, this.o.backends)!;
     if (traceTags.model) {
       traceLine(
         'model',

@@ -24,6 +24,8 @@ export interface ModelManagerOptions {
   defaultMaxBatchSize: number;
   gpus: number[];
   backends: Map<string, Backend>;
+  /** `--backend-directory`: where Python-based backends live (default tritonserver's). */
+  backendDirectory?: string;
   logger: Logger;
   observer: InferenceObserver;
   /** How long an unloaded or replaced version may take to finish its requests (default 30 s). */
