@@ -9,6 +9,12 @@ execute"). At the limit the main thread waits for one to finish before it schedu
 so the batch's `exec_done` waits too and Node keeps further requests in the scheduler's queue,
 where queue policies and statistics see them, instead of piling them up in the stub.
 
+Non-decoupled coroutines run one after another by default, as in Triton. With
+`concurrent-async-executes` (or the model's CONCURRENT_ASYNC_EXECUTES) above 1, up to that many
+run at once: the batch's `exec_done` goes out as soon as its coroutine is scheduled, and each
+request is answered through its response sender when the coroutine returns (result.py,
+`answer_later`). At the limit the main thread waits, as for decoupled coroutines.
+
 asyncio (with ssl, which it imports) and concurrent.futures are imported on first use, not at
 start: together they are about 7 MiB of every stub's memory, and most models never await.
 """
@@ -27,6 +33,7 @@ _loop = None
 _background = set()  # keeps pending futures referenced until done
 _limit = DEFAULT_LIMIT
 _slots = threading.BoundedSemaphore(DEFAULT_LIMIT)
+_concurrent_slots = None  # non-decoupled coroutines at once; None: one after another
 
 
 def configure(limit):
@@ -34,6 +41,38 @@ def configure(limit):
     global _limit, _slots
     _limit = max(1, int(limit))
     _slots = threading.BoundedSemaphore(_limit)
+
+
+def configure_concurrent(limit):
+    """Sets how many non-decoupled coroutines may run at once (init); 1 keeps them in turn."""
+    global _concurrent_slots
+    limit = max(1, int(limit))
+    _concurrent_slots = threading.BoundedSemaphore(limit) if limit > 1 else None
+
+
+def concurrent():
+    """Whether non-decoupled coroutines run concurrently (configure_concurrent above 1)."""
+    return _concurrent_slots is not None
+
+
+def run_concurrently(coroutine, on_done):
+    """Schedules a non-decoupled coroutine and returns; blocks while the limit of them run.
+    `on_done(result, exception)` runs on the loop's thread once it ends."""
+    import asyncio
+
+    slots = _concurrent_slots
+    future = _schedule(coroutine, slots)
+
+    def done(f):
+        _background.discard(f)
+        slots.release()
+        if f.cancelled():
+            on_done(None, asyncio.CancelledError())
+            return
+        exc = f.exception()
+        on_done(None if exc is not None else f.result(), exc)
+
+    future.add_done_callback(done)
 
 
 def _exception_handler(loop, context):
@@ -88,9 +127,15 @@ def _background_done(slots, future):
 
 def run_in_background(coroutine):
     """Schedules a decoupled coroutine; blocks while `limit` of them run (see above)."""
+    slots = _slots
+    _schedule(coroutine, slots).add_done_callback(functools.partial(_background_done, slots))
+
+
+def _schedule(coroutine, slots):
+    """Takes a slot (waiting for one) and puts the coroutine on the loop; the caller's done
+    callback gives the slot back."""
     import asyncio
 
-    slots = _slots
     slots.acquire()
     try:
         future = asyncio.run_coroutine_threadsafe(coroutine, get_loop())
@@ -98,7 +143,7 @@ def run_in_background(coroutine):
         slots.release()
         raise
     _background.add(future)
-    future.add_done_callback(functools.partial(_background_done, slots))
+    return future
 
 
 def stop():

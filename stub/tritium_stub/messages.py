@@ -61,7 +61,7 @@ STUB_TO_NODE = frozenset(
 # kind -> (fields every message of it has, fields it may have); `t` is not listed. For a kind
 # with variants (metric, by `op`), what every variant has and what some have.
 FIELDS = {
-    INIT: (("args",), ("async_limit",)),
+    INIT: (("args",), ("async_limit", "concurrent_executes")),
     AUTOCOMPLETE: (("config",), ()),
     EXEC: (("id", "reqs"), ("rel",)),
     RELEASE: (("blocks",), ()),

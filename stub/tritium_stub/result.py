@@ -4,8 +4,9 @@ Batch-level problems raise StubError with Triton's exact text; the caller wraps 
 "Failed to process the request(s) ..." exactly as Triton's stub does for every batch error.
 """
 
-from .errors import TritonModelException
+from .errors import TritonError, TritonModelException
 from .loader import StubError
+from .logger import emit
 from .response import InferenceResponse
 from .response_sender import FINAL, SENDER_LOCK
 from .state import STATE
@@ -19,14 +20,7 @@ def _check(requests, returned):
         raise StubError(
             f"Python model '{STATE.name}' is using the decoupled mode and the execute function must return None."
         )
-    if not isinstance(returned, list):
-        raise StubError(f"Expected a list in the execute return, found type '{type(returned)}'.")
-    if len(returned) != len(requests):
-        raise StubError(
-            "Number of InferenceResponse objects do not match the number of InferenceRequest "
-            f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
-            f"size is:{len(returned)}\n"
-        )
+    _check_list(requests, returned)
     with SENDER_LOCK:
         for request, response in zip(requests, returned):
             if response is None:
@@ -47,6 +41,17 @@ def _check(requests, returned):
                 request._slot.check_and_count(True, FINAL)
             except TritonModelException as e:
                 raise StubError(str(e)) from None
+
+
+def _check_list(requests, returned):
+    if not isinstance(returned, list):
+        raise StubError(f"Expected a list in the execute return, found type '{type(returned)}'.")
+    if len(returned) != len(requests):
+        raise StubError(
+            "Number of InferenceResponse objects do not match the number of InferenceRequest "
+            f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
+            f"size is:{len(returned)}\n"
+        )
 
 
 def _close_rescheduled(requests):
@@ -83,3 +88,29 @@ def build_resps(channel, requests, returned):
 def rescheduled(requests):
     """Indexes of requests the model asked to reschedule (set_release_flags)."""
     return [i for i, r in enumerate(requests) if r._release_flags == RELEASE_RESCHEDULE]
+
+
+def answer_later(requests, returned, exc, error_text):
+    """The answers of a non-decoupled coroutine that ran concurrently (async_loop): its batch's
+    exec_done went out when it was scheduled, so each request is answered through its response
+    sender, with the checks build_resps makes; a failure answers every request still open with
+    Triton's batch error text (`error_text(exception)`)."""
+    try:
+        if exc is not None:
+            raise exc
+        if returned is None:
+            return  # answered through the senders already, or left open for them
+        _check_list(requests, returned)
+        for request, response in zip(requests, returned):
+            if response is not None:
+                request.get_response_sender().send(response, flags=FINAL)
+    except (Exception, SystemExit) as e:
+        text = f"Failed to process the request(s) for model '{STATE.name}', message: {error_text(e)}"
+        emit("ERROR", text, "result.py", 0)
+        for request in requests:
+            if request._slot.closed:
+                continue
+            try:
+                request.get_response_sender().send(InferenceResponse(error=TritonError(text)), flags=FINAL)
+            except TritonModelException:
+                pass

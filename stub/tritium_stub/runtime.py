@@ -1,5 +1,6 @@
 """The stub's life: hello, then autocomplete or init/exec/release/fin (docs/ipc.md)."""
 
+import functools
 import json
 import os
 
@@ -32,7 +33,7 @@ from .messages import (
 )
 from .request import received
 from .response_sender import close_all
-from .result import build_resps, rescheduled
+from .result import answer_later, build_resps, rescheduled
 from .state import STATE
 
 
@@ -131,7 +132,7 @@ class Runtime:
             if kind == EXEC:
                 execute_batch(msg)
             elif kind == INIT:
-                if not self._init(msg["args"], msg.get("async_limit")):
+                if not self._init(msg["args"], msg.get("async_limit"), msg.get("concurrent_executes")):
                     return 0
             elif kind == FIN:
                 self._fin()
@@ -157,10 +158,12 @@ class Runtime:
         for e in errors:  # a Node bug must not take the instance down
             emit("WARNING", f"release of an unknown output block: {e}", "runtime.py", 0)
 
-    def _init(self, args, async_limit=None):
+    def _init(self, args, async_limit=None, concurrent_executes=None):
         channel = STATE.channel
         if async_limit is not None:
             async_loop.configure(async_limit)
+        if concurrent_executes is not None:
+            async_loop.configure_concurrent(concurrent_executes)
         try:
             model_class = import_model(STATE.model_file, STATE.runtime_dir).TritonPythonModel
             config = json.loads(args["model_config"])
@@ -198,6 +201,12 @@ class Runtime:
             if returned is not None and type(returned) is not list and async_loop.is_coroutine(returned):
                 if STATE.decoupled:
                     async_loop.run_in_background(returned)
+                    returned = None
+                elif async_loop.concurrent():
+                    # Answered when it ends (result.answer_later); the instance takes more now.
+                    async_loop.run_concurrently(
+                        returned, functools.partial(answer_later, requests, error_text=_error_text)
+                    )
                     returned = None
                 else:
                     returned = async_loop.run(returned)

@@ -27,6 +27,8 @@ beforeAll(async () => {
   repo = makeRepo(['sequence_accum', 'sequence_iterative']);
   variant('sequence_accum', 'seq_oldest', (c) => c.replace('sequence_batching {', 'sequence_batching {\n  oldest { max_candidate_sequences: 2 }'));
   variant('sequence_accum', 'seq_one_slot', (c) => c.replace('max_batch_size: 4', 'max_batch_size: 1').replace('5000000', '1000000'));
+  // One slot that no idle timeout frees during a test: only cancellation can.
+  variant('sequence_accum', 'seq_cancel', (c) => c.replace('max_batch_size: 4', 'max_batch_size: 1').replace('5000000', '600000000'));
   variant('sequence_accum', 'seq_string', (c) => c.replace('data_type: TYPE_UINT64', 'data_type: TYPE_STRING'));
   // Holds a batch for up to 2 s until half of the 4 slots are ready.
   variant('sequence_accum', 'seq_delay', (c) =>
@@ -251,20 +253,38 @@ describe('the direct strategy', () => {
     await infer('seq_one_slot', { sequence_id: 21, sequence_end: true }, 1);
   });
 
-  it('cancels the rest of a sequence whose queued request was cancelled, and frees its slot', async () => {
-    await infer('seq_one_slot', { sequence_id: 31, sequence_start: true }, 1);
-    const busy = infer('seq_one_slot', { sequence_id: 31, delay_ms: 800 }, 1);
-    await sleep(50);
-    const abort = new AbortController();
-    const cancelled = infer('seq_one_slot', { sequence_id: 31 }, 1, abort.signal).catch((e: Error) => e.name);
-    await sleep(50);
-    abort.abort();
-    expect(await cancelled).toBe('AbortError');
-    const next = infer('seq_one_slot', { sequence_id: 32, sequence_start: true }, 5);
-    expect((await busy).output).toBe(2);
-    expect((await next).output).toBe(5);
-    expect((await infer('seq_one_slot', { sequence_id: 31 }, 1)).error).toContain('must specify the START flag');
-    await infer('seq_one_slot', { sequence_id: 32, sequence_end: true }, 1);
+  it('cancels the rest of a sequence whose queued request was cancelled (gRPC), and frees its slot', async () => {
+    const res = await pythonResult(
+      `import json, queue, time, numpy as np\nimport tritonclient.grpc as g\nc = g.InferenceServerClient('127.0.0.1:${server.grpcPort}')`,
+      `
+def inp(v):
+    t = g.InferInput("INPUT", [1, 1], "INT32"); t.set_data_from_numpy(np.array([[v]], np.int32)); return [t]
+out = lambda r: int(r.as_numpy("OUTPUT").reshape(-1)[0])
+c.infer("seq_cancel", inp(1), sequence_id=31, sequence_start=True)
+done = queue.Queue()
+c.async_infer("seq_cancel", inp(1), lambda result, error: done.put(("busy", result, error)), sequence_id=31, parameters={"delay_ms": 800})
+time.sleep(0.1)
+queued = c.async_infer("seq_cancel", inp(1), lambda result, error: done.put(("cancelled", result, error)), sequence_id=31)
+time.sleep(0.1)
+queued.cancel()
+# Sequence 32 waits for the one slot: only the cancellation frees it (no idle timeout will).
+c.async_infer("seq_cancel", inp(5), lambda result, error: done.put(("next", result, error)), sequence_id=32, sequence_start=True)
+got = {}
+for _ in range(3):
+    name, result, error = done.get(timeout=30)
+    got[name] = str(error) if error is not None else out(result)
+res["got"] = got
+try:
+    c.infer("seq_cancel", inp(1), sequence_id=31)
+except Exception as ex:
+    res["after"] = ex.message()
+c.infer("seq_cancel", inp(1), sequence_id=32, sequence_end=True)
+`,
+    );
+    expect(res.got.busy).toBe(2);
+    expect(res.got.cancelled).toMatch(/CANCELLED/i);
+    expect(res.got.next).toBe(5);
+    expect(res.after).toContain("inference request for sequence 31 to model 'seq_cancel' must specify the START flag");
   });
 });
 

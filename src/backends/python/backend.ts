@@ -133,6 +133,7 @@ export class PythonBackend implements Backend {
           stubTimeoutSeconds: this.o.stubTimeoutSeconds,
           initializeTimeoutSeconds: this.o.initializeTimeoutSeconds ?? 0,
           ...(this.o.maxAsyncExecutes ? { maxAsyncExecutes: this.o.maxAsyncExecutes } : {}),
+          concurrentAsyncExecutes: Number(config.parameters.CONCURRENT_ASYNC_EXECUTES?.stringValue ?? this.o.concurrentAsyncExecutes ?? 1),
           ipcWait: this.o.ipcWait,
           logger: ctx.logger,
           hooks,

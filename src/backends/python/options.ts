@@ -31,6 +31,12 @@ export interface PythonBackendOptions {
    * instance runs at once; past it further requests wait in the scheduler's queue. The stub's
    * default when absent.
    */
+  /**
+   * `concurrent-async-executes`: how many `async def execute` coroutines of a non-decoupled
+   * instance run at once (beyond Triton, which awaits each before the next batch; 1, the
+   * default, keeps Triton's behaviour). A model's CONCURRENT_ASYNC_EXECUTES parameter wins.
+   */
+  concurrentAsyncExecutes?: number;
   maxAsyncExecutes?: number;
   /**
    * `shm-region-prefix-name`: Triton names its regions with it; tritium's are its own
@@ -71,6 +77,7 @@ const KEYS = new Set([
   'spin-us',
   'spin-mode',
   'max-async-executes',
+  'concurrent-async-executes',
 ]);
 
 /** "a, b or c". */
@@ -106,6 +113,7 @@ export function pythonBackendOptions(backendConfig: ReadonlyMap<string, Readonly
     pythonExecutable: own.get('python-executable') ?? 'python3',
     ipcWait: { spinUs, spinMode: spinMode as SpinMode },
     maxAsyncExecutes: whole('max-async-executes', 128, 1, 'must be a positive number of coroutines'),
+    concurrentAsyncExecutes: whole('concurrent-async-executes', 1, 1, 'must be a positive number of coroutines'),
     shmRegionPrefixName: own.get('shm-region-prefix-name'),
     ...wiring,
   };

@@ -47,6 +47,8 @@ export interface StubInstanceOptions {
   initializeTimeoutSeconds?: number;
   /** `--backend-config=python,max-async-executes`: decoupled coroutines the stub runs at once; the stub's default when absent. */
   maxAsyncExecutes?: number;
+  /** Non-decoupled `async def execute` coroutines the stub runs at once (1: one after another, as Triton). */
+  concurrentAsyncExecutes?: number;
   /** spin-us / spin-mode for this instance's stub and its wake listener on the event loop. */
   ipcWait?: IpcWaitOptions;
   logger: Logger;
@@ -172,7 +174,12 @@ export class StubInstance implements BackendInstance {
     try {
       await stub.expect(['hello']);
       if (traceTags.instance) traceLine('instance', `${label}: stub pid ${stub.child.pid} said hello; running initialize`);
-      stub.channel.send({ t: 'init', args: o.initArgs, ...(o.maxAsyncExecutes ? { async_limit: o.maxAsyncExecutes } : {}) });
+      stub.channel.send({
+        t: 'init',
+        args: o.initArgs,
+        ...(o.maxAsyncExecutes ? { async_limit: o.maxAsyncExecutes } : {}),
+        ...((o.concurrentAsyncExecutes ?? 1) > 1 ? { concurrent_executes: o.concurrentAsyncExecutes } : {}),
+      });
       const reply = await this.bounded(stub.expect(['init_ok', 'init_err']));
       if (reply.t === 'init_err') throw Errors.initializeFailed(String(reply.msg));
       if (reply.ready_fn === true && stub.readinessPipe) inc.readiness = new ReadinessProbe(stub.readinessPipe, this.name);

@@ -171,6 +171,11 @@ export function findConfigProblems(cfg: ModelConfig, file: string, ctx: Validate
     }
   }
 
+  const concurrent = cfg.parameters['CONCURRENT_ASYNC_EXECUTES'];
+  if (concurrent !== undefined && !/^[1-9]\d*$/.test(concurrent.stringValue)) {
+    report('parameters[CONCURRENT_ASYNC_EXECUTES].string_value', Errors.ruleConcurrentExecutes, JSON.stringify(concurrent.stringValue));
+  }
+
   // warmup (docs/protocol-notes.md, "Model warmup")
   // model_warmup on an ensemble is accepted, beyond Triton (which refuses it): every step is
   // warmed with real intermediate tensors (core/model/warmup.ts, docs/design.md "Ensembles").

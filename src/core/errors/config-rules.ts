@@ -176,6 +176,13 @@ export const configRules = {
     },
     (value: string) => ({ value }),
   ),
+  ruleConcurrentExecutes: rule(
+    {
+      text: 'CONCURRENT_ASYNC_EXECUTES must be a positive whole number of coroutines, got {value}',
+      when: "The Python model parameter CONCURRENT_ASYNC_EXECUTES (tritium's: how many `async def execute` coroutines of a non-decoupled instance run at once) is not a positive integer.",
+    },
+    (value: string) => ({ value }),
+  ),
   ruleWarmupDataType: rule(
     { text: "warmup sample '{sample}' must specify 'data_type' for input '{input}'", when: 'A warmup input without data_type.' },
     (sample: string, input: string) => ({ sample, input }),

@@ -43,6 +43,8 @@ export interface InitMsg {
   args: Record<string, string>;
   /** Decoupled `async def execute` coroutines the stub runs at once (max-async-executes). */
   async_limit?: number;
+  /** Non-decoupled `async def execute` coroutines the stub runs at once (concurrent-async-executes, CONCURRENT_ASYNC_EXECUTES); absent: one after another. */
+  concurrent_executes?: number;
 }
 
 export interface AutocompleteMsg {
