@@ -109,6 +109,8 @@ export interface ServerOptions {
   backendConfig: ReadonlyMap<string, ReadonlyMap<string, string>>;
   /** `--backend-directory`: where Python-based backends live (`<dir>/<backend>/model.py`). */
   backendDirectory: string;
+  /** The response cache's size (`--cache-config local,size=N`, `--response-cache-byte-size`); undefined: no cache. */
+  responseCacheBytes?: number;
 }
 
 type ModelControlMode = 'none' | 'poll' | 'explicit';

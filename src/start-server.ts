@@ -22,6 +22,7 @@ import { CustomMetrics } from './core/custom-metrics.js';
 import { descriptorShmFiles } from './core/extensions/shm-file.js';
 import { TraceSettingsStore } from './core/extensions/trace-settings.js';
 import { Tracer } from './core/trace/tracer.js';
+import { ResponseCache } from './core/cache/response-cache.js';
 import { ServerCoreImpl } from './core/server-core-impl.js';
 import type { ServerCore } from './core/server-core.js';
 import { backendTable, modelTable, optionsTable } from './core/startup-tables.js';
@@ -255,7 +256,12 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     ['python', python],
     ['onnxruntime', new OnnxBackend(onnxOptions)],
   ]);
+  const responseCache =
+    options.responseCacheBytes === undefined
+      ? undefined
+      : new ResponseCache(options.responseCacheBytes, (key, why) => log.warn(`Failed to insert key [${key}] into response cache: ${why}`));
   const metrics = new Metrics({
+    cache: responseCache,
     cpuMetrics: options.allowCpuMetrics,
     cpuIntervalMs: options.metricsIntervalMs,
     counterLatencies: options.metricsCounterLatencies,
@@ -274,6 +280,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     gpus,
     backends,
     backendDirectory: options.backendDirectory,
+    responseCache,
     logger: log,
     observer: {
       ...observer,
@@ -330,6 +337,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
       strictModelConfig: !options.autoCompleteConfig,
       strictReadiness: options.strictReadiness,
       exitTimeoutSecs: options.exitTimeoutSecs,
+      cacheEnabled: responseCache !== undefined,
     }),
   );
   core.markReady();

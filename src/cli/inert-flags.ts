@@ -64,14 +64,11 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     why: 'tritium loads no repository agents',
   },
   {
-    flag: '--cache-config',
+    flag: '--cache-directory',
     group: 'Response Cache',
     value: 'string',
-    placeholder: '<<string>,<string>=<string>>',
-    repeatable: true,
-    why: 'tritium has no response cache; every request is computed',
+    why: 'the local cache is built into tritium; no cache library is loaded from a directory',
   },
-  { flag: '--cache-directory', group: 'Response Cache', value: 'string', why: 'tritium has no response cache' },
   {
     flag: '--rate-limit',
     group: 'Rate Limiter',
@@ -119,7 +116,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     repeatable: true,
     why: NO_GPU,
   },
-  { flag: '--response-cache-byte-size', group: 'DEPRECATED', value: 'integer', why: 'tritium has no response cache' },
 ];
 
 function isTrue(v: string): boolean {

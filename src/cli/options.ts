@@ -57,6 +57,34 @@ function parseBackendConfig(value: string, previous: Array<[string, string, stri
   return [...(previous ?? []), entry];
 }
 
+/** `--cache-config=<cache>,<key>=<value>` (tritonserver's texts for a malformed one). */
+function parseCacheConfig(value: string, previous: Array<[string, string, string]> | undefined) {
+  const comma = value.indexOf(',');
+  if (comma < 0) throw new InvalidArgumentError(`No cache specified. --cache-config option format is <cache name>,<setting>=<value>. Got ${value}`);
+  const setting = /^([^=]+)=(.*)$/.exec(value.slice(comma + 1));
+  if (comma === 0 || !setting) throw new InvalidArgumentError(`--cache-config option format is '<cache name>,<setting>=<value>'. Got ${value}`);
+  return [...(previous ?? []), [value.slice(0, comma), setting[1]!, setting[2]!] as [string, string, string]];
+}
+
+/** The response cache's size in bytes from --cache-config / --response-cache-byte-size, or undefined without one. */
+function cacheSize(entries: Array<[string, string, string]> | undefined, byteSize: number | undefined): number | undefined {
+  if (entries !== undefined && byteSize !== undefined) {
+    throw new OptionsError('Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. Please provide one or the other.');
+  }
+  if (byteSize !== undefined) entries = [['local', 'size', String(byteSize)]];
+  if (entries === undefined) return undefined;
+  const names = new Set(entries.map((e) => e[0]));
+  if (names.size > 1) throw new OptionsError('found multiple cache configurations, but only a single cache is currently supported');
+  const [name] = names;
+  if (name !== 'local')
+    throw new OptionsError(`--cache-config: tritium has only the local cache built in; '${name}' (a cache library of --cache-directory) is not supported`);
+  const size = entries.find((e) => e[1] === 'size')?.[2];
+  if (size === undefined || !/^\d+$/.test(size) || Number(size) < 1024) {
+    throw new OptionsError("Failed to initialize LocalCache: config didn't contain a valid 'size' field.");
+  }
+  return Number(size);
+}
+
 /** An enum flag: tritonserver compares the value case-insensitively (`POLL`, `Explicit`). */
 function parseChoice<T extends string>(flag: string, choices: readonly T[]) {
   return (v: string): T => {
@@ -460,6 +488,12 @@ export function buildCommand(): Command {
       "where Python-based backends live: backend X is <dir>/X/model.py (tritonserver's flag; the last one given wins)",
     ).default(DEFAULT_BACKEND_DIRECTORY),
   );
+  add(
+    G.cache,
+    new Option('--cache-config <<string>,<string>=<string>>', 'the response cache: local,size=<bytes> (repeatable for its settings)').argParser(
+      parseCacheConfig,
+    ),
+  );
   for (const group of [G.backend, G.repoagent, G.cache, G.rateLimiter]) inertIn(group);
   add(
     G.memory,
@@ -481,6 +515,12 @@ export function buildCommand(): Command {
   deprecatedTrace('--trace-rate', 'rate', 'integer');
   deprecatedTrace('--trace-count', 'count', 'integer');
   deprecatedTrace('--trace-log-frequency', 'triton,log-frequency', 'integer');
+  add(
+    G.deprecated,
+    new Option('--response-cache-byte-size <integer>', 'deprecated: --cache-config local,size=<integer>').argParser(
+      parseInteger('--response-cache-byte-size', 0),
+    ),
+  );
   inertIn(G.deprecated);
   cmd.exitOverride();
   return cmd;
@@ -538,6 +578,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
   const options: ServerOptions = {
     modelRepositories: repos,
     backendDirectory: o.backendDirectory,
+    responseCacheBytes: cacheSize(o.cacheConfig, o.responseCacheByteSize),
     httpPort: o.httpPort,
     httpAddress: o.httpAddress,
     grpcPort: o.grpcPort,

@@ -36,6 +36,7 @@ export interface ServerOptionsSummary {
   strictModelConfig: boolean;
   strictReadiness: boolean;
   exitTimeoutSecs: number;
+  cacheEnabled: boolean;
 }
 
 /** The option/value table, with tritonserver's option names. */
@@ -50,7 +51,7 @@ export function optionsTable(o: ServerOptionsSummary): string {
     ['rate_limit', 'OFF'],
     ['strict_readiness', o.strictReadiness ? '1' : '0'],
     ['exit_timeout', String(o.exitTimeoutSecs)],
-    ['cache_enabled', '0'],
+    ['cache_enabled', o.cacheEnabled ? '1' : '0'],
   ];
   return renderTable(['Option', 'Value'], rows);
 }

@@ -75,7 +75,7 @@ describe('config.pbtxt load failures', () => {
   });
 
   it('loads a model with response_cache enabled, warns that there is no cache, and computes every request', async () => {
-    expect(server.log()).toContain("model 'config_response_cache' enables response_cache, but tritium has no response cache");
+    expect(server.log()).toContain("model 'config_response_cache' enables response_cache, but the server has no cache (--cache-config local,size=<bytes>)");
     const body = JSON.stringify({
       inputs: [
         { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },

@@ -140,6 +140,7 @@ const WORKING: Record<string, string> = {
   '--host-policy': 'gpu_0,cpu-cores=0',
   '--trace-config': 'rate=1000',
   '--backend-directory': '/opt/tritonserver/backends',
+  '--cache-config': 'local,size=1048576',
   '--trace-file': path.join(os.tmpdir(), 'tritium-flags-trace.json'),
   '--trace-level': 'OFF',
   '--trace-rate': '1000',
@@ -161,7 +162,6 @@ const INERT: Record<string, string> = {
   '--vertex-ai-thread-count': '8',
   '--vertex-ai-default-model': 'add_sub',
   '--repoagent-directory': '/opt/tritonserver/repoagents',
-  '--cache-config': 'local,size=1048576',
   '--cache-directory': '/opt/tritonserver/caches',
   '--rate-limit': 'execution_count',
   '--rate-limit-resource': 'R1:10:0',
@@ -171,11 +171,12 @@ const INERT: Record<string, string> = {
   '--min-supported-compute-capability': '6.0',
   '--buffer-manager-thread-count': '2',
   '--model-load-gpu-limit': '0:0.8',
-  '--response-cache-byte-size': '1048576',
 };
 
 /** Given by the test helper, by this test in another form, or in grpc-tls.test.ts (TLS needs certificates). */
 const GIVEN_ELSEWHERE = [
+  // --cache-config's deprecated form; given with --cache-config it is refused (response-cache.test.ts).
+  '--response-cache-byte-size',
   '--grpc-server-cert',
   '--grpc-server-key',
   '--grpc-root-cert',

@@ -15,6 +15,7 @@ import { validateModelConfig } from '../config/validate.js';
 import { planEnsemble } from '../ensemble/plan.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { ResponseCache } from '../cache/response-cache.js';
 import type { ModelSource } from '../repository/scan.js';
 import { DEFAULT_BACKEND_DIRECTORY, resolveBackend } from './backend-resolution.js';
 
@@ -25,6 +26,8 @@ export interface ConfigBuildOptions {
   backends: Map<string, Backend>;
   /** `--backend-directory`: where Python-based backends live (default tritonserver's). */
   backendDirectory?: string;
+  /** The server's response cache (`--cache-config`), if it has one. */
+  responseCache?: ResponseCache;
   logger: Logger;
 }
 
@@ -89,9 +92,9 @@ export async function buildModelConfig(source: ModelSource, o: ConfigBuildOption
       throw Errors.configSequenceBatchingUnsupported({ file, line: at?.line, field: 'sequence_batching' }, file, source.name, what, at?.line, at?.column);
     }
   }
-  if (config.responseCache?.enable) {
+  if (config.responseCache?.enable && o.responseCache === undefined) {
     // As Triton started without --cache-config: the model loads and every request is computed.
-    o.logger.warn(`model '${source.name}' enables response_cache, but tritium has no response cache: every request is computed`);
+    o.logger.warn(`model '${source.name}' enables response_cache, but the server has no cache (--cache-config local,size=<bytes>): every request is computed`);
   }
   return config;
 }

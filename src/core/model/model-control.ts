@@ -196,6 +196,7 @@ export class ModelControl {
             logger: log,
             client: this.client,
             observer: this.o.observer,
+            responseCache: this.o.responseCache,
             onInstanceLost: (mv) => {
               if (ve.state === 'READY' && ve.model === mv) this.onInstanceLost(name, version, ve, mv);
             },

@@ -5,6 +5,7 @@
  * unloading are ModelControl's (model-control.ts); poll mode's rescans are RepositoryPoller's
  * (repository-poll.ts); a model's config is built by config-builder.ts.
  */
+import type { ResponseCache } from '../cache/response-cache.js';
 import type { Backend } from '../backend.js';
 import { asTritonError, Errors } from '../errors.js';
 import type { InferRequest, ResponseSink } from '../inference.js';
@@ -26,6 +27,8 @@ export interface ModelManagerOptions {
   backends: Map<string, Backend>;
   /** `--backend-directory`: where Python-based backends live (default tritonserver's). */
   backendDirectory?: string;
+  /** The server's response cache (`--cache-config`), if it has one. */
+  responseCache?: ResponseCache;
   logger: Logger;
   observer: InferenceObserver;
   /** How long an unloaded or replaced version may take to finish its requests (default 30 s). */

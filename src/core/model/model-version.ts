@@ -8,7 +8,9 @@ import type { LoadedModel } from '../backend.js';
 import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { InferRequest, ResponseSink } from '../inference.js';
 import type { ModelHandle, ModelMetadata, TensorSpec } from '../model-handle.js';
+import { ResponseCache } from '../cache/response-cache.js';
 import { readParameters } from '../request/parameters.js';
+import type { Tensor } from '../tensor.js';
 import { PendingRequestImpl } from '../request/pending.js';
 import { validateRequest } from '../request/validate.js';
 import { DefaultScheduler } from '../scheduling/default-scheduler.js';
@@ -33,6 +35,7 @@ export class ModelVersion implements ModelHandle {
   readonly scheduler: Scheduler;
   private readonly platform: string;
   private outstanding = 0;
+  private readonly cache: ResponseCache | undefined;
   /** Decoupled models with a first-response histogram take the time of each request's first response. */
   private readonly firstResponse: ((r: PendingRequest, atNs: bigint) => void) | undefined;
 
@@ -45,6 +48,8 @@ export class ModelVersion implements ModelHandle {
     labels?: ReadonlyMap<string, readonly string[]>,
     /** The implicit state of a sequence model (core/model/sequence-state.ts). */
     states: StateSpec[] = [],
+    /** The server's response cache, if it has one; used when the config enables it. */
+    cache?: ResponseCache,
   ) {
     this.name = config.name;
     this.version = String(versionNumber);
@@ -53,6 +58,8 @@ export class ModelVersion implements ModelHandle {
     this.inputs = inputSpecs(config);
     this.outputs = outputSpecs(config).map((s) => (labels?.has(s.name) ? { ...s, labels: labels.get(s.name)! } : s));
     this.platform = config.platform || config.backend;
+    // Decoupled models are refused with response_cache at load (core/config/validate.ts).
+    this.cache = config.responseCache?.enable === true && !this.decoupled ? cache : undefined;
     this.stats = new ModelStats(observer.statsListener(this.name, this.version));
     this.firstResponse = this.decoupled && this.stats.tracksFirstResponse ? (r, atNs) => this.stats.recordFirstResponse(r, atNs) : undefined;
     // An ensemble's execution is its steps': Triton traces no compute phases for it, its
@@ -116,7 +123,19 @@ export class ModelVersion implements ModelHandle {
     try {
       const { batchSize, shapeSignature } = validateRequest(this, request);
       const p = readParameters(request.parameters);
-      pr = new PendingRequestImpl(request, batchSize, shapeSignature, p.priority, p.timeoutUs, this.version, sink, this.onComplete, this.firstResponse);
+      let to = sink;
+      if (this.cache !== undefined) {
+        const t0 = process.hrtime.bigint();
+        const key = ResponseCache.key(this.name, this.version, request.inputs);
+        const lookupNs = process.hrtime.bigint() - t0;
+        const hit = this.cache.lookup(key, lookupNs);
+        if (hit !== undefined) {
+          this.answerFromCache(request, sink, hit, t0, lookupNs);
+          return;
+        }
+        to = this.insertingSink(sink, key, lookupNs);
+      }
+      pr = new PendingRequestImpl(request, batchSize, shapeSignature, p.priority, p.timeoutUs, this.version, to, this.onComplete, this.firstResponse);
     } catch (err) {
       // Like Triton, a request refused by validation never entered the scheduler: it is
       // answered but not counted in statistics.
@@ -146,6 +165,39 @@ export class ModelVersion implements ModelHandle {
     }
     this.outstanding++;
     this.scheduler.enqueue(pr);
+  }
+
+  /**
+   * A cache hit: the cached outputs (all of them, whatever was requested, as in Triton) as the
+   * final response; the model never runs. Counted as a success and a cache hit only.
+   */
+  private answerFromCache(request: InferRequest, sink: ResponseSink, outputs: readonly Tensor[], startNs: bigint, lookupNs: bigint): void {
+    const trace = request.trace;
+    if (trace !== undefined) {
+      trace.setModel(this.name, Number(this.version), request.id);
+      trace.add('REQUEST_START', startNs);
+      trace.add('QUEUE_START', startNs);
+    }
+    if (traceTags.request) traceLine('request', `${traced(request)}: answered from the response cache by model ${this.name} version ${this.version}`);
+    sink({ modelName: this.name, modelVersion: this.version, id: request.id, outputs: outputs.map((t) => ({ ...t })), final: true });
+    const endNs = process.hrtime.bigint();
+    this.stats.recordCacheHit(startNs, endNs, lookupNs);
+    if (trace !== undefined) {
+      trace.add('REQUEST_END', endNs);
+      trace.done();
+    }
+  }
+
+  /** A cache miss: the final response's outputs go into the cache (never an error), then to the client. */
+  private insertingSink(sink: ResponseSink, key: string, lookupNs: bigint): ResponseSink {
+    return (response) => {
+      if (response.final) {
+        const t0 = process.hrtime.bigint();
+        if (response.error === undefined && response.flagsOnly !== true) this.cache!.insert(key, response.outputs);
+        this.stats.recordCacheMiss(lookupNs + (process.hrtime.bigint() - t0));
+      }
+      sink(response);
+    };
   }
 
   /** The completion listener of every request (one function, not one per request). */

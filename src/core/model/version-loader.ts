@@ -12,6 +12,7 @@ import type { ModelSource } from '../repository/scan.js';
 import { ModelVersion } from './model-version.js';
 import { readOutputLabels } from './output-labels.js';
 import { readSequenceStates } from './sequence-state.js';
+import type { ResponseCache } from '../cache/response-cache.js';
 import type { InferenceObserver } from './observer.js';
 import { warmupInstance, warmupThroughScheduler } from './warmup.js';
 
@@ -28,6 +29,8 @@ export interface VersionLoad {
   onInstanceLost: (mv: ModelVersion) => void;
   /** While the backend loads: a short note for the repository index (`initializing for 10 s`). */
   onProgress?: (reason: string) => void;
+  /** The server's response cache, for versions whose config enables it. */
+  responseCache?: ResponseCache;
 }
 
 /**
@@ -82,7 +85,7 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   // Registered before the version exists: its statistics listener is looked up then.
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   l.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs, config);
-  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels, states);
+  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels, states, l.responseCache);
   const runUncounted = mv.scheduler.runUncounted?.bind(mv.scheduler);
   if (loaded.instances.length === 0 && runUncounted && config.modelWarmup.length > 0) {
     // A model without instances (an ensemble) warms through its scheduler (warmup.ts).

@@ -47,6 +47,8 @@ export interface StatsListener {
    * that define it are told, and only then do requests take the time of their first response.
    */
   onFirstResponse?(ns: bigint): void;
+  /** A response-cache lookup hit (the lookup's ns) or missed (lookup and insertion ns). */
+  onCache?(hit: boolean, ns: bigint): void;
 }
 
 interface Phases {
@@ -109,6 +111,10 @@ export class ModelStats {
   private executionCount = 0;
   private lastInferenceMs = 0;
   private readonly batches = new Map<number, BatchBucket>();
+  private cacheHitCount = 0;
+  private readonly cacheHitNs = new NsTotal();
+  private cacheMissCount = 0;
+  private readonly cacheMissNs = new NsTotal();
 
   // A request between its two events keeps what the second needs on itself (no map):
   // `statsEndNs`, succeeded (at that end time) and waiting for its execution to be recorded;
@@ -134,6 +140,27 @@ export class ModelStats {
     } else {
       req.statsEndNs = endNs;
     }
+  }
+
+  /**
+   * A request answered from the response cache: a success (its whole time, the time before the
+   * lookup as queue time) and a cache hit (the lookup); no inference, execution or compute.
+   */
+  recordCacheHit(startNs: bigint, endNs: bigint, lookupNs: bigint): void {
+    const requestNs = span(startNs, endNs);
+    this.successCount += 1;
+    this.successNs.add(requestNs);
+    this.cacheHitCount += 1;
+    this.cacheHitNs.add(lookupNs);
+    this.listener?.onSuccess(0, requestNs, 0n);
+    this.listener?.onCache?.(true, lookupNs);
+  }
+
+  /** A request the cache did not have: its lookup and its insertion (`ns`). */
+  recordCacheMiss(ns: bigint): void {
+    this.cacheMissCount += 1;
+    this.cacheMissNs.add(ns);
+    this.listener?.onCache?.(false, ns);
   }
 
   /** `req` ended with an error at `endNs`. */
@@ -208,8 +235,8 @@ export class ModelStats {
         compute_input: d(computeCount, this.inputNs.value),
         compute_infer: d(computeCount, this.inferNs.value),
         compute_output: d(computeCount, this.outputNs.value),
-        cache_hit: d(0n, 0n),
-        cache_miss: d(0n, 0n),
+        cache_hit: d(BigInt(this.cacheHitCount), this.cacheHitNs.value),
+        cache_miss: d(BigInt(this.cacheMissCount), this.cacheMissNs.value),
       },
       response_stats: {},
       batch_stats,

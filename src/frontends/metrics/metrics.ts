@@ -15,6 +15,7 @@
  * are truncated per request like Triton's) or rounded so that nothing prints with an exponent,
  * which perf_analyzer's `\d+\.?\d*` parser would not accept.
  */
+import type { CacheCounters, ResponseCache } from '../../core/cache/response-cache.js';
 import type { ConnectionLimitCounts } from '../connection-limit.js';
 import fs from 'node:fs';
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -55,6 +56,8 @@ export interface MetricsOptions {
   summaryQuantiles?: readonly SummaryQuantile[];
   /** `--metrics-config histogram_latencies=true`: `nv_inference_first_response_histogram_ms` for decoupled models. */
   histogramLatencies?: boolean;
+  /** The server's response cache: its gauges, and the per-model cache series of the versions that use it. */
+  cache?: ResponseCache;
 }
 
 /** One sample of `tritium_shm_bytes`. */
@@ -76,6 +79,12 @@ class ModelSeries implements StatsListener {
   inferUs = 0;
   outputUs = 0;
   loadSecs = 0;
+  /** Whether the version uses the response cache: only then has it `nv_cache_*_per_model` series. */
+  cached = false;
+  cacheHits = 0;
+  cacheMisses = 0;
+  cacheHitUs = 0;
+  cacheMissUs = 0;
   /** Set with `summary_latencies`: observed with the same µs values the counters add. */
   summaries: LatencySummaries | undefined;
   /** Set with `histogram_latencies` for a decoupled model. */
@@ -119,7 +128,8 @@ class ModelSeries implements StatsListener {
   }
 
   /** (Re)shapes the optional latency series for the version's config. */
-  configure(summaries: boolean, histogram: boolean, config: ModelConfig | undefined): void {
+  configure(summaries: boolean, histogram: boolean, config: ModelConfig | undefined, cache: boolean): void {
+    this.cached = cache && config?.responseCache?.enable === true;
     if (summaries) this.summaries ??= new LatencySummaries();
     const bounds = histogram && config !== undefined && isDecoupled(config) ? firstResponseBuckets(config.modelMetrics) : undefined;
     if (bounds === undefined) {
@@ -138,6 +148,16 @@ class ModelSeries implements StatsListener {
 
   onExecution(): void {
     this.executions++;
+  }
+
+  onCache(hit: boolean, ns: bigint): void {
+    if (hit) {
+      this.cacheHits++;
+      this.cacheHitUs += us(ns);
+    } else {
+      this.cacheMisses++;
+      this.cacheMissUs += us(ns);
+    }
   }
 }
 
@@ -161,12 +181,16 @@ export class Metrics {
   private readonly timers: NodeJS.Timeout[] = [];
   private gpus: GpuMetrics | undefined;
 
+  private readonly cache: ResponseCache | undefined;
+
   constructor(options: MetricsOptions = {}) {
+    this.cache = options.cache;
     this.summaryLatencies = options.summaryLatencies === true;
     this.histogramLatencies = options.histogramLatencies === true;
     const registers = [this.registry];
     const models = this.models;
-    const perModel = (name: string, help: string, value: (s: ModelSeries) => number): void => {
+    /** A counter per model version (only the versions `only` accepts, when given). */
+    const perModel = (name: string, help: string, value: (s: ModelSeries) => number, only?: (s: ModelSeries) => boolean): void => {
       new Counter({
         name,
         help,
@@ -174,12 +198,39 @@ export class Metrics {
         registers,
         collect() {
           this.reset();
-          for (const s of models.values()) this.inc({ model: s.model, version: s.version }, plain(value(s)));
+          for (const s of models.values()) if (only === undefined || only(s)) this.inc({ model: s.model, version: s.version }, plain(value(s)));
         },
       });
     };
 
     perModel('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (s) => s.success);
+    // The response cache's, for the versions that use it (Triton's names and units).
+    const perCachedModel = (name: string, help: string, value: (s: ModelSeries) => number): void => perModel(name, help, value, (s) => s.cached);
+    if (options.cache !== undefined) {
+      perCachedModel('nv_cache_num_hits_per_model', 'Number of cache hits per model', (s) => s.cacheHits);
+      perCachedModel('nv_cache_num_misses_per_model', 'Number of cache misses per model', (s) => s.cacheMisses);
+      perCachedModel('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds', (s) => s.cacheHitUs);
+      perCachedModel('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds', (s) => s.cacheMissUs);
+      const cache = options.cache;
+      const gauge = (name: string, help: string, value: (c: CacheCounters) => number): void => {
+        new Gauge({
+          name,
+          help,
+          registers,
+          collect() {
+            this.set(value(cache.counters()));
+          },
+        });
+      };
+      gauge('nv_cache_num_entries', 'Number of responses stored in response cache', (c) => c.entries);
+      gauge('nv_cache_num_lookups', 'Number of cache lookups in response cache', (c) => c.lookups);
+      gauge('nv_cache_num_hits', 'Number of cache hits in response cache', (c) => c.hits);
+      gauge('nv_cache_num_misses', 'Number of cache misses in response cache', (c) => c.misses);
+      gauge('nv_cache_num_evictions', 'Number of cache evictions in response cache', (c) => c.evictions);
+      gauge('nv_cache_util', 'Cache utilization [0.0 - 1.0]', (c) => c.util);
+      gauge('nv_cache_lookup_duration', 'Total cache lookup duration (hit and miss), in microseconds', (c) => c.lookupUs);
+      gauge('nv_cache_insertion_duration', 'Total cache insertion duration, in microseconds', (c) => c.insertionUs);
+    }
     new Counter({
       name: 'nv_inference_request_failure',
       help: 'Number of failed inference requests, all batch sizes',
@@ -356,7 +407,7 @@ export class Metrics {
       s = new ModelSeries(name, version, pending);
       this.models.set(k, s);
     }
-    s.configure(this.summaryLatencies, this.histogramLatencies, config);
+    s.configure(this.summaryLatencies, this.histogramLatencies, config, this.cache !== undefined);
   }
 
   /**
