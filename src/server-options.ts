@@ -4,6 +4,7 @@
  * builds them from tritonserver's flags; the server owns their shape, so the dependency points
  * from the command line to the server and never back.
  */
+import type { RateLimitResource } from './core/scheduling/rate-limiter.js';
 import type { TraceSettings } from './core/extensions/trace-settings.js';
 import type { KeepaliveOptions } from './frontends/grpc/transport/keepalive.js';
 import type { SummaryQuantile } from './frontends/metrics/latency-families.js';
@@ -111,6 +112,10 @@ export interface ServerOptions {
   backendDirectory: string;
   /** The response cache's size (`--cache-config local,size=N`, `--response-cache-byte-size`); undefined: no cache. */
   responseCacheBytes?: number;
+  /** `--rate-limit`. */
+  rateLimit: 'off' | 'execution_count';
+  /** `--rate-limit-resource` entries (device -1: every device). */
+  rateLimitResources: RateLimitResource[];
 }
 
 type ModelControlMode = 'none' | 'poll' | 'explicit';

@@ -23,6 +23,7 @@ import { descriptorShmFiles } from './core/extensions/shm-file.js';
 import { TraceSettingsStore } from './core/extensions/trace-settings.js';
 import { Tracer } from './core/trace/tracer.js';
 import { ResponseCache } from './core/cache/response-cache.js';
+import { RateLimiter } from './core/scheduling/rate-limiter.js';
 import { ServerCoreImpl } from './core/server-core-impl.js';
 import type { ServerCore } from './core/server-core.js';
 import { backendTable, modelTable, optionsTable } from './core/startup-tables.js';
@@ -260,6 +261,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     options.responseCacheBytes === undefined
       ? undefined
       : new ResponseCache(options.responseCacheBytes, (key, why) => log.warn(`Failed to insert key [${key}] into response cache: ${why}`));
+  const rateLimiter = options.rateLimit === 'execution_count' ? new RateLimiter(options.rateLimitResources) : undefined;
   const metrics = new Metrics({
     cache: responseCache,
     cpuMetrics: options.allowCpuMetrics,
@@ -281,6 +283,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     backends,
     backendDirectory: options.backendDirectory,
     responseCache,
+    rateLimiter,
     logger: log,
     observer: {
       ...observer,
@@ -338,6 +341,8 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
       strictReadiness: options.strictReadiness,
       exitTimeoutSecs: options.exitTimeoutSecs,
       cacheEnabled: responseCache !== undefined,
+      rateLimit: options.rateLimit,
+      rateLimitResources: options.rateLimitResources,
     }),
   );
   core.markReady();

@@ -69,21 +69,6 @@ export const INERT_FLAGS: readonly InertFlag[] = [
     value: 'string',
     why: 'the local cache is built into tritium; no cache library is loaded from a directory',
   },
-  {
-    flag: '--rate-limit',
-    group: 'Rate Limiter',
-    value: 'string',
-    why: 'tritium has no rate limiter; requests run as soon as an instance is free (as with --rate-limit=off)',
-    warnIf: (v) => v.toLowerCase() !== 'off',
-  },
-  {
-    flag: '--rate-limit-resource',
-    group: 'Rate Limiter',
-    value: 'string',
-    placeholder: '<<string>:<integer>:<integer>>',
-    repeatable: true,
-    why: 'tritium has no rate limiter',
-  },
   { flag: '--pinned-memory-pool-byte-size', group: 'Memory/Device Management', value: 'integer', why: NO_GPU },
   {
     flag: '--cuda-memory-pool-byte-size',

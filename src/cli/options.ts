@@ -16,6 +16,7 @@ import { headerPattern } from '../frontends/header-forward.js';
 import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
 import { DEFAULT_BACKEND_DIRECTORY } from '../core/model/backend-resolution.js';
+import type { RateLimitResource } from '../core/scheduling/rate-limiter.js';
 import { OptionsError, type ServerOptions } from '../server-options.js';
 import { parseHostPolicy, resolveHostPolicies, type HostPolicyEntry } from './host-policy.js';
 import type { SummaryQuantile } from '../frontends/metrics/latency-families.js';
@@ -64,6 +65,25 @@ function parseCacheConfig(value: string, previous: Array<[string, string, string
   const setting = /^([^=]+)=(.*)$/.exec(value.slice(comma + 1));
   if (comma === 0 || !setting) throw new InvalidArgumentError(`--cache-config option format is '<cache name>,<setting>=<value>'. Got ${value}`);
   return [...(previous ?? []), [value.slice(0, comma), setting[1]!, setting[2]!] as [string, string, string]];
+}
+
+/** `--rate-limit-resource=<name>:<count>[:<device>]`, with tritonserver's texts. */
+function parseRateLimitResource(value: string, previous: RateLimitResource[] | undefined): RateLimitResource[] {
+  const parts = value.split(':');
+  if (parts.length !== 2 && parts.length !== 3) {
+    throw new InvalidArgumentError(`--rate-limit-resource option format is '<resource_name>:<count>:<device>' or '<resource_name>:<count>'. Got ${value}`);
+  }
+  const int = (v: string): number => {
+    if (!/^-?\d+$/.test(v)) throw new InvalidArgumentError(`Invalid option value. Got ${v}`);
+    return Number(v);
+  };
+  const entry = { name: parts[0]!, count: int(parts[1]!), device: parts.length === 3 ? int(parts[2]!) : -1 };
+  const list = [...(previous ?? [])];
+  // The same name and device twice: the smaller count holds (as tritonserver).
+  const same = list.findIndex((r) => r.name === entry.name && r.device === entry.device);
+  if (same >= 0) list[same] = { ...entry, count: Math.min(entry.count, list[same]!.count) };
+  else list.push(entry);
+  return list;
 }
 
 /** The response cache's size in bytes from --cache-config / --response-cache-byte-size, or undefined without one. */
@@ -489,6 +509,22 @@ export function buildCommand(): Command {
     ).default(DEFAULT_BACKEND_DIRECTORY),
   );
   add(
+    G.rateLimiter,
+    new Option('--rate-limit <string>', 'off, or execution_count: instances run as their rate_limiter resources allow, fewest executions x priority first')
+      .default('off')
+      .argParser((v: string) => {
+        const mode = v.toLowerCase();
+        if (mode !== 'off' && mode !== 'execution_count') throw new InvalidArgumentError('invalid argument for --rate-limit');
+        return mode;
+      }),
+  );
+  add(
+    G.rateLimiter,
+    new Option('--rate-limit-resource <<string>:<integer>:<integer>>', 'the count of a rate-limiter resource, on one device or all (repeatable)').argParser(
+      parseRateLimitResource,
+    ),
+  );
+  add(
     G.cache,
     new Option('--cache-config <<string>,<string>=<string>>', 'the response cache: local,size=<bytes> (repeatable for its settings)').argParser(
       parseCacheConfig,
@@ -579,6 +615,8 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     modelRepositories: repos,
     backendDirectory: o.backendDirectory,
     responseCacheBytes: cacheSize(o.cacheConfig, o.responseCacheByteSize),
+    rateLimit: o.rateLimit as 'off' | 'execution_count',
+    rateLimitResources: o.rateLimitResource ?? [],
     httpPort: o.httpPort,
     httpAddress: o.httpAddress,
     grpcPort: o.grpcPort,

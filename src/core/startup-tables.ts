@@ -37,6 +37,8 @@ export interface ServerOptionsSummary {
   strictReadiness: boolean;
   exitTimeoutSecs: number;
   cacheEnabled: boolean;
+  rateLimit: 'off' | 'execution_count';
+  rateLimitResources: ReadonlyArray<{ name: string; count: number; device: number }>;
 }
 
 /** The option/value table, with tritonserver's option names. */
@@ -48,7 +50,9 @@ export function optionsTable(o: ServerOptionsSummary): string {
     ...o.repositories.map((r, i) => [`model_repository_path[${i}]`, r]),
     ['model_control_mode', `MODE_${o.modelControlMode.toUpperCase()}`],
     ['strict_model_config', o.strictModelConfig ? '1' : '0'],
-    ['rate_limit', 'OFF'],
+    ['rate_limit', o.rateLimit === 'execution_count' ? 'EXEC_COUNT' : 'OFF'],
+    // tritonserver's rendering, its missing comma included.
+    ...o.rateLimitResources.map((r, i) => [`rate_limit_resource[${i}]`, `{"name":"${r.name}", "count":${r.count} "device":${r.device}}`]),
     ['strict_readiness', o.strictReadiness ? '1' : '0'],
     ['exit_timeout', String(o.exitTimeoutSecs)],
     ['cache_enabled', o.cacheEnabled ? '1' : '0'],

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { makeRepo, refusedStartLog, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 let repo: string;
@@ -164,11 +164,7 @@ res["hits"] = int(s["cache_hit"]["count"])
 });
 
 describe('cache flags', () => {
-  const refused = async (args: string[]): Promise<string> => {
-    const s = await startTritium({ repos: [makeRepo([])], args, expectFailure: true });
-    await s.exited;
-    return s.log();
-  };
+  const refused = refusedStartLog;
 
   it("refuses both flags at once, and a cache tritium does not have, with tritonserver's texts", async () => {
     expect(await refused(['--cache-config=local,size=1048576', '--response-cache-byte-size=1048576'])).toContain(

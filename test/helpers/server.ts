@@ -152,6 +152,13 @@ export function makeRepo(models: Array<string | { from: string; name?: string }>
   return dir;
 }
 
+/** Starts a server on an empty repository with `args` that must make it refuse to start; resolves with its log. */
+export async function refusedStartLog(args: string[]): Promise<string> {
+  const s = await startTritium({ repos: [makeRepo([])], args, expectFailure: true });
+  await s.exited;
+  return s.log();
+}
+
 /** The directory of model `name` in test/models, fixtures/models or python_models (searched in that order). */
 export function resolveModel(name: string): string {
   for (const base of [TEST_MODELS, FIXTURE_MODELS, MODELS]) {

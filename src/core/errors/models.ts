@@ -72,6 +72,22 @@ export const models = {
     },
     (file: string, model: string) => ({ file, model }),
   ),
+  rateLimitResourceShort: entry(
+    {
+      code: INVALID_ARG,
+      text: 'Resource count for "{name}" is limited to {limit} which will prevent scheduling of one or more model instances, the minimum required count is {need}',
+      when: "An instance's rate_limiter asks for more of a resource than exists (--rate-limit-resource, where an unlisted resource has none). Triton's text; the version fails to load.",
+    },
+    (name: string, limit: number, need: number) => ({ name, limit, need }),
+  ),
+  rateLimitMixedResource: entry(
+    {
+      code: INVALID_ARG,
+      text: 'Resource "{name}" is present as both global and device-specific resource in the model configuration.',
+      when: "A model's instance groups name one rate-limiter resource as global and as per-device (Triton's text).",
+    },
+    (name: string) => ({ name }),
+  ),
   sequenceStateDims: entry(
     {
       code: INVALID_ARG,

@@ -16,6 +16,7 @@ import { planEnsemble } from '../ensemble/plan.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ResponseCache } from '../cache/response-cache.js';
+import type { RateLimiter } from '../scheduling/rate-limiter.js';
 import type { ModelSource } from '../repository/scan.js';
 import { DEFAULT_BACKEND_DIRECTORY, resolveBackend } from './backend-resolution.js';
 
@@ -28,6 +29,8 @@ export interface ConfigBuildOptions {
   backendDirectory?: string;
   /** The server's response cache (`--cache-config`), if it has one. */
   responseCache?: ResponseCache;
+  /** The server's rate limiter (`--rate-limit=execution_count`), when on. */
+  rateLimiter?: RateLimiter;
   logger: Logger;
 }
 

@@ -197,6 +197,7 @@ export class ModelControl {
             client: this.client,
             observer: this.o.observer,
             responseCache: this.o.responseCache,
+            rateLimiter: this.o.rateLimiter,
             onInstanceLost: (mv) => {
               if (ve.state === 'READY' && ve.model === mv) this.onInstanceLost(name, version, ve, mv);
             },

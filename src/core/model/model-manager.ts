@@ -6,6 +6,7 @@
  * (repository-poll.ts); a model's config is built by config-builder.ts.
  */
 import type { ResponseCache } from '../cache/response-cache.js';
+import type { RateLimiter } from '../scheduling/rate-limiter.js';
 import type { Backend } from '../backend.js';
 import { asTritonError, Errors } from '../errors.js';
 import type { InferRequest, ResponseSink } from '../inference.js';
@@ -29,6 +30,8 @@ export interface ModelManagerOptions {
   backendDirectory?: string;
   /** The server's response cache (`--cache-config`), if it has one. */
   responseCache?: ResponseCache;
+  /** The server's rate limiter (`--rate-limit=execution_count`), when on. */
+  rateLimiter?: RateLimiter;
   logger: Logger;
   observer: InferenceObserver;
   /** How long an unloaded or replaced version may take to finish its requests (default 30 s). */

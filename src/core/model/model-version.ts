@@ -16,6 +16,7 @@ import { validateRequest } from '../request/validate.js';
 import { DefaultScheduler } from '../scheduling/default-scheduler.js';
 import { DynamicBatcher } from '../scheduling/dynamic-batcher.js';
 import { SequenceBatcher } from '../scheduling/sequence-batcher.js';
+import type { RateLimiter } from '../scheduling/rate-limiter.js';
 import type { StateSpec } from '../scheduling/sequence-controls.js';
 import type { ExecutionTimes, PendingRequest, Scheduler } from '../scheduling/types.js';
 import { ModelStats } from '../stats/model-stats.js';
@@ -50,6 +51,8 @@ export class ModelVersion implements ModelHandle {
     states: StateSpec[] = [],
     /** The server's response cache, if it has one; used when the config enables it. */
     cache?: ResponseCache,
+    /** The server's rate limiter, when on (it registered the instances it covers). */
+    limiter?: RateLimiter,
   ) {
     this.name = config.name;
     this.version = String(versionNumber);
@@ -88,8 +91,8 @@ export class ModelVersion implements ModelHandle {
       : sb
         ? new SequenceBatcher(this.name, [...loaded.instances], sb, onExecution, onDispatch)
         : db
-          ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch)
-          : new DefaultScheduler([...loaded.instances], onExecution, onDispatch);
+          ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch, limiter)
+          : new DefaultScheduler([...loaded.instances], onExecution, onDispatch, limiter);
   }
 
   metadata(): ModelMetadata {

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
-import type { Backend, BackendInstance, InstanceHooks } from '../backend.js';
+import type { Backend, BackendInstance, InstanceHooks, LoadedModel } from '../backend.js';
 import type { InternalClient } from '../internal-client.js';
 import type { Logger } from '../logger.js';
 import type { ModelSource } from '../repository/scan.js';
@@ -13,6 +13,8 @@ import { ModelVersion } from './model-version.js';
 import { readOutputLabels } from './output-labels.js';
 import { readSequenceStates } from './sequence-state.js';
 import type { ResponseCache } from '../cache/response-cache.js';
+import type { RateLimiter } from '../scheduling/rate-limiter.js';
+import { expandInstances } from '../config/instances.js';
 import type { InferenceObserver } from './observer.js';
 import { warmupInstance, warmupThroughScheduler } from './warmup.js';
 
@@ -31,6 +33,8 @@ export interface VersionLoad {
   onProgress?: (reason: string) => void;
   /** The server's response cache, for versions whose config enables it. */
   responseCache?: ResponseCache;
+  /** The server's rate limiter, when on: the version's instances run as it grants their resources. */
+  rateLimiter?: RateLimiter;
 }
 
 /**
@@ -76,6 +80,14 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   }
   // Triton's per-instance line, which tuning guides read to see where each instance runs.
   for (const i of loaded.instances) l.logger.info(`TRITONBACKEND_ModelInstanceInitialize: ${i.name} (${i.kind} device ${i.deviceId})`);
+  if (l.rateLimiter !== undefined) {
+    try {
+      registerRateLimits(l.rateLimiter, config, loaded);
+    } catch (err) {
+      await loaded.unload(5000);
+      throw err;
+    }
+  }
   try {
     for (const instance of loaded.instances) await warmupInstance(source, config, instance);
   } catch (err) {
@@ -85,7 +97,7 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   // Registered before the version exists: its statistics listener is looked up then.
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   l.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs, config);
-  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels, states, l.responseCache);
+  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels, states, l.responseCache, l.rateLimiter);
   const runUncounted = mv.scheduler.runUncounted?.bind(mv.scheduler);
   if (loaded.instances.length === 0 && runUncounted && config.modelWarmup.length > 0) {
     // A model without instances (an ensemble) warms through its scheduler (warmup.ts).
@@ -100,4 +112,32 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   }
   l.logger.info(`successfully loaded '${source.name}' version ${version}`);
   return mv;
+}
+
+/**
+ * Registers each instance's `rate_limiter` (its group's) with the limiter, and has the version's
+ * unload forget them. Sequence models are left out: the sequence batcher binds work to slots,
+ * which the limiter does not grant (README, "does not do").
+ */
+function registerRateLimits(limiter: RateLimiter, config: ModelConfig, loaded: LoadedModel): void {
+  if (config.schedulingChoice.case === 'sequenceBatching' || loaded.instances.length === 0) return;
+  const specs = expandInstances(config);
+  const groups = new Map(config.instanceGroup.map((g) => [g.name, g]));
+  const entries = loaded.instances.map((instance, k) => {
+    const spec = specs[k];
+    const group = spec !== undefined && spec.name === instance.name ? groups.get(spec.groupName) : undefined;
+    const rl = group?.rateLimiter;
+    return {
+      instance,
+      device: instance.kind === 'GPU' ? instance.deviceId : 0,
+      resources: (rl?.resources ?? []).map((r) => ({ name: r.name, global: r.global, count: r.count })),
+      priority: rl?.priority ?? 0,
+    };
+  });
+  limiter.register(entries);
+  const unload = loaded.unload.bind(loaded);
+  (loaded as { unload: LoadedModel['unload'] }).unload = (timeoutMs) => {
+    limiter.unregister(loaded.instances);
+    return unload(timeoutMs);
+  };
 }

@@ -10,6 +10,7 @@
  */
 import { Errors, type TritonError } from '../errors.js';
 import { InstancePool } from './instance-pool.js';
+import type { RateLimiter } from './rate-limiter.js';
 import { PumpGuard } from './pump-guard.js';
 import { Ring } from './queue.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, PendingRequest, Scheduler } from './types.js';
@@ -22,10 +23,10 @@ export class DefaultScheduler implements Scheduler {
   // execute() or a failing request's sink may call back into enqueue().
   private readonly guard = new PumpGuard();
 
-  constructor(instances: ExecutionInstance[], observer: ExecutionObserver, onDispatch?: DispatchObserver) {
+  constructor(instances: ExecutionInstance[], observer: ExecutionObserver, onDispatch?: DispatchObserver, limiter?: RateLimiter) {
     // Every request is its own execution, so nothing is gained by holding the next one back
     // until the instance frees: pipeline into instances that accept it.
-    this.pool = new InstancePool(instances, observer, () => this.pump(), true, onDispatch);
+    this.pool = new InstancePool(instances, observer, () => this.pump(), true, onDispatch, limiter);
   }
 
   enqueue(request: PendingRequest): void {

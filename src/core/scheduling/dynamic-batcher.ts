@@ -29,6 +29,7 @@
 import { Errors, TritonError } from '../errors.js';
 import type { InferRequest, InferResponse } from '../inference.js';
 import { InstancePool } from './instance-pool.js';
+import type { RateLimiter } from './rate-limiter.js';
 import { PumpGuard } from './pump-guard.js';
 import { PriorityQueue, Ring, type QueueItem } from './queue.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, Nanos, PendingRequest, Scheduler } from './types.js';
@@ -140,8 +141,14 @@ export class DynamicBatcher implements Scheduler {
     this.pump();
   };
 
-  constructor(instances: ExecutionInstance[], options: DynamicBatchingOptions, observer: ExecutionObserver, onDispatch?: DispatchObserver) {
-    this.pool = new InstancePool(instances, observer, () => this.pump(), false, onDispatch);
+  constructor(
+    instances: ExecutionInstance[],
+    options: DynamicBatchingOptions,
+    observer: ExecutionObserver,
+    onDispatch?: DispatchObserver,
+    limiter?: RateLimiter,
+  ) {
+    this.pool = new InstancePool(instances, observer, () => this.pump(), false, onDispatch, limiter);
 
     // A config without batching still gets sane limits: one row at a time.
     this.maxBatch = Math.max(1, Math.floor(options.maxBatchSize));

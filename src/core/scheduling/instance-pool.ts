@@ -6,6 +6,7 @@
  * how they form batches.
  */
 import { asTritonError } from '../errors.js';
+import type { RateLimiter } from './rate-limiter.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest } from './types.js';
 
 export class InstancePool {
@@ -29,10 +30,18 @@ export class InstancePool {
      */
     pipeline = false,
     private readonly onDispatch?: DispatchObserver,
+    /**
+     * The server's rate limiter, when on (`--rate-limit=execution_count`): an instance it covers
+     * runs only once it grants the resources, holds them for one execution at a time, and this
+     * pool is tried again when they free.
+     */
+    private readonly limiter?: RateLimiter,
   ) {
     this.instances = instances.slice();
     this.running = this.instances.map(() => 0);
-    this.depth = this.instances.map((i) => (pipeline ? Math.max(1, Math.floor(i.pipelineDepth ?? 1)) : 1));
+    const limited = (i: ExecutionInstance) => limiter?.covers(i) === true;
+    this.depth = this.instances.map((i) => (pipeline && !limited(i) ? Math.max(1, Math.floor(i.pipelineDepth ?? 1)) : 1));
+    for (const i of this.instances) if (limited(i)) limiter!.setWake(i, () => this.onFree());
     this.free = this.depth.reduce((a, b) => a + b, 0);
   }
 
@@ -52,6 +61,7 @@ export class InstancePool {
    */
   idleReady(): number {
     if (this.free === 0) return -1;
+    if (this.limiter !== undefined) return this.idleGranted(this.limiter);
     let queued = -1;
     for (let i = 0; i < this.instances.length; i++) {
       const n = this.running[i]!;
@@ -60,6 +70,20 @@ export class InstancePool {
       if (queued < 0) queued = i;
     }
     return queued;
+  }
+
+  /**
+   * Under the rate limiter: of the idle ready instances, the one the limiter serves first (fewest
+   * executions × priority), if the limiter grants it its resources now; else -1 (the limiter
+   * tries this pool again when resources free).
+   */
+  private idleGranted(limiter: RateLimiter): number {
+    let best = -1;
+    for (let i = 0; i < this.instances.length; i++) {
+      if (this.running[i]! >= this.depth[i]! || !this.instances[i]!.isReady()) continue;
+      if (best < 0 || limiter.weight(this.instances[i]!) < limiter.weight(this.instances[best]!)) best = i;
+    }
+    return best >= 0 && limiter.acquire(this.instances[best]!) ? best : -1;
   }
 
   /** Instance `idx` is ready and can take a batch now (schedulers that bind work to one instance). */
@@ -104,5 +128,6 @@ export class InstancePool {
   private release(idx: number): void {
     this.running[idx]!--;
     this.free++;
+    this.limiter?.release(this.instances[idx]!);
   }
 }

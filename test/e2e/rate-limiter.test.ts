@@ -1,0 +1,80 @@
+/**
+ * The rate limiter (`--rate-limit=execution_count`, `--rate-limit-resource`): two instances that
+ * share a per-device and a global resource run one at a time, and of the two the one with
+ * priority 1 gets two turns for each of the priority-2 one's (fewest executions × priority
+ * first, Triton's rule); an instance that needs more than exists, or a resource named global and
+ * per-device, fails its model's load with Triton's texts; and the flags' refusals.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo, refusedStartLog, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
+
+let server: Tritium;
+
+beforeAll(async () => {
+  const repo = makeRepo([
+    'rate_limited',
+    { from: path.join(TEST_MODELS, 'rate_limited'), name: 'rate_short' },
+    { from: path.join(TEST_MODELS, 'rate_limited'), name: 'rate_mixed' },
+  ]);
+  const edit = (name: string, f: (c: string) => string) => {
+    const file = path.join(repo, name, 'config.pbtxt');
+    fs.writeFileSync(file, f(fs.readFileSync(file, 'utf8')));
+  };
+  edit('rate_short', (c) => c.replace('{ name: "R1" count: 1 }, { name: "R2" global: true count: 1 }] priority: 1', '{ name: "R1" count: 3 }] priority: 1'));
+  edit('rate_mixed', (c) => c.replace('{ name: "R2" global: true count: 1 }] priority: 2', '{ name: "R2" count: 1 }] priority: 2'));
+  server = await startTritium({
+    repos: [repo],
+    args: ['--rate-limit=EXECUTION_COUNT', '--rate-limit-resource=R1:1', '--rate-limit-resource=R2:1', '--exit-on-error=false', '--strict-readiness=false'],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await stopAndExpectNoShm(server);
+});
+
+describe('the rate limiter', () => {
+  it('runs instances sharing a resource one at a time, priority 1 twice as often as priority 2', async () => {
+    const body = JSON.stringify({ inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [1] }] });
+    const who = await Promise.all(
+      Array.from({ length: 30 }, async () => {
+        const json = (await (await fetch(`${server.http}/v2/models/rate_limited/infer`, { method: 'POST', body })).json()) as any;
+        return json.outputs[0].data[0] as string;
+      }),
+    );
+    const fast = who.filter((w) => w === 'fast_0').length;
+    const slow = who.filter((w) => w === 'slow_0').length;
+    expect(fast + slow).toBe(30);
+    // Fewest executions × priority first: 2:1, give or take the start.
+    expect(fast).toBeGreaterThanOrEqual(18);
+    expect(fast).toBeLessThanOrEqual(22);
+    expect(server.log()).toMatch(/\| rate_limit +\| EXEC_COUNT +\|/);
+    expect(server.log()).toContain('{"name":"R1", "count":1 "device":-1}');
+  });
+
+  it("fails the load of a model that needs more than exists, or mixes global and per-device, with Triton's texts", async () => {
+    const index = (await (await fetch(`${server.http}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as Array<{
+      name: string;
+      reason?: string;
+    }>;
+    expect(index.find((m) => m.name === 'rate_short')?.reason).toContain(
+      'Resource count for "R1" is limited to 1 which will prevent scheduling of one or more model instances, the minimum required count is 3',
+    );
+    expect(index.find((m) => m.name === 'rate_mixed')?.reason).toContain(
+      'Resource "R2" is present as both global and device-specific resource in the model configuration.',
+    );
+  });
+});
+
+describe('rate limiter flags', () => {
+  const refused = refusedStartLog;
+
+  it("refuses a bad mode or resource with tritonserver's texts", async () => {
+    expect(await refused(['--rate-limit=sometimes'])).toContain('invalid argument for --rate-limit');
+    expect(await refused(['--rate-limit-resource=R1'])).toContain(
+      "--rate-limit-resource option format is '<resource_name>:<count>:<device>' or '<resource_name>:<count>'. Got R1",
+    );
+    expect(await refused(['--rate-limit-resource=R1:two'])).toContain('Invalid option value. Got two');
+  });
+});
