@@ -36,6 +36,7 @@ export interface LimitedInstance {
 interface Need {
   key: string;
   name: string;
+  global: boolean;
   count: number;
 }
 
@@ -67,7 +68,9 @@ export class RateLimiter {
 
   /** The resources a model version's instances need; throws Triton's load error when one could never run. */
   register(instances: readonly LimitedInstance[]): void {
+    // Resource names are the server's: one kind per name, over this model and those registered.
     const kinds = new Map<string, boolean>();
+    for (const e of this.entries.values()) for (const n of e.needs) kinds.set(n.name, n.global);
     for (const i of instances) {
       for (const r of i.resources) {
         const global = kinds.get(r.name);
@@ -77,7 +80,7 @@ export class RateLimiter {
     }
     const added = new Map<ExecutionInstance, Entry>();
     for (const i of instances) {
-      const needs = i.resources.map((r) => ({ key: keyOf(r.name, r.global ? GLOBAL : i.device), name: r.name, count: r.count }));
+      const needs = i.resources.map((r) => ({ key: keyOf(r.name, r.global ? GLOBAL : i.device), name: r.name, global: r.global, count: r.count }));
       added.set(i.instance, new Entry(needs, Math.max(1, i.priority), () => {}));
     }
     const limits = this.limitsFor([...this.entries.values(), ...added.values()]);
