@@ -17,6 +17,7 @@ beforeAll(async () => {
     'rate_limited',
     { from: path.join(TEST_MODELS, 'rate_limited'), name: 'rate_short' },
     { from: path.join(TEST_MODELS, 'rate_limited'), name: 'rate_mixed' },
+    { from: path.join(TEST_MODELS, 'sequence_accum'), name: 'rate_seq' },
   ]);
   const edit = (name: string, f: (c: string) => string) => {
     const file = path.join(repo, name, 'config.pbtxt');
@@ -24,6 +25,13 @@ beforeAll(async () => {
   };
   edit('rate_short', (c) => c.replace('{ name: "R1" count: 1 }, { name: "R2" global: true count: 1 }] priority: 1', '{ name: "R1" count: 3 }] priority: 1'));
   edit('rate_mixed', (c) => c.replace('{ name: "R2" global: true count: 1 }] priority: 2', '{ name: "R2" count: 1 }] priority: 2'));
+  // A sequence model whose two instances share R1: the sequence batcher asks the limiter too.
+  edit('rate_seq', (c) =>
+    c.replace(
+      'instance_group [{ kind: KIND_CPU count: 1 }]',
+      'instance_group [{ kind: KIND_CPU count: 2 rate_limiter { resources [{ name: "R1" count: 1 }] } }]',
+    ),
+  );
   server = await startTritium({
     repos: [repo],
     args: ['--rate-limit=EXECUTION_COUNT', '--rate-limit-resource=R1:1', '--rate-limit-resource=R2:1', '--exit-on-error=false', '--strict-readiness=false'],
@@ -51,6 +59,25 @@ describe('the rate limiter', () => {
     expect(fast).toBeLessThanOrEqual(22);
     expect(server.log()).toMatch(/\| rate_limit +\| EXEC_COUNT +\|/);
     expect(server.log()).toContain('{"name":"R1", "count":1 "device":-1}');
+  });
+
+  it('serves a sequence model whose instances share a resource, each sequence in its own slot', async () => {
+    const step = async (id: number, k: number, value: number) => {
+      const parameters: Record<string, unknown> = { sequence_id: id, delay_ms: 20 };
+      if (k === 0) parameters.sequence_start = true;
+      if (k === 4) parameters.sequence_end = true;
+      const body = JSON.stringify({ parameters, inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }] });
+      const json = (await (await fetch(`${server.http}/v2/models/rate_seq/infer`, { method: 'POST', body })).json()) as any;
+      return json.outputs?.[0]?.data?.[0] ?? json.error;
+    };
+    const sums = await Promise.all(
+      [1, 2, 3].map(async (id) => {
+        const out: unknown[] = [];
+        for (let k = 0; k < 5; k++) out.push(await step(900 + id, k, id));
+        return out;
+      }),
+    );
+    expect(sums).toEqual([1, 2, 3].map((v) => [1, 2, 3, 4, 5].map((n) => n * v)));
   });
 
   it("fails the load of a model that needs more than exists, or mixes global and per-device, with Triton's texts", async () => {

@@ -89,7 +89,7 @@ export class ModelVersion implements ModelHandle {
     this.scheduler = loaded.createScheduler
       ? loaded.createScheduler(onExecution)
       : sb
-        ? new SequenceBatcher(this.name, [...loaded.instances], sb, onExecution, onDispatch)
+        ? new SequenceBatcher(this.name, [...loaded.instances], sb, onExecution, onDispatch, limiter)
         : db
           ? new DynamicBatcher([...loaded.instances], db, onExecution, onDispatch, limiter)
           : new DefaultScheduler([...loaded.instances], onExecution, onDispatch, limiter);

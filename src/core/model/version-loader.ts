@@ -114,13 +114,9 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   return mv;
 }
 
-/**
- * Registers each instance's `rate_limiter` (its group's) with the limiter, and has the version's
- * unload forget them. Sequence models are left out: the sequence batcher binds work to slots,
- * which the limiter does not grant (README, "does not do").
- */
+/** Registers each instance's `rate_limiter` (its group's) with the limiter, and has the version's unload forget them. */
 function registerRateLimits(limiter: RateLimiter, config: ModelConfig, loaded: LoadedModel): void {
-  if (config.schedulingChoice.case === 'sequenceBatching' || loaded.instances.length === 0) return;
+  if (loaded.instances.length === 0) return;
   const specs = expandInstances(config);
   const groups = new Map(config.instanceGroup.map((g) => [g.name, g]));
   const entries = loaded.instances.map((instance, k) => {

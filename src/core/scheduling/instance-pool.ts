@@ -86,6 +86,16 @@ export class InstancePool {
     return best >= 0 && limiter.acquire(this.instances[best]!) ? best : -1;
   }
 
+  /**
+   * For schedulers that bind work to one instance (canTake): whether the rate limiter, if it
+   * covers instance `idx`, grants it its resources now. Call it only right before run(), which
+   * gives them back when the execution ends; false: the limiter tries the scheduler again later.
+   */
+  grant(idx: number): boolean {
+    const limiter = this.limiter;
+    return limiter === undefined || limiter.acquire(this.instances[idx]!);
+  }
+
   /** Instance `idx` is ready and can take a batch now (schedulers that bind work to one instance). */
   canTake(idx: number): boolean {
     return this.running[idx]! < this.depth[idx]! && this.instances[idx]!.isReady();

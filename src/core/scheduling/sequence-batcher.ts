@@ -20,6 +20,7 @@ import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { InstancePool } from './instance-pool.js';
 import { PumpGuard } from './pump-guard.js';
+import type { RateLimiter } from './rate-limiter.js';
 import { Ring } from './queue.js';
 import {
   ControlTensors,
@@ -111,6 +112,7 @@ export class SequenceBatcher implements Scheduler {
     private readonly o: SequenceBatchingOptions,
     private readonly observer: ExecutionObserver,
     onDispatch?: DispatchObserver,
+    limiter?: RateLimiter,
   ) {
     this.instances = instances.slice();
     this.controls = new ControlTensors(o.controls, o.maxBatchSize);
@@ -129,6 +131,7 @@ export class SequenceBatcher implements Scheduler {
       () => this.pump(),
       false,
       onDispatch,
+      limiter,
     );
   }
 
@@ -428,6 +431,8 @@ export class SequenceBatcher implements Scheduler {
         return;
       }
     }
+    // Under the rate limiter the instance runs only once its resources are granted.
+    if (!this.pool.grant(i)) return;
     const handed: PendingRequest[] = [];
     const real: PendingRequest[] = [];
     for (let s = 0; s <= last; s++) {
@@ -475,6 +480,7 @@ export class SequenceBatcher implements Scheduler {
       const fit = strategy.preferredBatchSizes.filter((p) => p <= rows.length).reduce((a, b) => Math.max(a, b), 0);
       if (fit > 0) rows = rows.slice(0, fit);
     }
+    if (!this.pool.grant(i)) return;
     const batch: PendingRequest[] = [];
     for (const { slot, e } of rows) {
       slot.queue.shift();
