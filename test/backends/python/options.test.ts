@@ -28,6 +28,7 @@ describe('pythonBackendOptions', () => {
       initializeTimeoutSeconds: 0,
       ipcWait: { spinUs: 50, spinMode: 'adaptive' },
       maxAsyncExecutes: 128,
+      concurrentAsyncExecutes: 1,
     };
     expect(pythonBackendOptions(new Map())).toEqual(defaults);
     expect(pythonBackendOptions(new Map([['onnxruntime', new Map([['run-in', 'main']])]]))).toEqual(defaults);
@@ -45,6 +46,7 @@ describe('pythonBackendOptions', () => {
           'spin-us': '1000000',
           'spin-mode': 'never',
           'max-async-executes': '2',
+          'concurrent-async-executes': '8',
         }),
       ),
     ).toEqual({
@@ -55,6 +57,7 @@ describe('pythonBackendOptions', () => {
       initializeTimeoutSeconds: 600,
       ipcWait: { spinUs: 1_000_000, spinMode: 'never' },
       maxAsyncExecutes: 2,
+      concurrentAsyncExecutes: 8,
     });
   });
 
@@ -78,6 +81,7 @@ describe('pythonBackendOptions', () => {
 
   it.each([
     [{ 'no-such-key': '1' }, '--backend-config=python,no-such-key: unknown python backend setting.'],
+    [{ 'concurrent-async-executes': '0' }, "--backend-config=python,concurrent-async-executes: must be a positive number of coroutines, got '0'."],
     [{ 'shm-default-byte-size': '10' }, "--backend-config=python,shm-default-byte-size: must be at least 1 MiB (1048576 bytes), got '10'."],
     [{ 'shm-growth-byte-size': '0' }, "--backend-config=python,shm-growth-byte-size: must be a positive number of bytes, got '0'."],
     [{ 'stub-timeout-seconds': '1.5' }, "--backend-config=python,stub-timeout-seconds: must be a positive number of seconds, got '1.5'."],
