@@ -42,6 +42,8 @@ const THREADED = [
   'test/e2e/trace-content.test.ts',
   'test/e2e/large-json-output.test.ts',
   'test/e2e/sequence-batcher.test.ts',
+  'test/e2e/response-cache.test.ts',
+  'test/e2e/async-concurrent.test.ts',
 ];
 
 export default defineConfig({
