@@ -14,10 +14,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { arg, load, machine, runPerfAnalyzer } from './batching.mjs';
+import { arg, load, machine } from './batching.mjs';
+import { alternate, medianOf } from './lib/alternate.mjs';
 import { requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
 import { cmdline, cpuSeconds, descendants } from './lib/proc-stats.mjs';
-import { ROOT, startTritium, successCount } from './lib/server.mjs';
+import { ROOT, startTritium } from './lib/server.mjs';
 
 const OUT = path.join(ROOT, 'bench', '.out', 'python-based');
 const BACKEND = path.join(ROOT, 'test', 'backends', 'add_sub');
@@ -57,30 +58,23 @@ async function main() {
   const pid = server.proc.pid;
   const data = path.join(OUT, 'data.json');
   fs.writeFileSync(data, JSON.stringify({ data: [{ INPUT0: [1.5, 2.5, 3.5, 4.5], INPUT1: [0.5, 0.5, 0.5, 0.5] }] }));
-  const runs = { pb_add: [], plain_add: [] };
+  let runs;
   try {
-    for (let round = 0; round < rounds; round++) {
-      for (const model of ['pb_add', 'plain_add']) {
-        const common = { server, protocol: 'http', model, concurrency, extra: ['--input-data', data] };
-        if (round === 0) await runPerfAnalyzer(pa, { ...common, durationMs: 1000, csv: path.join(OUT, `${model}-warm.csv`) });
-        const ok0 = await successCount(server, model);
-        const s0 = cpuSeconds(pid);
-        const t0 = stubCpu(pid, model);
-        const r = await runPerfAnalyzer(pa, { ...common, durationMs, csv: path.join(OUT, `${model}-${round}.csv`) });
-        const requests = (await successCount(server, model)) - ok0;
-        runs[model].push({
-          throughput: r.throughput,
-          p99us: r.p99us,
-          serverCpuUs: ((cpuSeconds(pid) - s0) / requests) * 1e6,
-          stubCpuUs: ((stubCpu(pid, model) - t0) / requests) * 1e6,
-          command: r.command,
-        });
-      }
-    }
+    runs = await alternate(pa, server, ['pb_add', 'plain_add'], {
+      rounds,
+      durationMs,
+      concurrency,
+      extra: ['--input-data', data],
+      out: OUT,
+      snapshot: (model) => ({ server: cpuSeconds(pid), stubs: stubCpu(pid, model) }),
+    });
   } finally {
     await server.stop();
   }
-  const median = (list, key) => list.map((x) => x[key]).sort((a, b) => a - b)[Math.floor(list.length / 2)];
+  for (const r of Object.values(runs).flat()) {
+    r.serverCpuUs = ((r.after.server - r.before.server) / r.requests) * 1e6;
+    r.stubCpuUs = ((r.after.stubs - r.before.stubs) / r.requests) * 1e6;
+  }
   console.log(`# Python-based backend vs plain Python model (${new Date().toISOString().slice(0, 10)})\n`);
   console.log(`machine: ${machine()}; load average at end ${load()}; ${rounds} rounds, medians\n`);
   console.log('| model | infer/s | p99 µs | server CPU µs/req | stub CPU µs/req |');
@@ -88,10 +82,10 @@ async function main() {
   for (const model of ['pb_add', 'plain_add']) {
     const r = runs[model];
     console.log(
-      `| ${model} | ${median(r, 'throughput').toFixed(0)} | ${median(r, 'p99us').toFixed(0)} | ${median(r, 'serverCpuUs').toFixed(1)} | ${median(r, 'stubCpuUs').toFixed(1)} |`,
+      `| ${model} | ${medianOf(r, 'throughput').toFixed(0)} | ${medianOf(r, 'p99us').toFixed(0)} | ${medianOf(r, 'serverCpuUs').toFixed(1)} | ${medianOf(r, 'stubCpuUs').toFixed(1)} |`,
     );
   }
-  const ratio = (key) => (median(runs.pb_add, key) / median(runs.plain_add, key)).toFixed(2);
+  const ratio = (key) => (medianOf(runs.pb_add, key) / medianOf(runs.plain_add, key)).toFixed(2);
   console.log(`\npb_add / plain_add: throughput ${ratio('throughput')}, server CPU ${ratio('serverCpuUs')}, stub CPU ${ratio('stubCpuUs')}`);
   console.log(`\ncommand: ${runs.pb_add[0].command}`);
   fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify({ machine: machine(), runs }, null, 2));

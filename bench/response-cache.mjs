@@ -13,10 +13,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { arg, load, machine, runPerfAnalyzer } from './batching.mjs';
+import { arg, load, machine } from './batching.mjs';
+import { alternate, medianOf } from './lib/alternate.mjs';
 import { requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
 import { cpuPerRequest, treeCpu } from './lib/proc-stats.mjs';
-import { ROOT, startTritium, successCount } from './lib/server.mjs';
+import { ROOT, startTritium } from './lib/server.mjs';
 
 const OUT = path.join(ROOT, 'bench', '.out', 'response-cache');
 const MODEL = path.join(ROOT, 'test', 'models', 'cache_probe');
@@ -36,25 +37,23 @@ async function main() {
   const pa = requirePerfAnalyzer();
   const server = await startTritium({ repos: repo, args: ['--cache-config=local,size=1048576'] });
   const pid = server.proc.pid;
-  const runs = { cached: [], computed: [] };
+  let runs;
   try {
-    for (let round = 0; round < rounds; round++) {
-      for (const model of ['cached', 'computed']) {
-        const common = { server, protocol: 'http', model, concurrency, extra: ['--input-data', data] };
-        if (round === 0) await runPerfAnalyzer(pa, { ...common, durationMs: 1000, csv: path.join(OUT, `${model}-warm.csv`) });
-        const ok0 = await successCount(server, model);
-        const before = treeCpu(pid);
-        const r = await runPerfAnalyzer(pa, { ...common, durationMs, csv: path.join(OUT, `${model}-${round}.csv`) });
-        const after = treeCpu(pid);
-        const requests = (await successCount(server, model)) - ok0;
-        const cpu = cpuPerRequest(before, after, requests);
-        runs[model].push({ throughput: r.throughput, p99us: r.p99us, ...cpu, totalCpuUs: cpu.serverCpuUs + cpu.stubCpuUs, command: r.command });
-      }
-    }
+    runs = await alternate(pa, server, ['cached', 'computed'], {
+      rounds,
+      durationMs,
+      concurrency,
+      extra: ['--input-data', data],
+      out: OUT,
+      snapshot: () => treeCpu(pid),
+    });
   } finally {
     await server.stop();
   }
-  const median = (list, key) => list.map((x) => x[key]).sort((a, b) => a - b)[Math.floor(list.length / 2)];
+  for (const r of Object.values(runs).flat()) {
+    Object.assign(r, cpuPerRequest(r.before, r.after, r.requests));
+    r.totalCpuUs = r.serverCpuUs + r.stubCpuUs;
+  }
   console.log(`# Response cache hit vs computed request (${new Date().toISOString().slice(0, 10)})\n`);
   console.log(`machine: ${machine()}; load average at end ${load()}; ${rounds} rounds, medians\n`);
   console.log('| model | infer/s | p99 µs | server CPU µs/req | stub CPU µs/req | total CPU µs/req |');
@@ -62,11 +61,11 @@ async function main() {
   for (const model of ['cached', 'computed']) {
     const r = runs[model];
     console.log(
-      `| ${model} | ${median(r, 'throughput').toFixed(0)} | ${median(r, 'p99us').toFixed(0)} | ${median(r, 'serverCpuUs').toFixed(1)} | ${median(r, 'stubCpuUs').toFixed(1)} | ${median(r, 'totalCpuUs').toFixed(1)} |`,
+      `| ${model} | ${medianOf(r, 'throughput').toFixed(0)} | ${medianOf(r, 'p99us').toFixed(0)} | ${medianOf(r, 'serverCpuUs').toFixed(1)} | ${medianOf(r, 'stubCpuUs').toFixed(1)} | ${medianOf(r, 'totalCpuUs').toFixed(1)} |`,
     );
   }
   console.log(
-    `\nhit / computed, total CPU per request: ${(median(runs.cached, 'totalCpuUs') / median(runs.computed, 'totalCpuUs')).toFixed(2)} (target ≤ 0.50)`,
+    `\nhit / computed, total CPU per request: ${(medianOf(runs.cached, 'totalCpuUs') / medianOf(runs.computed, 'totalCpuUs')).toFixed(2)} (target ≤ 0.50)`,
   );
   console.log(`\ncommand: ${runs.cached[0].command}`);
   fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify({ machine: machine(), runs }, null, 2));
