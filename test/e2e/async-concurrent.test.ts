@@ -6,17 +6,15 @@
  * its requests with Triton's batch error text; a client's cancel is seen in is_cancelled();
  * without the setting they run one after another, as in Triton.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { editConfig, makeRepo, pythonResult, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 
 beforeAll(async () => {
   const repo = makeRepo(['async_concurrent', { from: path.join(TEST_MODELS, 'async_concurrent'), name: 'async_in_turn' }]);
-  const config = path.join(repo, 'async_in_turn', 'config.pbtxt');
-  fs.writeFileSync(config, fs.readFileSync(config, 'utf8').replace(/parameters \{ key: "CONCURRENT_ASYNC_EXECUTES".*\n/, ''));
+  editConfig(repo, 'async_in_turn', (c) => c.replace(/parameters \{ key: "CONCURRENT_ASYNC_EXECUTES".*\n/, ''));
   server = await startTritium({ repos: [repo] });
 }, 120_000);
 

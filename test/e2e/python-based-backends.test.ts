@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildEnvArchive } from '../helpers/packed-env.js';
-import { makeRepo, pythonResult, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { makeRepo, pythonResult, ROOT, startTritium, stopAndExpectNoShm, type Tritium, writeModel } from '../helpers/server.js';
 
 let work: string;
 let backends: string;
@@ -21,8 +21,7 @@ let server: Tritium;
 
 /** A copy of test model `from` named `name`, with another config and model.json. */
 function model(name: string, config: string, operation?: string): void {
-  fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
-  fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), config);
+  writeModel(repo, name, config);
   if (operation) fs.writeFileSync(path.join(repo, name, '1', 'model.json'), JSON.stringify({ operation }));
 }
 

@@ -5,10 +5,9 @@
  * first, Triton's rule); an instance that needs more than exists, or a resource named global and
  * per-device, fails its model's load with Triton's texts; and the flags' refusals.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, refusedStartLog, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
+import { editConfig, makeRepo, refusedStartLog, startTritium, stopAndExpectNoShm, TEST_MODELS, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 
@@ -19,10 +18,7 @@ beforeAll(async () => {
     { from: path.join(TEST_MODELS, 'rate_limited'), name: 'rate_mixed' },
     { from: path.join(TEST_MODELS, 'sequence_accum'), name: 'rate_seq' },
   ]);
-  const edit = (name: string, f: (c: string) => string) => {
-    const file = path.join(repo, name, 'config.pbtxt');
-    fs.writeFileSync(file, f(fs.readFileSync(file, 'utf8')));
-  };
+  const edit = (name: string, f: (c: string) => string) => editConfig(repo, name, f);
   edit('rate_short', (c) => c.replace('{ name: "R1" count: 1 }, { name: "R2" global: true count: 1 }] priority: 1', '{ name: "R1" count: 3 }] priority: 1'));
   edit('rate_mixed', (c) => c.replace('{ name: "R2" global: true count: 1 }] priority: 2', '{ name: "R2" count: 1 }] priority: 2'));
   // A sequence model whose two instances share R1: the sequence batcher asks the limiter too.

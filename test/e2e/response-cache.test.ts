@@ -7,9 +7,8 @@
  * flags' refusals with tritonserver's texts.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, refusedStartLog, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { editConfig, makeRepo, refusedStartLog, pythonResult, startTritium, stopAndExpectNoShm, type Tritium, writeModel } from '../helpers/server.js';
 
 let server: Tritium;
 let repo: string;
@@ -17,9 +16,9 @@ let repo: string;
 beforeAll(async () => {
   repo = makeRepo(['cache_probe', 'repeat_int32']);
   // An ensemble with its own cache over cache_probe.
-  fs.mkdirSync(path.join(repo, 'cache_ensemble', '1'), { recursive: true });
-  fs.writeFileSync(
-    path.join(repo, 'cache_ensemble', 'config.pbtxt'),
+  writeModel(
+    repo,
+    'cache_ensemble',
     `platform: "ensemble"
 max_batch_size: 0
 input [{ name: "X" data_type: TYPE_FP32 dims: [ 4 ] }]
@@ -29,8 +28,7 @@ ensemble_scheduling { step [{ model_name: "cache_probe" model_version: -1 input_
 `,
   );
   // A decoupled model with the cache: refused at load.
-  const cfg = path.join(repo, 'repeat_int32', 'config.pbtxt');
-  fs.writeFileSync(cfg, `${fs.readFileSync(cfg, 'utf8')}\nresponse_cache { enable: true }\n`);
+  editConfig(repo, 'repeat_int32', (c) => `${c}\nresponse_cache { enable: true }\n`);
   // 1 KiB holds six of cache_probe's answers (about 160 bytes each).
   server = await startTritium({ repos: [repo], args: ['--cache-config=local,size=1024', '--exit-on-error=false', '--strict-readiness=false'] });
 }, 120_000);

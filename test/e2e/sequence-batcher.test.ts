@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWindows, perfAnalyzer } from '../helpers/perf-analyzer.js';
-import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { editConfig, makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium, writeModel } from '../helpers/server.js';
 
 let server: Tritium;
 let repo: string;
@@ -19,8 +19,7 @@ let repo: string;
 /** A copy of test model `from` named `name`, with its config edited. */
 function variant(from: string, name: string, edit: (config: string) => string): void {
   fs.cpSync(path.join(repo, from), path.join(repo, name), { recursive: true });
-  const file = path.join(repo, name, 'config.pbtxt');
-  fs.writeFileSync(file, edit(fs.readFileSync(file, 'utf8')));
+  editConfig(repo, name, edit);
 }
 
 beforeAll(async () => {
@@ -44,9 +43,9 @@ beforeAll(async () => {
     ),
   );
   // An ensemble whose step is a sequence model: the step sees the client's sequence parameters.
-  fs.mkdirSync(path.join(repo, 'seq_ensemble', '1'), { recursive: true });
-  fs.writeFileSync(
-    path.join(repo, 'seq_ensemble', 'config.pbtxt'),
+  writeModel(
+    repo,
+    'seq_ensemble',
     `platform: "ensemble"
 max_batch_size: 4
 input [{ name: "X" data_type: TYPE_INT32 dims: [ 1 ] }]

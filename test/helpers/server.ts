@@ -152,6 +152,18 @@ export function makeRepo(models: Array<string | { from: string; name?: string }>
   return dir;
 }
 
+/** Rewrites `<repo>/<name>/config.pbtxt` through `edit` (a test's variant of a model). */
+export function editConfig(repo: string, name: string, edit: (config: string) => string): void {
+  const file = path.join(repo, name, 'config.pbtxt');
+  fs.writeFileSync(file, edit(fs.readFileSync(file, 'utf8')));
+}
+
+/** Writes `<repo>/<name>/config.pbtxt` and an empty version directory `1` (an ensemble, or a model whose files the test adds). */
+export function writeModel(repo: string, name: string, config: string): void {
+  fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
+  fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), config);
+}
+
 /** Starts a server on an empty repository with `args` that must make it refuse to start; resolves with its log. */
 export async function refusedStartLog(args: string[]): Promise<string> {
   const s = await startTritium({ repos: [makeRepo([])], args, expectFailure: true });
