@@ -96,6 +96,8 @@ export class SequenceBatcher implements Scheduler {
   private readonly idleMs: number;
   private readonly idleNs: bigint;
   private readonly maxRows: number;
+  /** `oldest`: the largest preferred batch size (max_batch_size without any). */
+  private readonly maxPreferred: number;
   private readonly batching: boolean;
   private queued = 0;
   private stopped = false;
@@ -120,6 +122,8 @@ export class SequenceBatcher implements Scheduler {
     this.idleNs = BigInt(Math.round(o.idleUs * 1000));
     this.maxRows = Math.max(1, o.maxBatchSize);
     this.batching = o.maxBatchSize > 0;
+    const preferred = o.strategy.kind === 'oldest' ? o.strategy.preferredBatchSizes : [];
+    this.maxPreferred = preferred.reduce((a, b) => Math.max(a, b), 0) || this.maxRows;
     const perInstance = o.strategy.kind === 'direct' ? this.maxRows : o.strategy.candidates;
     this.slots = this.instances.map((_, i) => Array.from({ length: perInstance }, (_x, s) => new Slot(i, s)));
     this.delayTimers = this.instances.map(() => undefined);
@@ -467,7 +471,7 @@ export class SequenceBatcher implements Scheduler {
     const sig = heads[0]!.e.pr.shapeSignature;
     let rows = heads.filter((h) => h.e.pr.shapeSignature === sig);
     const now = process.hrtime.bigint();
-    const maxPreferred = strategy.preferredBatchSizes.reduce((a, b) => Math.max(a, b), 0) || this.maxRows;
+    const maxPreferred = this.maxPreferred;
     if (rows.length > this.maxRows) rows = rows.slice(0, this.maxRows);
     if (rows.length < maxPreferred && strategy.maxQueueDelayUs > 0 && !strategy.preferredBatchSizes.includes(rows.length)) {
       const waitedUs = Number(now - rows[0]!.e.pr.arrivalNs) / 1000;
