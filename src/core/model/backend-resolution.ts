@@ -16,6 +16,7 @@ import { create } from '@bufbuild/protobuf';
 import { type ModelConfig, ModelParameterSchema } from '../../generated/model_config_pb.js';
 import type { Backend } from '../backend.js';
 import { Errors } from '../errors.js';
+import { isInside, resolveInside } from '../repository/safe-path.js';
 
 /** tritonserver's default `--backend-directory`. */
 export const DEFAULT_BACKEND_DIRECTORY = '/opt/tritonserver/backends';
@@ -76,7 +77,8 @@ export function resolveBackend(config: ModelConfig, modelDir: string, versionDir
   }
   const modelPy = path.join(dir, PYTHON_BASED_RUNTIME);
   // A backend name such as '../x' would take the lookup out of the backend directory.
-  if (!isInside(o.backendDirectory, dir)) throw Errors.configBackendEscape(at, path.join(name, PYTHON_BASED_RUNTIME), o.backendDirectory, config.name);
+  if (path.relative(o.backendDirectory, dir) === '' || !isInside(o.backendDirectory, dir))
+    throw Errors.configBackendEscape(at, path.join(name, PYTHON_BASED_RUNTIME), o.backendDirectory, config.name);
   if (!fs.existsSync(modelPy)) {
     if (runtime === PYTHON_BASED_RUNTIME) throw Errors.configBackendModelPyMissing(at, config.name, modelPy);
     throw Errors.configUnsupportedBackend(at, name, modelPy);
@@ -94,26 +96,9 @@ export function resolveBackend(config: ModelConfig, modelDir: string, versionDir
 
 /** `<dir>/<file>` as a real path, refused with Triton's text when it leaves `dir` (also through links). */
 function confined(dir: string, file: string, model: string, at: { file: string; field: string }): string {
-  const full = path.resolve(dir, file);
-  let real = full;
   try {
-    real = fs.realpathSync(full);
+    return resolveInside(dir, file, 'runtime');
   } catch {
-    // Not there: only the name itself is checked.
-  }
-  let realDir = dir;
-  try {
-    realDir = fs.realpathSync(dir);
-  } catch {
-    // Not there either.
-  }
-  if (path.isAbsolute(file) || !isInside(path.resolve(dir), full) || (real !== full && !isInside(realDir, real))) {
     throw Errors.configBackendEscape(at, file, dir, model);
   }
-  return real;
-}
-
-function isInside(dir: string, p: string): boolean {
-  const rel = path.relative(path.resolve(dir), path.resolve(p));
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
 }

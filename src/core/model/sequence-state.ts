@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
 import { elementSize } from '../datatype.js';
-import { Errors, TritonError } from '../errors.js';
+import { Errors } from '../errors.js';
+import { resolveInside } from '../repository/safe-path.js';
 import type { StateSpec } from '../scheduling/sequence-controls.js';
 import { countBytesElements, elementCount } from '../tensor.js';
 import { datatypeOf } from './config-view.js';
@@ -41,17 +42,15 @@ export function readSequenceStates(modelDir: string, config: ModelConfig): State
 
 /** `<model dir>/initial_state/<file>`, refusing any path that leaves that directory (links too). */
 function readStateFile(modelDir: string, file: string, state: string, model: string): Buffer {
-  const dir = path.join(modelDir, 'initial_state');
-  const inside = (p: string, d: string) => p.startsWith(d + path.sep);
-  if (path.isAbsolute(file) || !inside(path.resolve(dir, file), path.resolve(dir))) {
+  let full: string;
+  try {
+    full = resolveInside(path.join(modelDir, 'initial_state'), file, 'initial_state data_file');
+  } catch {
     throw Errors.sequenceStateFile(file, state, model, 'not inside the initial_state directory');
   }
   try {
-    const real = fs.realpathSync(path.resolve(dir, file));
-    if (!inside(real, fs.realpathSync(dir))) throw Errors.sequenceStateFile(file, state, model, 'not inside the initial_state directory');
-    return fs.readFileSync(real);
+    return fs.readFileSync(full);
   } catch (err) {
-    if (err instanceof TritonError) throw err;
     const e = err as NodeJS.ErrnoException;
     throw Errors.sequenceStateFile(file, state, model, e.code === 'ENOENT' ? 'no such file' : e.message);
   }

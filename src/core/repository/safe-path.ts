@@ -8,11 +8,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Errors } from '../errors.js';
 
-/** Resolves `rel` under `root`, refusing anything that lands outside it (symlinks included). */
+/**
+ * Resolves `rel` under `root`, refusing anything that lands outside it (symlinks included). A
+ * missing `root` holds nothing: only the name is checked, and the caller reports the missing file.
+ */
 export function resolveInside(root: string, rel: string, what: string): string {
   if (rel.includes('\0')) throw Errors.pathNul(what, rel);
   if (path.isAbsolute(rel)) throw Errors.pathAbsolute(what, rel);
-  const rootReal = fs.realpathSync(root);
+  const rootReal = fs.existsSync(root) ? fs.realpathSync(root) : path.resolve(root);
   const candidate = path.resolve(rootReal, rel);
   if (!isInside(rootReal, candidate)) throw Errors.pathOutside(what, rel);
   let real = candidate;
@@ -26,7 +29,8 @@ export function resolveInside(root: string, rel: string, what: string): string {
   return real;
 }
 
-function isInside(root: string, p: string): boolean {
+/** Whether `p` is `root` or below it (by name). */
+export function isInside(root: string, p: string): boolean {
   const r = path.relative(root, p);
   return r === '' || (!r.startsWith('..') && !path.isAbsolute(r));
 }
