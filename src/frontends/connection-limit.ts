@@ -114,10 +114,7 @@ export class ConnectionLimit {
    */
   admit(open: Iterable<LimitedConnection>, size: number): boolean {
     if (this.underLimit(size)) return true;
-    if (this.evictIdle(open)) {
-      this.countEviction();
-      return true;
-    }
+    if (this.evictIdle(open)) return true;
     this.refuse();
     return false;
   }
@@ -141,10 +138,7 @@ export class ConnectionLimit {
   ): void {
     if (elsewhere === undefined) return verdict(this.admit(open(), size));
     if (this.underLimit(size)) return verdict(true);
-    const admitted = (): void => {
-      this.countEviction();
-      verdict(true);
-    };
+    const admitted = (): void => verdict(true);
     const pastGrace = Date.now() - NEW_CONNECTION_GRACE_MS + 1;
     if (this.evictIdle(open(), pastGrace)) return admitted();
     const fail = (): void => {
@@ -168,8 +162,8 @@ export class ConnectionLimit {
 
   /**
    * Closes the oldest idle connection of `open` if it was opened before `olderThan` (epoch ms;
-   * any by default); false when none qualifies. Counts nothing: the connection that takes its
-   * place does. `open` is in the order the connections were opened, so the first idle one is
+   * any by default) and hands its slot to the connection that asked; false when none
+   * qualifies. `open` is in the order the connections were opened, so the first idle one is
    * the oldest; when it is past its grace so is no younger one, and a younger one is closed
    * only when none older is idle.
    */
@@ -177,6 +171,9 @@ export class ConnectionLimit {
     const c = oldestIdle(open);
     if (c === undefined || c.openedAt >= olderThan) return false;
     c.evict();
+    // Counted here, not when the asking thread hears of it: the evicted one's close event in
+    // this thread would otherwise free its slot first, for a third connection to take.
+    this.countEviction();
     return true;
   }
 

@@ -165,7 +165,8 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
   function* limited(): Generator<LimitedConnection> {
     for (const s of sessions) {
       const busy = (keepalive.get(s)?.openCalls ?? 0) - (arriving.get(s) ?? 0);
-      yield { idle: busy <= 0, openedAt: opened.get(s) ?? 0, evict: () => s.destroy() };
+      // A destroyed session stays in the set until its 'close' event; it is not there to evict.
+      yield { idle: busy <= 0 && !s.destroyed, openedAt: opened.get(s) ?? 0, evict: () => s.destroy() };
     }
   }
   t.server.on('session', (session) => {

@@ -164,7 +164,9 @@ export class Connection implements ResponseOwner {
    * the idle timeout and lock everyone else out.
    */
   get evictable(): boolean {
-    return this.req === undefined;
+    // A destroyed socket stays in the server's set until its 'close' event: evicting it again
+    // would count a second eviction and close nothing.
+    return this.req === undefined && !this.socket.destroyed;
   }
 
   /** Server shutdown: close now if idle, else after the response in flight. */
