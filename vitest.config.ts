@@ -44,6 +44,7 @@ const THREADED = [
   'test/e2e/sequence-batcher.test.ts',
   'test/e2e/response-cache.test.ts',
   'test/e2e/async-concurrent.test.ts',
+  'test/e2e/openai.test.ts',
 ];
 
 export default defineConfig({

@@ -9,6 +9,7 @@ import type { TraceSettings } from './core/extensions/trace-settings.js';
 import type { KeepaliveOptions } from './frontends/grpc/transport/keepalive.js';
 import type { SummaryQuantile } from './frontends/metrics/latency-families.js';
 import type { ApiGroup, Restriction } from './frontends/restricted-api.js';
+import type { OpenAiSettings } from './frontends/openai/settings.js';
 
 export interface ServerOptions {
   modelRepositories: string[];
@@ -70,6 +71,8 @@ export interface ServerOptions {
   grpcHeaderForward: RegExp | undefined;
   /** `--http-restricted-api` / `--grpc-restricted-protocol`: the header each restricted API group needs. */
   httpRestricted: Map<ApiGroup, Restriction> | undefined;
+  /** The OpenAI endpoints (`--tokenizer`, `--chat-template`, `--openai-*`); `port` = `--openai-port`, absent when not given. */
+  openai: OpenAiSettings & { port?: number; address?: string };
   grpcRestricted: Map<ApiGroup, Restriction> | undefined;
   /** `--grpc-infer-response-compression-level`. */
   grpcResponseCompression: 'none' | 'low' | 'medium' | 'high';

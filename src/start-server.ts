@@ -55,6 +55,7 @@ import { checkListeners, listenFailure, type Listener } from './frontends/listen
 import fs from 'node:fs';
 import path from 'node:path';
 import { createSecureContext } from 'node:tls';
+import type { OpenAiSettings } from './frontends/openai/settings.js';
 import type { Worker } from 'node:worker_threads';
 
 export interface RunningServer {
@@ -63,6 +64,8 @@ export interface RunningServer {
   httpPort?: number;
   grpcPort?: number;
   metricsPort?: number;
+  /** `--openai-port`'s bound port, when given. */
+  openaiPort?: number;
   python: PythonBackend;
   /** The HTTP frontend threads serving now, with --http-thread-count above 1 (diagnostics, tests). */
   httpThreads?: () => Worker[];
@@ -105,8 +108,19 @@ export function logSettingsOf(options: ServerOptions): LogSettings {
 }
 
 /** The frontends the flags enable, with the flags that place them. */
-function listenersOf(options: ServerOptions): Record<'http' | 'grpc' | 'metrics', Listener | undefined> {
+function listenersOf(options: ServerOptions): Record<'http' | 'grpc' | 'metrics' | 'openai', Listener | undefined> {
   return {
+    openai:
+      options.openai.port !== undefined
+        ? {
+            service: 'OpenAI',
+            address: options.openai.address ?? options.httpAddress,
+            port: options.openai.port,
+            portFlag: '--openai-port',
+            addressFlag: '--openai-address',
+            shared: false,
+          }
+        : undefined,
     http: options.allowHttp
       ? {
           service: 'HTTP',
@@ -137,6 +151,12 @@ function listenersOf(options: ServerOptions): Record<'http' | 'grpc' | 'metrics'
         }
       : undefined,
   };
+}
+
+/** What the HTTP listeners pass to the OpenAI endpoints (not where --openai-port listens). */
+function openAiSettings(options: ServerOptions): OpenAiSettings {
+  const { port: _port, address: _address, ...settings } = options.openai;
+  return settings;
 }
 
 /** Starts a frontend; a listen error becomes the start-up error naming the flag to change. */
@@ -240,7 +260,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const grpcTls = options.allowGrpc ? readGrpcTls(options) : undefined;
   const listeners = listenersOf(options);
   // Before any model loads (they may take minutes): every frontend can listen where asked.
-  const cannotListen = await checkListeners([listeners.grpc, listeners.http, listeners.metrics].filter((l) => l !== undefined));
+  const cannotListen = await checkListeners([listeners.grpc, listeners.http, listeners.metrics, listeners.openai].filter((l) => l !== undefined));
   if (cannotListen !== undefined) throw new StartupError(cannotListen);
   const removed = removeStaleFiles();
   if (removed.length) log.info(`removed ${removed.length} shared-memory file(s) left by servers that no longer run`);
@@ -403,6 +423,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
         idleTimeoutMs: options.httpIdleTimeoutSecs * 1000,
         ...(options.httpHeaderForward ? { headerForward: options.httpHeaderForward } : {}),
         ...(options.httpRestricted ? { restricted: options.httpRestricted } : {}),
+        openai: openAiSettings(options),
         descriptors,
       };
       const http = await listening(listeners.http!, () =>
@@ -414,6 +435,26 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
       running.httpPort = http.port;
       const threads = options.httpThreadCount > 1 ? ` (${options.httpThreadCount} threads)` : '';
       log.info(`Started HTTPService at ${options.httpAddress}:${http.port}${threads}`);
+    }
+    if (listeners.openai !== undefined) {
+      // The OpenAI API on a port of its own, served by the main loop (its requests are few and long).
+      const o = listeners.openai;
+      const openai = await listening(o, () =>
+        startHttpServer(core, {
+          port: o.port,
+          address: o.address,
+          maxInputSize: options.httpMaxInputSize,
+          maxBodyMemory: options.httpMaxBodyMemory,
+          logger: log,
+          logSettings,
+          idleTimeoutMs: options.httpIdleTimeoutSecs * 1000,
+          openai: { ...openAiSettings(options), ownPort: true },
+          descriptors,
+        }),
+      );
+      closables.push(openai);
+      running.openaiPort = openai.port;
+      log.info(`Started OpenAI API at ${o.address}:${openai.port}`);
     }
     if (options.allowMetrics) {
       const address = options.metricsAddress ?? options.httpAddress;

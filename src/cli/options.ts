@@ -6,6 +6,8 @@
  * their `<backend>,<key>=<value>` shape only and passed on as given: each backend reads its own
  * keys (backends/python/options.ts, backends/onnx/backend.ts).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { TRITIUM_VERSION, TRITON_API_VERSION } from '../core/version.js';
 import { KEEPALIVE_DEFAULTS } from '../frontends/grpc/transport/keepalive.js';
@@ -14,6 +16,8 @@ import { nearestFlag } from './nearest-flag.js';
 import { defaultFrontendThreads } from '../frontends/threads/thread-count.js';
 import { headerPattern } from '../frontends/header-forward.js';
 import { parseRestrictions, type ApiGroup, type Restriction } from '../frontends/restricted-api.js';
+import { OPENAI_API_GROUPS, type OpenAiApiGroup } from '../frontends/openai/routes.js';
+import { ChatTemplate } from '../frontends/openai/chat-template.js';
 import { traceSettingsFromFlags, type TraceSettings } from '../core/extensions/trace-settings.js';
 import { DEFAULT_BACKEND_DIRECTORY } from '../core/model/backend-resolution.js';
 import type { RateLimitResource } from '../core/scheduling/rate-limiter.js';
@@ -177,6 +181,7 @@ const G = {
   repoagent: 'Repository Agent:',
   cache: 'Response Cache:',
   rateLimiter: 'Rate Limiter:',
+  openai: 'OpenAI:',
   memory: 'Memory/Device Management:',
   deprecated: 'DEPRECATED:',
 } as const;
@@ -325,6 +330,35 @@ export function buildCommand(): Command {
   );
   add(G.http, new Option('--http-header-forward-pattern <string>', 'HTTP headers whose name matches this regular expression become request parameters'));
   inertIn(G.http);
+
+  add(
+    G.openai,
+    new Option('--openai-port <integer>', 'tritium: also serve the OpenAI API (/v1/...) on a port of its own (it is always on the HTTP port)').argParser(
+      port('--openai-port'),
+    ),
+  );
+  add(G.openai, new Option('--openai-address <string>', 'tritium: listen address of --openai-port (default: --http-address)'));
+  add(
+    G.openai,
+    new Option(
+      '--tokenizer <string>',
+      "tritium: a directory with tokenizer_config.json / tokenizer.json for every model's chat template and token counts (default: each model's own directory)",
+    ),
+  );
+  add(G.openai, new Option('--chat-template <string>', "tritium: a Jinja chat template file used instead of every model's own"));
+  add(
+    G.openai,
+    new Option('--openai-default-max-tokens <integer>', 'tritium: max_tokens of an OpenAI request that gives none')
+      .default(16)
+      .argParser(parseInteger('--openai-default-max-tokens', 1)),
+  );
+  add(
+    G.openai,
+    new Option(
+      '--openai-restricted-api <<string>:<string>=<string>>',
+      'tritium: <api>[,<api>...]:<key>=<value> for the OpenAI API (inference, model-repository, health): those answer only requests with that header (repeatable)',
+    ).argParser(collect),
+  );
 
   add(G.grpc, new Option('--allow-grpc <boolean>', 'serve gRPC').default(true).argParser(parseBool('--allow-grpc')));
   add(G.grpc, new Option('--grpc-address <string>', 'gRPC listen address').default('0.0.0.0'));
@@ -661,6 +695,7 @@ export function parseOptions(argv: string[], cmd = buildCommand()): ServerOption
     grpcTls: grpcTlsOf(o, warnings),
     grpcResponseCompression: o.grpcInferResponseCompressionLevel,
     httpRestricted: restrictions('--http-restricted-api', o.httpRestrictedApi),
+    openai: openAiSettingsOf(o),
     grpcRestricted: restrictions('--grpc-restricted-protocol', o.grpcRestrictedProtocol),
     httpHeaderForward: o.httpHeaderForwardPattern === undefined ? undefined : pattern('--http-header-forward-pattern', o.httpHeaderForwardPattern),
     grpcHeaderForward: o.grpcHeaderForwardPattern === undefined ? undefined : pattern('--grpc-header-forward-pattern', o.grpcHeaderForwardPattern),
@@ -780,6 +815,38 @@ function restrictions(flag: string, values: string[] | undefined): Map<ApiGroup,
   }
 }
 
+/** The OpenAI flags; a tokenizer directory or chat template that cannot be used stops the start. */
+function openAiSettingsOf(o: Record<string, unknown>): ServerOptions['openai'] {
+  let restricted: Map<OpenAiApiGroup, Restriction> | undefined;
+  if (o.openaiRestrictedApi !== undefined) {
+    try {
+      restricted = parseRestrictions('--openai-restricted-api', o.openaiRestrictedApi as string[], OPENAI_API_GROUPS);
+    } catch (err) {
+      throw new OptionsError((err as Error).message);
+    }
+  }
+  const tokenizerDir = o.tokenizer as string | undefined;
+  if (tokenizerDir !== undefined && !fs.statSync(tokenizerDir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new OptionsError(`--tokenizer=${tokenizerDir}: not a directory.`);
+  }
+  const chatTemplateFile = o.chatTemplate as string | undefined;
+  if (chatTemplateFile !== undefined) {
+    try {
+      // Read and parsed now, so a bad file stops the start instead of failing each chat request.
+      ChatTemplate.fromFile(chatTemplateFile);
+    } catch (err) {
+      throw new OptionsError(`--chat-template=${chatTemplateFile}: ${(err as Error).message}`);
+    }
+  }
+  return {
+    defaultMaxTokens: o.openaiDefaultMaxTokens as number,
+    ...(restricted ? { restricted } : {}),
+    ...(tokenizerDir !== undefined ? { tokenizerDir: path.resolve(tokenizerDir) } : {}),
+    ...(chatTemplateFile !== undefined ? { chatTemplateFile: path.resolve(chatTemplateFile) } : {}),
+    ...(o.openaiPort !== undefined ? { port: o.openaiPort as number, address: (o.openaiAddress as string | undefined) ?? (o.httpAddress as string) } : {}),
+  };
+}
+
 function pattern(flag: string, value: string): RegExp {
   try {
     return headerPattern(flag, value);
@@ -813,4 +880,5 @@ function checkPorts(o: ServerOptions): void {
   claim(o.allowHttp, '--http-port', o.httpAddress, o.httpPort);
   claim(o.allowGrpc, '--grpc-port', o.grpcAddress, o.grpcPort);
   claim(o.allowMetrics, '--metrics-port', o.metricsAddress ?? o.httpAddress, o.metricsPort);
+  if (o.openai.port !== undefined) claim(true, '--openai-port', o.openai.address ?? o.httpAddress, o.openai.port);
 }

@@ -17,6 +17,7 @@ import { http } from './errors/http.js';
 import { internal } from './errors/internal.js';
 import { models } from './errors/models.js';
 import { onnx } from './errors/onnx.js';
+import { openai } from './errors/openai.js';
 import { python } from './errors/python.js';
 import { request } from './errors/request.js';
 import { TritonError } from './errors/triton-error.js';
@@ -25,7 +26,7 @@ export { ErrorCode, TritonError, httpStatusOf, grpcStatusOf, type FailureReason 
 export { ConfigError, type ConfigLocation } from './errors/config-error.js';
 
 /** The areas, in the order docs/errors.md lists them. */
-export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, config, configSyntax, configRules, ensemble, internal } as const;
+export const ERROR_AREAS = { models, request, http, grpc, extensions, python, onnx, openai, config, configSyntax, configRules, ensemble, internal } as const;
 
 type Merge<T> = { [A in keyof T]: (x: T[A]) => void }[keyof T] extends (x: infer I) => void ? I : never;
 

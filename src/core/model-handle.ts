@@ -31,6 +31,8 @@ export interface ModelHandle {
   readonly decoupled: boolean;
   readonly inputs: readonly TensorSpec[];
   readonly outputs: readonly TensorSpec[];
+  /** The model's directory in its repository (`<repo>/<model>`); the version's is `<directory>/<version>`. */
+  readonly directory: string;
   /** Model metadata for this version (docs/protocol-notes.md, "Model metadata"). */
   metadata(): ModelMetadata;
   /** `/v2/models/<m>/config` body: the normalised config as Triton renders it. */

@@ -15,14 +15,18 @@ export interface Restriction {
 }
 
 /** The restriction of each group from the flag's values; throws an Error naming the flag for a bad one. */
-export function parseRestrictions(flag: string, values: readonly string[]): Map<ApiGroup, Restriction> {
-  const out = new Map<ApiGroup, Restriction>();
+export function parseRestrictions<G extends string = ApiGroup>(
+  flag: string,
+  values: readonly string[],
+  groups: readonly G[] = API_GROUPS as unknown as readonly G[],
+): Map<G, Restriction> {
+  const out = new Map<G, Restriction>();
   for (const v of values) {
     const m = /^([^:]+):([^=]+)=(.*)$/.exec(v);
     if (!m) throw new Error(`${flag} expects <api>[,<api>...]:<key>=<value>, got '${v}'.`);
     for (const api of m[1]!.split(',').map((s) => s.trim())) {
-      if (!(API_GROUPS as readonly string[]).includes(api)) throw new Error(`${flag}=${v}: unknown API '${api}'; the APIs are ${API_GROUPS.join(', ')}.`);
-      out.set(api as ApiGroup, { key: m[2]!.trim(), value: m[3]! });
+      if (!(groups as readonly string[]).includes(api)) throw new Error(`${flag}=${v}: unknown API '${api}'; the APIs are ${groups.join(', ')}.`);
+      out.set(api as G, { key: m[2]!.trim(), value: m[3]! });
     }
   }
   return out;

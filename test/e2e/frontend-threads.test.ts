@@ -24,7 +24,7 @@ import { metricValue, scrape, waitFor } from './infer-helpers.js';
 import { repoWithTwins, tempDir, waitForJson } from './twin-helpers.js';
 import { frameMessage, grpcCall, watchCall } from '../helpers/grpc-raw.js';
 import { parseResponses, postThenReset, rawExchange } from '../helpers/raw-http.js';
-import { ensureBuilt, makeRepo, MODELS, PYTHON, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { editConfig, ensureBuilt, makeRepo, MODELS, PYTHON, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 const THREADS = 4;
 const LIMIT = 10;
@@ -56,6 +56,9 @@ describe(`--http-thread-count=${THREADS} --grpc-thread-count=${THREADS}`, () => 
 
   beforeAll(async () => {
     repo = repoWithTwins(['batch_probe', 'slow_execute', 'add_sub'], ['cancel_loop']);
+    // Ten requests fill a batch and release it at once; the longer delay only gives a loaded
+    // machine time to deliver all ten before a partial batch would go.
+    editConfig(repo, 'batch_probe', (c) => c.replace('max_queue_delay_microseconds: 200000', 'max_queue_delay_microseconds: 1000000'));
     markers = tempDir('tritium-threads-');
     server = await startTritium({
       repos: [repo],
@@ -107,7 +110,7 @@ describe(`--http-thread-count=${THREADS} --grpc-thread-count=${THREADS}`, () => 
   });
 
   it('forms one batch from connections that different threads accepted', async () => {
-    // batch_probe: max_batch_size 10, max_queue_delay 200 ms; ten single-row requests, each on
+    // batch_probe: max_batch_size 10, max_queue_delay 1 s here; ten single-row requests, each on
     // its own connection, which the kernel spreads over the threads' sockets.
     const replies = await Promise.all(Array.from({ length: 10 }, () => postFresh(server.httpPort, '/v2/models/batch_probe/infer', probeBody)));
     for (const r of replies) expect(r.status, JSON.stringify(r.json)).toBe(200);

@@ -39,6 +39,7 @@ function handle(name: string, decoupled: boolean, inputs: TensorSpec[], outputs:
   return {
     name,
     version: '1',
+    directory: '',
     maxBatchSize: 0,
     decoupled,
     inputs,

@@ -44,6 +44,8 @@ export interface Tritium {
   httpPort: number;
   grpcPort?: number;
   metricsPort?: number;
+  /** `--openai-port`'s bound port, when the server was given one. */
+  openaiPort?: number;
   /** Everything the server logged so far. */
   log(): string;
   /** Sends SIGTERM (or the given signal) and resolves with the exit code/signal. */
@@ -104,11 +106,13 @@ export async function startTritium(o: StartOptions): Promise<Tritium> {
     const http = /Started HTTPService at [^:\s]+:(\d+)/.exec(out);
     const grpc = /Started GRPCInferenceService at [^:\s]+:(\d+)/.exec(out);
     const metrics = /Started Metrics Service at [^:\s]+:(\d+)/.exec(out);
+    const openai = /Started OpenAI API at [^:\s]+:(\d+)/.exec(out);
     if (http && metrics && (grpc || want.length === 0 || !hasGrpc())) {
       t.httpPort = Number(http[1]);
       t.http = `http://127.0.0.1:${t.httpPort}`;
       if (grpc) t.grpcPort = Number(grpc[1]);
       t.metricsPort = Number(metrics[1]);
+      if (openai) t.openaiPort = Number(openai[1]);
       return t;
     }
     if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`tritium exited during start-up:\n${out}`);

@@ -24,6 +24,7 @@ function model(inputs: TensorSpec[], maxBatchSize = 0): ModelHandle {
   return {
     name: 'm',
     version: '1',
+    directory: '',
     maxBatchSize,
     decoupled: false,
     inputs,

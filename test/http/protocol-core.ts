@@ -35,6 +35,7 @@ function handle(
   return {
     name,
     version: '1',
+    directory: '',
     maxBatchSize: mbs,
     decoupled: opts.decoupled ?? false,
     inputs,

@@ -20,6 +20,7 @@ function handle(name: string, decoupled: boolean): ModelHandle {
   return {
     name,
     version: '1',
+    directory: '',
     maxBatchSize: 0,
     decoupled,
     inputs: [spec('IN')],

@@ -53,6 +53,8 @@ export class ModelVersion implements ModelHandle {
     cache?: ResponseCache,
     /** The server's rate limiter, when on (it registered the instances it covers). */
     limiter?: RateLimiter,
+    /** `<repo>/<model>`. */
+    readonly directory = '',
   ) {
     this.name = config.name;
     this.version = String(versionNumber);

@@ -97,7 +97,7 @@ export async function loadVersion(l: VersionLoad): Promise<ModelVersion> {
   // Registered before the version exists: its statistics listener is looked up then.
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   l.observer.modelLoaded(source.name, String(version), () => mv?.scheduler.pendingCount() ?? 0, secs, config);
-  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels, states, l.responseCache, l.rateLimiter);
+  mv = new ModelVersion(config, l.json, version, loaded, l.observer, labels, states, l.responseCache, l.rateLimiter, source.dir);
   const runUncounted = mv.scheduler.runUncounted?.bind(mv.scheduler);
   if (loaded.instances.length === 0 && runUncounted && config.modelWarmup.length > 0) {
     // A model without instances (an ensemble) warms through its scheduler (warmup.ts).

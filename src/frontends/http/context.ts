@@ -6,6 +6,7 @@ import type { ApiGroup, Restriction } from '../restricted-api.js';
 import type { ServerCore } from '../../core/server-core.js';
 import type { LogSettingsStore } from '../../core/logger.js';
 import type { BodyBudget } from '../body-budget.js';
+import type { OpenAiSettings } from '../openai/settings.js';
 
 export interface HttpLogger {
   info(msg: string): void;
@@ -27,4 +28,6 @@ export interface HttpContext {
   readonly headerForward?: RegExp;
   /** `--http-restricted-api`: the header each restricted API group needs. */
   readonly restricted?: ReadonlyMap<ApiGroup, Restriction>;
+  /** The OpenAI endpoints' settings (frontends/openai/); absent: their defaults. */
+  readonly openai?: OpenAiSettings;
 }

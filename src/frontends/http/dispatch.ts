@@ -17,8 +17,15 @@ import { sendError, sendJson, sendMethodNotAllowed, sendNotFound } from './reply
 import { allowedMethods, apiGroupOf, matchRoute } from './router.js';
 import { missingHeader } from '../restricted-api.js';
 import { Errors } from '../../core/errors.js';
+import { dispatchOpenAi } from '../openai/dispatch.js';
+import { isOpenAiPath } from '../openai/routes.js';
 
 export function dispatch(ctx: HttpContext, req: HttpRequest, res: HttpResponse): void {
+  // The OpenAI paths (/v1/...) share the port; --openai-port serves only them.
+  if (ctx.openai?.ownPort === true || isOpenAiPath(req.url ?? '/')) {
+    dispatchOpenAi(ctx, req, res);
+    return;
+  }
   const route = matchRoute(req.url ?? '/');
   if (route === undefined) {
     sendNotFound(res);

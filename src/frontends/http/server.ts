@@ -19,6 +19,7 @@ import { ConnectionLimit, defaultMaxConnections, type ConnectionLimitCounts, typ
 import { Connection } from './wire/connection.js';
 import type { DescriptorWatch } from '../descriptor-watch.js';
 import type { SharedFrontendMemory } from '../shared-limits.js';
+import type { OpenAiSettings } from '../openai/settings.js';
 
 export interface HttpServerOptions {
   port: number;
@@ -54,6 +55,8 @@ export interface HttpServerOptions {
    * others to close one of theirs; resolves whether one did (frontends/threads/).
    */
   evictElsewhere?: (olderThan: number) => Promise<boolean>;
+  /** The OpenAI endpoints' settings; `ownPort` makes this the `--openai-port` listener. */
+  openai?: OpenAiSettings;
 }
 
 export interface HttpServerHandle {
@@ -87,6 +90,7 @@ export function startHttpServer(core: ServerCore, opts: HttpServerOptions): Prom
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.headerForward ? { headerForward: opts.headerForward } : {}),
     ...(opts.restricted ? { restricted: opts.restricted } : {}),
+    ...(opts.openai ? { openai: opts.openai } : {}),
   };
   let closing = false;
   const connections = new Set<Connection>();

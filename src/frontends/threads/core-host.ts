@@ -39,6 +39,7 @@ export interface HandleSnapshot {
   decoupled: boolean;
   inputs: ModelHandle['inputs'];
   outputs: ModelHandle['outputs'];
+  directory: string;
 }
 
 export interface HostLogger {
@@ -264,7 +265,15 @@ export class CoreHost {
 }
 
 function snapshot(h: ModelHandle): HandleSnapshot {
-  return { name: h.name, version: h.version, maxBatchSize: h.maxBatchSize, decoupled: h.decoupled, inputs: h.inputs, outputs: h.outputs };
+  return {
+    name: h.name,
+    version: h.version,
+    maxBatchSize: h.maxBatchSize,
+    decoupled: h.decoupled,
+    inputs: h.inputs,
+    outputs: h.outputs,
+    directory: h.directory,
+  };
 }
 
 /** File contents cross threads as Uint8Array; the model loader reads Buffers. */

@@ -242,6 +242,7 @@ class RemoteHandle implements ModelHandle {
   readonly decoupled: boolean;
   readonly inputs: ModelHandle['inputs'];
   readonly outputs: ModelHandle['outputs'];
+  readonly directory: string;
 
   constructor(
     s: HandleSnapshot,
@@ -253,6 +254,7 @@ class RemoteHandle implements ModelHandle {
     this.decoupled = s.decoupled;
     this.inputs = s.inputs;
     this.outputs = s.outputs;
+    this.directory = s.directory;
   }
 
   metadata(): ModelMetadata {
