@@ -92,6 +92,26 @@ res['stream'] = [ch.choices[0].text for ch in s]
     expect(res.stream.join('')).toBe('three two');
   });
 
+  it('passes logprobs through from a model that returns them, per chunk when streaming', async () => {
+    // As sent: the client's models would add their own empty fields around the model's entries.
+    const res = await py(`
+raw = c.completions.with_raw_response.create(model='tiny_chat', prompt='ab cde', logprobs=1)
+res['once'] = json.loads(raw.text)['choices'][0]['logprobs']
+res['parsed'] = raw.parse().choices[0].text
+`);
+    const entry = (w: string) => ({ [w]: { logprob: -w.length / 10, rank: 1, decoded_token: w } });
+    expect(res.once).toEqual([entry('cde'), entry('ab')]);
+    expect(res.parsed).toBe('cde ab');
+    const streamed = await post('/chat/completions', { model: 'tiny_chat', messages: [{ role: 'user', content: 'ab cde' }], logprobs: true, stream: true });
+    // The role chunk carries none; the final one, with no token, an empty list.
+    expect(events(await streamed.text()).chunks.map((c) => c.choices[0].logprobs)).toEqual([
+      null,
+      { content: [entry('cde')] },
+      { content: [entry('ab')] },
+      { content: [] },
+    ]);
+  });
+
   it('raises the errors OpenAI raises: NotFoundError for an unknown model, BadRequestError for a bad field', async () => {
     const res = await py(`
 for name, call in [('missing', lambda: c.chat.completions.create(model='nope', messages=[{'role': 'user', 'content': 'x'}])),
@@ -169,7 +189,7 @@ describe('refusals, each with its status and error object', () => {
       'unsupported_parameter',
       'tools',
     ],
-    ['logprobs from a model without them', '/completions', { model: 'tiny_chat', prompt: 'x', logprobs: 2 }, 400, 'unsupported_parameter', 'logprobs'],
+    ['logprobs from a model without them', '/completions', { model: 'trtllm_style', prompt: 'x', logprobs: 2 }, 400, 'unsupported_parameter', 'logprobs'],
     ['vLLM settings to a TensorRT-LLM model', '/completions', { model: 'trtllm_style', prompt: 'x', top_k: 3 }, 400, 'unsupported_parameter', 'top_k'],
     ['a model with no text tensors', '/completions', { model: 'add_sub', prompt: 'x' }, 400, null, null],
     ['chat to a model with no chat template', '/chat/completions', { model: 'trtllm_style', messages: [{ role: 'user', content: 'x' }] }, 400, null, null],

@@ -57,15 +57,19 @@ class TritonPythonModel:
                 "in": bool(first(request, "return_num_input_tokens", False)),
                 "out": bool(first(request, "return_num_output_tokens", False)),
                 "finish": bool(first(request, "return_finish_reason", False)),
+                "logprobs": bool(first(request, "return_logprobs", False)),
             }
             n_in = len(prompt.split())
 
-            def response(text, n_out, finish):
+            def response(text, n_out, finish, tokens):
                 tensors = [pb_utils.Tensor("text_output", np.array([text.encode()], dtype=np.object_))]
                 if want["in"]:
                     tensors.append(pb_utils.Tensor("num_input_tokens", np.array([n_in], dtype=np.uint32)))
                 if want["out"]:
                     tensors.append(pb_utils.Tensor("num_output_tokens", np.array([n_out], dtype=np.uint32)))
+                if want["logprobs"]:
+                    lp = [{w: {"logprob": -len(w) / 10, "rank": 1, "decoded_token": w}} for w in tokens]
+                    tensors.append(pb_utils.Tensor("logprobs", np.array([json.dumps(lp).encode()], dtype=np.object_)))
                 if want["finish"] and finish is not None:
                     tensors.append(pb_utils.Tensor("finish_reason", np.array([finish.encode()], dtype=np.object_)))
                 return pb_utils.InferenceResponse(output_tensors=tensors)
@@ -74,6 +78,7 @@ class TritonPythonModel:
             generated = ""
             finish = "length"
             count = 0
+            sent = []
             for word in words:
                 if count == max_tokens:
                     break
@@ -88,14 +93,15 @@ class TritonPythonModel:
                 count += 1
                 generated += piece
                 text += piece
+                sent.append(word)
                 if stream:
-                    sender.send(response(piece, 1, None))
+                    sender.send(response(piece, 1, None, [word]))
             else:
                 finish = "stop"
             if stream:
                 # The final response carries no text, only the finish reason.
-                sender.send(response("", 0, finish), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                sender.send(response("", 0, finish, []), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             else:
-                sender.send(response(text, count, finish), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                sender.send(response(text, count, finish, sent), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         except Exception as e:  # the error goes to the client
             sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(e))), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)

@@ -136,7 +136,10 @@ export function renderGenerateResponse(response: InferResponse, maxJsonOutputSiz
     // One element: the array is stripped to its value.
     put(o.name, count === 1 ? arr.slice(1, -1) : arr);
   }
-  const keys = [...fields.keys()].sort(byteOrder);
+  const keys = [...fields.keys()];
+  // UTF-16 order is UTF-8 byte order for ASCII names (nearly always), and much cheaper than
+  // comparing encoded copies; a stream renders this once per token.
+  keys.sort(keys.every(isAscii) ? undefined : byteOrder);
   return '{' + keys.map((k) => JSON.stringify(k) + ':' + fields.get(k)!).join(',') + '}';
 }
 
@@ -144,6 +147,11 @@ function paramText(v: string | number | boolean | bigint): string {
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number' && !Number.isFinite(v)) return 'null';
   return JSON.stringify(v);
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
 }
 
 function byteOrder(a: string, b: string): number {

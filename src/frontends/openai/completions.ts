@@ -120,6 +120,7 @@ class Completion {
   private readonly choices: Choice[] = [];
   private finished = false;
   private left: number;
+  private chunkHead: string | undefined;
   private readonly onClose = (): void => this.cancelAll();
 
   constructor(
@@ -173,13 +174,18 @@ class Completion {
         return;
       }
       let piece = '';
+      let logprobs: unknown = null;
       if (r.flagsOnly !== true) {
         const read = readResponse(this.g.model, r);
         piece = read.text;
         if (read.inputTokens !== undefined) c.inputTokens = read.inputTokens;
         if (read.outputTokens !== undefined) c.outputTokens = (c.outputTokens ?? 0) + read.outputTokens;
         if (read.finishReason !== undefined && read.finishReason !== '') c.finishReason = read.finishReason;
-        if (read.logprobs !== undefined && read.logprobs !== null) c.logprobs.push(read.logprobs);
+        if (read.logprobs !== undefined && read.logprobs !== null) {
+          logprobs = read.logprobs;
+          if (Array.isArray(logprobs)) c.logprobs.push(...(logprobs as unknown[]));
+          else c.logprobs.push(logprobs);
+        }
       }
       if (c.first && this.g.echo) piece = this.prompts[c.prompt]! + piece;
       c.first = false;
@@ -194,8 +200,8 @@ class Completion {
         } else if (r.final) piece += c.stop.flush();
       }
       c.text += piece;
-      if (ending) this.end(c, piece);
-      else if (this.g.stream && piece !== '') this.send(this.chunk(c, piece, null));
+      if (ending) this.end(c, piece, logprobs);
+      else if (this.g.stream && piece !== '') this.send(this.chunk(c, piece, null, logprobs));
     } catch (err) {
       this.fail(asTritonError(err));
     } finally {
@@ -203,10 +209,10 @@ class Completion {
     }
   }
 
-  private end(c: Choice, piece: string): void {
+  private end(c: Choice, piece: string, logprobs: unknown): void {
     c.done = true;
     c.finishReason ??= this.completionTokens(c) !== undefined && this.completionTokens(c)! >= this.maxTokens ? 'length' : 'stop';
-    if (this.g.stream) this.send(this.chunk(c, piece, c.finishReason));
+    if (this.g.stream) this.send(this.chunk(c, piece, c.finishReason, logprobs));
     if (--this.left > 0) return;
     this.finished = true;
     this.res.offClose(this.onClose);
@@ -245,27 +251,32 @@ class Completion {
     return { id: this.id, object, created: this.created, model: this.g.model, system_fingerprint: null };
   }
 
-  private logprobsOf(c: Choice): unknown {
-    if (this.g.logprobs === undefined) return null;
-    return c.logprobs.length === 1 ? c.logprobs[0] : c.logprobs;
+  /** The model's logprobs as it gives them (vLLM: one entry per token), under chat's `content`. */
+  private logprobsJson(entries: unknown): unknown {
+    if (this.g.logprobs === undefined || entries === null) return null;
+    return this.g.chat ? { content: entries } : entries;
   }
 
-  private chunk(c: Choice, delta: string | { role: string; content: string }, finish: string | null): string {
-    const choice: Record<string, unknown> = { index: c.index };
-    if (this.g.chat) choice.delta = typeof delta === 'string' ? (delta === '' ? {} : { content: delta }) : delta;
-    else choice.text = delta;
-    choice.logprobs = finish === null ? null : this.logprobsOf(c);
-    choice.finish_reason = finish;
-    const body: Record<string, unknown> = { ...this.head(true), choices: [choice] };
-    if (this.g.includeUsage) body.usage = null;
-    return JSON.stringify(body);
+  /**
+   * One streamed chunk. Everything but the choice is the same for every chunk of the request,
+   * so it is serialised once: a stream sends one of these per token.
+   */
+  private chunk(c: Choice, delta: string | { role: string; content: string }, finish: string | null, logprobs: unknown = null): string {
+    this.chunkHead ??= `${JSON.stringify(this.head(true)).slice(0, -1)},"choices":[{"index":`;
+    let body: string;
+    if (!this.g.chat) body = `"text":${JSON.stringify(delta)}`;
+    else if (typeof delta !== 'string') body = `"delta":${JSON.stringify(delta)}`;
+    else body = delta === '' ? '"delta":{}' : `"delta":{"content":${JSON.stringify(delta)}}`;
+    const lp = JSON.stringify(this.logprobsJson(logprobs));
+    const usage = this.g.includeUsage ? ',"usage":null' : '';
+    return `${this.chunkHead}${c.index},${body},"logprobs":${lp},"finish_reason":${JSON.stringify(finish)}}]${usage}}`;
   }
 
   private whole(): string {
     const choices = this.choices.map((c) =>
       this.g.chat
-        ? { index: c.index, message: { role: 'assistant', content: c.text }, logprobs: this.logprobsOf(c), finish_reason: c.finishReason }
-        : { index: c.index, text: c.text, logprobs: this.logprobsOf(c), finish_reason: c.finishReason },
+        ? { index: c.index, message: { role: 'assistant', content: c.text }, logprobs: this.logprobsJson(c.logprobs), finish_reason: c.finishReason }
+        : { index: c.index, text: c.text, logprobs: this.logprobsJson(c.logprobs), finish_reason: c.finishReason },
     );
     return JSON.stringify({ ...this.head(false), choices, usage: this.usage() });
   }
