@@ -72,4 +72,14 @@ describe('a label file that cannot be read', () => {
     expect(t.log()).toContain(`failed to open text file for read ${path.join(bad, 'no_labels', 'labels.txt')}: No such file or directory`);
     fs.rmSync(bad, { recursive: true, force: true });
   });
+
+  it('refuses a label_filename that leaves the model directory (beyond Triton)', async () => {
+    const bad = makeRepo([{ from: path.join(repo, 'label_classes'), name: 'escaping_labels' }]);
+    const cfg = path.join(bad, 'escaping_labels', 'config.pbtxt');
+    fs.writeFileSync(cfg, fs.readFileSync(cfg, 'utf8').replace(/label_filename: "labels.txt"/, 'label_filename: "../../etc/hostname"'));
+    const t = await startTritium({ repos: [bad], expectFailure: true });
+    await t.exited;
+    expect(t.log()).toContain("label_filename '../../etc/hostname' points outside the model directory");
+    fs.rmSync(bad, { recursive: true, force: true });
+  });
 });
