@@ -283,6 +283,7 @@ class Completion {
 
   private send(json: string): void {
     if (this.res.destroyed) return;
+    this.res.corkForTurn();
     this.res.write(`data: ${json}\n\n`);
     if (this.res.queuedBytes > UNREAD_LIMIT) {
       this.ctx.logger?.warn(

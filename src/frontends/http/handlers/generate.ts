@@ -145,6 +145,7 @@ function run(ctx: HttpContext, res: HttpResponse, request: InferRequest, streami
       if (!res.headersSent) res.writeHead(status, { 'Content-Type': EVENT_STREAM });
       if (text !== undefined) {
         trace?.add('HTTP_SEND_START');
+        res.corkForTurn();
         res.write('data: ' + text + '\n\n');
         trace?.add('HTTP_SEND_END');
       }

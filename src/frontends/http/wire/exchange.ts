@@ -208,6 +208,17 @@ export class HttpResponse {
     this.owner.socket.uncork();
   }
 
+  /**
+   * Corks until the current turn of the event loop ends: a stream's events that arrive together
+   * (a stub's ring is drained in one turn) then leave in one writev instead of one each, which
+   * was most of a streamed token's cost in the server.
+   */
+  corkForTurn(): void {
+    if (this.corked || this.destroyed || this.finished) return;
+    this.cork();
+    process.nextTick(() => this.uncork());
+  }
+
   write(chunk: string | Buffer): boolean {
     if (this.destroyed || this.finished) return false;
     if (!this.headersSent) this.writeHead(this.statusCode);
