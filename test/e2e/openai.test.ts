@@ -17,7 +17,10 @@ let server: Tritium;
 let repo: string;
 
 beforeAll(async () => {
-  repo = makeRepo(['tiny_chat', 'toy_llm', 'trtllm_style', 'add_sub', { from: path.join(ROOT, 'test', 'models', 'trtllm_style'), name: 'trtllm_once' }]);
+  const trtllm = path.join(ROOT, 'test', 'models', 'trtllm_style');
+  repo = makeRepo(['tiny_chat', 'toy_llm', 'trtllm_style', 'add_sub', { from: trtllm, name: 'trtllm_once' }, { from: trtllm, name: 'trtllm_lora' }]);
+  // An input the OpenAI mapping never sends, required: every request fails validation.
+  editConfig(repo, 'trtllm_lora', (c) => c.replace('input [', 'input [\n  { name: "lora_task_id", data_type: TYPE_UINT64, dims: [ 1 ] },'));
   editConfig(repo, 'trtllm_once', (c) => c.replace('model_transaction_policy { decoupled: true }', ''));
   editConfig(repo, 'tiny_chat', (c) => `${c}\nparameters { key: "step_ms" value: { string_value: "5" } }\n`);
   server = await startTritium({
@@ -59,7 +62,7 @@ res['roles'] = [ch.choices[0].delta.role for ch in chunks if ch.choices][:1]
 res['finish'] = [ch.choices[0].finish_reason for ch in chunks if ch.choices][-1]
 res['usage'] = [chunks[-1].choices, chunks[-1].usage.completion_tokens, chunks[-1].usage.total_tokens]
 `);
-    expect(res.models).toEqual(['add_sub', 'tiny_chat', 'toy_llm', 'trtllm_once', 'trtllm_style']);
+    expect(res.models).toEqual(['add_sub', 'tiny_chat', 'toy_llm', 'trtllm_lora', 'trtllm_once', 'trtllm_style']);
     expect(res.one).toBe('tiny_chat');
     // tiny_chat answers the last user turn's words reversed, and counts the rendered prompt's
     // words: <|im_start|>system be brief<|im_end|> <|im_start|>user one two three<|im_end|> <|im_start|>assistant
@@ -144,6 +147,15 @@ describe('server-sent events', () => {
     expect(chunks.map((c) => c.choices[0].delta.content ?? '').join('')).toBe('y x');
     expect(chunks.at(-1).choices[0].finish_reason).toBe('stop');
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+  });
+
+  it('answers a request the core refuses before any model runs as an error with its status, not a stream', async () => {
+    const res = await post('/completions', { model: 'trtllm_lora', prompt: 'a b', stream: true });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toBe('application/json');
+    const { error } = (await res.json()) as any;
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.message).toMatch(/^expected between 3 and 8 inputs/);
   });
 
   it('sends a model that is not decoupled as one chunk', async () => {
@@ -240,7 +252,7 @@ describe('cancellation', () => {
 describe('--openai-port', () => {
   it('serves the OpenAI API and /health/ready, and nothing of KServe', async () => {
     const base = `http://127.0.0.1:${server.openaiPort}`;
-    expect(((await (await fetch(`${base}/v1/models`)).json()) as any).data.length).toBe(5);
+    expect(((await (await fetch(`${base}/v1/models`)).json()) as any).data.length).toBe(6);
     expect((await fetch(`${base}/health/ready`)).status).toBe(200);
     const kserve = await fetch(`${base}/v2/health/ready`);
     expect(kserve.status).toBe(404);

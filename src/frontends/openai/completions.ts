@@ -155,12 +155,10 @@ class Completion {
   run(): void {
     this.res.onClose(this.onClose);
     if (this.res.destroyed) return this.cancelAll();
-    if (this.g.stream) this.res.writeHead(200, { 'Content-Type': EVENT_STREAM, 'Cache-Control': 'no-cache' });
     for (const c of this.choices) {
       const k = c.index % this.g.n;
       const request = buildRequest(this.tm, this.g.model, this.prompts[c.prompt]!, this.g, k, this.maxTokens);
       request.signal = c.abort;
-      if (this.g.stream && this.g.chat) this.send(this.chunk(c, { role: 'assistant', content: '' }, null));
       this.ctx.core.infer(request, (r) => this.onResponse(c, r));
       if (this.finished) return;
     }
@@ -187,8 +185,12 @@ class Completion {
           else c.logprobs.push(logprobs);
         }
       }
-      if (c.first && this.g.echo) piece = this.prompts[c.prompt]! + piece;
-      c.first = false;
+      if (c.first) {
+        // A chat stream opens each choice with the assistant's role, once it has an answer.
+        if (this.g.stream && this.g.chat) this.send(this.chunk(c, { role: 'assistant', content: '' }, null));
+        if (this.g.echo) piece = this.prompts[c.prompt]! + piece;
+        c.first = false;
+      }
       let ending = r.final;
       if (c.stop !== undefined) {
         piece = c.stop.push(piece);
@@ -283,6 +285,7 @@ class Completion {
 
   private send(json: string): void {
     if (this.res.destroyed) return;
+    if (!this.res.headersSent) this.res.writeHead(200, { 'Content-Type': EVENT_STREAM, 'Cache-Control': 'no-cache' });
     this.res.corkForTurn();
     this.res.write(`data: ${json}\n\n`);
     if (this.res.queuedBytes > UNREAD_LIMIT) {
@@ -300,7 +303,9 @@ class Completion {
     this.finished = true;
     this.res.offClose(this.onClose);
     for (const c of this.choices) if (!c.done) c.abort.abort();
-    if (!this.g.stream) {
+    // Before the stream started (validation, a model that fails at once) it is a plain error
+    // answer with its status; after, an error event that ends the stream.
+    if (!this.res.headersSent) {
       sendOpenAiError(this.res, err);
       return;
     }
