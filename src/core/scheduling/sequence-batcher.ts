@@ -16,6 +16,7 @@
  * without START is refused. One timer serves idle sequences and backlog deadlines; `direct`'s
  * queue delay has one per instance. Nothing else runs while no sequence is live.
  */
+import { HOLD_POLL_MS, SchedulerHold } from './scheduler-hold.js';
 import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { InstancePool } from './instance-pool.js';
@@ -107,6 +108,9 @@ export class SequenceBatcher implements Scheduler {
   /** Per instance: the timer of a batch held back by a queue delay. */
   private readonly delayTimers: Array<NodeJS.Timeout | undefined>;
   private readonly guard = new PumpGuard();
+  /** TRITONSERVER_DELAY_SCHEDULER and its backlog twin (scheduler-hold.ts), until met. */
+  private hold = SchedulerHold.fromEnv();
+  private holdTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly model: string,
@@ -196,6 +200,7 @@ export class SequenceBatcher implements Scheduler {
     if (this.stopped) return;
     this.stopped = true;
     if (this.reaper !== undefined) clearTimeout(this.reaper);
+    if (this.holdTimer !== undefined) clearTimeout(this.holdTimer);
     for (let i = 0; i < this.delayTimers.length; i++) {
       const t = this.delayTimers[i];
       if (t !== undefined) clearTimeout(t);
@@ -373,6 +378,17 @@ export class SequenceBatcher implements Scheduler {
 
   private readonly pass = (): void => {
     if (this.stopped) return;
+    if (this.hold !== undefined) {
+      const backlogged = this.backlog.reduce((n, b) => n + b.entries.length, 0);
+      if (this.hold.holds(this.queued, backlogged)) {
+        this.holdTimer ??= setTimeout(() => {
+          this.holdTimer = undefined;
+          this.pump();
+        }, HOLD_POLL_MS);
+        return;
+      }
+      this.hold = undefined;
+    }
     for (let i = 0; i < this.instances.length; i++) {
       if (!this.pool.canTake(i)) continue;
       if (this.o.strategy.kind === 'direct') this.direct(i);
