@@ -26,7 +26,7 @@
  * busy and grown until one frees up). Here a batch is formed at the moment an instance is idle,
  * which sees the same queue contents — the spec marks the rule optional.
  */
-import { HOLD_POLL_MS, SchedulerHold } from './scheduler-hold.js';
+import { SchedulerHold } from './scheduler-hold.js';
 import { Errors, TritonError } from '../errors.js';
 import type { InferRequest, InferResponse } from '../inference.js';
 import { InstancePool } from './instance-pool.js';
@@ -127,7 +127,7 @@ export class DynamicBatcher implements Scheduler {
   private readonly guard = new PumpGuard();
   /** TRITONSERVER_DELAY_SCHEDULER (scheduler-hold.ts), until met. */
   private hold = SchedulerHold.fromEnv();
-  private holdTimer: NodeJS.Timeout | undefined;
+  private readonly retryPump = (): void => this.pump();
   // Scratch outputs of form(), to avoid an allocation per batch.
   private formRows = 0;
   private formWaitUntil = Infinity;
@@ -246,7 +246,7 @@ export class DynamicBatcher implements Scheduler {
     if (this.stopped) return;
     this.stopped = true;
     this.clearTimer();
-    if (this.holdTimer !== undefined) clearTimeout(this.holdTimer);
+    this.hold?.stop();
     if (this.immediate !== null) {
       clearImmediate(this.immediate);
       this.immediate = null;
@@ -299,17 +299,9 @@ export class DynamicBatcher implements Scheduler {
 
   private readonly pass = (): void => {
     if (this.stopped) return;
-    if (this.hold !== undefined) {
-      // TRITONSERVER_DELAY_SCHEDULER: nothing runs until the queue holds N (scheduler-hold.ts).
-      if (this.hold.holds(this.queue.size, Number.MAX_SAFE_INTEGER)) {
-        this.holdTimer ??= setTimeout(() => {
-          this.holdTimer = undefined;
-          this.pump();
-        }, HOLD_POLL_MS);
-        return;
-      }
-      this.hold = undefined;
-    }
+    // TRITONSERVER_DELAY_SCHEDULER: nothing runs until the queue holds N (scheduler-hold.ts).
+    if (this.hold?.holds(this.queue.size, Number.MAX_SAFE_INTEGER, this.retryPump)) return;
+    this.hold = undefined;
     const now = performance.now();
     if (this.rejectDeadline <= now) this.sweep(now);
     this.wakeRows = 0;

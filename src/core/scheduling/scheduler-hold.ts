@@ -8,9 +8,11 @@
  */
 
 /** How often a held batcher looks again (Triton polls every 10 ms). */
-export const HOLD_POLL_MS = 10;
+const HOLD_POLL_MS = 10;
 
 export class SchedulerHold {
+  private timer: NodeJS.Timeout | undefined;
+
   private constructor(
     private readonly queued: number,
     private readonly backlogged: number,
@@ -23,9 +25,23 @@ export class SchedulerHold {
     return n === 0 && m === 0 ? undefined : new SchedulerHold(n, m);
   }
 
-  /** Whether the batcher must still wait, given what it holds now. */
-  holds(queued: number, backlogged: number): boolean {
-    return queued < this.queued || backlogged < this.backlogged;
+  /**
+   * Whether the batcher must still wait, given what it holds now; while it must, `retry` runs
+   * once in 10 ms. False means met: the batcher drops the hold.
+   */
+  holds(queued: number, backlogged: number, retry: () => void): boolean {
+    if (queued >= this.queued && backlogged >= this.backlogged) return false;
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      retry();
+    }, HOLD_POLL_MS);
+    return true;
+  }
+
+  /** The batcher stopped: no retry. */
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }
 

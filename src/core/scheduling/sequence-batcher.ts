@@ -16,7 +16,7 @@
  * without START is refused. One timer serves idle sequences and backlog deadlines; `direct`'s
  * queue delay has one per instance. Nothing else runs while no sequence is live.
  */
-import { HOLD_POLL_MS, SchedulerHold } from './scheduler-hold.js';
+import { SchedulerHold } from './scheduler-hold.js';
 import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { InstancePool } from './instance-pool.js';
@@ -110,7 +110,7 @@ export class SequenceBatcher implements Scheduler {
   private readonly guard = new PumpGuard();
   /** TRITONSERVER_DELAY_SCHEDULER and its backlog twin (scheduler-hold.ts), until met. */
   private hold = SchedulerHold.fromEnv();
-  private holdTimer: NodeJS.Timeout | undefined;
+  private readonly retryPump = (): void => this.pump();
 
   constructor(
     private readonly model: string,
@@ -200,7 +200,7 @@ export class SequenceBatcher implements Scheduler {
     if (this.stopped) return;
     this.stopped = true;
     if (this.reaper !== undefined) clearTimeout(this.reaper);
-    if (this.holdTimer !== undefined) clearTimeout(this.holdTimer);
+    this.hold?.stop();
     for (let i = 0; i < this.delayTimers.length; i++) {
       const t = this.delayTimers[i];
       if (t !== undefined) clearTimeout(t);
@@ -376,19 +376,15 @@ export class SequenceBatcher implements Scheduler {
     this.guard.run(this.pass);
   }
 
+  /** Requests waiting in the backlog (for the QA hold only). */
+  private backlogged(): number {
+    return this.backlog.reduce((n, b) => n + b.entries.length, 0);
+  }
+
   private readonly pass = (): void => {
     if (this.stopped) return;
-    if (this.hold !== undefined) {
-      const backlogged = this.backlog.reduce((n, b) => n + b.entries.length, 0);
-      if (this.hold.holds(this.queued, backlogged)) {
-        this.holdTimer ??= setTimeout(() => {
-          this.holdTimer = undefined;
-          this.pump();
-        }, HOLD_POLL_MS);
-        return;
-      }
-      this.hold = undefined;
-    }
+    if (this.hold?.holds(this.queued, this.backlogged(), this.retryPump)) return;
+    this.hold = undefined;
     for (let i = 0; i < this.instances.length; i++) {
       if (!this.pool.canTake(i)) continue;
       if (this.o.strategy.kind === 'direct') this.direct(i);
