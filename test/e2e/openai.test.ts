@@ -8,10 +8,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from './infer-helpers.js';
-import { editConfig, makeRepo, pythonResult, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { editConfig, makeRepo, pythonResult, refusedStartLog, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
 let repo: string;
@@ -354,5 +355,25 @@ describe('--tokenizer, --chat-template, max_model_len and --openai-restricted-ap
     expect(res.status).toBe(503);
     expect(((await res.json()) as any).error.type).toBe('server_error');
     await waitFor('trtllm_ctx ready again', async () => (await fetch(`${s2.http}/v2/models/trtllm_ctx/ready`)).status === 200);
+  });
+});
+
+describe('OpenAI flags that cannot work stop the start, naming the flag', () => {
+  const badTemplate = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tritium-openai-')), 'bad.jinja');
+  fs.writeFileSync(badTemplate, '{% for x in %}');
+  it.each([
+    [
+      'a chat template that does not parse',
+      `--chat-template=${badTemplate}`,
+      `--chat-template=${badTemplate}: cannot use ${badTemplate}: the chat template does not parse`,
+    ],
+    ['a tokenizer directory that is not there', '--tokenizer=/nonexistent/tokenizer', '--tokenizer=/nonexistent/tokenizer: not a directory.'],
+    [
+      'a group the OpenAI API has not',
+      '--openai-restricted-api=metrics:k=v',
+      "--openai-restricted-api=metrics:k=v: unknown API 'metrics'; the APIs are inference, model-repository, health.",
+    ],
+  ])('%s', async (_what, flag, expected) => {
+    expect(await refusedStartLog([flag])).toContain(expected);
   });
 });
