@@ -131,6 +131,14 @@ export const openai = {
     },
     (size: number | string, max: number) => ({ size, max }),
   ),
+  openaiMethodNotAllowed: entry(
+    {
+      code: INVALID_ARG,
+      text: '{method} is not allowed here; use {allowed}.',
+      when: "An OpenAI path asked with another method than its own (GET for the model list, POST for completions). 405 with code 'method_not_allowed'.",
+    },
+    (method: string, allowed: string) => ({ method, allowed }),
+  ),
   openaiNotFound: fixed({
     code: NOT_FOUND,
     text: 'Not found.',

@@ -64,7 +64,7 @@ export function matchRoute(url: string): Route | undefined {
 }
 
 /** Clients percent-encode names (`tritonclient` quotes the model name); undo it when valid. */
-function decode(segment: string): string {
+export function decode(segment: string): string {
   if (segment.indexOf('%') < 0) return segment;
   try {
     return decodeURIComponent(segment);

@@ -25,6 +25,7 @@ import { ChatTemplateRenderError } from './chat-template.js';
 import { openAiError, sendOpenAiError } from './errors.js';
 import { buildRequest, readResponse, textModelOf, type TextModel } from './model-mapping.js';
 import { modelTextOf } from './model-text.js';
+import type { TokenCounter } from './tokenizer.js';
 import { type GenerationRequest, parseGenerationRequest } from './request-fields.js';
 import type { OpenAiSettings } from './settings.js';
 import { StopStrings } from './stop-strings.js';
@@ -106,12 +107,15 @@ function start(ctx: HttpContext, settings: OpenAiSettings, res: HttpResponse, g:
     }
   }
   const maxTokens = g.maxTokens ?? settings.defaultMaxTokens;
-  // A rendered chat prompt holds its special tokens as text already.
-  const promptTokens = mt.counter === undefined ? undefined : prompts.map((p) => mt.counter!.count(p, !g.chat));
-  if (mt.maxModelLen !== undefined && promptTokens !== undefined) {
-    for (const p of promptTokens) if (p + maxTokens > mt.maxModelLen) throw Errors.openaiPromptTooLong(mt.maxModelLen, p, maxTokens);
+  const completion = new Completion(ctx, res, g, tm, prompts, maxTokens, mt.counter);
+  // Prompts are tokenized up front only to check them against the context length.
+  if (mt.maxModelLen !== undefined && mt.counter !== undefined) {
+    for (let p = 0; p < prompts.length; p++) {
+      const n = completion.promptTokens(p)!;
+      if (n + maxTokens > mt.maxModelLen) throw Errors.openaiPromptTooLong(mt.maxModelLen, n, maxTokens);
+    }
   }
-  new Completion(ctx, res, g, tm, prompts, promptTokens, maxTokens, mt.counter).run();
+  completion.run();
 }
 
 class Completion {
@@ -121,6 +125,8 @@ class Completion {
   private finished = false;
   private left: number;
   private chunkHead: string | undefined;
+  /** Each prompt's tokens as the tokenizer counts them, once asked for. */
+  private readonly promptCounts: Array<number | undefined>;
   private readonly onClose = (): void => this.cancelAll();
 
   constructor(
@@ -129,10 +135,10 @@ class Completion {
     private readonly g: GenerationRequest,
     private readonly tm: TextModel,
     private readonly prompts: string[],
-    private readonly promptTokens: number[] | undefined,
     private readonly maxTokens: number,
-    private readonly counter: { count(text: string, addSpecialTokens?: boolean): number } | undefined,
+    private readonly counter: TokenCounter | undefined,
   ) {
+    this.promptCounts = prompts.map(() => undefined);
     this.id = `${g.chat ? 'chatcmpl' : 'cmpl'}-${randomUUID().replaceAll('-', '')}`;
     const frontendStops = !tm.takesStop && g.stop.length > 0;
     for (let p = 0; p < prompts.length; p++) {
@@ -213,7 +219,9 @@ class Completion {
 
   private end(c: Choice, piece: string, logprobs: unknown): void {
     c.done = true;
-    c.finishReason ??= this.completionTokens(c) !== undefined && this.completionTokens(c)! >= this.maxTokens ? 'length' : 'stop';
+    // Without the model's count, the tokenizer counts the text once, here.
+    c.outputTokens ??= this.counter?.count(c.text, false);
+    c.finishReason ??= c.outputTokens !== undefined && c.outputTokens >= this.maxTokens ? 'length' : 'stop';
     if (this.g.stream) this.send(this.chunk(c, piece, c.finishReason, logprobs));
     if (--this.left > 0) return;
     this.finished = true;
@@ -228,8 +236,11 @@ class Completion {
     }
   }
 
-  private completionTokens(c: Choice): number | undefined {
-    return c.outputTokens ?? this.counter?.count(c.text, false);
+  /** A prompt's tokens by the tokenizer (undefined without one); a chat prompt holds its special tokens as text already. */
+  promptTokens(p: number): number | undefined {
+    if (this.counter === undefined) return undefined;
+    this.promptCounts[p] ??= this.counter.count(this.prompts[p]!, !this.g.chat);
+    return this.promptCounts[p];
   }
 
   private usage(): { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null {
@@ -237,9 +248,9 @@ class Completion {
     let completion = 0;
     const seen = new Set<number>();
     for (const c of this.choices) {
-      const out = this.completionTokens(c);
+      const out = c.outputTokens;
       // The prompt counts once however many choices it has.
-      const inTokens = c.inputTokens ?? this.promptTokens?.[c.prompt];
+      const inTokens = c.inputTokens ?? this.promptTokens(c.prompt);
       if (out === undefined || inTokens === undefined) return null;
       completion += out;
       if (!seen.has(c.prompt)) prompt += inTokens;

@@ -6,7 +6,7 @@
  */
 import { Errors } from '../../core/errors.js';
 import type { HttpContext } from '../http/context.js';
-import { sendEmpty, sendJson } from '../http/reply.js';
+import { sendEmpty } from '../http/reply.js';
 import type { HttpRequest, HttpResponse } from '../http/wire/exchange.js';
 import { missingHeader } from '../restricted-api.js';
 import { handleCompletions } from './completions.js';
@@ -26,13 +26,7 @@ export function dispatchOpenAi(ctx: HttpContext, req: HttpRequest, res: HttpResp
     return;
   }
   if (req.method !== method) {
-    sendJson(
-      res,
-      405,
-      JSON.stringify({
-        error: { message: `${req.method} is not allowed here; use ${method}.`, type: 'invalid_request_error', param: null, code: 'method_not_allowed' },
-      }),
-    );
+    sendOpenAiError(res, Errors.openaiMethodNotAllowed(req.method, method));
     return;
   }
   const group = groupOf(route)!;

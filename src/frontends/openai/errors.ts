@@ -19,6 +19,7 @@ interface Shape {
 const SHAPES: Record<string, Partial<Shape>> = {
   openaiUnknownModel: { code: 'model_not_found' },
   openaiPromptTooLong: { code: 'context_length_exceeded' },
+  openaiMethodNotAllowed: { status: 405, code: 'method_not_allowed' },
   openaiRestricted: { status: 401, type: 'authentication_error', code: 'invalid_auth' },
   openaiBodyTooLarge: { status: 413, code: 'content_too_large' },
   bodyTooLarge: { status: 413, code: 'content_too_large' },

@@ -5,6 +5,7 @@
  * (completions), `model-repository` (the model list) and `health`. Its fourth, `metrics`, has
  * no path here: metrics are served on --metrics-port.
  */
+import { decode } from '../http/router.js';
 
 export const OPENAI_API_GROUPS = ['inference', 'model-repository', 'health'] as const;
 export type OpenAiApiGroup = (typeof OPENAI_API_GROUPS)[number];
@@ -24,6 +25,7 @@ export function matchOpenAiRoute(url: string, ownPort: boolean): OpenAiRoute {
   if (path === '/v1/completions') return { kind: 'completions', chat: false };
   if (path === '/v1/chat/completions') return { kind: 'completions', chat: true };
   if (ownPort && path === '/health/ready') return { kind: 'health' };
+  // Model names may carry `/` (Hugging Face style ids), so the rest of the path is the name.
   const m = /^\/v1\/models\/(.+)$/.exec(path);
   if (m !== null) return { kind: 'model', model: decode(m[1]!) };
   return { kind: 'not-found' };
@@ -58,14 +60,5 @@ export function groupOf(route: OpenAiRoute): OpenAiApiGroup | undefined {
       return 'health';
     default:
       return undefined;
-  }
-}
-
-/** Model names may carry `/` (Hugging Face style ids); clients percent-encode the rest. */
-function decode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
   }
 }
