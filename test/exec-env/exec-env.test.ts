@@ -156,7 +156,8 @@ describe('env cache across processes', () => {
         p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
       });
     const dirsSeen = await Promise.all([run(), run(), run(), run()]);
-    expect(new Set(dirsSeen).size).toBe(1);
+    // What each process printed, so that a rare disagreement says what it was.
+    expect(new Set(dirsSeen).size, JSON.stringify(dirsSeen)).toBe(1);
     expect(fs.readdirSync(cache)).toEqual([path.basename(dirsSeen[0]!)]);
     expect(fs.readdirSync(path.join(dirsSeen[0]!, 'lib'))).toHaveLength(200);
   });
