@@ -11,7 +11,13 @@ const SERIAL = ['test/e2e/shutdown.test.ts'];
 
 // dist-fresh rebuilds a stale dist/ once before the run with TRITIUM_REBUILD=1; the suites that
 // run the compiled server refuse a stale one themselves (ensureBuilt), unit suites never need it.
-const shared = { pool: 'forks' as const, testTimeout: 60_000, hookTimeout: 120_000, globalSetup: ['test/helpers/dist-fresh.ts'] };
+const shared = {
+  pool: 'forks' as const,
+  testTimeout: 60_000,
+  hookTimeout: 120_000,
+  globalSetup: ['test/helpers/dist-fresh.ts'],
+  setupFiles: ['test/helpers/failure-logs.ts'],
+};
 
 // The HTTP and gRPC suites run a second time with two HTTP and two gRPC frontend threads
 // (frontends/threads/): the same cases, answered by the threads (test/helpers/server.ts adds

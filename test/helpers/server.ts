@@ -20,6 +20,9 @@ export const TEST_MODELS = path.join(ROOT, 'test', 'models');
 /** Models the benchmarks use too (fixtures/: shared by test/ and bench/, which never import each other). */
 export const FIXTURE_MODELS = path.join(ROOT, 'fixtures', 'models');
 
+/** Servers this test file started that have not exited: their logs are printed when a test fails (failure-logs.ts). */
+export const liveServers = new Set<Tritium>();
+
 let built = false;
 /**
  * For suites that run the compiled server: builds dist/ once per test process if it is missing,
@@ -99,6 +102,8 @@ export async function startTritium(o: StartOptions): Promise<Tritium> {
       return exited;
     },
   };
+  liveServers.add(t);
+  void exited.then(() => liveServers.delete(t));
   if (o.expectFailure) return t;
   const deadline = Date.now() + (o.timeoutMs ?? 60_000);
   const want = (o.args ?? []).some((a) => a === '--allow-grpc=false') ? [] : ['GRPC'];
