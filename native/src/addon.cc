@@ -2,7 +2,7 @@
 // Python-backend IPC, and Node's side of the protocol core the stub's extension compiles too:
 // the header layout (node_layout.cc over layout.h), the rings (node_ring.cc over ring_core.h)
 // and the arenas (node_arena.cc over arena_core.h); and the SO_REUSEPORT listeners of the
-// frontend threads (listen_socket.cc). What to send and when stays in TypeScript;
+// frontend threads (listen_socket.cc); loading CUDA libraries by path (shared_library.cc). What to send and when stays in TypeScript;
 // see docs/ipc.md.
 #include <napi.h>
 
@@ -11,6 +11,7 @@
 #include "node_arena.h"
 #include "node_layout.h"
 #include "node_ring.h"
+#include "shared_library.h"
 #include "shm.h"
 #include "wake.h"
 
@@ -23,6 +24,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tritium::InitArena(env, exports);
   tritium::InitLayout(env, exports);
   tritium::InitListenSocket(env, exports);
+  tritium::InitSharedLibrary(env, exports);
   return exports;
 }
 }  // namespace

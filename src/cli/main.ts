@@ -7,6 +7,7 @@ import { CommanderError } from 'commander';
 import { createLogger } from '../core/logger.js';
 import { logSettingsOf, releaseAtExit, startServer, StartupError, type RunningServer } from '../start-server.js';
 import { OptionsError } from '../server-options.js';
+import { installCudaCommand } from './install-cuda.js';
 import { parseOptions } from './options.js';
 
 /** A usage error: the options cannot be served. Nothing has started; exit status 2, as for a bad flag. */
@@ -16,6 +17,8 @@ function exitWithUsageError(err: Error): never {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // Subcommands come first; every other argument list is tritonserver's flags.
+  if (argv[0] === 'install-cuda') process.exit(await installCudaCommand(argv.slice(1)));
   let options;
   try {
     options = parseOptions(argv);

@@ -193,7 +193,11 @@ export function buildCommand(): Command {
     .showHelpAfterError(false)
     .showSuggestionAfterError(true)
     .helpOption('--help', 'print usage')
-    .version(`tritium ${TRITIUM_VERSION} (tritonserver's command line; reports Triton API version ${TRITON_API_VERSION})`, '--version', 'print the version');
+    .version(`tritium ${TRITIUM_VERSION} (tritonserver's command line; reports Triton API version ${TRITON_API_VERSION})`, '--version', 'print the version')
+    .addHelpText(
+      'after',
+      "\nOther command:\n  tritium install-cuda   installs onnxruntime-node's CUDA execution provider from PyPI (tritium install-cuda --help)",
+    );
   const add = (group: string, o: Option) => cmd.addOption(o.helpGroup(group));
   const inert = new Map(INERT_FLAGS.map((f) => [f.flag, f]));
   const addInert = (flag: string) => {

@@ -18,6 +18,8 @@ import { autoCompleteFromGraph } from './auto-complete.js';
 import type { RestartPolicy } from '../../core/instance/lifecycle.js';
 import { OnnxInstance } from './instance.js';
 import { openSession, type RunIn, type SessionSpec } from './runner.js';
+import { preloadCudaLibraries } from './cuda/preload.js';
+import { ortBinaryDir } from './ort-location.js';
 import { chooseProvider, cudaProviderInstalled, firstProvider, sessionSettings, tensorrtProviderInstalled, CUDA_HINT } from './session.js';
 
 export interface OnnxBackendOptions {
@@ -92,7 +94,12 @@ export class OnnxBackend implements Backend {
     const modelPath = this.modelFile(ctx.versionDir, config);
     const model = `${config.name}:${ctx.version}`;
     const instances = expandInstances(config).map((spec) => {
-      const choice = chooseProvider(spec.kind, spec.deviceId, this.o.gpus, this.cudaInstalled);
+      let choice = chooseProvider(spec.kind, spec.deviceId, this.o.gpus, this.cudaInstalled);
+      if (choice.provider === 'cuda') {
+        // CUDA libraries from `tritium install-cuda` load before the first CUDA session.
+        const failure = preloadCudaLibraries(ortBinaryDir());
+        if (failure !== undefined) choice = { provider: 'cpu', fallbackReason: failure };
+      }
       if (choice.fallbackReason) {
         this.logOnce(
           logger,

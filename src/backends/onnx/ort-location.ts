@@ -42,3 +42,8 @@ export function ortPackageDir(): string {
   while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
   return dir;
 }
+
+/** Where onnxruntime-node keeps its native libraries (and loads its execution providers from). */
+export function ortBinaryDir(packageDir: string = ortPackageDir()): string {
+  return path.join(packageDir, 'bin', 'napi-v6', process.platform, process.arch);
+}

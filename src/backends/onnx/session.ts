@@ -27,7 +27,7 @@ import path from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import { Errors } from '../../core/errors.js';
 import type { ModelConfig } from '../../generated/model_config_pb.js';
-import { ortPackageDir } from './ort-location.js';
+import { ortBinaryDir } from './ort-location.js';
 
 export type Provider = 'cpu' | 'cuda';
 
@@ -42,7 +42,7 @@ const TENSORRT_LIBRARY = process.platform === 'win32' ? 'onnxruntime_providers_t
 
 function providerLibraryInstalled(library: string): boolean {
   try {
-    return fs.existsSync(path.join(ortPackageDir(), 'bin', 'napi-v6', process.platform, process.arch, library));
+    return fs.existsSync(path.join(ortBinaryDir(), library));
   } catch {
     return false;
   }

@@ -198,4 +198,60 @@ export const onnx = {
     },
     (output: string, dims: readonly number[], total: number) => ({ output, shape: fmt(dims), total }),
   ),
+  cudaInstallPlatform: entry(
+    {
+      code: UNAVAILABLE,
+      text: "tritium install-cuda needs Linux on x86_64 or aarch64 (the platforms of PyPI's onnxruntime-gpu wheels); this is {platform}/{arch}",
+      when: '`tritium install-cuda` runs on another platform.',
+    },
+    (platform: string, arch: string) => ({ platform, arch }),
+  ),
+  cudaInstallPip: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'cannot run pip with {python} ({cause}); install pip for that interpreter or name another with --python',
+      when: '`tritium install-cuda`: the interpreter it downloads with has no pip, or does not run.',
+    },
+    (python: string, cause: string) => ({ python, cause }),
+  ),
+  cudaInstallNoWheel: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'pip found no onnxruntime-gpu=={version} for this platform. onnxruntime-node is {version}, and its CUDA provider must come from the very same version. pip said: {cause}',
+      when: "`tritium install-cuda`: the package index has no onnxruntime-gpu wheel of onnxruntime-node's version.",
+    },
+    (version: string, cause: string) => ({ version, cause }),
+  ),
+  cudaInstallWheelVersion: entry(
+    {
+      code: INTERNAL,
+      text: 'pip installed onnxruntime-gpu {got}, not {version} (the version of onnxruntime-node)',
+      when: '`tritium install-cuda`: the wheel pip installed reports another version.',
+    },
+    (got: string, version: string) => ({ got, version }),
+  ),
+  cudaInstallWheelIncomplete: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'the onnxruntime-gpu {version} wheel has no {file}: it does not carry the CUDA execution provider',
+      when: '`tritium install-cuda`: a provider library is absent from the wheel.',
+    },
+    (version: string, file: string) => ({ version, file }),
+  ),
+  cudaInstallLibraries: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'pip could not install the CUDA libraries onnxruntime-gpu {version} asks for ({requirements}): {cause}',
+      when: '`tritium install-cuda`: pip failed on the nvidia-* wheels.',
+    },
+    (version: string, requirements: readonly string[], cause: string) => ({ version, requirements: requirements.join(', '), cause }),
+  ),
+  cudaInstallMissing: entry(
+    {
+      code: UNAVAILABLE,
+      text: 'the installed CUDA libraries lack {missing}; the packages pip installed were {packages}',
+      when: '`tritium install-cuda`: a library the CUDA provider (or one of its libraries) needs is in none of the installed packages.',
+    },
+    (missing: readonly string[], packages: readonly string[]) => ({ missing: missing.join(', '), packages: packages.join(', ') || 'none' }),
+  ),
 } as const;
