@@ -200,7 +200,7 @@ async function memoryAfterGc(url) {
     let t = '';
     p.stdout.on('data', (d) => (t += d));
     p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve(t) : reject(new Error(`inspector helper exited ${code}`))));
+    p.on('close', (code) => (code === 0 ? resolve(t) : reject(new Error(`inspector helper exited ${code}`))));
   });
   return JSON.parse(text);
 }

@@ -39,7 +39,7 @@ export function perfAnalyzer(bin, args, { echoStderr = false } = {}) {
       out += d;
       if (echoStderr) process.stderr.write(d);
     });
-    p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`perf_analyzer exited ${code}:\n${out}`))));
+    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`perf_analyzer exited ${code}:\n${out}`))));
     p.on('error', reject);
   });
 }

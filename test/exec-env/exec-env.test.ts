@@ -153,7 +153,7 @@ describe('env cache across processes', () => {
         const p = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
         let out = '';
         p.stdout.on('data', (d) => (out += d));
-        p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
+        p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
       });
     const dirsSeen = await Promise.all([run(), run(), run(), run()]);
     // What each process printed, so that a rare disagreement says what it was.

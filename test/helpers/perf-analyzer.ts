@@ -27,7 +27,7 @@ export function perfAnalyzer(args: string[], timeoutMs = 50_000): Promise<{ code
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
     const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code) => {
+    p.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, out });
     });

@@ -44,7 +44,7 @@ export async function memoryAfterGc(serverLog: string): Promise<MemoryUsage> {
     let text = '';
     p.stdout.on('data', (d) => (text += d));
     p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`inspector helper exited ${code}`))));
+    p.on('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`inspector helper exited ${code}`))));
   });
   return JSON.parse(out) as MemoryUsage;
 }

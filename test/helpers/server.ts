@@ -238,7 +238,7 @@ export function pythonAsync(code: string, env: NodeJS.ProcessEnv = {}, timeoutMs
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (err += d));
     const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code) => {
+    p.on('close', (code) => {
       clearTimeout(timer);
       if (code === 0) resolve(out);
       else reject(new Error(`python failed (${code}):\n${err}\n${out}`));

@@ -77,7 +77,7 @@ function installCuda(ortDir: string, extra: string[] = [], python = PYTHON) {
     [path.join(ROOT, 'bin', 'tritium.js'), 'install-cuda', `--python=${python}`, `--onnxruntime-node=${ortDir}`, ...extra],
     {
       encoding: 'utf8',
-      env: { ...process.env, PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheelhouse, PIP_CONFIG_FILE: os.devnull, PIP_NO_CACHE_DIR: '1' },
+      env: { ...process.env, PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheelhouse, PIP_CONFIG_FILE: os.devNull, PIP_NO_CACHE_DIR: '1' },
       timeout: 120_000,
     },
   );
