@@ -191,6 +191,17 @@ describe('tritium install-cuda', () => {
       'libonnxruntime_providers_shared.so',
       'tritium-cuda.json',
     ]);
+
+    // --remove takes it all back, leaving what onnxruntime-node had; a second --remove finds nothing.
+    fs.writeFileSync(path.join(ort.bin, 'libonnxruntime.so.1'), 'onnxruntime-node');
+    const removed = installCuda(ort.dir, ['--remove']);
+    expect(removed.code).toBe(0);
+    expect(removed.out).toContain(
+      'removed libonnxruntime_providers_shared.so, libonnxruntime_providers_cuda.so, cuda-libs/ (nvidia-cublas==13.1.0.3, nvidia-cuda-runtime==13.0.96, nvidia-cudnn-cu13==9.13.0.50, nvidia-curand==10.4.0.35), tritium-cuda.json',
+    );
+    expect(fs.readdirSync(ort.bin)).toEqual(['libonnxruntime.so.1']);
+    expect(installCuda(ort.dir, ['--remove']).out).toContain(`nothing to remove: no tritium-cuda.json for ${ort.dir}`);
+    expect(installCuda(ort.dir, ['--remove', '--check']).code).toBe(2);
   });
 
   it('refuses a provider of another version than onnxruntime-node, naming both', () => {

@@ -320,6 +320,34 @@ function withDriverNote(failure: string): string {
     : failure;
 }
 
+/**
+ * Undoes `installCuda` in `onnxruntime-node`: the providers and libraries its manifest lists, then
+ * the manifest. A provider installed another way (no manifest) is left alone. Returns what was
+ * removed, one line each.
+ */
+export function removeCuda(onnxruntimeDir: string): string[] {
+  const binDir = ortBinaryDir(onnxruntimeDir);
+  const manifest = readManifest(binDir);
+  if (manifest === undefined) return [];
+  const removed: string[] = [];
+  for (const file of manifest.providers) {
+    if (path.basename(file) !== file) continue; // providers sit in binDir itself
+    const p = path.join(binDir, file);
+    if (fs.existsSync(p)) {
+      fs.rmSync(p);
+      removed.push(file);
+    }
+  }
+  const libs = path.join(binDir, LIBRARIES_DIR);
+  if (fs.existsSync(libs)) {
+    fs.rmSync(libs, { recursive: true, force: true });
+    removed.push(`${LIBRARIES_DIR}/ (${manifest.packages.join(', ') || 'no packages'})`);
+  }
+  fs.rmSync(path.join(binDir, MANIFEST_FILE));
+  removed.push(MANIFEST_FILE);
+  return removed;
+}
+
 export interface CudaCheck {
   ok: boolean;
   /** It failed only for want of the NVIDIA driver (the installation is complete). */
