@@ -30,8 +30,12 @@ export const PIPELINE_DEPTH = 2;
 interface LiveRequest {
   readonly rid: number;
   pr: PendingRequest;
-  /** Input blocks and the cancel flag, freed when the request is finished with. */
-  blocks: Block[];
+  /**
+   * The input descriptors (each one's block is `[3]`, `[4]`; a hole where the copy failed) and the
+   * cancel flag's block (undefined until allocated), freed when the request is finished with.
+   */
+  inputs: TensorDescriptor[];
+  cflag: Block | undefined;
   /** Non-decoupled: a response sent through the sender without FINAL, waiting for FINAL. */
   held: RespWire | undefined;
   /** The request's signal and its abort listener (sets the cancel flag), removed on release. */
@@ -127,29 +131,28 @@ export class StubSession {
         const request = pr.request;
         const rid = this.nextRid++;
         const ins = request.inputs;
-        // Sized once: one block per input, then the cancel flag's (a hole until allocated;
-        // release() skips holes).
-        const blocks: Block[] = new Array(ins.length + 1);
-        const live: LiveRequest = { rid, pr, blocks, held: undefined, signal: undefined, onAbort: undefined };
+        // Sized once, holes until written (release() skips them): the descriptors double as the
+        // blocks to free, so no [seg, off] pair is made per input.
+        const inputs: TensorDescriptor[] = new Array(ins.length);
+        const live: LiveRequest = { rid, pr, inputs, cflag: undefined, held: undefined, signal: undefined, onAbort: undefined };
         this.live.set(rid, live);
         rids[k] = rid;
         sent = k + 1;
-        const inputs: TensorDescriptor[] = new Array(ins.length);
-        for (let j = 0; j < ins.length; j++) inputs[j] = writeInput(channel, ins[j]!, blocks, j);
-        const flag = channel.allocInput(4);
-        const flagView = flag.view;
-        flagView.writeUInt32LE(pr.cancelled ? 1 : 0, 0);
+        for (let j = 0; j < ins.length; j++) inputs[j] = writeInput(channel, ins[j]!);
         // One [seg, off] pair serves as the block to free and as the wire's cflag (neither is
         // ever modified).
-        const cflag: Block = [flag.seg, flag.off];
-        blocks[ins.length] = cflag;
+        const cflag = ['', 0] as Block;
+        channel.copyInput(pr.cancelled ? FLAG_SET : FLAG_CLEAR, 4, 4, cflag, 0);
+        live.cflag = cflag;
         const signal = request.signal;
         if (signal && !signal.aborted) {
+          // The block is freed only after this listener is removed (release), so the flag
+          // written is always this request's.
           const onAbort = (): void => {
-            flagView.writeUInt32LE(1, 0);
+            channel.writeInputU32(cflag, 1);
             if (traceTags.ipc) this.trace(live, 'cancelled: cancel flag set for the stub');
           };
-          signal.addEventListener('abort', onAbort, { once: true });
+          signal.addEventListener('abort', onAbort, ONCE);
           live.signal = signal;
           live.onAbort = onAbort;
         }
@@ -374,17 +377,18 @@ export class StubSession {
     const live = this.live.get(rid);
     if (!live) return;
     if (traceTags.ipc) {
-      const freed = this.closed ? 'its region is gone' : `${live.blocks.filter((b) => b !== undefined).length} input block(s) freed`;
+      const freed = this.closed ? 'its region is gone' : `${live.inputs.filter((d) => d !== undefined).length + (live.cflag ? 1 : 0)} input block(s) freed`;
       this.trace(live, `released: ${freed}`);
     }
     this.live.delete(rid);
     if (live.onAbort !== undefined) live.signal!.removeEventListener('abort', live.onAbort);
     if (!this.closed) {
-      const blocks = live.blocks;
-      for (let i = 0; i < blocks.length; i++) {
-        const b = blocks[i];
-        if (b !== undefined) this.channel.freeInput(b[0], b[1]);
+      const inputs = live.inputs;
+      for (let i = 0; i < inputs.length; i++) {
+        const d = inputs[i];
+        if (d !== undefined) this.channel.freeInput(d[3], d[4]);
       }
+      if (live.cflag !== undefined) this.channel.freeInput(live.cflag[0], live.cflag[1]);
     }
   }
 }
@@ -404,6 +408,11 @@ function requestFields(pr: PendingRequest) {
 }
 
 const NO_OUTPUTS: readonly TensorDescriptor[] = [];
+/** The cancel flag's initial words (u32 little-endian). */
+const FLAG_CLEAR = Buffer.from([0, 0, 0, 0]);
+const FLAG_SET = Buffer.from([1, 0, 0, 0]);
+/** addEventListener's options, one object for every request. */
+const ONCE = { once: true } as const;
 
 function requestedOutputs(pr: PendingRequest): string[] | null {
   return pr.request.outputs ? pr.request.outputs.map((o) => o.name) : null;

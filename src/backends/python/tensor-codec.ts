@@ -12,16 +12,15 @@ export type { TensorDescriptor } from './ipc/messages.js';
 export type Block = BlockRef;
 
 /**
- * Copies a tensor into shared memory; returns its descriptor. The block to free later goes to
- * `blocks[at]` (the caller sizes `blocks`: no array growth per request).
+ * Copies a tensor into shared memory; returns its descriptor, whose segment and offset (`d[3]`,
+ * `d[4]`) are also the block to free later.
  */
-export function writeInput(channel: StubChannel, t: Tensor, blocks: Block[], at: number): TensorDescriptor {
+export function writeInput(channel: StubChannel, t: Tensor): TensorDescriptor {
   const n = t.data.length;
+  const d: TensorDescriptor = [t.name, t.datatype, t.shape, '', 0, n];
   // Zero-size tensors still get a (minimal) block so the stub sees a valid address.
-  const { seg, off, view } = channel.allocInput(Math.max(n, 1));
-  if (n > 0) t.data.copy(view, 0, 0, n);
-  blocks[at] = [seg, off];
-  return [t.name, t.datatype, t.shape, seg, off, n];
+  channel.copyInput(t.data, n, Math.max(n, 1), d, 3);
+  return d;
 }
 
 /** Output descriptor → a Tensor viewing shared memory (valid until its block, put in `blocks[at]`, is released). */

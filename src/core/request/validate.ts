@@ -112,16 +112,17 @@ export function validateRequest(model: ValidationModel, req: InferRequest): Vali
 
   if (req.outputs) {
     const outNames = outputNames(model.outputs);
-    let seen: Set<string> | undefined;
-    for (const o of req.outputs) {
-      if (!outNames.has(o.name)) throw Errors.unexpectedOutput(model.name, o.name);
-      if (req.outputs.length > 1) (seen ??= new Set()).add(o.name);
+    const outs = req.outputs;
+    let repeated = false;
+    for (let i = 0; i < outs.length; i++) {
+      const name = outs[i]!.name;
+      if (!outNames.has(name)) throw Errors.unexpectedOutput(model.name, name);
+      // Requests name a handful of outputs: a scan of the earlier ones allocates nothing.
+      for (let j = 0; j < i && !repeated; j++) if (outs[j]!.name === name) repeated = true;
     }
     // A name asked for twice is one requested output, as in Triton (a set of names): the model
     // sees it once and the response carries it once; the first request's choices stand.
-    if (seen !== undefined && seen.size < req.outputs.length) {
-      req.outputs = req.outputs.filter((o, i, all) => all.findIndex((p) => p.name === o.name) === i);
-    }
+    if (repeated) req.outputs = outs.filter((o, i, all) => all.findIndex((p) => p.name === o.name) === i);
   }
   return { batchSize: batching ? Math.max(1, batch) : 1, shapeSignature: signature === undefined ? '' : signature.join(';') };
 }

@@ -26,8 +26,21 @@ const MODEL = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|genera
 const REPOSITORY = /^\/v2\/repository(?:\/([^/]+))?\/(index|models\/([^/]+)\/(load|unload))$/;
 const SHARED_MEMORY = /^\/v2\/(system|cuda)sharedmemory(?:\/region\/([^/]+))?\/(status|register|unregister)$/;
 
+// The last target matched and its route: a client sends the same URL request after request, and
+// matching it again allocated a match array and a route each time. Routes are only read.
+let lastUrl = '';
+let lastRoute: Route | undefined;
+
 /** Maps a request target (path plus optional query) to its route, or undefined for 404. */
 export function matchRoute(url: string): Route | undefined {
+  if (url === lastUrl) return lastRoute;
+  const route = match(url);
+  lastUrl = url;
+  lastRoute = route;
+  return route;
+}
+
+function match(url: string): Route | undefined {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   if (!path.startsWith('/v2')) return undefined;

@@ -294,21 +294,51 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
 
   /** A block of Node's input arenas; grows the region with a new n<k> segment when all are full. */
   allocInput(nbytes: number): { seg: string; off: number; view: Buffer } {
+    const off = this.allocBlock(nbytes);
+    const s = this.allocated!;
+    return { seg: s.name, off, view: s.buf.subarray(off, off + nbytes) };
+  }
+
+  /**
+   * A block of at least `size` bytes holding a copy of `data[0, n)`; its segment and offset are
+   * stored at `into[at]` and `into[at + 1]` (a tensor descriptor's, a cancel flag's pair). The
+   * request path's way in: no view or record is made per tensor (allocInput's object and
+   * Buffer view were a good part of what `exec` allocated).
+   */
+  copyInput(data: Buffer, n: number, size: number, into: unknown[], at: number): void {
+    const off = this.allocBlock(size);
+    const s = this.allocated!;
+    if (n > 0) data.copy(s.buf, off, 0, n);
+    into[at] = s.name;
+    into[at + 1] = off;
+  }
+
+  /** Writes `value` as a u32 at the start of input block `block` (a request's cancel flag). */
+  writeInputU32(block: readonly [string, number], value: number): void {
+    if (this.closed) return;
+    this.segments.get(block[0])?.buf.writeUInt32LE(value, block[1]);
+  }
+
+  /** The input segment of the last allocBlock, so that it returns a bare offset. */
+  private allocated: Segment | undefined;
+
+  private allocBlock(nbytes: number): number {
     this.assertOpen();
     if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new RangeError(`allocInput: bad size ${nbytes}`);
     for (const s of this.inputs) {
       const off = s.arena!.alloc(nbytes);
       if (off < 0) continue;
       if (s.hollow) this.reserve(s, off, nbytes);
-      return { seg: s.name, off, view: s.buf.subarray(off, off + nbytes) };
+      this.allocated = s;
+      return off;
     }
     const name = `n${this.inputs.length}`;
     const size = Math.max(this.growthByteSize, roundUp(nbytes, SEGMENT_ROUND));
     const seg = this.createSegment(name, size, nbytes);
     seg.arena = this.native.createArena(0, size, BLOCK_ALIGN);
     this.inputs.push(seg);
-    const off = seg.arena.alloc(nbytes);
-    return { seg: name, off, view: seg.buf.subarray(off, off + nbytes) };
+    this.allocated = seg;
+    return seg.arena.alloc(nbytes);
   }
 
   /** Passes the queued segment descriptors; while the stub's queue is full, again shortly. */

@@ -23,7 +23,8 @@ import { withForwardedHeaders } from '../../header-forward.js';
 import { traceLine, traceTags, traced, tracedError } from '../../../core/trace-tags.js';
 
 export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpResponse, model: string, version: string): void {
-  const recvStartNs = process.hrtime.bigint();
+  // Read only by a trace: not taken (a BigInt each) while tracing is off.
+  const recvStartNs = ctx.core.tracer.settings.enabled ? process.hrtime.bigint() : NOT_TIMED;
   let handle: ModelHandle;
   let v: string;
   try {
@@ -67,6 +68,9 @@ export function handleInfer(ctx: HttpContext, req: HttpRequest, res: HttpRespons
     );
   });
 }
+
+/** The receive times of a request that arrived while tracing was off. */
+const NOT_TIMED = -1n;
 
 /** The body could not be had (too large, broken, not inflatable). */
 function refused(req: HttpRequest, res: HttpResponse, err: unknown): void {
@@ -123,7 +127,7 @@ function run(
   body: Body,
   recvStartNs: bigint,
 ): void {
-  const recvEndNs = process.hrtime.bigint();
+  const recvEndNs = recvStartNs === NOT_TIMED ? NOT_TIMED : process.hrtime.bigint();
   const headerField = req.headers['inference-header-content-length'];
   if (headerField === undefined && body.data.length >= LARGE_JSON_BYTES) {
     // A large JSON body is parsed off the event loop (json-parse-worker.ts).
@@ -171,8 +175,10 @@ function infer(
   // Triton's HTTP trace events around the core's (docs/protocol-notes.md, "Trace").
   const trace = ctx.core.tracer.sample(model);
   if (trace !== undefined) {
-    trace.add('HTTP_RECV_START', recvStartNs);
-    trace.add('HTTP_RECV_END', recvEndNs);
+    // Tracing was switched on while this body arrived: its receive times are now.
+    const now = recvEndNs === NOT_TIMED ? process.hrtime.bigint() : recvEndNs;
+    trace.add('HTTP_RECV_START', recvStartNs === NOT_TIMED ? now : recvStartNs);
+    trace.add('HTTP_RECV_END', now);
     request.trace = trace;
   }
   const batching = handle.maxBatchSize > 0;
