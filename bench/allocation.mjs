@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { arg, machine } from './grpc-common.mjs';
 import { checkFlags, positive, showHelp } from './lib/options.mjs';
-import { perfAnalyzer, requirePerfAnalyzer } from './lib/perf-analyzer.mjs';
+import { requirePerfAnalyzer, warmUpWindow } from './lib/perf-analyzer.mjs';
 import { commandLine, fmt, loadAverage, median, table, toolVersion } from './lib/report.mjs';
 import { ROOT, startTritium, successCount } from './lib/server.mjs';
 
@@ -44,28 +44,11 @@ const repo = path.join(ROOT, 'bench', 'models', 'vs-triton');
 const preload = path.join(ROOT, 'bench', 'lib', 'gc-profiler.cjs');
 const pa = requirePerfAnalyzer();
 
+const cell = { model: 'add_sub', protocol, concurrency };
+const csvDir = path.join(ROOT, 'bench', '.out', 'allocation');
+/** One perf_analyzer window of `ms` on add_sub (its figures are not used: the server counts). */
 const load = (server, ms) =>
-  perfAnalyzer(pa, [
-    '-m',
-    'add_sub',
-    '-u',
-    `127.0.0.1:${protocol === 'grpc' ? server.grpcPort : server.httpPort}`,
-    '-i',
-    protocol,
-    '--concurrency-range',
-    `${concurrency}:${concurrency}`,
-    '--max-threads',
-    String(Math.max(16, concurrency)),
-    '--measurement-interval',
-    String(ms),
-    '--max-trials',
-    '1',
-    '--stability-percentage',
-    '1000000',
-  ]).catch((err) => {
-    // One window is never "stable"; anything else is a real failure.
-    if (!/Failed to obtain stable measurement/.test(String(err?.message))) throw err;
-  });
+  warmUpWindow(pa, { cell, port: protocol === 'grpc' ? server.grpcPort : server.httpPort, dir: csvDir, windowMs: ms, stability: 1e6 });
 
 /** Signals the server's GC profiler and waits for the record it writes. */
 async function gcRecord(server, file, count) {

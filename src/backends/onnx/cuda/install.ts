@@ -198,6 +198,7 @@ export function planPreload(
     });
   // Left out, transitively: a library that needs a left-out one cannot load either.
   const skipped = new Map<Library, string>();
+  const missingOf = (needed: string[]): string[] => unresolved(needed).concat(needed.filter((n) => bySoname.has(n) && skipped.has(bySoname.get(n)!)));
   for (const lib of bySoname.values()) {
     if (INTERPOSERS.test(lib.soname)) skipped.set(lib, 'stands in for a standard library (BLAS or FFTW) and is never loaded globally');
   }
@@ -205,29 +206,28 @@ export function planPreload(
     changed = false;
     for (const lib of bySoname.values()) {
       if (skipped.has(lib)) continue;
-      const missing = unresolved(lib.needed).concat(lib.needed.filter((n) => bySoname.has(n) && skipped.has(bySoname.get(n)!)));
+      const missing = missingOf(lib.needed);
       if (missing.length > 0) {
         skipped.set(lib, `needs ${missing.join(', ')}, which neither the installed packages nor this host have`);
         changed = true;
       }
     }
   }
-  const providerMissing = unresolved(provider.needed).concat(provider.needed.filter((n) => bySoname.has(n) && skipped.has(bySoname.get(n)!)));
+  const providerMissing = missingOf(provider.needed);
   if (providerMissing.length > 0) {
     const why = providerMissing.map((n) => (bySoname.has(n) ? `${n} (${skipped.get(bySoname.get(n)!)})` : `${n} (needed by ${path.basename(provider.file)})`));
     throw Errors.cudaInstallMissing(why, packages);
   }
   // Depth-first over DT_NEEDED: each library after the installed ones it needs.
   const order: Library[] = [];
-  const state = new Map<Library, 'visiting' | 'done'>();
+  const seen = new Set<Library>(); // marked before its dependencies: a cycle ends there
   const visit = (lib: Library): void => {
-    if (state.has(lib) || skipped.has(lib)) return;
-    state.set(lib, 'visiting');
+    if (seen.has(lib) || skipped.has(lib)) return;
+    seen.add(lib);
     for (const n of lib.needed) {
       const dep = bySoname.get(n);
       if (dep !== undefined) visit(dep);
     }
-    state.set(lib, 'done');
     order.push(lib);
   };
   for (const lib of bySoname.values()) visit(lib);

@@ -5,23 +5,13 @@
  * them by soname only and has no RUNPATH, so the dynamic loader would not look for them next to
  * onnxruntime-node (native/src/shared_library.cc). Once per process; the outcome is kept.
  */
-import { createRequire } from 'node:module';
 import path from 'node:path';
+import { loadNative } from '../../python/ipc/native.js';
 import { readManifest } from './manifest.js';
-
-interface SharedLibraryAddon {
-  loadSharedLibrary(file: string): void;
-}
-
-// Same relative path from src/backends/onnx/cuda and dist/backends/onnx/cuda.
-const ADDON_PATH = '../../../../native/build/Release/tritium_native.node';
-
-let addon: SharedLibraryAddon | undefined;
 
 /** dlopen(file, RTLD_NOW | RTLD_GLOBAL); throws the loader's message. */
 export function loadSharedLibrary(file: string): void {
-  addon ??= createRequire(import.meta.url)(ADDON_PATH) as SharedLibraryAddon;
-  addon.loadSharedLibrary(file);
+  loadNative().loadSharedLibrary(file);
 }
 
 const outcomes = new Map<string, string | undefined>();

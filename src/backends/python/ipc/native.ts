@@ -108,10 +108,9 @@ export interface NativeAddon {
    * Creates the eventfd and calls `onWake` on the loop each time it becomes readable; after each
    * wake-up the loop keeps polling without blocking for as long as the spin policy allows.
    */
-  WakeListener: new (
-    onWake: () => void,
-    opts?: { spinUs?: number; spinMode?: 'adaptive' | 'always' | 'never' },
-  ) => WakeListener;
+  /** dlopen(file, RTLD_NOW | RTLD_GLOBAL) for the life of the process; throws the loader's message (onnx/cuda/preload.ts). */
+  loadSharedLibrary(file: string): void;
+  WakeListener: new (onWake: () => void, opts?: { spinUs?: number; spinMode?: 'adaptive' | 'always' | 'never' }) => WakeListener;
 }
 
 // Same relative path from src/backends/python/ipc and dist/backends/python/ipc.
