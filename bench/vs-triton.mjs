@@ -4,7 +4,7 @@
  * repository, bench/models/vs-triton, with the same client (the project's perf_analyzer).
  *
  *   npm run build && node bench/vs-triton.mjs [--rounds 2] [--quick] [--only add_sub,startup]
- *        [--servers tritium,triton] [--tritium-args "..."] [--json file] [--help]
+ *        [--servers tritium,triton] [--tritium-args "..."] [--before <checkout>] [--json file] [--help]
  *
  * The servers never run at the same time: each round starts tritium, measures every cell,
  * stops it, then does the same with Triton, so both see the same (possibly busy) machine in
@@ -29,8 +29,8 @@ import { ensureTriton, freePorts, killNow, startTriton, stopServer, waitReady } 
 
 const REPO = path.join(ROOT, 'bench', 'models', 'vs-triton');
 const OUT = path.join(ROOT, 'bench', '.out', 'vs-triton');
-const SERVERS = ['tritium', 'triton'];
-const LABEL = { tritium: 'tritium', triton: 'Triton' };
+const SERVERS = ['tritium', 'before', 'triton'];
+const LABEL = { tritium: 'tritium', before: 'tritium --before', triton: 'Triton' };
 const STARTUP = 'startup';
 const IDEAL_BATCH = 32;
 const IDEAL_PER_SEC = IDEAL_BATCH / ((2 + 0.1 * IDEAL_BATCH) / 1000);
@@ -58,6 +58,8 @@ time and resident memory. Medians over rounds; ratio columns are tritium / Trito
                         batch_sleep/http/c32, ${STARTUP})
   --servers LIST        tritium,triton (default both); with one, ratio columns read —
   --tritium-args "..."  extra command-line arguments for tritium (split on spaces)
+  --before DIR          also measure tritium built in another checkout (its dist/ and native/build
+                        built), in turn with the others in every round; a table compares it
   --json FILE           also write every raw figure, per round, to FILE
   --help                this text
 
@@ -65,7 +67,20 @@ Needs: npm run build (dist/), a real perf_analyzer (npm install puts one in .ven
 (/proc), and for Triton network access on the first run (pip install nvidia-pytriton numpy).
 perf_analyzer's CSVs and logs go to bench/.out/vs-triton/.`;
 
-const KNOWN_FLAGS = ['rounds', 'quick', 'warmup-ms', 'server-warmup-ms', 'measure-ms', 'stability', 'only', 'servers', 'tritium-args', 'json', 'help'];
+const KNOWN_FLAGS = [
+  'rounds',
+  'quick',
+  'warmup-ms',
+  'server-warmup-ms',
+  'measure-ms',
+  'stability',
+  'only',
+  'servers',
+  'tritium-args',
+  'before',
+  'json',
+  'help',
+];
 const BOOLEAN_FLAGS = ['quick', 'help'];
 
 // ---------------------------------------------------------------- options and cells
@@ -74,7 +89,12 @@ function parseOptions() {
   checkFlags(process.argv.slice(2), KNOWN_FLAGS, BOOLEAN_FLAGS, USAGE);
   const quick = process.argv.includes('--quick');
   const servers = list(arg('servers', SERVERS.join(','))).map((s) => s.toLowerCase());
-  for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`--servers: unknown server ${s} (tritium, triton)`);
+  for (const s of servers) if (!SERVERS.includes(s) || s === 'before') throw new Error(`--servers: unknown server ${s} (tritium, triton)`);
+  const before = arg('before', undefined);
+  if (before !== undefined) {
+    if (!fs.existsSync(path.join(before, 'dist', 'cli', 'main.js'))) throw new Error(`--before ${before}: no dist/ there (npm run build in it)`);
+    servers.splice(1, 0, 'before');
+  }
   return {
     help: process.argv.includes('--help'),
     quick,
@@ -83,6 +103,7 @@ function parseOptions() {
     only: list(arg('only', '')),
     servers: SERVERS.filter((s) => servers.includes(s)),
     tritiumArgs: arg('tritium-args', '').split(/\s+/).filter(Boolean),
+    before: before === undefined ? undefined : path.resolve(before),
     json: arg('json', undefined),
   };
 }
@@ -113,8 +134,13 @@ function installExitGuards() {
 }
 
 async function launch(kind, repo, ctx, extraTritiumArgs = []) {
+  const args = [...ctx.opts.tritiumArgs, ...extraTritiumArgs];
   const server =
-    kind === 'tritium' ? await startTritium({ repos: repo, args: [...ctx.opts.tritiumArgs, ...extraTritiumArgs] }) : await startTriton(ctx.triton, { repo });
+    kind === 'tritium'
+      ? await startTritium({ repos: repo, args })
+      : kind === 'before'
+        ? await startTritium({ repos: repo, args, root: ctx.opts.before })
+        : await startTriton(ctx.triton, { repo });
   live.add(server);
   return server;
 }
@@ -387,6 +413,40 @@ function batchingTable(ctx) {
   );
 }
 
+/** --before: the same tritium at another checkout, per cell (ratios: this build / that one). */
+function beforeTable(ctx) {
+  const withTotal = (rounds) => rounds?.map((r) => (r.error ? r : { ...r, totalCpuUs: r.serverCpuUs + r.stubCpuUs }));
+  const pair = (byServer, key, digits = 0) => {
+    const [t, b] = ['tritium', 'before'].map((k) => (byServer[k] ? summary(withTotal(byServer[k]), key) : undefined));
+    return [cellText(b, digits), cellText(t, digits), ratioText(t, b)];
+  };
+  const rows = Object.entries(ctx.results.cells).map(([name, s]) => [
+    name,
+    ...pair(s, 'serverCpuUs'),
+    ...pair(s, 'totalCpuUs'),
+    ...pair(s, 'throughput'),
+    ...pair(s, 'p99Us'),
+  ]);
+  return table(
+    [
+      'cell',
+      'before server',
+      'now server',
+      'ratio',
+      'before total',
+      'now total',
+      'ratio',
+      'before infer/s',
+      'now infer/s',
+      'ratio',
+      'before p99 µs',
+      'now p99 µs',
+      'ratio',
+    ],
+    rows,
+  );
+}
+
 function startupTable(ctx) {
   const s = ctx.results.startup;
   const rows = [
@@ -405,6 +465,14 @@ function report(ctx) {
   if (cells.length) {
     parts.push('', '### Throughput and latency (perf_analyzer, client side)', '', latencyTable(ctx));
     parts.push('', '### CPU per request (µs; server process, its stub processes, both)', '', cpuTable(ctx));
+  }
+  if (cells.length && ctx.opts.before) {
+    parts.push(
+      '',
+      `### tritium now against --before ${path.relative(ROOT, ctx.opts.before) || '.'} (commit ${ctx.beforeCommit}); CPU per request in µs, ratio now / before`,
+      '',
+      beforeTable(ctx),
+    );
   }
   if (cells.some((c) => c.startsWith('batch_sleep'))) {
     parts.push(
@@ -440,6 +508,7 @@ async function main() {
     startedAt: Date.now(),
     loadBefore: loadAverage(),
     commit: gitCommit(),
+    beforeCommit: opts.before ? gitCommit(opts.before) : undefined,
     pa: requirePerfAnalyzer(),
     triton: opts.servers.includes('triton') ? ensureTriton() : undefined,
     results: { cells: {}, startup: doStartup ? {} : undefined },

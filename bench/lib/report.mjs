@@ -45,9 +45,9 @@ export function toolVersion(cmd, args) {
 }
 
 /** The short commit of the checkout, noting uncommitted changes in the server's sources. */
-export function gitCommit() {
-  const head = toolVersion('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
-  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'stub', 'native'], { encoding: 'utf8' }).stdout?.trim();
+export function gitCommit(root = ROOT) {
+  const head = toolVersion('git', ['-C', root, 'rev-parse', '--short', 'HEAD']);
+  const dirty = spawnSync('git', ['-C', root, 'status', '--porcelain', '--', 'src', 'stub', 'native'], { encoding: 'utf8' }).stdout?.trim();
   return dirty ? `${head} (+ uncommitted changes in src/ stub/ native/)` : head;
 }
 

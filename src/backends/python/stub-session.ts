@@ -217,8 +217,8 @@ export class StubSession {
     // clients afterwards, while the stub already works. That continuation is a reaction on
     // this very promise (InstancePool.run; StubInstance.execute returns it as is), so it is
     // queued by resolve() and runs before the microtask queued next. A microtask rather than
-    // setImmediate: the responses leave in this turn of the event loop (node:http2 sends from
-    // a native immediate, which a write made inside setImmediate would put off by one turn).
+    // setImmediate: the responses leave in this turn of the event loop (a gRPC answer's write
+    // is a microtask its call queues, frontends/grpc/transport/h2-session.ts).
     // Requests stay in `live` until then, so a stub death in between still fails them
     // instead of reading the dead region.
     batch.resolve({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });

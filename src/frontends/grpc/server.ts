@@ -1,7 +1,7 @@
 /**
  * @module frontends/grpc/server
  * The gRPC endpoint: `inference.GRPCInferenceService` and `grpc.health.v1.Health` (Check only)
- * on the project's own transport over `node:http2` (transport/), plaintext or TLS (`--grpc-use-ssl`).
+ * on the project's own HTTP/2 transport over Node's nghttp2 (transport/), plaintext or TLS (`--grpc-use-ssl`).
  * The port listens from start; the services' routes (routes.ts) load with the first connection.
  *
  * Shutdown (`close()`): from the first moment new RPCs are answered UNAVAILABLE (Triton's text)

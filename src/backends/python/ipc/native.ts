@@ -111,6 +111,31 @@ export interface NativeAddon {
   /** dlopen(file, RTLD_NOW | RTLD_GLOBAL) for the life of the process; throws the loader's message (onnx/cuda/preload.ts). */
   loadSharedLibrary(file: string): void;
   WakeListener: new (onWake: () => void, opts?: { spinUs?: number; spinMode?: 'adaptive' | 'always' | 'never' }) => WakeListener;
+  /** The server side of one HTTP/2 connection over Node's nghttp2 (native/src/h2_session.cc; frontends/grpc/transport/h2-session.ts). */
+  H2Session: new (opts: {
+    maxConcurrentStreams: number;
+    initialWindowSize: number;
+  }) => NativeH2Session;
+}
+
+/** native/src/h2_session.cc; the event records of `receive` are listed there. */
+export interface NativeH2Session {
+  /** The events the bytes caused, or a negative nghttp2 error (the connection is broken). */
+  receive(chunk: Uint8Array): Array<number | string[] | Buffer> | number;
+  /** [bytes to write, streams closed meanwhile as [id, code, ...]]. */
+  flush(): [Buffer | undefined, number[] | undefined];
+  respond(stream: number, headers: readonly string[], body: boolean): number;
+  write(stream: number, bytes: Uint8Array): boolean;
+  end(stream: number, trailers?: readonly string[]): boolean;
+  reset(stream: number, code: number): void;
+  consume(stream: number, bytes: number): void;
+  queued(stream: number): number;
+  ping(): boolean;
+  goaway(code: number, debug?: Uint8Array, lastStreamId?: number): void;
+  setLocalWindowSize(bytes: number): void;
+  /** 1: nghttp2 expects to read, 2: it has something to write; 0: the connection is done. */
+  wantIo(): number;
+  destroy(): void;
 }
 
 // Same relative path from src/backends/python/ipc and dist/backends/python/ipc.

@@ -9,7 +9,7 @@
  * views of the message); a stream gives each message's back once the message is whole (the
  * stream's own backpressure bounds the requests it has in flight).
  */
-import type { ServerHttp2Stream } from 'node:http2';
+import type { H2Stream } from './h2-session.js';
 import type { BodyBudget } from '../../body-budget.js';
 import type { MessageReader } from './message-reader.js';
 
@@ -23,7 +23,7 @@ export class BodyHold {
   private waiter: (() => void) | undefined;
 
   constructor(
-    private readonly stream: ServerHttp2Stream,
+    private readonly stream: H2Stream,
     private readonly budget: BodyBudget,
     private readonly keepWhole: boolean,
   ) {

@@ -7,7 +7,7 @@
  */
 import { compressed, type Algorithm } from './response-compression.js';
 import { EventEmitter } from 'node:events';
-import type { ServerHttp2Stream } from 'node:http2';
+import type { H2Stream } from './h2-session.js';
 import { frameMessage, messagePrefix } from './message-reader.js';
 import type { Metadata } from './metadata.js';
 import { GrpcStatus, StatusError, encodeGrpcMessage } from './status.js';
@@ -18,12 +18,9 @@ const ACCEPT_ENCODING = 'identity,deflate,gzip';
 /** Above this a message is written as prefix + payload rather than copied into one buffer. */
 const COPY_LIMIT = 64 * 1024;
 
-const RESPONSE_HEADERS = Object.freeze({
-  ':status': 200,
-  'content-type': CONTENT_TYPE,
-  'grpc-accept-encoding': ACCEPT_ENCODING,
-});
-const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
+// Header blocks as HTTP/2 takes them: [name, value, ...].
+const RESPONSE_HEADERS: readonly string[] = Object.freeze([':status', '200', 'content-type', CONTENT_TYPE, 'grpc-accept-encoding', ACCEPT_ENCODING]);
+const OK_TRAILERS: readonly string[] = Object.freeze(['grpc-status', '0']);
 
 /** Told when a call ends, whichever way (the server counts calls in flight). */
 export type CallEndListener = () => void;
@@ -31,7 +28,6 @@ export type CallEndListener = () => void;
 export abstract class BaseCall {
   #headersSent = false;
   #ended = false;
-  #trailers: Record<string, string> = OK_TRAILERS;
   #timer: NodeJS.Timeout | undefined;
   /** When the call's stream opened (monotonic ns): the start of the wait for its request (traces). */
   readonly startNs = process.hrtime.bigint();
@@ -39,7 +35,7 @@ export abstract class BaseCall {
   connectionId = 0;
 
   constructor(
-    protected readonly stream: ServerHttp2Stream,
+    protected readonly stream: H2Stream,
     readonly metadata: Metadata,
     private readonly onEnd: CallEndListener,
     /** Told at each response message written (the connection's ping policy forgives then). */
@@ -104,11 +100,10 @@ export abstract class BaseCall {
     if (!this.#headersSent) {
       // Trailers-only: one HEADERS frame carries the status and ends the stream.
       this.#headersSent = true;
-      stream.respond(trailersOnlyHeaders(trailers), { endStream: true });
+      stream.respond(trailersOnlyHeaders(trailers), false);
       return;
     }
-    this.#trailers = trailers;
-    stream.end();
+    stream.end(trailers);
   }
 
   /** Sends one message and the OK status (a unary answer). */
@@ -124,10 +119,7 @@ export abstract class BaseCall {
   #sendHeaders(): void {
     if (this.#headersSent) return;
     this.#headersSent = true;
-    this.stream.respond(this.compression === undefined ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'grpc-encoding': this.compression }, {
-      waitForTrailers: true,
-    });
-    this.stream.once('wantTrailers', () => this.stream.sendTrailers(this.#trailers));
+    this.stream.respond(this.compression === undefined ? RESPONSE_HEADERS : [...RESPONSE_HEADERS, 'grpc-encoding', this.compression], true);
   }
 
   #cancel(): void {
@@ -143,12 +135,12 @@ export abstract class BaseCall {
 }
 
 /** Headers of a trailers-only response: one HEADERS frame that also carries the status. */
-export function trailersOnlyHeaders(trailers: Record<string, string>): Record<string, string | number> {
-  return { ...RESPONSE_HEADERS, ...trailers };
+export function trailersOnlyHeaders(trailers: readonly string[]): string[] {
+  return [...RESPONSE_HEADERS, ...trailers];
 }
 
-export function errorTrailers(status: StatusError): Record<string, string> {
-  return { 'grpc-status': String(status.code), 'grpc-message': encodeGrpcMessage(status.details) };
+export function errorTrailers(status: StatusError): string[] {
+  return ['grpc-status', String(status.code), 'grpc-message', encodeGrpcMessage(status.details)];
 }
 
 /** A unary call as its handler sees it. */
@@ -208,6 +200,7 @@ export class DuplexCall<I = unknown> extends BaseCall {
     };
     stream.on('drain', done);
     stream.on('close', done);
+    stream.wantDrain();
   }
 
   end(status?: StatusError): void {

@@ -1,20 +1,15 @@
 /**
  * @module frontends/grpc/transport/http2-server
- * gRPC over `node:http2` (plaintext with prior knowledge, or TLS), without a gRPC library in between: the
- * path picks a route, the body is cut into messages, the route's handler answers through a
- * call object. Kept deliberately small: unary and bidirectional streaming calls, identity /
+ * gRPC over HTTP/2 (plaintext with prior knowledge, or TLS with ALPN `h2`), without a gRPC
+ * library in between; the connections are h2-session.ts's, over Node's nghttp2. The path picks
+ * a route, the body is cut into messages, the route's handler answers through a call object.
+ * Kept deliberately small: unary and bidirectional streaming calls, identity /
  * gzip / deflate request messages, `grpc-timeout` deadlines, client cancellation, message
  * size limits, graceful shutdown. Why not @grpc/grpc-js: see docs/design.md ("gRPC transport").
  */
-import {
-  createSecureServer,
-  createServer,
-  type Http2SecureServer,
-  type Http2Server,
-  type Http2Session,
-  type IncomingHttpHeaders,
-  type ServerHttp2Stream,
-} from 'node:http2';
+import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { H2Session, type H2Headers, type H2Stream } from './h2-session.js';
 import { inflateSync, gunzipSync } from 'node:zlib';
 import type { ConnectionLimit, LimitedConnection } from '../../connection-limit.js';
 import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
@@ -77,7 +72,7 @@ export interface TransportOptions {
   /** `--grpc-infer-response-compression-level` for the routes that allow it. */
   responseCompression?: CompressionLevel;
   /** A status refusing a call to `path` with these headers (`--grpc-restricted-protocol`), or undefined. */
-  restrict?(path: string, headers: IncomingHttpHeaders): StatusError | undefined;
+  restrict?(path: string, headers: H2Headers): StatusError | undefined;
   /** TLS (`--grpc-use-ssl`); with `mutual`, clients must present a certificate `ca` signed. */
   tls?: TlsOptions;
 }
@@ -90,7 +85,8 @@ export interface TlsOptions {
 }
 
 export interface Transport {
-  server: Http2Server | Http2SecureServer;
+  /** The listening socket's server (plain TCP, or TLS offering ALPN `h2`). */
+  server: Server;
   /** Calls started and not yet ended. */
   readonly active: number;
   /** Called whenever `active` drops to 0. */
@@ -104,12 +100,8 @@ export interface Transport {
 /** Node's default is unlimited (2^32 - 1): one connection could hold any number of calls. */
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1024;
 
-const serverOptions = (maxConcurrentStreams: number) => ({
-  // Node's default (10 MB) would reset streams carrying large tensors.
-  maxSessionMemory: Number.MAX_SAFE_INTEGER,
-  settings: { initialWindowSize: 1024 * 1024, maxConcurrentStreams },
-});
-
+/** Stream flow-control window: most requests arrive without waiting for a window update. */
+const STREAM_WINDOW = 1024 * 1024;
 /** Session flow-control window: a 20 MiB request need not wait for a window update every 64 KiB. */
 const SESSION_WINDOW = 16 * 1024 * 1024;
 
@@ -127,23 +119,27 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     );
     return loading;
   };
-  const sessions = new Set<Http2Session>();
-  const keepalive = new WeakMap<Http2Session, SessionKeepalive>();
-  const opened = new WeakMap<Http2Session, number>();
+  const sessions = new Set<H2Session>();
+  const keepalive = new WeakMap<H2Session, SessionKeepalive>();
+  const opened = new WeakMap<H2Session, number>();
   const reads = opts.readTimeoutMs ? new ReadWatch(opts.readTimeoutMs) : undefined;
   let active = 0;
-  const base = serverOptions(opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS);
+  const settings = {
+    maxConcurrentStreams: opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+    initialWindowSize: STREAM_WINDOW,
+    sessionWindow: SESSION_WINDOW,
+  };
   const t: Transport = {
     server: opts.tls
-      ? createSecureServer({
-          ...base,
+      ? createTlsServer({
           cert: opts.tls.cert,
           key: opts.tls.key,
           ...(opts.tls.ca ? { ca: opts.tls.ca } : {}),
           requestCert: opts.tls.mutual,
           rejectUnauthorized: opts.tls.mutual,
+          ALPNProtocols: ['h2'],
         })
-      : createServer(base),
+      : createServer({ noDelay: true }),
     get active() {
       return active;
     },
@@ -160,7 +156,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
   // Unary calls per session whose request message is still arriving: like an HTTP request head,
   // they hold no request yet, so they do not keep the session from being evicted (a client that
   // opens calls and sends nothing would otherwise keep its slot until the read timeout).
-  const arriving = new WeakMap<Http2Session, number>();
+  const arriving = new WeakMap<H2Session, number>();
   // Insertion order is age: the oldest session with no request in flight makes room at the limit.
   function* limited(): Generator<LimitedConnection> {
     for (const s of sessions) {
@@ -169,18 +165,29 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
       yield { idle: busy <= 0 && !s.destroyed, openedAt: opened.get(s) ?? 0, evict: () => s.destroy() };
     }
   }
-  t.server.on('session', (session) => {
+  const connected = (socket: Socket): void => {
+    const session = new H2Session(socket, settings);
+    session.on('stream', onStream);
     const limit = opts.connectionLimit;
     if (limit === undefined) return admitted(session);
     // A frontend thread may ask the other threads first; calls wait for the answer.
-    session.on('error', () => {});
     limit.decide(limited, sessions.size, opts.evictElsewhere, (ok) => {
       if (ok && !session.destroyed) return admitted(session);
       if (ok) limit.closed();
       session.destroy();
     });
-  });
-  function admitted(session: Http2Session): void {
+  };
+  if (opts.tls) {
+    t.server.on('secureConnection', (socket: TLSSocket) => {
+      // gRPC over TLS is HTTP/2 chosen by ALPN; a client that did not choose it is not speaking gRPC.
+      if (socket.alpnProtocol !== 'h2') socket.destroy();
+      else connected(socket);
+    });
+    t.server.on('tlsClientError', () => {}); // a failed handshake concerns that client only
+  } else {
+    t.server.on('connection', connected);
+  }
+  function admitted(session: H2Session): void {
     if (traceTags.grpc) traceSession(session);
     sessions.add(session);
     opened.set(session, Date.now());
@@ -189,22 +196,11 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
       sessions.delete(session);
       opts.connectionLimit?.closed();
     });
-    session.on('error', () => {}); // a broken connection ends its calls through their streams
     // Load the routes while the client is still sending its preface and first call.
     if (routes === undefined) loadRoutes().catch(() => {}); // a call that needs them reports the failure
-    const widen = (): void => {
-      try {
-        session.setLocalWindowSize(SESSION_WINDOW);
-      } catch {
-        // the session may already be gone
-      }
-    };
-    // Admitted late (a thread that asked the others), the session may be connected already.
-    if (session.connecting) session.once('connect', widen);
-    else widen();
+    session.start();
   }
-  t.server.on('stream', (stream, headers) => {
-    stream.on('error', () => {}); // reported to the call as a close
+  function onStream(stream: H2Stream, headers: H2Headers): void {
     if (routes !== undefined) {
       startCall(routes, stream, headers);
       return;
@@ -220,13 +216,13 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
           new StatusError(GrpcStatus.INTERNAL, `The gRPC service failed to load: ${err instanceof Error ? err.message : String(err)}`),
         ),
     );
-  });
-  function startCall(table: ReadonlyMap<string, Route>, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  }
+  function startCall(table: ReadonlyMap<string, Route>, stream: H2Stream, headers: H2Headers): void {
     const refusal = checkRequest(table, headers) ?? opts.refuseWith() ?? opts.restrict?.(headers[':path'] as string, headers);
     if (refusal !== undefined) {
       if (traceTags.grpc) {
         const why = typeof refusal === 'number' ? `HTTP ${refusal}` : `status ${refusal.code}: ${refusal.details}`;
-        traceLine('grpc', `conn ${sessionIds.get(stream.session!) ?? 0} stream ${stream.id}: ${String(headers[':path'])} refused (${why})`);
+        traceLine('grpc', `conn ${sessionIds.get(stream.session) ?? 0} stream ${stream.id}: ${String(headers[':path'])} refused (${why})`);
       }
       if (typeof refusal === 'number') respondHttpError(stream, refusal);
       else respondTrailersOnly(stream, refusal);
@@ -234,7 +230,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     }
     const route = table.get(headers[':path'] as string)!;
     active++;
-    const ka = keepalive.get(stream.session!);
+    const ka = keepalive.get(stream.session);
     ka?.callStarted();
     const ended = (): void => {
       ka?.callEnded();
@@ -244,7 +240,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     const sent = ka ? () => ka.sentData() : undefined;
     const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended, sent) : new DuplexCall(stream, metadata, ended, sent);
     if (traceTags.grpc) {
-      call.connectionId = sessionIds.get(stream.session!) ?? 0;
+      call.connectionId = sessionIds.get(stream.session) ?? 0;
       const deadline = headers['grpc-timeout'] === undefined ? '' : `, grpc-timeout ${String(headers['grpc-timeout'])}`;
       traceLine('grpc', `${call.traceName}: call ${headers[':path'] as string}${deadline}`);
     }
@@ -255,7 +251,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     const reader = new MessageReader(opts.maxMessageBytes);
     // What lasts only while the request side is open, undone by one pair of listeners: the
     // session's count of unary calls still arriving, and the read timeout's watch.
-    const session = route.kind === 'unary' ? stream.session! : undefined;
+    const session = route.kind === 'unary' ? stream.session : undefined;
     if (session) arriving.set(session, (arriving.get(session) ?? 0) + 1);
     const unwatch = reads?.watch(stream, call, reader);
     if (session || unwatch) {
@@ -277,10 +273,10 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
 }
 
 /** Numbers of the connections (debug trace lines, core/trace-tags.ts); kept only while the `grpc` tag is on. */
-const sessionIds = new WeakMap<Http2Session, number>();
+const sessionIds = new WeakMap<H2Session, number>();
 let nextSessionId = 1;
 
-function traceSession(session: Http2Session): void {
+function traceSession(session: H2Session): void {
   const id = nextSessionId++;
   sessionIds.set(session, id);
   const socket = session.socket;
@@ -289,7 +285,7 @@ function traceSession(session: Http2Session): void {
 }
 
 /** An HTTP status for a request that is not gRPC, a gRPC status for one we cannot serve. */
-function checkRequest(routes: ReadonlyMap<string, Route>, headers: IncomingHttpHeaders): number | StatusError | undefined {
+function checkRequest(routes: ReadonlyMap<string, Route>, headers: H2Headers): number | StatusError | undefined {
   if (headers[':method'] !== 'POST') return 405;
   const type = headers['content-type'];
   if (typeof type !== 'string' || !type.startsWith('application/grpc')) return 415;
@@ -302,13 +298,14 @@ function checkRequest(routes: ReadonlyMap<string, Route>, headers: IncomingHttpH
   return undefined;
 }
 
-function respondHttpError(stream: ServerHttp2Stream, status: number): void {
-  if (!stream.destroyed) stream.respond({ ':status': status }, { endStream: true });
+function respondHttpError(stream: H2Stream, status: number): void {
+  stream.respond([':status', String(status)], false);
+  stream.resume(); // the request body, if any, is not wanted
 }
 
-function respondTrailersOnly(stream: ServerHttp2Stream, status: StatusError): void {
+function respondTrailersOnly(stream: H2Stream, status: StatusError): void {
   if (stream.destroyed) return;
-  stream.respond(trailersOnlyHeaders(errorTrailers(status)), { endStream: true });
+  stream.respond(trailersOnlyHeaders(errorTrailers(status)), false);
   // The request body, if any, is not wanted.
   stream.resume();
 }
@@ -345,7 +342,7 @@ function asStatus(err: unknown): StatusError {
 }
 
 function readUnary(
-  stream: ServerHttp2Stream,
+  stream: H2Stream,
   route: UnaryRoute,
   call: UnaryCall,
   encoding: string,
@@ -382,10 +379,11 @@ function readUnary(
     }
     route.run(call);
   });
+  stream.resume();
 }
 
 function readBidi(
-  stream: ServerHttp2Stream,
+  stream: H2Stream,
   route: BidiRoute,
   call: DuplexCall,
   encoding: string,
@@ -414,9 +412,10 @@ function readBidi(
   stream.once('end', () => {
     if (!call.ended) call.events.emit('end');
   });
+  stream.resume();
 }
 
-function closeAll(server: Http2Server, sessions: Set<Http2Session>, forceAfterMs: number): Promise<boolean> {
+function closeAll(server: Server, sessions: Set<H2Session>, forceAfterMs: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     let done = false;
     const timer = setTimeout(() => {

@@ -15,13 +15,13 @@
  * strikes (0 = no limit) the server sends GOAWAY ENHANCE_YOUR_CALM ("too_many_pings") and closes.
  * Sending headers or data forgives: strikes start again.
  *
- * node:http2 does not tell us about frames it writes, so "sent headers or data" is taken at
+ * The session does not report the frames it writes, so "sent headers or data" is taken at
  * the points where the transport writes them: when a call starts (its response headers follow),
  * at each response message, and when it ends (its trailers). The messages matter for a long
  * stream: gRPC clients send BDP pings as responses arrive, and without forgiving at each one a
  * busy decoupled stream is closed for "too_many_pings".
  */
-import { constants, type Http2Session } from 'node:http2';
+import { H2_ENHANCE_YOUR_CALM, type H2Session } from './h2-session.js';
 
 export interface KeepaliveOptions {
   timeMs: number;
@@ -62,7 +62,7 @@ export interface SessionKeepalive {
   readonly openCalls: number;
 }
 
-export function superviseSession(session: Http2Session, o: KeepaliveOptions): SessionKeepalive {
+export function superviseSession(session: H2Session, o: KeepaliveOptions): SessionKeepalive {
   let calls = 0;
   let lastPingRecv = Number.NEGATIVE_INFINITY;
   let strikes = 0;
@@ -93,7 +93,7 @@ export function superviseSession(session: Http2Session, o: KeepaliveOptions): Se
     if (now < lastPingRecv + interval) strikes++;
     lastPingRecv = now;
     if (o.maxPingStrikes > 0 && strikes > o.maxPingStrikes && !session.closed) {
-      session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM, undefined, Buffer.from('too_many_pings'));
+      session.goaway(H2_ENHANCE_YOUR_CALM, Buffer.from('too_many_pings'));
       session.close();
     }
   });

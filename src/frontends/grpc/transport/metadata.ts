@@ -2,13 +2,13 @@
  * @module frontends/grpc/transport/metadata
  * A call's request metadata (its HTTP/2 headers) and the `grpc-timeout` deadline.
  */
-import type { IncomingHttpHeaders } from 'node:http2';
+import type { H2Headers } from './h2-session.js';
 
 export class Metadata {
-  constructor(private readonly headers: IncomingHttpHeaders) {}
+  constructor(private readonly headers: H2Headers) {}
 
   /** Every header of the call (lower-case names, pseudo-headers included). */
-  all(): Record<string, string | string[] | undefined> {
+  all(): H2Headers {
     return this.headers;
   }
 
@@ -16,7 +16,7 @@ export class Metadata {
   get(key: string): Array<string | Buffer> {
     const v = this.headers[key.toLowerCase()];
     if (v === undefined) return [];
-    const values = Array.isArray(v) ? v : v.split(',').map((s) => s.trim());
+    const values = v.split(',').map((s) => s.trim());
     return key.endsWith('-bin') ? values.map((s) => Buffer.from(s, 'base64')) : values;
   }
 }

@@ -13,13 +13,13 @@
  * unwatches it when its request side ends), and a stall is seen between one timeout and one
  * timeout plus a sweep interval after the last byte.
  */
-import { constants, type ServerHttp2Stream } from 'node:http2';
+import { H2_NO_ERROR, type H2Stream } from './h2-session.js';
 import { DuplexCall, type UnaryCall } from './call.js';
 import type { MessageReader } from './message-reader.js';
 import { GrpcStatus, StatusError } from './status.js';
 
 interface Watched {
-  stream: ServerHttp2Stream;
+  stream: H2Stream;
   call: UnaryCall | DuplexCall;
   reader: MessageReader;
   /** A stream, which waits for data only in the middle of a message. */
@@ -40,7 +40,7 @@ export class ReadWatch {
   }
 
   /** Watches `call`; call the function returned when its request side ends (or the stream closes). */
-  watch(stream: ServerHttp2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): () => void {
+  watch(stream: H2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): () => void {
     const w: Watched = { stream, call, reader, midMessageOnly: call instanceof DuplexCall, bytes: reader.bytesRead, since: Date.now() };
     this.calls.add(w);
     return () => {
@@ -82,7 +82,7 @@ export class ReadWatch {
     // Trailers first (written after the last response frame), then the reset that stops a
     // sender that never ends its side.
     setTimeout(() => {
-      if (!stream.closed) stream.close(constants.NGHTTP2_NO_ERROR);
+      if (!stream.closed) stream.close(H2_NO_ERROR);
     }, 500).unref();
   }
 }

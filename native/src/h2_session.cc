@@ -1,0 +1,471 @@
+// H2Session: the server side of one HTTP/2 connection over libnghttp2, for the gRPC frontend
+// (frontends/grpc/transport/native-session.ts drives it; docs/design.md, "gRPC transport").
+//
+// Why not node:http2: it wraps the same nghttp2 in a Duplex stream per call, converts every
+// header block to and from objects, and sends a unary answer in two writes a loop turn apart
+// (trailers always leave from setImmediate). Here the JavaScript side owns the socket; bytes
+// read go in through receive(), which returns what happened as one flat array, and flush()
+// returns every frame nghttp2 has to send as one buffer, so a unary answer (HEADERS, DATA,
+// trailers) is one write.
+//
+// Event records in receive()'s array (kinds below, then their fields):
+//   kHeaders, stream, [name, value, ...], endStream     request headers
+//   kData, stream, offset, length                        a DATA chunk at [offset, offset+length) of the input
+//   kEnd, stream                                         the client ended its side (END_STREAM)
+//   kClose, stream, errorCode                            the stream closed (0: normally)
+//   kPing                                                the client pinged (nghttp2 answers it)
+//   kPingAck                                             the client answered one of our pings
+//   kGoaway, errorCode                                   the client is going away
+// Flow control is manual (no automatic WINDOW_UPDATE): JavaScript consume()s what it took in,
+// so a paused stream holds its client back as node:http2's pause() does.
+#include "h2_session.h"
+
+#include <cstring>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nghttp2_api.h"
+
+namespace tritium {
+namespace {
+
+enum EventKind : int32_t { kHeaders = 1, kData = 2, kEnd = 3, kClose = 4, kPing = 5, kPingAck = 6, kGoaway = 7 };
+
+// A request's header block is bounded as node:http2 bounds it by default.
+constexpr size_t kMaxHeaderPairs = 128;
+constexpr size_t kMaxHeaderBytes = 65535;
+
+struct Chunk {
+  Napi::Reference<Napi::Value> keep;
+  const uint8_t* data;
+  size_t length;
+};
+
+struct OutStream {
+  std::deque<Chunk> chunks;
+  size_t offset = 0;  // into chunks.front()
+  size_t queued = 0;
+  bool ended = false;
+  bool deferred = false;
+  std::vector<std::string> trailers;  // name, value, ...
+};
+
+// Marks a stream whose request headers have arrived: a later HEADERS frame is its trailers.
+char kSeen;
+
+class H2Session : public Napi::ObjectWrap<H2Session> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "H2Session",
+                       {
+                           InstanceMethod<&H2Session::Receive>("receive"),
+                           InstanceMethod<&H2Session::Flush>("flush"),
+                           InstanceMethod<&H2Session::Respond>("respond"),
+                           InstanceMethod<&H2Session::Write>("write"),
+                           InstanceMethod<&H2Session::End>("end"),
+                           InstanceMethod<&H2Session::Reset>("reset"),
+                           InstanceMethod<&H2Session::Consume>("consume"),
+                           InstanceMethod<&H2Session::Queued>("queued"),
+                           InstanceMethod<&H2Session::Ping>("ping"),
+                           InstanceMethod<&H2Session::Goaway>("goaway"),
+                           InstanceMethod<&H2Session::SetWindow>("setLocalWindowSize"),
+                           InstanceMethod<&H2Session::WantIo>("wantIo"),
+                           InstanceMethod<&H2Session::Destroy>("destroy"),
+                       });
+  }
+
+  // new H2Session({ maxConcurrentStreams, initialWindowSize })
+  explicit H2Session(const Napi::CallbackInfo& info) : Napi::ObjectWrap<H2Session>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsObject()) {
+      Napi::TypeError::New(env, "H2Session(options)").ThrowAsJavaScriptException();
+      return;
+    }
+    Napi::Object o = info[0].As<Napi::Object>();
+    const uint32_t streams = o.Get("maxConcurrentStreams").As<Napi::Number>().Uint32Value();
+    const uint32_t window = o.Get("initialWindowSize").As<Napi::Number>().Uint32Value();
+
+    nghttp2_session_callbacks* cbs = nullptr;
+    nghttp2_session_callbacks_new(&cbs);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, OnBeginHeaders);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, OnHeader);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, OnFrameRecv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, OnDataChunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, OnStreamClose);
+    nghttp2_option* opt = nullptr;
+    nghttp2_option_new(&opt);
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    const int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0) {
+      session_ = nullptr;
+      Napi::Error::New(env, std::string("nghttp2: ") + nghttp2_strerror(rv)).ThrowAsJavaScriptException();
+      return;
+    }
+    const nghttp2_settings_entry iv[] = {
+        {nghttp2::kSettingsMaxConcurrentStreams, streams},
+        {nghttp2::kSettingsInitialWindowSize, window},
+        {nghttp2::kSettingsMaxHeaderListSize, static_cast<uint32_t>(kMaxHeaderBytes)},
+    };
+    nghttp2_submit_settings(session_, 0, iv, sizeof iv / sizeof iv[0]);
+  }
+
+  ~H2Session() override { Free(); }
+
+ private:
+  // ---- receiving ----
+
+  // receive(chunk): the event array, or a negative nghttp2 error code (the connection is
+  // broken: flush() what nghttp2 queued, a GOAWAY, then close).
+  Napi::Value Receive(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (session_ == nullptr) return Napi::Number::New(env, -1);
+    auto in = info[0].As<Napi::Uint8Array>();
+    events_ = Napi::Array::New(env);
+    count_ = 0;
+    env_ = env;
+    inBase_ = in.Data();
+    inLength_ = in.ByteLength();
+    const ssize_t rv = nghttp2_session_mem_recv(session_, inBase_, inLength_);
+    inBase_ = nullptr;
+    Napi::Array out = events_;
+    events_ = Napi::Array();
+    headers_ = Napi::Array();
+    if (rv < 0) return Napi::Number::New(env, static_cast<double>(rv));
+    return out;
+  }
+
+  void Push(Napi::Value v) { events_.Set(count_++, v); }
+  void Push(double v) { events_.Set(count_++, Napi::Number::New(env_, v)); }
+
+  static H2Session* Self(void* user) { return static_cast<H2Session*>(user); }
+
+  static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
+    H2Session* self = Self(user);
+    const auto* hd = reinterpret_cast<const nghttp2_frame_hd*>(frame);
+    if (hd->type != nghttp2::kHeaders) return 0;
+    if (nghttp2_session_get_stream_user_data(session, hd->stream_id) == nullptr) {
+      nghttp2_session_set_stream_user_data(session, hd->stream_id, &kSeen);
+      self->headers_ = Napi::Array::New(self->env_);
+      self->headerCount_ = 0;
+      self->headerBytes_ = 0;
+      self->inRequest_ = true;
+    } else {
+      self->inRequest_ = false;  // trailers: only their END_STREAM matters
+    }
+    return 0;
+  }
+
+  static int OnHeader(nghttp2_session*, const nghttp2_frame*, const uint8_t* name, size_t namelen, const uint8_t* value,
+                      size_t valuelen, uint8_t, void* user) {
+    H2Session* self = Self(user);
+    if (!self->inRequest_) return 0;
+    self->headerBytes_ += namelen + valuelen + 32;
+    if (self->headerCount_ >= 2 * kMaxHeaderPairs || self->headerBytes_ > kMaxHeaderBytes) {
+      return nghttp2::kErrTemporalCallbackFailure;  // resets this stream only
+    }
+    Napi::Env env = self->env_;
+    self->headers_.Set(self->headerCount_++, Napi::String::New(env, reinterpret_cast<const char*>(name), namelen));
+    self->headers_.Set(self->headerCount_++, Napi::String::New(env, reinterpret_cast<const char*>(value), valuelen));
+    return 0;
+  }
+
+  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    H2Session* self = Self(user);
+    const auto* hd = reinterpret_cast<const nghttp2_frame_hd*>(frame);
+    const bool endStream = (hd->flags & nghttp2::kFlagEndStream) != 0;
+    switch (hd->type) {
+      case nghttp2::kHeaders:
+        if (self->inRequest_) {
+          self->inRequest_ = false;
+          self->Push(kHeaders);
+          self->Push(hd->stream_id);
+          self->Push(self->headers_);
+          self->Push(endStream ? 1 : 0);
+        } else if (endStream) {
+          self->Push(kEnd);
+          self->Push(hd->stream_id);
+        }
+        break;
+      case nghttp2::kData:
+        if (endStream) {
+          self->Push(kEnd);
+          self->Push(hd->stream_id);
+        }
+        break;
+      case nghttp2::kPing:
+        self->Push((hd->flags & nghttp2::kFlagAck) != 0 ? kPingAck : kPing);
+        break;
+      case nghttp2::kGoaway:
+        self->Push(kGoaway);
+        self->Push(reinterpret_cast<const nghttp2_goaway*>(frame)->error_code);
+        break;
+      default:
+        break;
+    }
+    return 0;
+  }
+
+  static int OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len, void* user) {
+    H2Session* self = Self(user);
+    self->Push(kData);
+    self->Push(stream_id);
+    // nghttp2 hands DATA payloads out of the input it was given; should it not, copy.
+    if (data >= self->inBase_ && data + len <= self->inBase_ + self->inLength_) {
+      self->Push(static_cast<double>(data - self->inBase_));
+    } else {
+      self->Push(Napi::Buffer<uint8_t>::Copy(self->env_, data, len));
+    }
+    self->Push(static_cast<double>(len));
+    return 0;
+  }
+
+  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user) {
+    H2Session* self = Self(user);
+    self->out_.erase(stream_id);
+    // Closed while JavaScript is not in receive() (a reset we sent, a flush): the event waits
+    // for the next receive or flush to report it.
+    if (self->inBase_ != nullptr) {
+      self->Push(kClose);
+      self->Push(stream_id);
+      self->Push(error_code);
+    } else {
+      self->closedLater_.push_back(stream_id);
+      self->closedLater_.push_back(static_cast<int32_t>(error_code));
+    }
+    return 0;
+  }
+
+  // ---- sending ----
+
+  static ssize_t ReadData(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length, uint32_t* flags,
+                          nghttp2_data_source* source, void*) {
+    auto* s = static_cast<OutStream*>(source->ptr);
+    size_t n = 0;
+    while (n < length && !s->chunks.empty()) {
+      Chunk& c = s->chunks.front();
+      const size_t take = std::min(length - n, c.length - s->offset);
+      std::memcpy(buf + n, c.data + s->offset, take);
+      n += take;
+      s->offset += take;
+      if (s->offset == c.length) {
+        s->chunks.pop_front();
+        s->offset = 0;
+      }
+    }
+    s->queued -= n;
+    if (s->chunks.empty()) {
+      if (s->ended) {
+        *flags |= nghttp2::kDataFlagEof;
+        if (!s->trailers.empty()) {
+          *flags |= nghttp2::kDataFlagNoEndStream;
+          std::vector<nghttp2_nv> nv = ToNv(s->trailers);
+          nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size());
+        }
+      } else if (n == 0) {
+        s->deferred = true;
+        return nghttp2::kErrDeferred;
+      }
+    }
+    return static_cast<ssize_t>(n);
+  }
+
+  static std::vector<nghttp2_nv> ToNv(const std::vector<std::string>& flat) {
+    std::vector<nghttp2_nv> nv(flat.size() / 2);
+    for (size_t i = 0; i < nv.size(); i++) {
+      const std::string& k = flat[2 * i];
+      const std::string& v = flat[2 * i + 1];
+      nv[i] = {reinterpret_cast<uint8_t*>(const_cast<char*>(k.data())), reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), k.size(),
+               v.size(), nghttp2::kNvFlagNone};
+    }
+    return nv;
+  }
+
+  static std::vector<std::string> Strings(Napi::Array a) {
+    std::vector<std::string> out(a.Length());
+    for (uint32_t i = 0; i < out.size(); i++) out[i] = a.Get(i).As<Napi::String>().Utf8Value();
+    return out;
+  }
+
+  // respond(stream, [name, value, ...], body): headers; body = false ends the stream with them
+  // (a trailers-only answer), true opens a body that write() and end() fill.
+  Napi::Value Respond(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (session_ == nullptr) return Napi::Number::New(env, -1);
+    const int32_t id = info[0].As<Napi::Number>().Int32Value();
+    const std::vector<std::string> flat = Strings(info[1].As<Napi::Array>());
+    std::vector<nghttp2_nv> nv = ToNv(flat);
+    int rv;
+    // A stream nghttp2 no longer has (reset meanwhile) gets no body: its state would never be freed.
+    if (info[2].ToBoolean() && nghttp2_session_get_stream_user_data(session_, id) != nullptr) {
+      OutStream& s = out_[id];
+      nghttp2_data_provider prd;
+      prd.source.ptr = &s;
+      prd.read_callback = ReadData;
+      rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), &prd);
+      if (rv != 0) out_.erase(id);
+    } else {
+      rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), nullptr);
+    }
+    return Napi::Number::New(env, rv);
+  }
+
+  OutStream* Find(int32_t id) {
+    auto it = out_.find(id);
+    return it == out_.end() ? nullptr : &it->second;
+  }
+
+  void Wake(int32_t id, OutStream* s) {
+    if (s->deferred) {
+      s->deferred = false;
+      nghttp2_session_resume_data(session_, id);
+    }
+  }
+
+  // write(stream, bytes): queues bytes of the body (kept by reference until sent).
+  Napi::Value Write(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const int32_t id = info[0].As<Napi::Number>().Int32Value();
+    OutStream* s = session_ == nullptr ? nullptr : Find(id);
+    if (s == nullptr || s->ended) return Napi::Boolean::New(env, false);
+    auto bytes = info[1].As<Napi::Uint8Array>();
+    if (bytes.ByteLength() > 0) {
+      s->chunks.push_back(Chunk{Napi::Persistent(info[1]), bytes.Data(), bytes.ByteLength()});
+      s->queued += bytes.ByteLength();
+    }
+    Wake(id, s);
+    return Napi::Boolean::New(env, true);
+  }
+
+  // end(stream, [name, value, ...] | undefined): ends the body, with these trailers.
+  Napi::Value End(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const int32_t id = info[0].As<Napi::Number>().Int32Value();
+    OutStream* s = session_ == nullptr ? nullptr : Find(id);
+    if (s == nullptr || s->ended) return Napi::Boolean::New(env, false);
+    s->ended = true;
+    if (info.Length() > 1 && info[1].IsArray()) s->trailers = Strings(info[1].As<Napi::Array>());
+    Wake(id, s);
+    return Napi::Boolean::New(env, true);
+  }
+
+  // reset(stream, code): RST_STREAM.
+  Napi::Value Reset(const Napi::CallbackInfo& info) {
+    if (session_ != nullptr) {
+      nghttp2_submit_rst_stream(session_, 0, info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Uint32Value());
+    }
+    return info.Env().Undefined();
+  }
+
+  // consume(stream, bytes): the application took these bytes in; the windows reopen by them.
+  Napi::Value Consume(const Napi::CallbackInfo& info) {
+    if (session_ != nullptr) {
+      nghttp2_session_consume(session_, info[0].As<Napi::Number>().Int32Value(),
+                              static_cast<size_t>(info[1].As<Napi::Number>().Int64Value()));
+    }
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Queued(const Napi::CallbackInfo& info) {
+    OutStream* s = session_ == nullptr ? nullptr : Find(info[0].As<Napi::Number>().Int32Value());
+    return Napi::Number::New(info.Env(), s == nullptr ? 0 : static_cast<double>(s->queued));
+  }
+
+  Napi::Value Ping(const Napi::CallbackInfo& info) {
+    const int rv = session_ == nullptr ? -1 : nghttp2_submit_ping(session_, 0, nullptr);
+    return Napi::Boolean::New(info.Env(), rv == 0);
+  }
+
+  // goaway(code, opaque?, lastStreamId?): GOAWAY naming the last stream processed (or given).
+  Napi::Value Goaway(const Napi::CallbackInfo& info) {
+    if (session_ == nullptr) return info.Env().Undefined();
+    const uint32_t code = info[0].As<Napi::Number>().Uint32Value();
+    const uint8_t* data = nullptr;
+    size_t len = 0;
+    if (info.Length() > 1 && info[1].IsTypedArray()) {
+      auto b = info[1].As<Napi::Uint8Array>();
+      data = b.Data();
+      len = b.ByteLength();
+    }
+    const int32_t last = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value()
+                                                                 : nghttp2_session_get_last_proc_stream_id(session_);
+    nghttp2_submit_goaway(session_, 0, last, code, data, len);
+    return info.Env().Undefined();
+  }
+
+  Napi::Value SetWindow(const Napi::CallbackInfo& info) {
+    if (session_ != nullptr) nghttp2_session_set_local_window_size(session_, 0, 0, info[0].As<Napi::Number>().Int32Value());
+    return info.Env().Undefined();
+  }
+
+  // wantIo(): 0 when nghttp2 neither expects to read nor has anything to write (the connection
+  // can close), else 1 (read) | 2 (write).
+  Napi::Value WantIo(const Napi::CallbackInfo& info) {
+    if (session_ == nullptr) return Napi::Number::New(info.Env(), 0);
+    return Napi::Number::New(info.Env(), (nghttp2_session_want_read(session_) ? 1 : 0) | (nghttp2_session_want_write(session_) ? 2 : 0));
+  }
+
+  // flush(): [bytes to write or undefined, closes seen meanwhile as [stream, code, ...] or undefined].
+  Napi::Value Flush(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Array result = Napi::Array::New(env, 2);
+    if (session_ != nullptr) {
+      out_bytes_.clear();
+      for (;;) {
+        const uint8_t* data = nullptr;
+        const ssize_t n = nghttp2_session_mem_send(session_, &data);
+        if (n <= 0) break;
+        out_bytes_.insert(out_bytes_.end(), data, data + n);
+      }
+      if (!out_bytes_.empty()) result.Set(0u, Napi::Buffer<uint8_t>::Copy(env, out_bytes_.data(), out_bytes_.size()));
+    }
+    if (!closedLater_.empty()) {
+      Napi::Array closed = Napi::Array::New(env, closedLater_.size());
+      for (uint32_t i = 0; i < closedLater_.size(); i++) {
+        closed.Set(i, Napi::Number::New(env, i % 2 == 0 ? closedLater_[i] : static_cast<double>(static_cast<uint32_t>(closedLater_[i]))));
+      }
+      closedLater_.clear();
+      result.Set(1u, closed);
+    }
+    return result;
+  }
+
+  Napi::Value Destroy(const Napi::CallbackInfo& info) {
+    Free();
+    return info.Env().Undefined();
+  }
+
+  void Free() {
+    if (session_ != nullptr) {
+      nghttp2_session* s = session_;
+      session_ = nullptr;
+      nghttp2_session_del(s);
+    }
+    out_.clear();
+    closedLater_.clear();
+  }
+
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<int32_t, OutStream> out_;
+  std::vector<uint8_t> out_bytes_;
+  std::vector<int32_t> closedLater_;
+  // Valid only inside receive():
+  Napi::Env env_ = Napi::Env(nullptr);
+  Napi::Array events_;
+  uint32_t count_ = 0;
+  const uint8_t* inBase_ = nullptr;
+  size_t inLength_ = 0;
+  Napi::Array headers_;
+  uint32_t headerCount_ = 0;
+  size_t headerBytes_ = 0;
+  bool inRequest_ = false;
+};
+
+}  // namespace
+
+void InitH2Session(Napi::Env env, Napi::Object exports) { exports.Set("H2Session", H2Session::Define(env)); }
+
+}  // namespace tritium

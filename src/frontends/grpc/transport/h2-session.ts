@@ -1,0 +1,341 @@
+/**
+ * @module frontends/grpc/transport/h2-session
+ * One HTTP/2 connection of the gRPC frontend: the socket is JavaScript's, the protocol is the
+ * nghttp2 inside Node, reached through the addon's `H2Session` (native/src/h2_session.cc). Bytes
+ * read go into `receive`, which reports headers, data, ends and closes per stream; what the
+ * calls answer is queued in nghttp2 and leaves in one write per turn (`flush`), so a unary
+ * answer — headers, message, trailers — is one `write(2)`. Why not node:http2: docs/design.md,
+ * "gRPC transport".
+ *
+ * `H2Stream` keeps the few stream semantics the transport relies on: it starts paused (data
+ * waits, unconsumed, so HTTP/2 flow control holds the client) until `resume()`, `pause()` stops
+ * it again, and every byte taken in is given back to the windows (`consume`) as it is read.
+ */
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { loadNative, type NativeH2Session } from '../../../backends/python/ipc/native.js';
+
+/** HTTP/2 error codes used here (RFC 9113, section 7). */
+export const H2_NO_ERROR = 0;
+export const H2_CANCEL = 0x8;
+export const H2_ENHANCE_YOUR_CALM = 0xb;
+
+const EV_HEADERS = 1;
+const EV_DATA = 2;
+const EV_END = 3;
+const EV_CLOSE = 4;
+const EV_PING = 5;
+const EV_PING_ACK = 6;
+const EV_GOAWAY = 7;
+
+/** A request's headers: lower-case names, pseudo-headers included, repeated names joined by ", ". */
+export type H2Headers = Record<string, string | undefined>;
+
+export interface H2Settings {
+  maxConcurrentStreams: number;
+  initialWindowSize: number;
+  /** The connection's receive window (WINDOW_UPDATE on stream 0). */
+  sessionWindow: number;
+}
+
+export class H2Stream extends EventEmitter {
+  /** True once the stream closed (either side's RST_STREAM, both sides ended, or the connection went). */
+  destroyed = false;
+  private flowing = false;
+  private held: Buffer[] | undefined;
+  private endHeld = false;
+
+  constructor(
+    readonly session: H2Session,
+    readonly id: number,
+  ) {
+    super();
+  }
+
+  get closed(): boolean {
+    return this.destroyed;
+  }
+
+  /** Response headers (`[name, value, ...]`); `body` false ends the stream with them (trailers-only). */
+  respond(headers: readonly string[], body: boolean): void {
+    if (this.destroyed) return;
+    this.session.native.respond(this.id, headers, body);
+    this.session.scheduleFlush();
+  }
+
+  /** Queues bytes of the response body (kept by reference until HTTP/2 takes them). */
+  write(bytes: Uint8Array): void {
+    if (this.destroyed) return;
+    this.session.native.write(this.id, bytes);
+    this.session.scheduleFlush();
+  }
+
+  /** Ends the response body with these trailers. */
+  end(trailers: readonly string[]): void {
+    if (this.destroyed) return;
+    this.session.native.end(this.id, trailers);
+    this.session.scheduleFlush();
+  }
+
+  /** RST_STREAM with `code`. */
+  close(code: number = H2_NO_ERROR): void {
+    if (this.destroyed) return;
+    this.session.native.reset(this.id, code);
+    this.session.scheduleFlush();
+  }
+
+  /** Response bytes written and not yet taken by HTTP/2 (the client's window holds them). */
+  get writableLength(): number {
+    return this.destroyed ? 0 : this.session.native.queued(this.id);
+  }
+
+  /** `'drain'` is emitted once what is queued has been taken (or the stream closed). */
+  wantDrain(): void {
+    this.session.drainWaiters.add(this);
+  }
+
+  pause(): this {
+    this.flowing = false;
+    return this;
+  }
+
+  resume(): this {
+    if (this.flowing || this.destroyed) return this;
+    this.flowing = true;
+    const held = this.held;
+    this.held = undefined;
+    if (held !== undefined) for (const chunk of held) this.data(chunk);
+    if (this.endHeld && this.flowing) {
+      this.endHeld = false;
+      this.emit('end');
+    }
+    return this;
+  }
+
+  isPaused(): boolean {
+    return !this.flowing;
+  }
+
+  /** @internal A DATA chunk arrived. */
+  data(chunk: Buffer): void {
+    if (!this.flowing) {
+      (this.held ??= []).push(chunk);
+      return;
+    }
+    // Taking bytes in reopens the windows; the WINDOW_UPDATE leaves with the next flush (at the
+    // end of receive(), or scheduled when data held while paused is read later).
+    this.session.native.consume(this.id, chunk.length);
+    this.session.scheduleFlush();
+    this.emit('data', chunk);
+  }
+
+  /** @internal The client ended its side. */
+  ended(): void {
+    if (this.flowing && this.held === undefined) this.emit('end');
+    else this.endHeld = true;
+  }
+
+  /** @internal */
+  closedWith(code: number): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.held = undefined;
+    this.emit('close', code);
+  }
+}
+
+/**
+ * The server side of one connection. Emits `'stream'` (stream, headers) for each call,
+ * `'ping'` for each PING the client sends (nghttp2 acknowledges it) and `'close'` once.
+ */
+export class H2Session extends EventEmitter {
+  readonly native: NativeH2Session;
+  readonly streams = new Map<number, H2Stream>();
+  readonly drainWaiters = new Set<H2Stream>();
+  destroyed = false;
+  /** A GOAWAY went out (close()): no new call, the connection ends when its calls have. */
+  closed = false;
+  readonly connecting = false;
+  private flushQueued = false;
+  private inReceive = false;
+  private blocked = false;
+  private goawaySent = false;
+  private readonly pings: Array<(err: Error | null) => void> = [];
+
+  constructor(
+    readonly socket: Socket,
+    settings: H2Settings,
+  ) {
+    super();
+    const { H2Session: Native } = loadNative();
+    this.native = new Native({ maxConcurrentStreams: settings.maxConcurrentStreams, initialWindowSize: settings.initialWindowSize });
+    this.native.setLocalWindowSize(settings.sessionWindow);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    socket.on('drain', () => {
+      this.blocked = false;
+      this.flush();
+    });
+    socket.on('error', () => {}); // 'close' follows and ends every call
+    socket.once('close', () => this.destroy());
+  }
+
+  /** Starts the connection: the server's SETTINGS go out. */
+  start(): void {
+    this.flush();
+  }
+
+  private receive(chunk: Buffer): void {
+    if (this.destroyed) return;
+    const ev = this.native.receive(chunk);
+    if (typeof ev === 'number') {
+      // A protocol error: nghttp2 queued a GOAWAY saying why; send it, then hang up.
+      this.flush();
+      this.socket.end();
+      this.destroy();
+      return;
+    }
+    this.inReceive = true;
+    try {
+      for (let i = 0; i < ev.length; ) {
+        switch (ev[i] as number) {
+          case EV_HEADERS: {
+            const id = ev[i + 1] as number;
+            const stream = new H2Stream(this, id);
+            this.streams.set(id, stream);
+            const headers = toHeaders(ev[i + 2] as string[]);
+            if (ev[i + 3] === 1) stream.ended();
+            i += 4;
+            this.emit('stream', stream, headers);
+            break;
+          }
+          case EV_DATA: {
+            const at = ev[i + 2] as number | Buffer;
+            const length = ev[i + 3] as number;
+            const stream = this.streams.get(ev[i + 1] as number);
+            i += 4;
+            const bytes = typeof at === 'number' ? chunk.subarray(at, at + length) : at;
+            if (stream === undefined) this.native.consume(ev[i - 3] as number, length);
+            else stream.data(bytes);
+            break;
+          }
+          case EV_END:
+            this.streams.get(ev[i + 1] as number)?.ended();
+            i += 2;
+            break;
+          case EV_CLOSE:
+            this.streamClosed(ev[i + 1] as number, ev[i + 2] as number);
+            i += 3;
+            break;
+          case EV_PING:
+            this.emit('ping');
+            i += 1;
+            break;
+          case EV_PING_ACK:
+            this.pings.shift()?.(null);
+            i += 1;
+            break;
+          case EV_GOAWAY:
+            // The client opens no new call; the open ones finish, then it hangs up.
+            i += 2;
+            break;
+          default:
+            throw new Error(`h2-session: unknown event ${String(ev[i])}`);
+        }
+      }
+    } finally {
+      this.inReceive = false;
+    }
+    this.flush();
+  }
+
+  private streamClosed(id: number, code: number): void {
+    const stream = this.streams.get(id);
+    if (stream === undefined) return;
+    this.streams.delete(id);
+    this.drainWaiters.delete(stream);
+    stream.closedWith(code);
+    if (this.streams.size === 0 && this.closed) this.scheduleFlush();
+  }
+
+  /** What the calls queued leaves at the end of this turn (one write for all of them). */
+  scheduleFlush(): void {
+    if (this.flushQueued || this.inReceive || this.destroyed) return;
+    this.flushQueued = true;
+    queueMicrotask(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.destroyed || this.blocked) return;
+    const [bytes, closes] = this.native.flush();
+    if (bytes !== undefined && this.socket.writable) {
+      if (!this.socket.write(bytes)) this.blocked = true;
+    }
+    if (closes !== undefined) for (let i = 0; i < closes.length; i += 2) this.streamClosed(closes[i]!, closes[i + 1]!);
+    if (this.drainWaiters.size > 0) {
+      for (const s of this.drainWaiters) {
+        if (this.native.queued(s.id) === 0) {
+          this.drainWaiters.delete(s);
+          s.emit('drain');
+        }
+      }
+    }
+    // nghttp2 is done with the connection (GOAWAY exchanged and no stream left, or a fatal error).
+    if ((this.native.wantIo() === 0 || (this.closed && this.streams.size === 0)) && this.socket.writable) {
+      this.socket.end(() => this.destroy());
+    }
+  }
+
+  /** Sends a PING; `done` gets null at its acknowledgement, an error if the connection goes first. */
+  ping(done: (err: Error | null) => void): boolean {
+    if (this.destroyed || !this.native.ping()) return false;
+    this.pings.push(done);
+    this.scheduleFlush();
+    return true;
+  }
+
+  /** GOAWAY with `code` (and opaque debug data), naming the last stream taken in. */
+  goaway(code: number, debug?: Uint8Array): void {
+    if (this.destroyed) return;
+    this.goawaySent = true;
+    this.native.goaway(code, debug);
+    this.scheduleFlush();
+  }
+
+  /** Graceful close: GOAWAY, calls in flight may finish, then the connection ends. */
+  close(): void {
+    if (this.closed || this.destroyed) return;
+    this.closed = true;
+    if (!this.goawaySent) this.native.goaway(H2_NO_ERROR);
+    this.goawaySent = true;
+    this.scheduleFlush();
+  }
+
+  /** Closes the connection now; open calls see their streams close. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.closed = true;
+    this.socket.destroy();
+    const streams = [...this.streams.values()];
+    this.streams.clear();
+    this.drainWaiters.clear();
+    for (const s of streams) s.closedWith(H2_CANCEL);
+    for (const p of this.pings.splice(0)) p(new Error('connection closed'));
+    this.native.destroy();
+    this.emit('close');
+  }
+}
+
+function toHeaders(flat: string[]): H2Headers {
+  const headers: H2Headers = {};
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i]!;
+    const prior = headers[name];
+    headers[name] = prior === undefined ? flat[i + 1]! : `${prior}, ${flat[i + 1]!}`;
+  }
+  return headers;
+}
