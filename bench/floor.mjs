@@ -9,7 +9,7 @@
  *
  * The floor of a cell = the frontend floor of its protocol + the Python floor of its model:
  * - frontend floor: bench/floor/http-floor.mjs (HTTP/1.1 on node:net: framing only, canned
- *   answer) or bench/floor/grpc-floor.mjs (node:http2: whole message read, canned answer),
+ *   answer) or bench/floor/grpc-floor.mjs (tritium's HTTP/2 sessions: whole message read, canned answer),
  *   driven by the same perf_analyzer as tritium; CPU of that process per inference;
  * - Python floor: bench/floor/stub_floor.py, the stub's protocol on the same shared-memory ring
  *   through the same native extension, with add_sub's numpy work and no Python object layer,

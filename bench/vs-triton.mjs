@@ -88,7 +88,7 @@ const BOOLEAN_FLAGS = ['quick', 'help'];
 function parseOptions() {
   checkFlags(process.argv.slice(2), KNOWN_FLAGS, BOOLEAN_FLAGS, USAGE);
   const quick = process.argv.includes('--quick');
-  const servers = list(arg('servers', SERVERS.join(','))).map((s) => s.toLowerCase());
+  const servers = list(arg('servers', 'tritium,triton')).map((s) => s.toLowerCase());
   for (const s of servers) if (!SERVERS.includes(s) || s === 'before') throw new Error(`--servers: unknown server ${s} (tritium, triton)`);
   const before = arg('before', undefined);
   if (before !== undefined) {

@@ -1,25 +1,30 @@
 #!/usr/bin/env node
 /**
- * The gRPC floor: a node:http2 server that reads each call's request message and answers with
+ * The gRPC floor: an HTTP/2 server that reads each call's request message and answers with
  * the canned headers, message and trailers tritium sent for the same path and model
  * (canned.mjs): ServerLive, ServerMetadata, ModelMetadata, ModelConfig, ModelStatistics and
  * ModelInfer, whatever perf_analyzer asked when the table was recorded. No protobuf decoding
- * beyond the model name, no validation, no model: what a unary call costs on node:http2 itself.
- * The session settings are tritium's (src/frontends/grpc/transport/server.ts), and the answer
- * takes the same path as tritium's (`respond` with waitForTrailers, the message, `sendTrailers`).
+ * beyond the model name, no validation, no model: what a unary call costs on HTTP/2 itself.
+ * The connections are tritium's own HTTP/2 sessions (dist/frontends/grpc/transport/h2-session.js,
+ * over the nghttp2 inside Node) with tritium's settings, and the answer takes the same path as
+ * tritium's (`respond`, the message, `end` with the trailers: one write).
  *
  *   node bench/floor/grpc-floor.mjs <canned.json>
  *
  * Started by bench/floor.mjs with an IPC channel: sends { port } once it listens, answers
  * { op: 'count' } with { infer, other } and exits on { op: 'exit' }.
  */
-import http2 from 'node:http2';
+import net from 'node:net';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ModelStatisticsResponseSchema } from '../../dist/generated/grpc_service_pb.js';
+import { H2Session } from '../../dist/frontends/grpc/transport/h2-session.js';
 import { advanceStats, grpcKey, grpcModel, loadCanned, serveParent } from './canned.mjs';
 
 const INFER = '/inference.GRPCInferenceService/ModelInfer';
-const UNIMPLEMENTED = { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12', 'grpc-message': 'the floor has no canned answer' };
+const UNIMPLEMENTED = [':status', '200', 'content-type', 'application/grpc', 'grpc-status', '12', 'grpc-message', 'the floor has no canned answer'];
+
+/** A header block as HTTP/2 takes it: [name, value, ...]. */
+const flat = (headers) => Object.entries(headers).flatMap(([k, v]) => [k, String(v)]);
 
 const STATS = '/inference.GRPCInferenceService/ModelStatistics';
 
@@ -38,12 +43,14 @@ function statsAnswer(recorded) {
 
 const file = process.argv[2];
 if (!file) throw new Error('usage: node bench/floor/grpc-floor.mjs <canned.json>');
-const table = loadCanned(file).grpc;
+const table = new Map([...loadCanned(file).grpc].map(([k, v]) => [k, { ...v, headers: flat(v.headers), trailers: flat(v.trailers) }]));
 const counts = { infer: 0, other: 0 };
 
-const server = http2.createServer({
-  maxSessionMemory: Number.MAX_SAFE_INTEGER,
-  settings: { initialWindowSize: 1024 * 1024, maxConcurrentStreams: 1024 },
+const SETTINGS = { maxConcurrentStreams: 1024, initialWindowSize: 1024 * 1024, sessionWindow: 16 * 1024 * 1024 };
+const server = net.createServer({ noDelay: true }, function connected(socket) {
+  const session = new H2Session(socket, SETTINGS);
+  session.on('stream', readCall);
+  session.start();
 });
 
 /** A call's whole request is in: the canned headers, message and trailers for its path and model. */
@@ -56,25 +63,22 @@ function answerCall(stream, path, chunks) {
   else counts.other++;
   if (answer === undefined) {
     process.stderr.write(`grpc-floor: no canned answer for ${key}\n`);
-    stream.respond(UNIMPLEMENTED, { endStream: true });
+    stream.respond(UNIMPLEMENTED, false);
     return;
   }
-  stream.respond(answer.headers, { waitForTrailers: true });
-  stream.once('wantTrailers', function sendTrailers() {
-    stream.sendTrailers(answer.trailers);
-  });
-  stream.end(answer.data);
+  stream.respond(answer.headers, true);
+  stream.write(answer.data);
+  stream.end(answer.trailers);
 }
 
-server.on('stream', function readCall(stream, headers) {
+function readCall(stream, headers) {
   const path = headers[':path'];
   const chunks = [];
   stream.on('data', function onData(c) {
     chunks.push(c);
   });
   stream.on('end', () => answerCall(stream, path, chunks));
-  stream.on('error', () => {});
-});
-server.on('sessionError', () => {});
+  stream.resume();
+}
 
 serveParent(server, counts);

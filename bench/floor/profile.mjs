@@ -45,6 +45,7 @@ export const STAGE_RULES = [
   [/\/frontends\/http\//, ANY, 'read/parse'],
   // --- frontends: gRPC
   [/\/frontends\/grpc\/transport\/call\.js$/, /^(sendMessage|sendStatus|sendLast|#sendHeaders|write|end|errorTrailers|trailersOnlyHeaders)$/, 'respond'],
+  [/\/frontends\/grpc\/transport\/h2-session\.js$/, /^(flush|respond|write|end|scheduleFlush|close|goaway|ping|wantDrain)$/, 'respond'],
   [/\/frontends\/grpc\/service\.js$/, /^(answer|fail)$/, 'respond'],
   [/\/frontends\/grpc\/infer-codec\.js$/, /^(prepare|encode\w*|asBuffer)$/, 'respond'],
   [/\/frontends\/grpc\/(response-wire|status)\.js$|\/frontends\/grpc\/transport\/(status|response-compression)\.js$/, ANY, 'respond'],
@@ -84,7 +85,11 @@ const GC_FRAME =
 
 /** The stage of a frame of the server's own code (`url` set for JavaScript, `dso` for native), or undefined. */
 function stageOfFrame(frame) {
-  if (frame.dso?.endsWith('tritium_native.node')) return 'IPC';
+  if (frame.dso?.endsWith('tritium_native.node')) {
+    // The addon holds the gRPC transport's HTTP/2 sessions as well as the IPC primitives.
+    if (!frame.name.includes('H2Session')) return 'IPC';
+    return /H2Session::(Flush|Respond|Write|End|ReadData|Reset|Goaway|Ping|Queued|WantIo)/.test(frame.name) ? 'respond' : 'read/parse';
+  }
   const url = frame.url;
   if (!url || url.startsWith('node:')) return undefined;
   if (url.includes('/node_modules/') && !url.includes('/node_modules/msgpackr/')) return undefined;

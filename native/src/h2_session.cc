@@ -36,6 +36,8 @@ enum EventKind : int32_t { kHeaders = 1, kData = 2, kEnd = 3, kClose = 4, kPing 
 // A request's header block is bounded as node:http2 bounds it by default.
 constexpr size_t kMaxHeaderPairs = 128;
 constexpr size_t kMaxHeaderBytes = 65535;
+// What one flush() returns at most (plus one frame).
+constexpr size_t kFlushBytes = 1 << 20;
 
 struct Chunk {
   Napi::Reference<Napi::Value> keep;
@@ -414,13 +416,16 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     Napi::Array result = Napi::Array::New(env, 2);
     if (session_ != nullptr) {
       out_bytes_.clear();
-      for (;;) {
+      // Bounded per call, so a large answer neither sits whole in this buffer nor in the
+      // socket's queue: the rest is taken when the socket drains.
+      while (out_bytes_.size() < kFlushBytes) {
         const uint8_t* data = nullptr;
         const ssize_t n = nghttp2_session_mem_send(session_, &data);
         if (n <= 0) break;
         out_bytes_.insert(out_bytes_.end(), data, data + n);
       }
       if (!out_bytes_.empty()) result.Set(0u, Napi::Buffer<uint8_t>::Copy(env, out_bytes_.data(), out_bytes_.size()));
+      if (out_bytes_.capacity() > 2 * kFlushBytes) out_bytes_ = std::vector<uint8_t>();
     }
     if (!closedLater_.empty()) {
       Napi::Array closed = Napi::Array::New(env, closedLater_.size());

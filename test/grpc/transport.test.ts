@@ -1,10 +1,10 @@
 /**
- * The gRPC transport on node:http2 (src/frontends/grpc/transport) against a real gRPC client
+ * The gRPC transport (src/frontends/grpc/transport, HTTP/2 over Node's nghttp2) against a real gRPC client
  * (@grpc/grpc-js) and raw HTTP/2: message framing across frames, deadlines, cancellation,
  * compression, size limits, unknown methods and requests that are not gRPC.
  */
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,13 @@ const frame = (payload: Buffer, compressed = false): Buffer => {
   payload.copy(b, 5);
   return b;
 };
+
+/** `mib` MiB of a repeating pattern, so that a misplaced piece shows. */
+function bigAnswer(mib: number): Buffer {
+  const b = Buffer.alloc(mib << 20);
+  for (let i = 0; i < b.length; i += 4) b.writeUInt32LE(i, i);
+  return b;
+}
 
 describe('MessageReader', () => {
   it('cuts messages split and joined arbitrarily across chunks', () => {
@@ -211,6 +218,8 @@ describe('transport against raw HTTP/2', () => {
   beforeAll(async () => {
     const routes = new Map<string, Route>([
       ['/t.S/Echo', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }],
+      // An answer of `n` MiB for a request naming n: more than one flush of the session (1 MiB) holds.
+      ['/t.S/Big', { kind: 'unary', decode: (b) => Number(b.toString()), run: (call: UnaryCall) => call.sendLast(bigAnswer(call.request as number)) }],
     ]);
     transport = createTransport(routes, { maxMessageBytes: 1 << 16, refuseWith: () => undefined });
     await new Promise<void>((r) => transport.server.listen(0, '127.0.0.1', r));
@@ -264,6 +273,34 @@ describe('transport against raw HTTP/2', () => {
     expect(truncated.headers['grpc-status']).toBe(String(GrpcStatus.UNIMPLEMENTED));
     const two = await request(grpcHeaders, Buffer.concat([frame(Buffer.from('a')), frame(Buffer.from('b'))]));
     expect(two.headers['grpc-status']).toBe(String(GrpcStatus.UNIMPLEMENTED));
+  });
+
+  it('sends an answer larger than one flush whole, paced by the socket', async () => {
+    const r = await request({ ...grpcHeaders, ':path': '/t.S/Big' }, frame(Buffer.from('6')));
+    expect(r.trailers['grpc-status']).toBe('0');
+    expect(r.body.equals(frame(bigAnswer(6)))).toBe(true);
+  });
+
+  it('resets a call whose header block is over the bound (128 fields) and keeps the connection', async () => {
+    const many: http2.OutgoingHttpHeaders = { ...grpcHeaders };
+    for (let i = 0; i < 200; i++) many[`x-field-${i}`] = 'v';
+    await expect(request(many, frame(Buffer.from('x')))).rejects.toThrow(/RST_STREAM|stream/i);
+    const ok = await request(grpcHeaders, frame(Buffer.from('still here')));
+    expect(ok.body).toEqual(frame(Buffer.from('still here')));
+  });
+
+  it('closes a connection that does not speak HTTP/2, and serves the next one', async () => {
+    const port = (transport.server.address() as AddressInfo).port;
+    const closed = await new Promise<string>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write('POST /t.S/Echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n'));
+      let got = '';
+      socket.on('data', (c) => (got += c.toString('latin1')));
+      socket.on('error', () => {});
+      socket.on('close', () => resolve(got));
+    });
+    expect(closed.startsWith('HTTP/1.1')).toBe(false); // no HTTP/1 answer: the connection is just closed
+    const ok = await request(grpcHeaders, frame(Buffer.from('next')));
+    expect(ok.body).toEqual(frame(Buffer.from('next')));
   });
 
   it('frames the answer and sends the status as trailers', async () => {

@@ -139,6 +139,8 @@ export class H2Stream extends EventEmitter {
   closedWith(code: number): void {
     if (this.destroyed) return;
     this.destroyed = true;
+    // Bytes held while paused count against the connection's window until given back.
+    if (this.held !== undefined) for (const chunk of this.held) this.session.native.consume(this.id, chunk.length);
     this.held = undefined;
     this.emit('close', code);
   }
@@ -272,7 +274,9 @@ export class H2Session extends EventEmitter {
     if (this.destroyed || this.blocked) return;
     const [bytes, closes] = this.native.flush();
     if (bytes !== undefined && this.socket.writable) {
+      // A flush returns at most about 1 MiB; more (a large answer) follows when the socket drains.
       if (!this.socket.write(bytes)) this.blocked = true;
+      else if ((this.native.wantIo() & 2) !== 0) this.scheduleFlush();
     }
     if (closes !== undefined) for (let i = 0; i < closes.length; i += 2) this.streamClosed(closes[i]!, closes[i + 1]!);
     if (this.drainWaiters.size > 0) {
