@@ -17,14 +17,14 @@
 import net from 'node:net';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ModelStatisticsResponseSchema } from '../../dist/generated/grpc_service_pb.js';
-import { H2Session } from '../../dist/frontends/grpc/transport/h2-session.js';
+import { H2Session, headerBlock } from '../../dist/frontends/grpc/transport/h2-session.js';
 import { advanceStats, grpcKey, grpcModel, loadCanned, serveParent } from './canned.mjs';
 
 const INFER = '/inference.GRPCInferenceService/ModelInfer';
 const UNIMPLEMENTED = [':status', '200', 'content-type', 'application/grpc', 'grpc-status', '12', 'grpc-message', 'the floor has no canned answer'];
 
-/** A header block as HTTP/2 takes it: [name, value, ...]. */
-const flat = (headers) => Object.entries(headers).flatMap(([k, v]) => [k, String(v)]);
+/** A header block converted once for the native session, as tritium's constant blocks are. */
+const block = (headers) => headerBlock(Object.entries(headers).flatMap(([k, v]) => [k, String(v)]));
 
 const STATS = '/inference.GRPCInferenceService/ModelStatistics';
 
@@ -43,7 +43,7 @@ function statsAnswer(recorded) {
 
 const file = process.argv[2];
 if (!file) throw new Error('usage: node bench/floor/grpc-floor.mjs <canned.json>');
-const table = new Map([...loadCanned(file).grpc].map(([k, v]) => [k, { ...v, headers: flat(v.headers), trailers: flat(v.trailers) }]));
+const table = new Map([...loadCanned(file).grpc].map(([k, v]) => [k, { ...v, headers: block(v.headers), trailers: block(v.trailers) }]));
 const counts = { infer: 0, other: 0 };
 
 const SETTINGS = { maxConcurrentStreams: 1024, initialWindowSize: 1024 * 1024, sessionWindow: 16 * 1024 * 1024 };

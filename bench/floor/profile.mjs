@@ -86,7 +86,9 @@ const GC_FRAME =
 /** The stage of a frame of the server's own code (`url` set for JavaScript, `dso` for native), or undefined. */
 function stageOfFrame(frame) {
   if (frame.dso?.endsWith('tritium_native.node')) {
-    // The addon holds the gRPC transport's HTTP/2 sessions as well as the IPC primitives.
+    // The addon holds the gRPC transport's HTTP/2 sessions as well as the IPC primitives;
+    // node-addon-api's inlined helpers (Napi::) are passed over so that their caller decides.
+    if (frame.name.startsWith('Napi::')) return undefined;
     if (!frame.name.includes('H2Session')) return 'IPC';
     return /H2Session::(Flush|Respond|Write|End|ReadData|Reset|Goaway|Ping|Queued|WantIo)/.test(frame.name) ? 'respond' : 'read/parse';
   }

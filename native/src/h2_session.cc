@@ -22,6 +22,7 @@
 
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,14 +46,51 @@ struct Chunk {
   size_t length;
 };
 
+using Fields = std::vector<std::string>;  // name, value, ...
+
 struct OutStream {
   std::deque<Chunk> chunks;
   size_t offset = 0;  // into chunks.front()
   size_t queued = 0;
   bool ended = false;
   bool deferred = false;
-  std::vector<std::string> trailers;  // name, value, ...
+  std::shared_ptr<const Fields> trailers;
 };
+
+// A header block made once and sent many times (`new H2HeaderBlock([name, value, ...])`): the
+// usual gRPC response headers and OK trailers then cost no string conversion per call.
+class H2HeaderBlock : public Napi::ObjectWrap<H2HeaderBlock> {
+ public:
+  static Napi::Function Define(Napi::Env env) { return DefineClass(env, "H2HeaderBlock", {}); }
+
+  explicit H2HeaderBlock(const Napi::CallbackInfo& info) : Napi::ObjectWrap<H2HeaderBlock>(info) {
+    if (info.Length() < 1 || !info[0].IsArray()) {
+      Napi::TypeError::New(info.Env(), "H2HeaderBlock([name, value, ...])").ThrowAsJavaScriptException();
+      return;
+    }
+    Napi::Array a = info[0].As<Napi::Array>();
+    auto fields = std::make_shared<Fields>(a.Length());
+    for (uint32_t i = 0; i < fields->size(); i++) (*fields)[i] = a.Get(i).ToString().Utf8Value();
+    fields_ = std::move(fields);
+  }
+
+  std::shared_ptr<const Fields> fields_;
+};
+
+// The fields of a header argument: an H2HeaderBlock, or an array [name, value, ...].
+std::shared_ptr<const Fields> FieldsOf(Napi::Value v) {
+  if (v.IsArray()) {
+    Napi::Array a = v.As<Napi::Array>();
+    auto fields = std::make_shared<Fields>(a.Length());
+    for (uint32_t i = 0; i < fields->size(); i++) (*fields)[i] = a.Get(i).ToString().Utf8Value();
+    return fields;
+  }
+  if (v.IsObject()) {
+    H2HeaderBlock* block = H2HeaderBlock::Unwrap(v.As<Napi::Object>());
+    if (block != nullptr) return block->fields_;
+  }
+  return std::make_shared<Fields>();
+}
 
 // Marks a stream whose request headers have arrived: a later HEADERS frame is its trailers.
 char kSeen;
@@ -262,9 +300,9 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     if (s->chunks.empty()) {
       if (s->ended) {
         *flags |= nghttp2::kDataFlagEof;
-        if (!s->trailers.empty()) {
+        if (s->trailers && !s->trailers->empty()) {
           *flags |= nghttp2::kDataFlagNoEndStream;
-          std::vector<nghttp2_nv> nv = ToNv(s->trailers);
+          std::vector<nghttp2_nv> nv = ToNv(*s->trailers);
           nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size());
         }
       } else if (n == 0) {
@@ -275,7 +313,7 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     return static_cast<ssize_t>(n);
   }
 
-  static std::vector<nghttp2_nv> ToNv(const std::vector<std::string>& flat) {
+  static std::vector<nghttp2_nv> ToNv(const Fields& flat) {
     std::vector<nghttp2_nv> nv(flat.size() / 2);
     for (size_t i = 0; i < nv.size(); i++) {
       const std::string& k = flat[2 * i];
@@ -286,20 +324,14 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     return nv;
   }
 
-  static std::vector<std::string> Strings(Napi::Array a) {
-    std::vector<std::string> out(a.Length());
-    for (uint32_t i = 0; i < out.size(); i++) out[i] = a.Get(i).As<Napi::String>().Utf8Value();
-    return out;
-  }
-
-  // respond(stream, [name, value, ...], body): headers; body = false ends the stream with them
+  // respond(stream, headers, body): headers (an H2HeaderBlock or [name, value, ...]); body = false ends the stream with them
   // (a trailers-only answer), true opens a body that write() and end() fill.
   Napi::Value Respond(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (session_ == nullptr) return Napi::Number::New(env, -1);
     const int32_t id = info[0].As<Napi::Number>().Int32Value();
-    const std::vector<std::string> flat = Strings(info[1].As<Napi::Array>());
-    std::vector<nghttp2_nv> nv = ToNv(flat);
+    const std::shared_ptr<const Fields> fields = FieldsOf(info[1]);
+    std::vector<nghttp2_nv> nv = ToNv(*fields);
     int rv;
     // A stream nghttp2 no longer has (reset meanwhile) gets no body: its state would never be freed.
     if (info[2].ToBoolean() && nghttp2_session_get_stream_user_data(session_, id) != nullptr) {
@@ -342,14 +374,14 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     return Napi::Boolean::New(env, true);
   }
 
-  // end(stream, [name, value, ...] | undefined): ends the body, with these trailers.
+  // end(stream, trailers | undefined): ends the body, with these trailers (as respond's headers).
   Napi::Value End(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const int32_t id = info[0].As<Napi::Number>().Int32Value();
     OutStream* s = session_ == nullptr ? nullptr : Find(id);
     if (s == nullptr || s->ended) return Napi::Boolean::New(env, false);
     s->ended = true;
-    if (info.Length() > 1 && info[1].IsArray()) s->trailers = Strings(info[1].As<Napi::Array>());
+    if (info.Length() > 1 && info[1].IsObject()) s->trailers = FieldsOf(info[1]);
     Wake(id, s);
     return Napi::Boolean::New(env, true);
   }
@@ -471,6 +503,9 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
 
 }  // namespace
 
-void InitH2Session(Napi::Env env, Napi::Object exports) { exports.Set("H2Session", H2Session::Define(env)); }
+void InitH2Session(Napi::Env env, Napi::Object exports) {
+  exports.Set("H2Session", H2Session::Define(env));
+  exports.Set("H2HeaderBlock", H2HeaderBlock::Define(env));
+}
 
 }  // namespace tritium

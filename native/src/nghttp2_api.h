@@ -80,7 +80,6 @@ void nghttp2_session_callbacks_set_on_stream_close_callback(nghttp2_session_call
 int nghttp2_option_new(nghttp2_option** option_ptr);
 void nghttp2_option_del(nghttp2_option* option);
 void nghttp2_option_set_no_auto_window_update(nghttp2_option* option, int val);
-void nghttp2_option_set_max_outbound_ack(nghttp2_option* option, size_t val);
 
 int nghttp2_session_server_new2(nghttp2_session** session_ptr, const nghttp2_session_callbacks* callbacks, void* user_data,
                                 const nghttp2_option* option);

@@ -116,7 +116,19 @@ export interface NativeAddon {
     maxConcurrentStreams: number;
     initialWindowSize: number;
   }) => NativeH2Session;
+  /** A header block converted once, for blocks sent on many calls ([name, value, ...]). */
+  H2HeaderBlock: new (
+    fields: readonly string[],
+  ) => H2HeaderBlock;
 }
+
+/** Opaque: native/src/h2_session.cc's H2HeaderBlock. */
+export interface H2HeaderBlock {
+  readonly __h2HeaderBlock?: never;
+}
+
+/** A header argument of NativeH2Session: a block made once, or [name, value, ...]. */
+export type H2Fields = H2HeaderBlock | readonly string[];
 
 /** native/src/h2_session.cc; the event records of `receive` are listed there. */
 export interface NativeH2Session {
@@ -124,9 +136,9 @@ export interface NativeH2Session {
   receive(chunk: Uint8Array): Array<number | string[] | Buffer> | number;
   /** [bytes to write, streams closed meanwhile as [id, code, ...]]. */
   flush(): [Buffer | undefined, number[] | undefined];
-  respond(stream: number, headers: readonly string[], body: boolean): number;
+  respond(stream: number, headers: H2Fields, body: boolean): number;
   write(stream: number, bytes: Uint8Array): boolean;
-  end(stream: number, trailers?: readonly string[]): boolean;
+  end(stream: number, trailers?: H2Fields): boolean;
   reset(stream: number, code: number): void;
   consume(stream: number, bytes: number): void;
   queued(stream: number): number;

@@ -7,7 +7,7 @@
  */
 import { compressed, type Algorithm } from './response-compression.js';
 import { EventEmitter } from 'node:events';
-import type { H2Stream } from './h2-session.js';
+import { headerBlock, type H2Stream } from './h2-session.js';
 import { frameMessage, messagePrefix } from './message-reader.js';
 import type { Metadata } from './metadata.js';
 import { GrpcStatus, StatusError, encodeGrpcMessage } from './status.js';
@@ -18,9 +18,12 @@ const ACCEPT_ENCODING = 'identity,deflate,gzip';
 /** Above this a message is written as prefix + payload rather than copied into one buffer. */
 const COPY_LIMIT = 64 * 1024;
 
-// Header blocks as HTTP/2 takes them: [name, value, ...].
-const RESPONSE_HEADERS: readonly string[] = Object.freeze([':status', '200', 'content-type', CONTENT_TYPE, 'grpc-accept-encoding', ACCEPT_ENCODING]);
-const OK_TRAILERS: readonly string[] = Object.freeze(['grpc-status', '0']);
+// Header blocks as HTTP/2 takes them: [name, value, ...]. The two every answer sends are also
+// converted once for the native session (headerBlock), not per call.
+const RESPONSE_FIELDS: readonly string[] = Object.freeze([':status', '200', 'content-type', CONTENT_TYPE, 'grpc-accept-encoding', ACCEPT_ENCODING]);
+const OK_FIELDS: readonly string[] = Object.freeze(['grpc-status', '0']);
+const RESPONSE_HEADERS = headerBlock(RESPONSE_FIELDS);
+const OK_TRAILERS = headerBlock(OK_FIELDS);
 
 /** Told when a call ends, whichever way (the server counts calls in flight). */
 export type CallEndListener = () => void;
@@ -96,14 +99,14 @@ export abstract class BaseCall {
     this.#finish();
     const stream = this.stream;
     if (stream.destroyed || stream.closed) return;
-    const trailers = status === undefined || status.code === GrpcStatus.OK ? OK_TRAILERS : errorTrailers(status);
+    const ok = status === undefined || status.code === GrpcStatus.OK;
     if (!this.#headersSent) {
       // Trailers-only: one HEADERS frame carries the status and ends the stream.
       this.#headersSent = true;
-      stream.respond(trailersOnlyHeaders(trailers), false);
+      stream.respond(trailersOnlyHeaders(ok ? OK_FIELDS : errorTrailers(status)), false);
       return;
     }
-    stream.end(trailers);
+    stream.end(ok ? OK_TRAILERS : errorTrailers(status));
   }
 
   /** Sends one message and the OK status (a unary answer). */
@@ -119,7 +122,7 @@ export abstract class BaseCall {
   #sendHeaders(): void {
     if (this.#headersSent) return;
     this.#headersSent = true;
-    this.stream.respond(this.compression === undefined ? RESPONSE_HEADERS : [...RESPONSE_HEADERS, 'grpc-encoding', this.compression], true);
+    this.stream.respond(this.compression === undefined ? RESPONSE_HEADERS : [...RESPONSE_FIELDS, 'grpc-encoding', this.compression], true);
   }
 
   #cancel(): void {
@@ -136,7 +139,7 @@ export abstract class BaseCall {
 
 /** Headers of a trailers-only response: one HEADERS frame that also carries the status. */
 export function trailersOnlyHeaders(trailers: readonly string[]): string[] {
-  return [...RESPONSE_HEADERS, ...trailers];
+  return [...RESPONSE_FIELDS, ...trailers];
 }
 
 export function errorTrailers(status: StatusError): string[] {

@@ -13,7 +13,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { loadNative, type NativeH2Session } from '../../../backends/python/ipc/native.js';
+import { loadNative, type H2Fields, type NativeH2Session } from '../../../backends/python/ipc/native.js';
 
 /** HTTP/2 error codes used here (RFC 9113, section 7). */
 export const H2_NO_ERROR = 0;
@@ -56,8 +56,8 @@ export class H2Stream extends EventEmitter {
     return this.destroyed;
   }
 
-  /** Response headers (`[name, value, ...]`); `body` false ends the stream with them (trailers-only). */
-  respond(headers: readonly string[], body: boolean): void {
+  /** Response headers (`[name, value, ...]`, or a headerBlock()); `body` false ends the stream with them (trailers-only). */
+  respond(headers: H2Fields, body: boolean): void {
     if (this.destroyed) return;
     this.session.native.respond(this.id, headers, body);
     this.session.scheduleFlush();
@@ -71,7 +71,7 @@ export class H2Stream extends EventEmitter {
   }
 
   /** Ends the response body with these trailers. */
-  end(trailers: readonly string[]): void {
+  end(trailers: H2Fields): void {
     if (this.destroyed) return;
     this.session.native.end(this.id, trailers);
     this.session.scheduleFlush();
@@ -333,6 +333,13 @@ export class H2Session extends EventEmitter {
     this.emit('close');
   }
 }
+
+/** A header block converted once for the native session, for blocks many calls send. */
+export function headerBlock(fields: readonly string[]): H2Fields {
+  return new (loadNative().H2HeaderBlock)(fields);
+}
+
+export type { H2Fields };
 
 function toHeaders(flat: string[]): H2Headers {
   const headers: H2Headers = {};
