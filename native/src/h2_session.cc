@@ -9,7 +9,10 @@
 // trailers) is one write.
 //
 // Event records in receive()'s array (kinds below, then their fields):
-//   kHeaders, stream, [name, value, ...], endStream     request headers
+//   kHeaders, stream, [name, value, ...] | true, endStream
+//                                                        request headers; true: the same fields, in
+//                                                        the same order, as the last request of this
+//                                                        connection (JavaScript reuses what it made)
 //   kData, stream, offset, length                        a DATA chunk at [offset, offset+length) of the input
 //   kEnd, stream                                         the client ended its side (END_STREAM)
 //   kClose, stream, errorCode                            the stream closed (0: normally)
@@ -37,6 +40,8 @@ enum EventKind : int32_t { kHeaders = 1, kData = 2, kEnd = 3, kClose = 4, kPing 
 // A request's header block is bounded as node:http2 bounds it by default.
 constexpr size_t kMaxHeaderPairs = 128;
 constexpr size_t kMaxHeaderBytes = 65535;
+// Strings of request header blocks kept per connection for the next calls.
+constexpr size_t kInternedStrings = 32;
 // What one flush() returns at most (plus one frame).
 constexpr size_t kFlushBytes = 1 << 20;
 
@@ -173,12 +178,42 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     inBase_ = nullptr;
     Napi::Array out = events_;
     events_ = Napi::Array();
-    headers_ = Napi::Array();
     if (rv < 0) return Napi::Number::New(env, static_cast<double>(rv));
     return out;
   }
 
   void Push(Napi::Value v) { events_.Set(count_++, v); }
+
+  // A request's header block: `true` when it repeats the connection's last one field for
+  // field (a client's calls mostly do), else the array, its strings made once per distinct
+  // name and value and kept for the connection's next calls.
+  void PushHeaders() {
+    if (block_ == last_) {
+      events_.Set(count_++, Napi::Boolean::New(env_, true));
+      return;
+    }
+    Napi::Array a = Napi::Array::New(env_, block_.size());
+    for (uint32_t i = 0; i < block_.size(); i++) a.Set(i, Interned(block_[i]));
+    events_.Set(count_++, a);
+    last_.swap(block_);
+  }
+
+  // The JavaScript string for `text`, from a small per-connection table (names and the
+  // values that repeat: method, path, content type, user agent...).
+  // The strings live in one JavaScript array (N-API version 8 makes references to objects
+  // only), at the index of their text in `stringKeys_`.
+  Napi::Value Interned(const std::string& text) {
+    for (uint32_t i = 0; i < stringKeys_.size(); i++) {
+      if (stringKeys_[i] == text) return stringsJs_.Value().Get(i);
+    }
+    Napi::String str = Napi::String::New(env_, text);
+    if (stringKeys_.size() < kInternedStrings) {
+      if (stringsJs_.IsEmpty()) stringsJs_ = Napi::Persistent(Napi::Array::New(env_));
+      stringsJs_.Value().Set(static_cast<uint32_t>(stringKeys_.size()), str);
+      stringKeys_.push_back(text);
+    }
+    return str;
+  }
   void Push(double v) { events_.Set(count_++, Napi::Number::New(env_, v)); }
 
   static H2Session* Self(void* user) { return static_cast<H2Session*>(user); }
@@ -189,8 +224,7 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     if (hd->type != nghttp2::kHeaders) return 0;
     if (nghttp2_session_get_stream_user_data(session, hd->stream_id) == nullptr) {
       nghttp2_session_set_stream_user_data(session, hd->stream_id, &kSeen);
-      self->headers_ = Napi::Array::New(self->env_);
-      self->headerCount_ = 0;
+      self->block_.clear();
       self->headerBytes_ = 0;
       self->inRequest_ = true;
     } else {
@@ -204,12 +238,11 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     H2Session* self = Self(user);
     if (!self->inRequest_) return 0;
     self->headerBytes_ += namelen + valuelen + 32;
-    if (self->headerCount_ >= 2 * kMaxHeaderPairs || self->headerBytes_ > kMaxHeaderBytes) {
+    if (self->block_.size() >= 2 * kMaxHeaderPairs || self->headerBytes_ > kMaxHeaderBytes) {
       return nghttp2::kErrTemporalCallbackFailure;  // resets this stream only
     }
-    Napi::Env env = self->env_;
-    self->headers_.Set(self->headerCount_++, Napi::String::New(env, reinterpret_cast<const char*>(name), namelen));
-    self->headers_.Set(self->headerCount_++, Napi::String::New(env, reinterpret_cast<const char*>(value), valuelen));
+    self->block_.emplace_back(reinterpret_cast<const char*>(name), namelen);
+    self->block_.emplace_back(reinterpret_cast<const char*>(value), valuelen);
     return 0;
   }
 
@@ -223,7 +256,7 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
           self->inRequest_ = false;
           self->Push(kHeaders);
           self->Push(hd->stream_id);
-          self->Push(self->headers_);
+          self->PushHeaders();
           self->Push(endStream ? 1 : 0);
         } else if (endStream) {
           self->Push(kEnd);
@@ -483,6 +516,8 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     }
     out_.clear();
     closedLater_.clear();
+    stringKeys_.clear();
+    stringsJs_.Reset();
   }
 
   nghttp2_session* session_ = nullptr;
@@ -495,9 +530,12 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
   uint32_t count_ = 0;
   const uint8_t* inBase_ = nullptr;
   size_t inLength_ = 0;
-  Napi::Array headers_;
-  uint32_t headerCount_ = 0;
+  Fields block_;  // the header block arriving
   size_t headerBytes_ = 0;
+  // Kept across calls:
+  Fields last_;  // the connection's last request header block
+  std::vector<std::string> stringKeys_;
+  Napi::Reference<Napi::Array> stringsJs_;
   bool inRequest_ = false;
 };
 

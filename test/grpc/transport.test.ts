@@ -218,6 +218,8 @@ describe('transport against raw HTTP/2', () => {
   beforeAll(async () => {
     const routes = new Map<string, Route>([
       ['/t.S/Echo', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }],
+      // The call's own `x-tag` metadata: repeated header blocks are reused per connection, changed ones are not.
+      ['/t.S/Tag', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(Buffer.from(String(call.metadata.get('x-tag')[0]))) }],
       // An answer of `n` MiB for a request naming n: more than one flush of the session (1 MiB) holds.
       ['/t.S/Big', { kind: 'unary', decode: (b) => Number(b.toString()), run: (call: UnaryCall) => call.sendLast(bigAnswer(call.request as number)) }],
     ]);
@@ -273,6 +275,16 @@ describe('transport against raw HTTP/2', () => {
     expect(truncated.headers['grpc-status']).toBe(String(GrpcStatus.UNIMPLEMENTED));
     const two = await request(grpcHeaders, Buffer.concat([frame(Buffer.from('a')), frame(Buffer.from('b'))]));
     expect(two.headers['grpc-status']).toBe(String(GrpcStatus.UNIMPLEMENTED));
+  });
+
+  it('gives each call its own headers when a connection repeats or changes its header block', async () => {
+    const tags = ['a', 'a', 'b', 'b', 'a'];
+    const answers: string[] = [];
+    for (const tag of tags) {
+      const r = await request({ ...grpcHeaders, ':path': '/t.S/Tag', 'x-tag': tag }, frame(Buffer.from('x')));
+      answers.push(r.body.subarray(5).toString());
+    }
+    expect(answers).toEqual(tags);
   });
 
   it('sends an answer larger than one flush whole, paced by the socket', async () => {

@@ -163,6 +163,8 @@ export class H2Session extends EventEmitter {
   private blocked = false;
   private goawaySent = false;
   private readonly pings: Array<(err: Error | null) => void> = [];
+  /** The headers of the connection's last call: a client's calls mostly repeat them exactly. */
+  private lastHeaders: H2Headers | undefined;
 
   constructor(
     readonly socket: Socket,
@@ -189,7 +191,12 @@ export class H2Session extends EventEmitter {
 
   private receive(chunk: Buffer): void {
     if (this.destroyed) return;
-    const ev = this.native.receive(chunk);
+    let ev: ReturnType<NativeH2Session['receive']>;
+    try {
+      ev = this.native.receive(chunk);
+    } catch {
+      ev = -1; // the session's own failure: this connection ends, the server goes on
+    }
     if (typeof ev === 'number') {
       // A protocol error: nghttp2 queued a GOAWAY saying why; send it, then hang up.
       this.flush();
@@ -205,7 +212,9 @@ export class H2Session extends EventEmitter {
             const id = ev[i + 1] as number;
             const stream = new H2Stream(this, id);
             this.streams.set(id, stream);
-            const headers = toHeaders(ev[i + 2] as string[]);
+            // `true`: the same block as this connection's last call; its object is reused (read only).
+            const block = ev[i + 2] as string[] | true;
+            const headers = block === true && this.lastHeaders !== undefined ? this.lastHeaders : (this.lastHeaders = toHeaders(block as string[]));
             if (ev[i + 3] === 1) stream.ended();
             i += 4;
             this.emit('stream', stream, headers);
@@ -348,5 +357,6 @@ function toHeaders(flat: string[]): H2Headers {
     const prior = headers[name];
     headers[name] = prior === undefined ? flat[i + 1]! : `${prior}, ${flat[i + 1]!}`;
   }
-  return headers;
+  // Frozen: the object may serve later calls of the connection (receive()).
+  return Object.freeze(headers);
 }
