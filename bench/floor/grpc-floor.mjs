@@ -47,7 +47,7 @@ const table = new Map([...loadCanned(file).grpc].map(([k, v]) => [k, { ...v, hea
 const counts = { infer: 0, other: 0 };
 
 const SETTINGS = { maxConcurrentStreams: 1024, initialWindowSize: 1024 * 1024, sessionWindow: 16 * 1024 * 1024 };
-const server = net.createServer({ noDelay: true }, function connected(socket) {
+const server = net.createServer(function connected(socket) {
   const session = new H2Session(socket, SETTINGS);
   session.on('stream', readCall);
   session.start();

@@ -73,10 +73,13 @@ class H2HeaderBlock : public Napi::ObjectWrap<H2HeaderBlock> {
       Napi::TypeError::New(info.Env(), "H2HeaderBlock([name, value, ...])").ThrowAsJavaScriptException();
       return;
     }
-    Napi::Array a = info[0].As<Napi::Array>();
+    fields_ = ToFields(info[0].As<Napi::Array>());
+  }
+
+  static std::shared_ptr<const Fields> ToFields(Napi::Array a) {
     auto fields = std::make_shared<Fields>(a.Length());
     for (uint32_t i = 0; i < fields->size(); i++) (*fields)[i] = a.Get(i).ToString().Utf8Value();
-    fields_ = std::move(fields);
+    return fields;
   }
 
   std::shared_ptr<const Fields> fields_;
@@ -84,12 +87,7 @@ class H2HeaderBlock : public Napi::ObjectWrap<H2HeaderBlock> {
 
 // The fields of a header argument: an H2HeaderBlock, or an array [name, value, ...].
 std::shared_ptr<const Fields> FieldsOf(Napi::Value v) {
-  if (v.IsArray()) {
-    Napi::Array a = v.As<Napi::Array>();
-    auto fields = std::make_shared<Fields>(a.Length());
-    for (uint32_t i = 0; i < fields->size(); i++) (*fields)[i] = a.Get(i).ToString().Utf8Value();
-    return fields;
-  }
+  if (v.IsArray()) return H2HeaderBlock::ToFields(v.As<Napi::Array>());
   if (v.IsObject()) {
     H2HeaderBlock* block = H2HeaderBlock::Unwrap(v.As<Napi::Object>());
     if (block != nullptr) return block->fields_;
@@ -183,25 +181,26 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
   }
 
   void Push(Napi::Value v) { events_.Set(count_++, v); }
+  void Push(double v) { events_.Set(count_++, Napi::Number::New(env_, v)); }
 
   // A request's header block: `true` when it repeats the connection's last one field for
   // field (a client's calls mostly do), else the array, its strings made once per distinct
   // name and value and kept for the connection's next calls.
   void PushHeaders() {
     if (block_ == last_) {
-      events_.Set(count_++, Napi::Boolean::New(env_, true));
+      Push(Napi::Boolean::New(env_, true));
       return;
     }
     Napi::Array a = Napi::Array::New(env_, block_.size());
     for (uint32_t i = 0; i < block_.size(); i++) a.Set(i, Interned(block_[i]));
-    events_.Set(count_++, a);
+    Push(a);
     last_.swap(block_);
   }
 
   // The JavaScript string for `text`, from a small per-connection table (names and the
-  // values that repeat: method, path, content type, user agent...).
-  // The strings live in one JavaScript array (N-API version 8 makes references to objects
-  // only), at the index of their text in `stringKeys_`.
+  // values that repeat: method, path, content type, user agent...). The strings live in one
+  // JavaScript array (N-API version 8 makes references to objects only), at the index of
+  // their text in `stringKeys_`.
   Napi::Value Interned(const std::string& text) {
     for (uint32_t i = 0; i < stringKeys_.size(); i++) {
       if (stringKeys_[i] == text) return stringsJs_.Value().Get(i);
@@ -214,7 +213,6 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     }
     return str;
   }
-  void Push(double v) { events_.Set(count_++, Napi::Number::New(env_, v)); }
 
   static H2Session* Self(void* user) { return static_cast<H2Session*>(user); }
 

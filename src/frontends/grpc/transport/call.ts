@@ -98,7 +98,7 @@ export abstract class BaseCall {
     if (this.#ended) return;
     this.#finish();
     const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
+    if (stream.destroyed) return;
     const ok = status === undefined || status.code === GrpcStatus.OK;
     if (!this.#headersSent) {
       // Trailers-only: one HEADERS frame carries the status and ends the stream.

@@ -52,10 +52,6 @@ export class H2Stream extends EventEmitter {
     super();
   }
 
-  get closed(): boolean {
-    return this.destroyed;
-  }
-
   /** Response headers (`[name, value, ...]`, or a headerBlock()); `body` false ends the stream with them (trailers-only). */
   respond(headers: H2Fields, body: boolean): void {
     if (this.destroyed) return;
@@ -157,7 +153,6 @@ export class H2Session extends EventEmitter {
   destroyed = false;
   /** A GOAWAY went out (close()): no new call, the connection ends when its calls have. */
   closed = false;
-  readonly connecting = false;
   private flushQueued = false;
   private inReceive = false;
   private blocked = false;
@@ -221,13 +216,13 @@ export class H2Session extends EventEmitter {
             break;
           }
           case EV_DATA: {
+            const id = ev[i + 1] as number;
             const at = ev[i + 2] as number | Buffer;
             const length = ev[i + 3] as number;
-            const stream = this.streams.get(ev[i + 1] as number);
             i += 4;
-            const bytes = typeof at === 'number' ? chunk.subarray(at, at + length) : at;
-            if (stream === undefined) this.native.consume(ev[i - 3] as number, length);
-            else stream.data(bytes);
+            const stream = this.streams.get(id);
+            if (stream === undefined) this.native.consume(id, length);
+            else stream.data(typeof at === 'number' ? chunk.subarray(at, at + length) : at);
             break;
           }
           case EV_END:
@@ -282,10 +277,11 @@ export class H2Session extends EventEmitter {
   private flush(): void {
     if (this.destroyed || this.blocked) return;
     const [bytes, closes] = this.native.flush();
+    const want = this.native.wantIo();
     if (bytes !== undefined && this.socket.writable) {
       // A flush returns at most about 1 MiB; more (a large answer) follows when the socket drains.
       if (!this.socket.write(bytes)) this.blocked = true;
-      else if ((this.native.wantIo() & 2) !== 0) this.scheduleFlush();
+      else if ((want & 2) !== 0) this.scheduleFlush();
     }
     if (closes !== undefined) for (let i = 0; i < closes.length; i += 2) this.streamClosed(closes[i]!, closes[i + 1]!);
     if (this.drainWaiters.size > 0) {
@@ -297,7 +293,7 @@ export class H2Session extends EventEmitter {
       }
     }
     // nghttp2 is done with the connection (GOAWAY exchanged and no stream left, or a fatal error).
-    if ((this.native.wantIo() === 0 || (this.closed && this.streams.size === 0)) && this.socket.writable) {
+    if ((want === 0 || (this.closed && this.streams.size === 0)) && this.socket.writable) {
       this.socket.end(() => this.destroy());
     }
   }

@@ -139,7 +139,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
           rejectUnauthorized: opts.tls.mutual,
           ALPNProtocols: ['h2'],
         })
-      : createServer({ noDelay: true }),
+      : createServer(), // each connection's H2Session sets TCP_NODELAY, TLS or not
     get active() {
       return active;
     },

@@ -82,7 +82,7 @@ export class ReadWatch {
     // Trailers first (written after the last response frame), then the reset that stops a
     // sender that never ends its side.
     setTimeout(() => {
-      if (!stream.closed) stream.close(H2_NO_ERROR);
+      stream.close(H2_NO_ERROR); // nothing when the stream has closed meanwhile
     }, 500).unref();
   }
 }
