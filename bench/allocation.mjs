@@ -4,7 +4,7 @@
  * machine, so a change to the request path can be judged from one short run.
  *
  *   node bench/allocation.mjs [--before <checkout>] [--rounds 3] [--protocol http|grpc] [--concurrency 16]
- *       [--window-ms 4000] [--sites]
+ *       [--window-ms 4000] [--sites] [--promoted]
  *
  * Each run starts a server on bench/models/vs-triton with V8's GCProfiler preloaded
  * (bench/lib/gc-profiler.cjs), warms it with one perf_analyzer window on add_sub, then measures
@@ -12,7 +12,10 @@
  * young; objects that survive are a small part, see the promotion figures in the doc) divided by
  * the successful requests. With --before, runs alternate between that checkout (dist/ built) and
  * this one. --sites adds one run of this checkout under the inspector's sampling heap profiler
- * (objects collected by GC included) and prints the functions that allocate most per request.
+ * (objects collected by GC included) and prints the functions that allocate most per request;
+ * --promoted the same for what outlived the young generation only (objects a scavenge collected
+ * left out): the sites that make scavenges long and the old generation grow. Each run also
+ * counts the bytes scavenges moved to the old generation per request.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -25,14 +28,14 @@ import { requirePerfAnalyzer, warmUpWindow } from './lib/perf-analyzer.mjs';
 import { commandLine, fmt, loadAverage, median, table, toolVersion } from './lib/report.mjs';
 import { ROOT, startTritium, successCount } from './lib/server.mjs';
 
-const USAGE = `usage: node bench/allocation.mjs [--before <checkout>] [--rounds N] [--protocol http|grpc] [--concurrency C] [--window-ms MS] [--sites]`;
+const USAGE = `usage: node bench/allocation.mjs [--before <checkout>] [--rounds N] [--protocol http|grpc] [--concurrency C] [--window-ms MS] [--sites] [--promoted]`;
 const argv = process.argv.slice(2);
-if (argv.includes('--sites') && typeof globalThis.WebSocket !== 'function') {
+if ((argv.includes('--sites') || argv.includes('--promoted')) && typeof globalThis.WebSocket !== 'function') {
   // The inspector client needs WebSocket, global from Node 22; Node 20 has it behind a flag.
   const r = spawnSync(process.execPath, ['--experimental-websocket', '--no-warnings', fileURLToPath(import.meta.url), ...argv], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
-checkFlags(argv, ['before', 'rounds', 'protocol', 'concurrency', 'window-ms', 'sites', 'help'], ['sites', 'help'], USAGE);
+checkFlags(argv, ['before', 'rounds', 'protocol', 'concurrency', 'window-ms', 'sites', 'promoted', 'help'], ['sites', 'promoted', 'help'], USAGE);
 if (showHelp({ help: argv.includes('--help') }, USAGE)) process.exit(0);
 const before = arg('before', '');
 const rounds = Math.round(positive('rounds', arg('rounds', '3')));
@@ -67,6 +70,7 @@ async function gcRecord(server, file, count) {
 
 const spaceUsed = (stats, space) => stats.heapSpaceStatistics.find((s) => s.spaceName === space)?.spaceUsedSize ?? 0;
 const young = (stats) => spaceUsed(stats, 'new_space') + spaceUsed(stats, 'new_large_object_space');
+const old = (stats) => spaceUsed(stats, 'old_space');
 
 async function measure(root) {
   const file = path.join(os.tmpdir(), `tritium-gc-${process.pid}-${Date.now()}.json`);
@@ -79,15 +83,19 @@ async function measure(root) {
     const requests = (await successCount(server, 'add_sub')) - ok0;
     const record = await gcRecord(server, file, 2);
     let freed = 0;
+    let promoted = 0;
+    let scavengeUs = 0;
     let scavenges = 0;
     let others = 0;
     for (const gc of record.statistics) {
       if (gc.gcType === 'Scavenge') {
         scavenges++;
         freed += young(gc.beforeGC) - young(gc.afterGC);
+        promoted += old(gc.afterGC) - old(gc.beforeGC);
+        scavengeUs += gc.cost;
       } else others++;
     }
-    return { requests, bytesPerRequest: freed / requests, scavenges, others };
+    return { requests, bytesPerRequest: freed / requests, promotedPerRequest: promoted / requests, scavengeUs: scavengeUs / requests, scavenges, others };
   } finally {
     await server.stop();
     fs.rmSync(file, { force: true });
@@ -95,7 +103,7 @@ async function measure(root) {
 }
 
 /** The functions allocating most per request, from the inspector's sampling heap profiler. */
-async function sites(root) {
+async function sites(root, { survivorsOnly = false } = {}) {
   const server = await startTritium({ root, repos: repo, inspect: true });
   try {
     await load(server, 3000);
@@ -119,7 +127,11 @@ async function sites(root) {
       });
     await call('HeapProfiler.enable');
     const ok0 = await successCount(server, 'add_sub');
-    await call('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    await call('HeapProfiler.startSampling', {
+      samplingInterval: 256,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: !survivorsOnly,
+    });
     await load(server, windowMs);
     const profile = (await call('HeapProfiler.stopSampling')).result.profile;
     const requests = (await successCount(server, 'add_sub')) - ok0;
@@ -150,7 +162,7 @@ for (let round = 0; round < rounds; round++) {
     const r = await measure(root);
     runs[name].push(r);
     process.stderr.write(
-      `round ${round + 1}/${rounds} ${name}: ${fmt(r.bytesPerRequest)} bytes/request over ${r.requests} requests, ${r.scavenges} scavenges\n`,
+      `round ${round + 1}/${rounds} ${name}: ${fmt(r.bytesPerRequest)} bytes/request (${fmt(r.promotedPerRequest)} promoted) over ${r.requests} requests, ${r.scavenges} scavenges\n`,
     );
   }
 }
@@ -165,18 +177,24 @@ const lines = [
   '```',
   '',
   table(
-    ['build', 'bytes per request (median)', 'runs', 'scavenges per 1000 requests'],
+    ['build', 'bytes per request (median)', 'runs', 'promoted bytes per request', 'scavenges per 1000 requests', 'scavenge µs per request'],
     Object.entries(runs).map(([name, rs]) => [
       name,
       fmt(median(rs.map((r) => r.bytesPerRequest))),
       rs.map((r) => fmt(r.bytesPerRequest)).join(', '),
+      fmt(median(rs.map((r) => r.promotedPerRequest))),
       fmt(median(rs.map((r) => (r.scavenges / r.requests) * 1000)), 2),
+      fmt(median(rs.map((r) => r.scavengeUs)), 2),
     ]),
   ),
 ];
-if (argv.includes('--sites')) {
-  const s = await sites(ROOT);
-  lines.push('', `Where this checkout allocates (sampling heap profiler, ${fmt(s.perRequest)} bytes per request sampled):`, '');
+for (const [flag, survivorsOnly, what] of [
+  ['--sites', false, 'Where this checkout allocates'],
+  ['--promoted', true, 'What of it outlived the young generation'],
+]) {
+  if (!argv.includes(flag)) continue;
+  const s = await sites(ROOT, { survivorsOnly });
+  lines.push('', `${what} (sampling heap profiler, ${fmt(s.perRequest)} bytes per request sampled):`, '');
   lines.push(
     table(
       ['bytes per request', 'function'],

@@ -93,7 +93,7 @@ describe('transport against @grpc/grpc-js', () => {
         kind: 'unary',
         decode: (b) => b.toString(),
         run: (call: UnaryCall) => {
-          call.oncancel = () => cancelled.push(String(call.request));
+          call.canceller = { abort: () => cancelled.push(String(call.request)) };
         },
       },
     ],

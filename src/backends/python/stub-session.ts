@@ -19,6 +19,7 @@ import { readOutput, writeInput, type Block } from './tensor-codec.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg, TensorDescriptor } from './ipc/messages.js';
 import { traceLine, traceTags, traced } from '../../core/trace-tags.js';
+import { SlotTable } from '../../core/slot-table.js';
 
 /**
  * Batches handed to a stub before the one it runs is answered (see ExecutionInstance
@@ -43,50 +44,6 @@ interface LiveRequest {
   onAbort: (() => void) | undefined;
 }
 
-/**
- * The open requests by rid: an array indexed by `rid & (SLOTS - 1)` (rids are consecutive, so
- * the open ones rarely meet); a request still open when a new rid lands on its slot (a long
- * decoupled stream) moves to a Map.
- *
- * Not a Map for all: with an insert and a delete per request a Map rehashes every few requests,
- * and V8 links each obsolete table to its successor (for live iterators), so a promoted old
- * table kept every later table, and the requests in them, alive through scavenges: much of what
- * each scavenge promoted on the request path (docs/benchmarks.md, "Garbage collection and the
- * young generation").
- */
-class LiveTable {
-  private static readonly SLOTS = 1024;
-  private readonly slots: Array<LiveRequest | undefined> = new Array<LiveRequest | undefined>(LiveTable.SLOTS).fill(undefined);
-  /** Open requests pushed out of their slot by a later rid. */
-  private readonly overflow = new Map<number, LiveRequest>();
-
-  get(rid: number): LiveRequest | undefined {
-    const live = this.slots[rid & (LiveTable.SLOTS - 1)];
-    if (live !== undefined && live.rid === rid) return live;
-    return this.overflow.size > 0 ? this.overflow.get(rid) : undefined;
-  }
-
-  set(rid: number, live: LiveRequest): void {
-    const i = rid & (LiveTable.SLOTS - 1);
-    const old = this.slots[i];
-    if (old !== undefined) this.overflow.set(old.rid, old);
-    this.slots[i] = live;
-  }
-
-  delete(rid: number): void {
-    const i = rid & (LiveTable.SLOTS - 1);
-    if (this.slots[i]?.rid === rid) this.slots[i] = undefined;
-    else if (this.overflow.size > 0) this.overflow.delete(rid);
-  }
-
-  /** The open rids, oldest first, in a new array (callers finish requests while going through it). */
-  rids(): number[] {
-    const out = [...this.overflow.keys()];
-    for (const live of this.slots) if (live !== undefined) out.push(live.rid);
-    return out.sort((a, b) => a - b);
-  }
-}
-
 interface Batch {
   id: number;
   rids: number[];
@@ -104,7 +61,8 @@ export interface StubSessionOptions {
 }
 
 export class StubSession {
-  private readonly live = new LiveTable();
+  /** The open requests by rid (see SlotTable: not a Map, for the scavenger's sake). */
+  private readonly live = new SlotTable<LiveRequest>();
   /** Sent to the stub and not answered yet, in the order the stub runs them. */
   private readonly inFlight: Batch[] = [];
   private nextRid = 1;
@@ -304,10 +262,10 @@ export class StubSession {
     if (traceTags.ipc) {
       traceLine(
         'ipc',
-        `${this.o.instanceName}: stub gone: failing ${this.live.rids().length} open request(s) and ${this.inFlight.length} batch(es) in flight: ${error.message}`,
+        `${this.o.instanceName}: stub gone: failing ${this.live.keys().length} open request(s) and ${this.inFlight.length} batch(es) in flight: ${error.message}`,
       );
     }
-    for (const rid of this.live.rids()) this.finish(rid, undefined, error);
+    for (const rid of this.live.keys()) this.finish(rid, undefined, error);
     for (const b of this.inFlight.splice(0)) {
       const t = process.hrtime.bigint();
       b.resolve({ startNs: b.startNs, inputEndNs: b.inputEndNs, inferEndNs: t, endNs: t });

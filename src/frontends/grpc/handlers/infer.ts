@@ -41,12 +41,12 @@ export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: Unary
     // than decoding the request.
     const cancel = new CancelToken();
     request.signal = cancel;
+    // The token itself, not a closure around it (UnaryCall.canceller says why).
+    call.canceller = cancel;
+    if (traceTags.grpc) {
+      cancel.addEventListener('abort', () => traceLine('grpc', `${call.traceName}: ${traced(request)}: call ended before the answer; cancelling the request`));
+    }
     let answered = false;
-    call.oncancel = () => {
-      if (answered) return;
-      if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(request)}: call ended before the answer; cancelling the request`);
-      cancel.abort();
-    };
 
     ctx.core.infer(request, (response: InferResponse) => {
       // A non-decoupled model sends exactly one (final) response; anything else is dropped.
@@ -55,7 +55,7 @@ export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: Unary
         return;
       }
       answered = true;
-      call.oncancel = undefined;
+      call.canceller = undefined;
       if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(request)}: final response (${tracedError(response.error)})`);
       trace?.add('INFER_RESPONSE_COMPLETE');
       if (response.error !== undefined) {

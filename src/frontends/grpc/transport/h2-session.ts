@@ -14,6 +14,7 @@
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { loadNative, type H2Fields, type NativeH2Session } from '../../../backends/python/ipc/native.js';
+import { SlotTable } from '../../../core/slot-table.js';
 
 /** HTTP/2 error codes used here (RFC 9113, section 7). */
 export const H2_NO_ERROR = 0;
@@ -148,7 +149,8 @@ export class H2Stream extends EventEmitter {
  */
 export class H2Session extends EventEmitter {
   readonly native: NativeH2Session;
-  readonly streams = new Map<number, H2Stream>();
+  /** Open calls by stream id (client streams are odd: shift 1; a SlotTable, not a Map, see there). */
+  readonly streams = new SlotTable<H2Stream>(256, 1);
   readonly drainWaiters = new Set<H2Stream>();
   destroyed = false;
   /** A GOAWAY went out (close()): no new call, the connection ends when its calls have. */
@@ -329,8 +331,7 @@ export class H2Session extends EventEmitter {
     this.destroyed = true;
     this.closed = true;
     this.socket.destroy();
-    const streams = [...this.streams.values()];
-    this.streams.clear();
+    const streams = this.streams.drain();
     this.drainWaiters.clear();
     for (const s of streams) s.closedWith(H2_CANCEL);
     for (const p of this.pings.splice(0)) p(new Error('connection closed'));

@@ -9,9 +9,11 @@
  *
  * One sweep per transport, every quarter of the timeout (at most every second), looks at the
  * calls still reading; a call's progress is its reader's byte count. So a call costs the request
- * path one set insertion and one deletion, not a timer and listeners of its own (the transport
+ * path a push and a swap-remove in an array, not a timer and listeners of its own (the transport
  * unwatches it when its request side ends), and a stall is seen between one timeout and one
- * timeout plus a sweep interval after the last byte.
+ * timeout plus a sweep interval after the last byte. An array rather than a Set: a Set with an
+ * insert and a delete per call rehashes every few calls and keeps its young entries alive
+ * through scavenges (core/slot-table.ts says how).
  */
 import { H2_NO_ERROR, type H2Stream } from './h2-session.js';
 import { DuplexCall, type UnaryCall } from './call.js';
@@ -28,10 +30,12 @@ interface Watched {
   bytes: number;
   /** Last progress (or last moment nothing was due), Date.now(). */
   since: number;
+  /** Its index in ReadWatch.calls; -1 once removed. */
+  at: number;
 }
 
 export class ReadWatch {
-  private readonly calls = new Set<Watched>();
+  private readonly calls: Watched[] = [];
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly timeoutMs: number) {
@@ -41,11 +45,19 @@ export class ReadWatch {
 
   /** Watches `call`; call the function returned when its request side ends (or the stream closes). */
   watch(stream: H2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): () => void {
-    const w: Watched = { stream, call, reader, midMessageOnly: call instanceof DuplexCall, bytes: reader.bytesRead, since: Date.now() };
-    this.calls.add(w);
-    return () => {
-      this.calls.delete(w);
-    };
+    const w: Watched = { stream, call, reader, midMessageOnly: call instanceof DuplexCall, bytes: reader.bytesRead, since: Date.now(), at: this.calls.length };
+    this.calls.push(w);
+    return () => this.remove(w);
+  }
+
+  private remove(w: Watched): void {
+    if (w.at < 0) return;
+    const last = this.calls.pop()!;
+    if (last !== w) {
+      this.calls[w.at] = last;
+      last.at = w.at;
+    }
+    w.at = -1;
   }
 
   stop(): void {
@@ -54,14 +66,18 @@ export class ReadWatch {
 
   private sweep(): void {
     const now = Date.now();
-    for (const w of this.calls) {
+    // From the end: a removal moves the last entry into the removed one's place, already seen
+    // (ending a call may unwatch others: an entry then seen twice is harmless).
+    for (let i = this.calls.length - 1; i >= 0; i--) {
+      const w = this.calls[i];
+      if (w === undefined) continue;
       if (w.call.ended || w.stream.destroyed) {
-        this.calls.delete(w);
+        this.remove(w);
       } else if (w.reader.bytesRead !== w.bytes || w.stream.isPaused() || (w.midMessageOnly && !w.reader.midMessage)) {
         w.bytes = w.reader.bytesRead;
         w.since = now;
       } else if (now - w.since >= this.timeoutMs) {
-        this.calls.delete(w);
+        this.remove(w);
         this.end(w, now - w.since);
       }
     }
