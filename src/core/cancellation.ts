@@ -6,15 +6,21 @@
  * request cost more than parsing the request.
  */
 
+/**
+ * A function, or an object whose `handleEvent()` is called (as EventTarget takes them): a
+ * record that already exists per request listens without a closure of its own.
+ */
+export type AbortListener = (() => void) | { handleEvent(): void };
+
 export interface CancelSignal {
   readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
+  addEventListener(type: 'abort', listener: AbortListener, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: AbortListener): void;
 }
 
 export class CancelToken implements CancelSignal {
   #aborted = false;
-  #listeners: Array<() => void> | undefined;
+  #listeners: AbortListener[] | undefined;
 
   get aborted(): boolean {
     return this.#aborted;
@@ -26,15 +32,15 @@ export class CancelToken implements CancelSignal {
     this.#aborted = true;
     const listeners = this.#listeners;
     this.#listeners = undefined;
-    if (listeners) for (const l of listeners) l();
+    if (listeners) for (const l of listeners) typeof l === 'function' ? l() : l.handleEvent();
   }
 
-  addEventListener(_type: 'abort', listener: () => void): void {
+  addEventListener(_type: 'abort', listener: AbortListener): void {
     if (this.#aborted) return;
     (this.#listeners ??= []).push(listener);
   }
 
-  removeEventListener(_type: 'abort', listener: () => void): void {
+  removeEventListener(_type: 'abort', listener: AbortListener): void {
     const i = this.#listeners?.indexOf(listener) ?? -1;
     if (i >= 0) this.#listeners!.splice(i, 1);
   }

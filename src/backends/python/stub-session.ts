@@ -28,20 +28,31 @@ import { SlotTable } from '../../core/slot-table.js';
  */
 export const PIPELINE_DEPTH = 2;
 
-interface LiveRequest {
-  readonly rid: number;
-  pr: PendingRequest;
-  /**
-   * The input descriptors (each one's block is `[3]`, `[4]`; a hole where the copy failed) and the
-   * cancel flag's block (undefined until allocated), freed when the request is finished with.
-   */
-  inputs: TensorDescriptor[];
-  cflag: Block | undefined;
+/** An open request of the session, from `exec` until its final response (or the stub's end). */
+class LiveRequest {
+  /** The cancel flag's block (undefined until allocated), freed with the inputs. */
+  cflag: Block | undefined = undefined;
   /** Non-decoupled: a response sent through the sender without FINAL, waiting for FINAL. */
-  held: RespWire | undefined;
-  /** The request's signal and its abort listener (sets the cancel flag), removed on release. */
-  signal: CancelSignal | undefined;
-  onAbort: (() => void) | undefined;
+  held: RespWire | undefined = undefined;
+  /** The request's signal while this listens to it (handleEvent), until release. */
+  signal: CancelSignal | undefined = undefined;
+
+  constructor(
+    readonly rid: number,
+    readonly pr: PendingRequest,
+    /** The input descriptors (each one's block is `[3]`, `[4]`; a hole where the copy failed), freed when the request is finished with. */
+    readonly inputs: TensorDescriptor[],
+    private readonly session: StubSession,
+  ) {}
+
+  /**
+   * The request was cancelled: the stub sees its flag set (`is_cancelled()`). The record itself
+   * listens to the signal rather than a closure made per request (UnaryCall.canceller in the
+   * gRPC transport tells what such closures cost).
+   */
+  handleEvent(): void {
+    this.session.cancelFlagged(this);
+  }
 }
 
 interface Batch {
@@ -92,7 +103,7 @@ export class StubSession {
         // Sized once, holes until written (release() skips them): the descriptors double as the
         // blocks to free, so no [seg, off] pair is made per input.
         const inputs: TensorDescriptor[] = new Array(ins.length);
-        const live: LiveRequest = { rid, pr, inputs, cflag: undefined, held: undefined, signal: undefined, onAbort: undefined };
+        const live = new LiveRequest(rid, pr, inputs, this);
         this.live.set(rid, live);
         rids[k] = rid;
         sent = k + 1;
@@ -106,13 +117,8 @@ export class StubSession {
         if (signal && !signal.aborted) {
           // The block is freed only after this listener is removed (release), so the flag
           // written is always this request's.
-          const onAbort = (): void => {
-            channel.writeInputU32(cflag, 1);
-            if (traceTags.ipc) this.trace(live, 'cancelled: cancel flag set for the stub');
-          };
-          signal.addEventListener('abort', onAbort, ONCE);
+          signal.addEventListener('abort', live, ONCE);
           live.signal = signal;
-          live.onAbort = onAbort;
         }
         const wire: ExecRequestWire =
           hasNoParameters(request.parameters) && pr.sequence === undefined
@@ -244,10 +250,13 @@ export class StubSession {
     if (final) this.release(m.rid);
   }
 
-  /**
-   * The stub is gone: every open request fails now with `error` (not at a client timeout),
-   * every batch in flight is answered, and nothing of the region is touched afterwards.
-   */
+  /** @internal `live`'s request was cancelled (LiveRequest.handleEvent): its flag is set for the stub. */
+  cancelFlagged(live: LiveRequest): void {
+    if (live.cflag === undefined || this.live.get(live.rid) !== live) return;
+    this.channel.writeInputU32(live.cflag, 1);
+    if (traceTags.ipc) this.trace(live, 'cancelled: cancel flag set for the stub');
+  }
+
   /** The trace of open request `rid`, if it is traced (BLS calls made with its `trace()`). */
   traceOf(rid: number): RequestTrace | undefined {
     return this.live.get(rid)?.pr.request.trace;
@@ -258,6 +267,10 @@ export class StubSession {
     return this.live.get(rid)?.pr.request.signal;
   }
 
+  /**
+   * The stub is gone: every open request fails now with `error` (not at a client timeout),
+   * every batch in flight is answered, and nothing of the region is touched afterwards.
+   */
   fail(error: TritonError): void {
     if (traceTags.ipc) {
       traceLine(
@@ -339,7 +352,7 @@ export class StubSession {
       this.trace(live, `released: ${freed}`);
     }
     this.live.delete(rid);
-    if (live.onAbort !== undefined) live.signal!.removeEventListener('abort', live.onAbort);
+    if (live.signal !== undefined) live.signal.removeEventListener('abort', live);
     if (!this.closed) {
       const inputs = live.inputs;
       for (let i = 0; i < inputs.length; i++) {

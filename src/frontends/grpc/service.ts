@@ -17,8 +17,29 @@ import { traceLine, traceTags } from '../../core/trace-tags.js';
 import type { DuplexCall, UnaryCall } from './transport/call.js';
 import type { Route } from './transport/http2-server.js';
 
-/** A unary RPC: the response message (or its bytes), or a thrown / rejected error. */
-export type UnaryHandler<I = never> = (ctx: GrpcContext, request: I, call: UnaryCall<I>) => Message | Uint8Array | Promise<Message | Uint8Array>;
+/**
+ * A unary RPC: the response message (or its bytes), or a thrown / rejected error; or
+ * REPLIES_LATER when the handler answers through `reply` itself (no promise per call).
+ */
+export type UnaryHandler<I = never> = (
+  ctx: GrpcContext,
+  request: I,
+  call: UnaryCall<I>,
+  reply: UnaryReply,
+) => Message | Uint8Array | Promise<Message | Uint8Array> | typeof REPLIES_LATER;
+
+/** How a handler that returned REPLIES_LATER answers; one per route, not per call. */
+export interface UnaryReply {
+  answer(call: UnaryCall, value: Message | Uint8Array): void;
+  fail(call: UnaryCall, err: unknown): void;
+}
+
+/**
+ * Returned by a handler that answers through its UnaryReply: ModelInfer, whose answer comes
+ * from a callback of the core, so that a call costs no promise, its reactions and a turn of
+ * the microtask queue on top of that callback.
+ */
+export const REPLIES_LATER: unique symbol = Symbol('replies later');
 
 /** A bidirectional streaming RPC; writes serialised response messages. */
 export type BidiHandler<I = never> = (ctx: GrpcContext, call: DuplexCall<I>) => void;
@@ -70,14 +91,16 @@ function unaryRunner(handler: UnaryHandler<unknown>, m: DescMethod, ctx: GrpcCon
     if (traceTags.grpc) traceLine('grpc', `${call.traceName}: answered status ${status.code}: ${status.details}${call.ended ? ' (call already ended)' : ''}`);
     call.sendStatus(status);
   };
+  const reply: UnaryReply = { answer, fail };
   return (call) => {
     let result: ReturnType<UnaryHandler<unknown>>;
     try {
-      result = handler(ctx, call.request, call);
+      result = handler(ctx, call.request, call, reply);
     } catch (err) {
       fail(call, err);
       return;
     }
+    if (result === REPLIES_LATER) return;
     if (result instanceof Promise) {
       result.then(
         (v) => answer(call, v),

@@ -10,13 +10,14 @@ import type { InferResponse } from '../../../core/inference.js';
 import type { ModelInferRequest } from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
 import type { UnaryCall } from '../transport/call.js';
+import { REPLIES_LATER, type UnaryReply } from '../service.js';
 import { CancelToken } from '../../../core/cancellation.js';
 import { decodeInferRequest, encodeInferResponse } from '../infer-codec.js';
 import { outputLabels } from '../../classification.js';
 import { withForwardedHeaders } from '../../header-forward.js';
 import { traceLine, traceTags, traced, tracedError } from '../../../core/trace-tags.js';
 
-export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>): Promise<Buffer> {
+export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>, reply: UnaryReply): typeof REPLIES_LATER {
   const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
   if (handle.decoupled) throw Errors.decoupledGrpc();
   const { request, plan } = decodeInferRequest(msg);
@@ -31,51 +32,53 @@ export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: Unary
     request.trace = trace;
   }
   const batching = handle.maxBatchSize > 0;
-  for (const name of plan.classification?.keys() ?? []) {
-    const labels = outputLabels(handle, name);
-    if (labels) (plan.labels ??= new Map()).set(name, labels);
+  if (plan.classification !== undefined) {
+    for (const name of plan.classification.keys()) {
+      const labels = outputLabels(handle, name);
+      if (labels) (plan.labels ??= new Map()).set(name, labels);
+    }
   }
 
-  return new Promise<Buffer>((resolve, reject) => {
-    // A CancelToken rather than an AbortController: an EventTarget per request costs more
-    // than decoding the request.
-    const cancel = new CancelToken();
-    request.signal = cancel;
-    // The token itself, not a closure around it (UnaryCall.canceller says why).
-    call.canceller = cancel;
-    if (traceTags.grpc) {
-      cancel.addEventListener('abort', () => traceLine('grpc', `${call.traceName}: ${traced(request)}: call ended before the answer; cancelling the request`));
+  // A CancelToken rather than an AbortController: an EventTarget per request costs more than
+  // decoding the request. The call holds the token itself, not a closure around it
+  // (UnaryCall.canceller says why).
+  const cancel = new CancelToken();
+  request.signal = cancel;
+  call.canceller = cancel;
+  if (traceTags.grpc) {
+    cancel.addEventListener('abort', () => traceLine('grpc', `${call.traceName}: ${traced(request)}: call ended before the answer; cancelling the request`));
+  }
+  let answered = false;
+  ctx.core.infer(request, (response: InferResponse) => {
+    // A non-decoupled model sends exactly one (final) response; anything else is dropped.
+    if (!response.final || answered) {
+      response.release?.();
+      return;
     }
-    let answered = false;
-
-    ctx.core.infer(request, (response: InferResponse) => {
-      // A non-decoupled model sends exactly one (final) response; anything else is dropped.
-      if (!response.final || answered) {
-        response.release?.();
-        return;
-      }
-      answered = true;
-      call.canceller = undefined;
-      if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(request)}: final response (${tracedError(response.error)})`);
-      trace?.add('INFER_RESPONSE_COMPLETE');
-      if (response.error !== undefined) {
-        response.release?.();
-        reject(response.error);
-        trace?.done(); // a failed request's trace is written too
-        return;
-      }
-      trace?.add('GRPC_SEND_START');
-      try {
-        resolve(encodeInferResponse(response, plan, batching));
-      } catch (err) {
-        reject(err);
-      } finally {
-        response.release?.();
-        if (trace !== undefined) {
-          trace.add('GRPC_SEND_END');
-          trace.done();
-        }
-      }
-    });
+    answered = true;
+    call.canceller = undefined;
+    if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(request)}: final response (${tracedError(response.error)})`);
+    trace?.add('INFER_RESPONSE_COMPLETE');
+    if (response.error !== undefined) {
+      response.release?.();
+      reply.fail(call, response.error);
+      trace?.done(); // a failed request's trace is written too
+      return;
+    }
+    trace?.add('GRPC_SEND_START');
+    let bytes: Buffer | undefined;
+    try {
+      bytes = encodeInferResponse(response, plan, batching);
+    } catch (err) {
+      reply.fail(call, err);
+    } finally {
+      response.release?.();
+    }
+    if (bytes !== undefined) reply.answer(call, bytes);
+    if (trace !== undefined) {
+      trace.add('GRPC_SEND_END');
+      trace.done();
+    }
   });
+  return REPLIES_LATER;
 }
