@@ -67,6 +67,40 @@ describe('hand-written ModelInferRequest reader', () => {
     );
   });
 
+  it('reads names that repeat, change and come back at the same places of the message', () => {
+    // The reader keeps the last string read at each place; a message that changes one must
+    // not get the previous one back, in any order, whatever the lengths.
+    const message = (model: string, input: string, datatype: string, output: string) =>
+      Buffer.from(
+        toBinary(
+          ModelInferRequestSchema,
+          create(ModelInferRequestSchema, {
+            modelName: model,
+            inputs: [
+              { name: 'FIRST', datatype: 'FP32', shape: [1n] },
+              { name: input, datatype, shape: [2n, 3n] },
+            ],
+            outputs: [{ name: output }],
+          }),
+        ),
+      );
+    const cases = [
+      ['add_sub', 'INPUT1', 'FP32', 'OUTPUT0'],
+      ['add_sub', 'INPUT1', 'FP32', 'OUTPUT0'],
+      ['add_sum', 'INPUT2', 'FP16', 'OUTPUT1'],
+      ['add', 'INPUT', 'INT8', 'OUT'],
+      ['add_sub_longer', 'INPUT1_LONGER', 'BYTES', 'OUTPUT0_LONGER'],
+      ['add_sub', 'INPUT1', 'FP32', 'OUTPUT0'],
+      ['', 'ü', 'FP32', ''],
+    ] as const;
+    for (const [model, input, datatype, output] of cases) {
+      const bytes = message(model, input, datatype, output);
+      const fast = readSimpleInferRequest(bytes)!;
+      expect(fields(fast)).toEqual(fields(fromBinary(ModelInferRequestSchema, bytes)));
+      expect([fast.modelName, fast.inputs[1]!.name, fast.inputs[1]!.datatype, fast.outputs[0]!.name]).toEqual([model, input, datatype, output]);
+    }
+  });
+
   it('gives raw_input_contents as views of the message, not copies', () => {
     const bytes = Buffer.from(
       toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, { modelName: 'm', rawInputContents: [new Uint8Array([1, 2, 3])] })),

@@ -107,11 +107,13 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
 
 const EMPTY = Buffer.alloc(0);
 
+const MAX_DIM = BigInt(Number.MAX_SAFE_INTEGER);
+
 function toShape(dims: bigint[], name: string, model: string): number[] {
   const shape = new Array<number>(dims.length);
   for (let i = 0; i < dims.length; i++) {
     const d = dims[i]!;
-    if (d < 0n || d > BigInt(Number.MAX_SAFE_INTEGER)) {
+    if (d < 0n || d > MAX_DIM) {
       throw Errors.invalidShape(model, name);
     }
     shape[i] = Number(d);

@@ -74,6 +74,18 @@ class Reader {
   /** A varint of at most 10 bytes, unmasked (up to 70 bits): the callers keep their 64. */
   private varint(): bigint {
     const buf = this.buf;
+    // Shapes and parameters fit in 7 bytes (49 bits, exact in a double): one BigInt at the end
+    // instead of BigInt arithmetic per byte. Longer ones take the exact path below.
+    const start = this.pos;
+    let small = 0;
+    let scale = 1;
+    for (let i = 0; i < 7 && this.pos < this.end; i++) {
+      const b = buf[this.pos++]!;
+      small += (b & 0x7f) * scale;
+      if (b < 0x80) return BigInt(small);
+      scale *= 128;
+    }
+    this.pos = start;
     let result = 0n;
     let shift = 0n;
     for (let i = 0; i < 10; i++) {
@@ -94,25 +106,57 @@ class Reader {
     return v;
   }
 
-  /** Start and end of a length-delimited field's bytes. */
-  span(): [number, number] {
+  /** Where the last span() ends. */
+  spanEnd = 0;
+
+  /** The start of a length-delimited field's bytes; its end is left in `spanEnd` (no pair allocated). */
+  span(): number {
     const n = this.uint32();
     const start = this.pos;
     if (n > this.end - start) throw NOT_SIMPLE;
-    this.pos = start + n;
-    return [start, start + n];
+    this.pos = this.spanEnd = start + n;
+    return start;
   }
 
-  string(): string {
-    const [s, e] = this.span();
+  /**
+   * A string field. With `memo`, the last string read at that place of the message: clients
+   * send the same names with every request, so a repeat costs a byte comparison and allocates
+   * neither a view nor a string.
+   */
+  string(memo?: StringMemo): string {
+    const s = this.span();
+    const e = this.spanEnd;
     if (e === s) return '';
-    const view = this.buf.subarray(s, e);
+    const buf = this.buf;
+    if (memo !== undefined && memo.bytes.length === e - s && buf.compare(memo.bytes, 0, e - s, s, e) === 0) return memo.text;
+    const view = buf.subarray(s, e);
     if (!isUtf8(view)) throw NOT_SIMPLE;
-    return view.toString('utf8');
+    const text = view.toString('utf8');
+    if (memo !== undefined) {
+      memo.bytes = Buffer.from(view);
+      memo.text = text;
+    }
+    return text;
   }
 }
 
-function readInput(buf: Buffer, start: number, end: number): ModelInferRequest_InferInputTensor {
+/** The last string read at one place of the message, and its bytes. */
+class StringMemo {
+  bytes: Buffer = Buffer.alloc(0);
+  text = '';
+}
+
+/** Memos for the places clients repeat: names, datatypes and parameter keys, by position. */
+const MEMO_SLOTS = 16;
+const memoRow = (): StringMemo[] => Array.from({ length: MEMO_SLOTS }, () => new StringMemo());
+const MODEL_NAME = new StringMemo();
+const MODEL_VERSION = new StringMemo();
+const INPUT_NAMES = memoRow();
+const INPUT_DATATYPES = memoRow();
+const OUTPUT_NAMES = memoRow();
+const PARAMETER_KEYS = memoRow();
+
+function readInput(buf: Buffer, start: number, end: number, at: number): ModelInferRequest_InferInputTensor {
   let name = '';
   let datatype = '';
   const shape: bigint[] = [];
@@ -121,10 +165,11 @@ function readInput(buf: Buffer, start: number, end: number): ModelInferRequest_I
     const tag = r.uint32();
     const field = tag >>> 3;
     const wire = tag & 7;
-    if (field === 1 && wire === LEN) name = r.string();
-    else if (field === 2 && wire === LEN) datatype = r.string();
+    if (field === 1 && wire === LEN) name = r.string(INPUT_NAMES[at]);
+    else if (field === 2 && wire === LEN) datatype = r.string(INPUT_DATATYPES[at]);
     else if (field === 3 && wire === LEN) {
-      const [s, e] = r.span();
+      const s = r.span();
+      const e = r.spanEnd;
       const packed = new Reader(buf, s, e);
       while (packed.pos < e) shape.push(packed.int64());
     } else if (field === 3 && wire === VARINT) shape.push(r.int64());
@@ -137,14 +182,15 @@ function readInput(buf: Buffer, start: number, end: number): ModelInferRequest_I
  * One `map<string, InferParameter>` entry into `into`: the common form only, a key then a value
  * holding exactly one choice (what every client writes); anything else goes to fromBinary.
  */
-function readParameterEntry(buf: Buffer, start: number, end: number, into: Record<string, InferParameter>): void {
+function readParameterEntry(buf: Buffer, start: number, end: number, into: Record<string, InferParameter>, at: number): void {
   const r = new Reader(buf, start, end);
   if (r.uint32() !== ((1 << 3) | LEN)) throw NOT_SIMPLE;
-  const key = r.string();
+  const key = r.string(PARAMETER_KEYS[at]);
   // fromBinary makes `__proto__` an own property; a plain store would set the prototype.
   if (key === '__proto__') throw NOT_SIMPLE;
   if (r.uint32() !== ((2 << 3) | LEN)) throw NOT_SIMPLE;
-  const [s, e] = r.span();
+  const s = r.span();
+  const e = r.spanEnd;
   if (r.pos !== end) throw NOT_SIMPLE;
   const v = new Reader(buf, s, e);
   const tag = v.uint32();
@@ -176,12 +222,12 @@ function readParameterEntry(buf: Buffer, start: number, end: number, into: Recor
   into[key] = { $typeName: 'inference.InferParameter', parameterChoice: choice } as InferParameter;
 }
 
-function readOutput(buf: Buffer, start: number, end: number): ModelInferRequest_InferRequestedOutputTensor {
+function readOutput(buf: Buffer, start: number, end: number, at: number): ModelInferRequest_InferRequestedOutputTensor {
   let name = '';
   const r = new Reader(buf, start, end);
   while (r.pos < end) {
     if (r.uint32() !== ((1 << 3) | LEN)) throw NOT_SIMPLE;
-    name = r.string();
+    name = r.string(OUTPUT_NAMES[at]);
   }
   return { $typeName: 'inference.ModelInferRequest.InferRequestedOutputTensor', name, parameters: {} } as ModelInferRequest_InferRequestedOutputTensor;
 }
@@ -194,6 +240,7 @@ export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefin
     let modelVersion = '';
     let id = '';
     const parameters: Record<string, InferParameter> = {};
+    let parameterCount = 0;
     const inputs: ModelInferRequest_InferInputTensor[] = [];
     const outputs: ModelInferRequest_InferRequestedOutputTensor[] = [];
     const rawInputContents: Uint8Array[] = [];
@@ -202,32 +249,32 @@ export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefin
       if ((tag & 7) !== LEN) throw NOT_SIMPLE;
       switch (tag >>> 3) {
         case 1:
-          modelName = r.string();
+          modelName = r.string(MODEL_NAME);
           break;
         case 2:
-          modelVersion = r.string();
+          modelVersion = r.string(MODEL_VERSION);
           break;
         case 3:
           id = r.string();
           break;
         case 4: {
-          const [s, e] = r.span();
-          readParameterEntry(buf, s, e, parameters);
+          const s = r.span();
+          readParameterEntry(buf, s, r.spanEnd, parameters, parameterCount++);
           break;
         }
         case 5: {
-          const [s, e] = r.span();
-          inputs.push(readInput(buf, s, e));
+          const s = r.span();
+          inputs.push(readInput(buf, s, r.spanEnd, inputs.length));
           break;
         }
         case 6: {
-          const [s, e] = r.span();
-          outputs.push(readOutput(buf, s, e));
+          const s = r.span();
+          outputs.push(readOutput(buf, s, r.spanEnd, outputs.length));
           break;
         }
         case 7: {
-          const [s, e] = r.span();
-          rawInputContents.push(buf.subarray(s, e));
+          const s = r.span();
+          rawInputContents.push(buf.subarray(s, r.spanEnd));
           break;
         }
         default:
