@@ -103,14 +103,16 @@ describe('HTTP connection limit', () => {
     const body = slowInfer(3000);
     const busy: net.Socket[] = [];
     const answers: Promise<string>[] = [];
+    // One at a time, each read by the server before the next connects (the model sleeps 3 s in
+    // each): a connection that has not sent its request yet is idle, and may make room for a
+    // newer one while the previous test's connections are still closing on the server's side.
     for (let i = 0; i < LIMIT; i++) {
       const s = net.connect(server.httpPort, '127.0.0.1');
       s.on('error', () => {});
       answers.push(answered(s, `POST /v2/models/slow_execute/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`));
       busy.push(s);
+      await waitFor(`request ${i + 1} read`, () => received() >= receivedBefore + i + 1);
     }
-    // Wait until the server has read every one of them (the model sleeps 3 s in each).
-    await waitFor('4 requests read', () => received() >= receivedBefore + LIMIT);
     for (let k = 0; k < 3; k++) {
       const extra = net.connect(server.httpPort, '127.0.0.1');
       extra.on('error', () => {});
