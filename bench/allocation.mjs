@@ -22,10 +22,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { arg, machine } from './grpc-common.mjs';
+import { arg } from './grpc-common.mjs';
 import { checkFlags, positive, showHelp } from './lib/options.mjs';
 import { requirePerfAnalyzer, warmUpWindow } from './lib/perf-analyzer.mjs';
-import { commandLine, fmt, loadAverage, median, table, toolVersion } from './lib/report.mjs';
+import { alternateBuilds } from './lib/builds.mjs';
+import { fmt, median, table } from './lib/report.mjs';
 import { ROOT, startTritium, successCount } from './lib/server.mjs';
 
 const USAGE = `usage: node bench/allocation.mjs [--before <checkout>] [--rounds N] [--protocol http|grpc] [--concurrency C] [--window-ms MS] [--sites] [--promoted]`;
@@ -153,26 +154,19 @@ async function sites(root, { survivorsOnly = false } = {}) {
   }
 }
 
-const started = new Date();
-const load0 = loadAverage();
-const builds = before ? { before: path.resolve(before), after: ROOT } : { after: ROOT };
-const runs = Object.fromEntries(Object.keys(builds).map((b) => [b, []]));
-for (let round = 0; round < rounds; round++) {
-  for (const [name, root] of Object.entries(builds)) {
-    const r = await measure(root);
-    runs[name].push(r);
+const { runs, header } = await alternateBuilds({
+  script: 'bench/allocation.mjs',
+  before,
+  rounds,
+  measure,
+  progress: (round, name, r) =>
     process.stderr.write(
       `round ${round + 1}/${rounds} ${name}: ${fmt(r.bytesPerRequest)} bytes/request (${fmt(r.promotedPerRequest)} promoted) over ${r.requests} requests, ${r.scavenges} scavenges\n`,
-    );
-  }
-}
-const commitOf = (dir) => toolVersion('git', ['-C', dir, 'rev-parse', '--short', 'HEAD']);
+    ),
+});
 const lines = [
   '```',
-  `command: ${commandLine('bench/allocation.mjs')}`,
-  `date: ${started.toISOString()}, ${Math.round((Date.now() - started.getTime()) / 1000)} s; load average ${load0} at start, ${loadAverage()} at end`,
-  `machine: ${machine()}`,
-  ...Object.entries(builds).map(([name, dir]) => `${name}: ${dir} (${commitOf(dir)})`),
+  ...header,
   `add_sub over ${protocol} at concurrency ${concurrency}, perf_analyzer; one 3000 ms warm-up window, then one of ${windowMs} ms per run`,
   '```',
   '',

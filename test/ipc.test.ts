@@ -185,6 +185,32 @@ describe.each(BACKINGS.filter((b) => b === 'dev-shm' || segmentBacking() === 'me
     await stopPeer(p);
   });
 
+  it('delivers answers the stub published while the loop was busy, which woke nobody', async () => {
+    // Node asks for a wake-up (ring B's `sleeping` word) only when its loop is about to block
+    // (docs/ipc.md, "Waking Node"). Each echo's handler sends the next one and then keeps the
+    // loop busy until the stub has answered: in the check phase, after the wake-up's callback,
+    // the word is down, so the stub publishes without writing the eventfd, and only the look
+    // before the loop sleeps can find the answer. A lost answer hangs this test.
+    const p = await startPeer();
+    const rings = (p.ch as unknown as { rings: { hasData(): boolean } }).rings;
+    const got: number[] = [];
+    const done = new Promise<void>((resolve) => {
+      p.ch.onMessage((m) => {
+        if (m.t !== 'echo') return;
+        got.push(m.i as number);
+        if (got.length === 50) return resolve();
+        p.ch.send({ t: 'echo', i: got.length });
+        setImmediate(() => {
+          while (!rings.hasData()) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+        });
+      });
+    });
+    p.ch.send({ t: 'echo', i: 0 });
+    await done;
+    expect(got).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    await stopPeer(p);
+  });
+
   it('queues on a full ring A instead of throwing, and flushes when the stub catches up', async () => {
     const p = await startPeer({ ringByteSize: 4096 });
     p.ch.send({ t: 'sleep', s: 0.3 }); // the stub stops reading ring A for a while

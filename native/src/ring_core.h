@@ -262,8 +262,11 @@ class Producer {
   // - wake_fd < 0: the consumer sets `sleeping` before FUTEX_WAIT (which re-checks the
   //   doorbell), and is woken with FUTEX_WAKE.
   // - wake_fd >= 0 (Node's event loop, docs/ipc.md "Waking Node"): `sleeping` = 1 asks for one
-  //   eventfd write; taking it with an exchange means one write per request however many
-  //   producers publish, and the consumer re-checks the ring after asking again.
+  //   eventfd write, and the consumer re-checks the ring after asking again.
+  // Either way the producer takes the flag with an exchange: the first publish after the
+  // consumer asked wakes it, and the publishes that follow before it runs again cost no system
+  // call (a woken consumer drains everything published before it looks). The plain load first
+  // keeps the cache line shared while the consumer is awake.
   void Publish(bool force_wake, int wake_fd = -1) {
     // Release: every record byte written by TryWrite is visible before the new tail is.
     wait::StoreReleaseU64(At<uint64_t>(base_, o_.tail), tail_);
@@ -271,11 +274,10 @@ class Producer {
     uint32_t* db = At<uint32_t>(base_, o_.doorbell);
     __atomic_add_fetch(db, 1u, __ATOMIC_SEQ_CST);
     uint32_t* sleeping = At<uint32_t>(base_, o_.sleeping);
-    if (wake_fd >= 0) {
-      if (__atomic_exchange_n(sleeping, 0u, __ATOMIC_SEQ_CST) != 0 || force_wake) wait::EventFdSignal(wake_fd);
-      return;
-    }
-    if (force_wake || __atomic_load_n(sleeping, __ATOMIC_SEQ_CST) != 0) wait::FutexWake(db);
+    bool asked = __atomic_load_n(sleeping, __ATOMIC_SEQ_CST) != 0 && __atomic_exchange_n(sleeping, 0u, __ATOMIC_SEQ_CST) != 0;
+    if (!asked && !force_wake) return;
+    if (wake_fd >= 0) wait::EventFdSignal(wake_fd);
+    else wait::FutexWake(db);
   }
 
  private:

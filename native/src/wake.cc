@@ -5,8 +5,10 @@
 // through a thread-safe function: every answer cost two wake-ups (stub -> thread -> loop), and
 // on a small or virtualised host a wake-up of a sleeping thread is among the most expensive
 // things a request does. The stub writes the eventfd only when Node has asked for it (ring B's
-// `sleeping` word, see docs/ipc.md), so under load most answers cost no system call on either
-// side beyond the eventfd write.
+// `sleeping` word, see docs/ipc.md), and the loop asks only when it is about to block: a libuv
+// prepare handle, which runs just before the loop polls, sets the word and looks at ring B once
+// more. An answer that arrives while the loop is busy (reading sockets, writing answers) is
+// picked up there, before the loop would sleep, with no system call on either side.
 //
 // With a spin budget (spin-mode=always, or adaptive when cores are idle; wait_core.h), the loop
 // keeps polling without blocking for that long after each wake-up (a libuv idle handle makes
@@ -23,6 +25,8 @@
 #include <cstring>
 #include <string>
 
+#include "layout.h"
+#include "v8_interop.h"
 #include "wait_core.h"
 
 namespace tritium {
@@ -36,20 +40,29 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
                         InstanceMethod("ref", &WakeListener::Ref), InstanceMethod("unref", &WakeListener::Unref)});
   }
 
-  // new WakeListener(callback, opts?): creates the eventfd (close-on-exec, non-blocking) and
-  // starts watching it; `callback` runs on the loop, with no arguments, once per readiness.
+  // new WakeListener(callback, n0, opts?): creates the eventfd (close-on-exec, non-blocking)
+  // and starts watching it; `callback` runs on the loop, with no arguments, when the stub wrote
+  // the eventfd and when ring B of `n0` (the channel's first segment, a SharedArrayBuffer) holds
+  // messages the stub published without writing it.
   //   opts: { spinUs?: number = 50, spinMode?: 'adaptive'|'always'|'never' = 'adaptive' }
   explicit WakeListener(const Napi::CallbackInfo& info)
       : Napi::ObjectWrap<WakeListener>(info), async_(info.Env(), "tritium.wake") {
     Napi::Env env = info.Env();
-    if (info.Length() < 1 || !info[0].IsFunction()) {
-      Napi::TypeError::New(env, "new WakeListener(callback: () => void, opts?)").ThrowAsJavaScriptException();
+    // The backing store keeps the segment mapped while the listener reads its words.
+    n0_ = info.Length() < 2 ? nullptr : SabStore(info[1]);
+    if (info.Length() < 2 || !info[0].IsFunction() || !n0_) {
+      Napi::TypeError::New(env, "new WakeListener(callback: () => void, n0: SharedArrayBuffer, opts?)").ThrowAsJavaScriptException();
       return;
     }
+    if (n0_->ByteLength() < ring::kHeaderSize) {
+      Napi::RangeError::New(env, "WakeListener: n0 is smaller than the segment header").ThrowAsJavaScriptException();
+      return;
+    }
+    base_ = static_cast<uint8_t*>(n0_->Data());
     double spin_us = 50;
     wait::SpinMode mode = wait::SpinMode::kAdaptive;
-    if (info.Length() > 1 && info[1].IsObject()) {
-      Napi::Object o = info[1].As<Napi::Object>();
+    if (info.Length() > 2 && info[2].IsObject()) {
+      Napi::Object o = info[2].As<Napi::Object>();
       if (o.Get("spinUs").IsNumber()) spin_us = o.Get("spinUs").As<Napi::Number>().DoubleValue();
       if (o.Get("spinMode").IsString()) {
         std::string m = o.Get("spinMode").As<Napi::String>().Utf8Value();
@@ -90,6 +103,12 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
       return;
     }
     poll_->data = this;
+    // Unreferenced: the poll handle alone decides whether the listener keeps the loop alive.
+    prepare_ = new uv_prepare_t;
+    uv_prepare_init(loop, prepare_);
+    prepare_->data = this;
+    uv_prepare_start(prepare_, OnPrepare);
+    uv_unref(reinterpret_cast<uv_handle_t*>(prepare_));
     if (policy_.mode() != wait::SpinMode::kNever) {
       idle_ = new uv_idle_t;
       uv_idle_init(loop, idle_);
@@ -100,6 +119,8 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
     // The handle holds the object alive until close(): a listener nobody references any more
     // must still not be collected while the loop can call into it.
     self_ = Napi::Persistent(info.This().As<Napi::Object>());
+    // Ask for the first wake-up (the stub's `hello`).
+    wait::StoreU32(Sleeping(), 1);
   }
 
   ~WakeListener() override { Stop(); }
@@ -113,7 +134,36 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
   }
 
   static void OnClosed(uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); }
+  static void OnPrepareClosed(uv_handle_t* h) { delete reinterpret_cast<uv_prepare_t*>(h); }
   static void OnIdleClosed(uv_handle_t* h) { delete reinterpret_cast<uv_idle_t*>(h); }
+
+  uint32_t* Sleeping() const { return reinterpret_cast<uint32_t*>(base_ + ring::kRingB.sleeping); }
+  bool RingHasData() const {
+    return wait::LoadAcquireU64(reinterpret_cast<const uint64_t*>(base_ + ring::kRingB.tail)) !=
+           wait::LoadAcquireU64(reinterpret_cast<const uint64_t*>(base_ + ring::kRingB.head));
+  }
+
+  // Just before the loop polls. If the stub took the flag (it wrote the eventfd, handled by
+  // OnReadable) or the loop has not asked since, deliver what came meanwhile with the flag still
+  // down (the stub's answers during that delivery cost it no system call either), then ask and
+  // look once more: the flag store is sequentially consistent, the mirror of the stub's doorbell
+  // RMW before its flag exchange, so either the stub sees the flag and writes the eventfd or this
+  // load sees its tail. While the idle handle spins the loop does not block, so it only looks.
+  static void OnPrepare(uv_prepare_t* handle) {
+    auto* self = static_cast<WakeListener*>(handle->data);
+    if (self == nullptr || self->fd_ < 0) return;
+    if (self->idle_ != nullptr && uv_is_active(reinterpret_cast<uv_handle_t*>(self->idle_))) {
+      if (self->RingHasData()) self->Deliver();
+      return;
+    }
+    if (wait::LoadU32(self->Sleeping()) != 0) return;  // asked, and nothing came unannounced since
+    if (self->RingHasData()) {
+      self->Deliver();
+      if (self->fd_ < 0) return;  // the callback closed the listener
+    }
+    wait::StoreU32(self->Sleeping(), 1);
+    if (self->RingHasData()) self->Deliver();
+  }
 
   // Runs once per loop iteration while spinning: stop when the budget is spent.
   static void OnIdle(uv_idle_t* handle) {
@@ -141,18 +191,29 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
     // readable again, so it is never lost.
     while (::read(self->fd_, &count, sizeof count) < 0 && errno == EINTR) {
     }
-    Napi::Env env = self->env_;
+    self->Deliver();
+  }
+
+  // Runs the callback (which drains ring B), then lets the spin policy learn.
+  void Deliver() {
+    Napi::Env env = env_;
     Napi::HandleScope scope(env);
     // MakeCallback: runs queued microtasks and nextTicks afterwards, as any I/O callback does.
-    self->callback_.MakeCallback(env.Global(), {}, self->async_);
+    callback_.MakeCallback(env.Global(), {}, async_);
     if (env.IsExceptionPending()) {
       Napi::Error e = env.GetAndClearPendingException();
       napi_fatal_exception(env, e.Value());
     }
-    if (self->fd_ >= 0) self->AfterWake();
+    if (fd_ >= 0) AfterWake();
   }
 
   void Stop() {
+    if (prepare_ != nullptr) {
+      prepare_->data = nullptr;
+      uv_prepare_stop(prepare_);
+      uv_close(reinterpret_cast<uv_handle_t*>(prepare_), OnPrepareClosed);
+      prepare_ = nullptr;
+    }
     if (idle_ != nullptr) {
       idle_->data = nullptr;
       uv_idle_stop(idle_);
@@ -169,6 +230,8 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
       ::close(fd_);
       fd_ = -1;
     }
+    n0_.reset();  // the prepare handle, the only reader, is stopped
+    base_ = nullptr;
     if (!callback_.IsEmpty()) callback_.Reset();
     if (!self_.IsEmpty()) self_.Reset();
   }
@@ -193,6 +256,9 @@ class WakeListener : public Napi::ObjectWrap<WakeListener> {
   int fd_ = -1;
   uv_poll_t* poll_ = nullptr;
   uv_idle_t* idle_ = nullptr;  // only with a spin mode other than never
+  uv_prepare_t* prepare_ = nullptr;
+  std::shared_ptr<v8::BackingStore> n0_;
+  uint8_t* base_ = nullptr;  // n0: ring B's words
   wait::WaitPolicy policy_;
   int64_t idle_since_ns_ = 0;
   int64_t budget_ns_ = 0;

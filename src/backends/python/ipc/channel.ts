@@ -35,7 +35,6 @@ import {
   OFF_STUB_PID,
   OFF_VERSION,
   RING_A,
-  RING_B,
   SEGMENT_ROUND,
 } from './shm-layout.js';
 
@@ -209,7 +208,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
 
     try {
       this.rings = this.native.createRingLink(n0.sab);
-      this.listener = new this.native.WakeListener(() => this.onWake(), {
+      this.listener = new this.native.WakeListener(() => this.onWake(), n0.sab, {
         spinUs: opts.wait?.spinUs ?? DEFAULT_SPIN_US,
         spinMode: opts.wait?.spinMode ?? DEFAULT_SPIN_MODE,
       });
@@ -220,8 +219,6 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
       removeRegion(this.region);
       throw e;
     }
-    // Ask for the first wake-up (the stub's `hello`).
-    Atomics.store(this.hdr32, RING_B.sleeping / 4, 1);
   }
 
   /**
@@ -583,18 +580,14 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   }
 
   /**
-   * The stub wrote the eventfd (it clears ring B's `sleeping` word when it does). Drain, then
-   * ask for the next wake-up and look once more: a message published before the stub could
-   * see the request would otherwise wait for the one after it (docs/ipc.md, "Waking Node").
+   * The stub wrote the eventfd, or the loop is about to sleep with messages in ring B. Drain;
+   * the listener asks for the next wake-up itself, when the loop is about to block
+   * (docs/ipc.md, "Waking Node").
    */
   private onWake(): void {
     if (this.closed) return;
     try {
       this.receive();
-      // Atomics.store is sequentially consistent: the flag store is ordered before the tail
-      // load of the next drain, the mirror of the stub's tail store before its flag load.
-      Atomics.store(this.hdr32, RING_B.sleeping / 4, 1);
-      if (!this.closed && this.rings.hasData()) this.receive();
     } catch (e) {
       // Surface a corrupt ring or codec failure as an ordinary uncaught error, outside the
       // native callback.

@@ -104,13 +104,20 @@ export interface NativeAddon {
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
   /** Checks n0's control header (throws an Error saying what is wrong) and attaches to its rings. */
   createRingLink(n0: SharedArrayBuffer): RingLink;
-  /**
-   * Creates the eventfd and calls `onWake` on the loop each time it becomes readable; after each
-   * wake-up the loop keeps polling without blocking for as long as the spin policy allows.
-   */
   /** dlopen(file, RTLD_NOW | RTLD_GLOBAL) for the life of the process; throws the loader's message (onnx/cuda/preload.ts). */
   loadSharedLibrary(file: string): void;
-  WakeListener: new (onWake: () => void, opts?: { spinUs?: number; spinMode?: 'adaptive' | 'always' | 'never' }) => WakeListener;
+  /**
+   * Creates the eventfd and calls `onWake` on the loop when it becomes readable, and before the
+   * loop would block when ring B of `n0` holds messages the stub published without writing it
+   * (the listener owns ring B's `sleeping` word: it asks only when the loop is about to sleep).
+   * After each wake-up the loop keeps polling without blocking for as long as the spin policy
+   * allows.
+   */
+  WakeListener: new (
+    onWake: () => void,
+    n0: SharedArrayBuffer,
+    opts?: { spinUs?: number; spinMode?: 'adaptive' | 'always' | 'never' },
+  ) => WakeListener;
   /** The server side of one HTTP/2 connection over Node's nghttp2 (native/src/h2_session.cc; frontends/grpc/transport/h2-session.ts). */
   H2Session: new (opts: {
     maxConcurrentStreams: number;
