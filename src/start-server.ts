@@ -79,6 +79,8 @@ export interface RunningServer {
 
 interface Closable {
   close(): Promise<void>;
+  /** Frontend threads: settles once what they read before the close is in the core. */
+  quiesced?(): Promise<void>;
 }
 
 /**
@@ -478,6 +480,9 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
     descriptors.stop();
     void models.poller.stop();
     const closing = Promise.all(closables.map((c) => c.close().catch(() => {})));
+    // A request a frontend thread read before it heard of the exit may still be on its way to
+    // the core, which admits it (InferRequest.readBeforeExit): count it in flight too.
+    await settlesBefore(Promise.all(closables.map((c) => c.quiesced?.())), deadline);
     // In-flight requests may finish; new ones are refused by the frontends and the core.
     while (models.inflight() > 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
@@ -516,6 +521,8 @@ interface FrontendHandle {
   port: number;
   readonly connectionCounts: ConnectionLimitCounts;
   close(): Promise<void>;
+  /** With frontend threads: settles once what they read before the close is in the core. */
+  quiesced?(): Promise<void>;
   /** With frontend threads: the threads serving now. */
   threads?: () => Worker[];
 }

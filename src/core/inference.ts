@@ -46,6 +46,12 @@ export interface InferRequest {
   trace?: RequestTrace;
   /** The number debug trace lines know the request by (core/trace-tags.ts); set only while TRITIUM_TRACE is on. */
   traceNo?: number;
+  /**
+   * A frontend thread read it before the thread learned that the server is exiting
+   * (frontends/threads/core-host.ts): the core admits it while exiting, as on one event loop,
+   * where a request read before the signal reached the core in the same turn.
+   */
+  readBeforeExit?: boolean;
 }
 
 export interface InferResponse {

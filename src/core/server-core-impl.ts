@@ -94,7 +94,7 @@ export class ServerCoreImpl implements ServerCore {
 
   infer(request: InferRequest, sink: ResponseSink): void {
     try {
-      if (this.state !== 'ready') {
+      if (this.state !== 'ready' && !(this.state === 'exiting' && request.readBeforeExit === true)) {
         throw this.state === 'exiting' ? Errors.schedulerStopped() : Errors.serverNotReady();
       }
       const mv = this.models.resolve(request.modelName, request.modelVersion);

@@ -30,6 +30,7 @@ import {
   type ThreadMessage,
 } from './wire.js';
 import type { FrontendStatus } from './status.js';
+import type { LifecycleMessage } from './thread-data.js';
 
 /** What a frontend thread's lookup returns: the handle's data; its methods call back. */
 export interface HandleSnapshot {
@@ -68,6 +69,8 @@ export class CoreHost {
   private readonly held = new Map<number, () => void>();
   private nextHold = 1;
   private gone = false;
+  /** The thread said it posted every request it read before it heard of the exit ('quiesced'). */
+  private quiesced = false;
   private readonly calls: Record<string, (...args: never[]) => unknown>;
   private readonly outbox: Outbox<MainMessage>;
 
@@ -101,7 +104,10 @@ export class CoreHost {
       logGet: () => o.logSettings.get(),
       logUpdate: (patch: Partial<LogSettingsView>) => o.logSettings.update(patch),
     };
-    worker.on('message', (m: ThreadMessage) => this.onMessage(m));
+    worker.on('message', (m: ThreadMessage | LifecycleMessage) => {
+      if (m.t === 'quiesced') this.quiesced = true;
+      else this.onMessage(m as ThreadMessage);
+    });
   }
 
   /** The thread exited: its clients are gone, so are their requests. */
@@ -170,6 +176,8 @@ export class CoreHost {
       parameters: m.parameters,
       inputs: unpackTensors(m.inputs, m.bytes),
       signal: cancel,
+      // Read before the thread heard of an exit: admitted while the server exits (inference.ts).
+      readBeforeExit: !this.quiesced,
       ...(m.outputs !== undefined ? { outputs: m.outputs } : {}),
       ...(m.traceNo !== undefined ? { traceNo: m.traceNo } : {}),
     };

@@ -47,6 +47,11 @@ export interface FrontendThreadsHandle {
   port: number;
   readonly connectionCounts: ConnectionLimitCounts;
   close(): Promise<void>;
+  /**
+   * After close() began: settles once every thread has posted the requests it read before it
+   * heard of the close (they are then in the core, admitted: InferRequest.readBeforeExit).
+   */
+  quiesced(): Promise<void>;
   /** The threads serving now (diagnostics, and tests that make one fail). */
   threads(): Worker[];
 }
@@ -187,6 +192,7 @@ export async function startFrontendThreads(
   }
 
   let closed: Promise<void> | undefined;
+  let quiet: Promise<unknown> = Promise.resolve();
   return {
     port,
     connectionCounts: new ConnectionLimit(0, label, () => {}, shared.connections).counts,
@@ -194,18 +200,19 @@ export async function startFrontendThreads(
     close: () => {
       closed ??= (async () => {
         closing = true;
-        // Each thread stops accepting and answers what it holds; its requests keep running here.
-        await Promise.all(
-          slots.map(async (s) => {
-            if (s === undefined) return;
-            const drained = new Promise<void>((r) => s.worker.on('message', (m: LifecycleMessage) => m.t === 'closed' && r()));
-            s.worker.postMessage({ t: 'close' });
-            await Promise.race([drained, s.exited]);
-            await s.worker.terminate();
-          }),
-        );
+        // Each thread posts what it read, stops accepting and answers what it holds; its
+        // requests keep running here.
+        const live = slots.filter((s) => s !== undefined);
+        const answer = (s: Slot, t: 'quiesced' | 'closed') =>
+          Promise.race([new Promise<void>((r) => s.worker.on('message', (m: LifecycleMessage) => m.t === t && r())), s.exited]);
+        const drained = live.map((s) => answer(s, 'closed'));
+        quiet = Promise.all(live.map((s) => answer(s, 'quiesced')));
+        for (const s of live) s.worker.postMessage({ t: 'close' });
+        await Promise.all(drained);
+        await Promise.all(live.map((s) => s.worker.terminate()));
       })();
       return closed;
     },
+    quiesced: () => quiet.then(() => {}),
   };
 }

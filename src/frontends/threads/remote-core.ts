@@ -206,6 +206,11 @@ export class RemoteCore implements ServerCore {
     await this.asyncCall('unloadModel', name, options);
   }
 
+  /** Posts now what this turn queued for the main thread (before a message that must follow it). */
+  flush(): void {
+    this.outbox.flush();
+  }
+
   private post(m: ThreadMessage): void {
     this.outbox.post(m);
   }

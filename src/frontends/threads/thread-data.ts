@@ -32,6 +32,11 @@ export const THREAD_LABEL = { http: 'HTTP', grpc: 'gRPC' } as const;
 /** Thread → main messages about the thread and its connections, beside the core's (wire.ts). */
 export type LifecycleMessage =
   | { t: 'listening' }
+  /**
+   * First answer to 'close': every request the thread read before it has been posted (so the
+   * main thread has received them); what it reads from now on reaches a server that exits.
+   */
+  | { t: 'quiesced' }
   | { t: 'closed' }
   /** At the connection limit with no idle connection: may another thread close one? */
   | { t: 'evict-ask'; id: number; olderThan: number }

@@ -56,6 +56,8 @@ const server: { close(): Promise<void>; evictIdle?(olderThan: number): boolean }
 
 port.on('message', (m: MainMessage | PoolMessage) => {
   if (m.t === 'close') {
+    core.flush();
+    post({ t: 'quiesced' });
     void server.close().then(() => post({ t: 'closed' }));
   } else if (m.t === 'evict-one') {
     post({ t: 'evict-done', id: m.id, evicted: server.evictIdle?.(m.olderThan) ?? false });
