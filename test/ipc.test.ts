@@ -194,14 +194,18 @@ describe.each(BACKINGS.filter((b) => b === 'dev-shm' || segmentBacking() === 'me
     const p = await startPeer();
     const rings = (p.ch as unknown as { rings: { hasData(): boolean } }).rings;
     const got: number[] = [];
+    let sent = 1;
     const done = new Promise<void>((resolve) => {
       p.ch.onMessage((m) => {
         if (m.t !== 'echo') return;
         got.push(m.i as number);
         if (got.length === 50) return resolve();
-        p.ch.send({ t: 'echo', i: got.length });
+        p.ch.send({ t: 'echo', i: sent++ });
         setImmediate(() => {
-          while (!rings.hasData()) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+          // Busy until the answer is in ring B, unless it was delivered already; bounded, so
+          // that a lost answer fails the test instead of blocking its loop.
+          const until = Date.now() + 10_000;
+          while (got.length < sent && !rings.hasData() && Date.now() < until) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
         });
       });
     });
