@@ -264,6 +264,12 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     if (this.pendingRelease.length > 0 && msg.t === 'exec') {
       msg = { ...msg, rel: this.pendingRelease } as Message;
       this.pendingRelease = [];
+      // Nothing left for the timer: firing anyway would wake an idle loop for nothing, which
+      // at concurrency 1 happened every few requests.
+      if (this.releaseTimer !== undefined) {
+        clearTimeout(this.releaseTimer);
+        this.releaseTimer = undefined;
+      }
     }
     const bytes = encode(msg);
     if (this.outQueue.length === 0) {
