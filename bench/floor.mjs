@@ -198,7 +198,7 @@ function warmUp(ctx, cell, port, dir, windowMs = ctx.opts.warmupMs) {
 
 /** Exactly 3 windows of `windowMs`, whatever their spread (bench/lib/perf-analyzer.mjs, as bench/vs-triton.mjs). */
 function measure(ctx, cell, port, dir, windowMs = ctx.opts.measureMs) {
-  const columns = { throughput: 'Inferences/Second', p50Us: 'p50 latency' };
+  const columns = { throughput: 'Inferences/Second', p50Us: 'p50 latency', p99Us: 'p99 latency' };
   return measuredWindows(ctx.pa, { cell, port, dir, windowMs, stability: ctx.opts.stability, columns });
 }
 
@@ -517,6 +517,10 @@ function cellFigures(ctx, name) {
     stubSleeps: summary(c.tritium, 'stubSleepsPerRequest'),
     frontend: summary(c.frontend, 'cpuUs'),
     floorThroughput: summary(c.frontend, 'throughput'),
+    p50: summary(c.tritium, 'p50Us'),
+    p99: summary(c.tritium, 'p99Us'),
+    floorP50: summary(c.frontend, 'p50Us'),
+    floorP99: summary(c.frontend, 'p99Us'),
     python: summary(c.python, 'stubCpuUs'),
     driver: summary(c.python, 'driverCpuUs'),
     pythonSleeps: summary(c.python, 'stubSleepsPerRequest'),
@@ -565,6 +569,18 @@ function floorTable(ctx) {
     ],
     rows,
   );
+}
+
+/**
+ * Latency, client side, of tritium and of its frontend floor: the floor does nothing per
+ * request, so its tail is what the client and the machine add to any server's.
+ */
+function latencyTable(ctx) {
+  const rows = Object.keys(ctx.results.cells).map((name) => {
+    const f = cellFigures(ctx, name);
+    return [name, marked(f.p50), marked(f.p99), marked(f.floorP50), marked(f.floorP99)];
+  });
+  return table(['cell', 'tritium p50 µs', 'tritium p99 µs', 'frontend floor p50 µs', 'frontend floor p99 µs'], rows);
 }
 
 function contextTable(ctx) {
@@ -717,6 +733,7 @@ function report(ctx) {
   if (Object.keys(ctx.results.cells).length) {
     parts.push('', '### CPU per request (µs): the floor against tritium', '', floorTable(ctx));
     parts.push('', '### Context', '', contextTable(ctx));
+    parts.push('', '### Latency (perf_analyzer)', '', latencyTable(ctx));
   }
   if (Object.keys(ctx.results.profiles).length) {
     const what = ctx.profiler === 'perf' ? 'perf, CPU time of every thread of the server process' : 'V8 profile, wall time of the main thread';
