@@ -261,16 +261,7 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     if (this.closed) throw new Error(`StubChannel ${this.region} is closed`);
     // New n<k> segments go out before the message that may name them (segment-fds.ts).
     if (this.fdLink?.hasPending) this.flushFds();
-    if (this.pendingRelease.length > 0 && msg.t === 'exec') {
-      msg = { ...msg, rel: this.pendingRelease } as Message;
-      this.pendingRelease = [];
-      // Nothing left for the timer: firing anyway would wake an idle loop for nothing, which
-      // at concurrency 1 happened every few requests.
-      if (this.releaseTimer !== undefined) {
-        clearTimeout(this.releaseTimer);
-        this.releaseTimer = undefined;
-      }
-    }
+    if (this.pendingRelease.length > 0 && msg.t === 'exec') msg = { ...msg, rel: this.takeReleases() } as Message;
     const bytes = encode(msg);
     if (this.outQueue.length === 0) {
       const off = this.rings.write(bytes, 0);
@@ -438,10 +429,22 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   /** Sends the pending releases now as a `release` message (no exec came to carry them). */
   flushReleases(): void {
     if (this.closed || this.pendingRelease.length === 0) return;
+    const release: NodeToStub = { t: 'release', blocks: this.takeReleases() };
+    this.write(release);
+  }
+
+  /**
+   * The pending releases, now leaving (or dropped); the idle timer stops with them: firing for
+   * nothing would wake an idle loop, which at concurrency 1 happened every few requests.
+   */
+  private takeReleases(): Array<[string, number]> {
     const blocks = this.pendingRelease;
     this.pendingRelease = [];
-    const release: NodeToStub = { t: 'release', blocks };
-    this.write(release);
+    if (this.releaseTimer !== undefined) {
+      clearTimeout(this.releaseTimer);
+      this.releaseTimer = undefined;
+    }
+    return blocks;
   }
 
   /** Last value of the stub's heartbeat (CLOCK_MONOTONIC ms, comparable with process.hrtime), 0 before the first beat. */
@@ -478,11 +481,9 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     this.listener = undefined;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    if (this.releaseTimer) clearTimeout(this.releaseTimer);
-    this.releaseTimer = undefined;
+    this.takeReleases();
     if (this.fdRetryTimer) clearTimeout(this.fdRetryTimer);
     this.fdRetryTimer = undefined;
-    this.pendingRelease = [];
     this.outQueue.length = 0;
     this.fdLink?.close();
     this.dropSegments();
