@@ -4,15 +4,18 @@
  * repository, bench/models/vs-triton, with the same client (the project's perf_analyzer).
  *
  *   npm run build && node bench/vs-triton.mjs [--rounds 2] [--quick] [--only add_sub,startup]
- *        [--servers tritium,triton] [--tritium-args "..."] [--before <checkout>] [--json file] [--help]
+ *        [--servers tritium,triton] [--tritium-args "..."] [--before <checkout>] [--sequential]
+ *        [--json file] [--help]
  *
- * The servers never run at the same time: each round starts tritium, measures every cell,
- * stops it, then does the same with Triton, so both see the same (possibly busy) machine in
- * turn. Per cell: perf_analyzer's throughput and p50/p99 latency, and the CPU the server
- * process and its stub processes spent per request (/proc, over the measured run). A separate
- * section times start-to-ready and sums resident memory on a repository of 4 models × 2
- * instances. The report (Markdown, medians over rounds, ratios tritium/Triton) goes to stdout
- * at the end; progress goes to stderr as it happens.
+ * Each round starts every server, then measures each cell on one server right after the other
+ * (the others idle meanwhile), so the runs that are compared see the machine seconds apart, not
+ * minutes: on a shared VM the hypervisor's share of the cores drifts over minutes. The order of
+ * the servers flips every round. --sequential runs one server at a time instead. Per cell:
+ * perf_analyzer's throughput and p50/p99 latency, and the CPU the server process and its stub
+ * processes spent per request (/proc, over the measured run). A separate section times
+ * start-to-ready and sums resident memory on a repository of 4 models × 2 instances. The report
+ * (Markdown, medians over rounds, ratios tritium/Triton) goes to stdout at the end; progress
+ * goes to stderr as it happens.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,12 +40,13 @@ const IDEAL_PER_SEC = IDEAL_BATCH / ((2 + 0.1 * IDEAL_BATCH) / 1000);
 
 const USAGE = `usage: node bench/vs-triton.mjs [options]
 
-Runs tritium and the real Triton (installed on first use into bench/.venv-triton) one after the
-other on bench/models/vs-triton and prints Markdown tables: throughput, p50/p99 latency and CPU
+Runs tritium and the real Triton (installed on first use into bench/.venv-triton) on
+bench/models/vs-triton, each cell on one server right after the other, and prints Markdown tables: throughput, p50/p99 latency and CPU
 per request of each server and its stubs, dynamic batching against its ideal, start-to-ready
 time and resident memory. Medians over rounds; ratio columns are tritium / Triton.
 
-  --rounds N            rounds, each running tritium then Triton (default 2)
+  --rounds N            rounds, each measuring every cell on every server (default 2); the
+                        servers' order flips from one round to the next
   --quick               short windows for development (warm-up 300 ms, windows 500 ms)
   --warmup-ms MS        length of the single warm-up window before each measured run (default 1000)
   --server-warmup-ms MS after each server starts, one window of this length per model and
@@ -60,6 +64,8 @@ time and resident memory. Medians over rounds; ratio columns are tritium / Trito
   --tritium-args "..."  extra command-line arguments for tritium (split on spaces)
   --before DIR          also measure tritium built in another checkout (its dist/ and native/build
                         built), in turn with the others in every round; a table compares it
+  --sequential          one server at a time (every cell on it, then the next server) instead
+                        of all servers up at once and each cell run on one after the other
   --json FILE           also write every raw figure, per round, to FILE
   --help                this text
 
@@ -79,9 +85,10 @@ const KNOWN_FLAGS = [
   'tritium-args',
   'before',
   'json',
+  'sequential',
   'help',
 ];
-const BOOLEAN_FLAGS = ['quick', 'help'];
+const BOOLEAN_FLAGS = ['quick', 'sequential', 'help'];
 
 // ---------------------------------------------------------------- options and cells
 
@@ -105,6 +112,7 @@ function parseOptions() {
     tritiumArgs: arg('tritium-args', '').split(/\s+/).filter(Boolean),
     before: before === undefined ? undefined : path.resolve(before),
     json: arg('json', undefined),
+    sequential: process.argv.includes('--sequential'),
   };
 }
 
@@ -231,36 +239,76 @@ async function runCell(ctx, cell, server, kind, round) {
 
 // ---------------------------------------------------------------- rounds
 
-async function benchServer(ctx, kind, round, cells) {
+/** Runs one cell on a running server, logs it and files the figures (or the error) under `kind`. */
+async function benchCell(ctx, cell, server, kind, round) {
+  let r;
+  try {
+    r = await runCell(ctx, cell, server, kind, round);
+    progress(
+      round,
+      kind,
+      `${cell.name}: ${fmt(r.throughput)} infer/s, p50 ${fmt(r.p50Us)} µs, p99 ${fmt(r.p99Us)} µs, CPU/request server ${fmt(r.serverCpuUs)} µs + stubs ${fmt(r.stubCpuUs)} µs, window spread ${fmt(r.spreadPct)} %${r.unstable ? ' †' : ''}${cell.batching ? `, mean batch ${r.meanBatch.toFixed(1)}` : ''}`,
+    );
+  } catch (err) {
+    r = { error: firstLine(err) };
+    progress(round, kind, `${cell.name}: ERROR ${err instanceof Error ? err.message : err}`);
+  }
+  ctx.results.cells[cell.name][kind].push(r);
+}
+
+/** Starts a server of `kind` and warms it; undefined (its cells marked) when it does not start. */
+async function startWarm(ctx, kind, round, cells) {
   let server;
   try {
     server = await launch(kind, REPO, ctx);
   } catch (err) {
-    // The other server's figures are still worth having: mark this round's cells and go on.
+    // The other servers' figures are still worth having: mark this round's cells and go on.
     progress(round, kind, `did not start: ${err instanceof Error ? err.message : err}`);
     for (const cell of cells) ctx.results.cells[cell.name][kind].push({ error: `server did not start: ${firstLine(err)}` });
-    return;
+    return undefined;
   }
   try {
     if (kind === 'triton') ctx.tritonVersion ??= await serverVersion(server);
     await warmUpServer(ctx, cells, server, kind, round);
-    for (const cell of cells) {
-      let r;
-      try {
-        r = await runCell(ctx, cell, server, kind, round);
-        progress(
-          round,
-          kind,
-          `${cell.name}: ${fmt(r.throughput)} infer/s, p50 ${fmt(r.p50Us)} µs, p99 ${fmt(r.p99Us)} µs, CPU/request server ${fmt(r.serverCpuUs)} µs + stubs ${fmt(r.stubCpuUs)} µs, window spread ${fmt(r.spreadPct)} %${r.unstable ? ' †' : ''}${cell.batching ? `, mean batch ${r.meanBatch.toFixed(1)}` : ''}`,
-        );
-      } catch (err) {
-        r = { error: firstLine(err) };
-        progress(round, kind, `${cell.name}: ERROR ${err instanceof Error ? err.message : err}`);
-      }
-      ctx.results.cells[cell.name][kind].push(r);
-    }
+  } catch (err) {
+    await shutdown(server);
+    throw err;
+  }
+  return server;
+}
+
+/**
+ * --sequential: one server at a time, every cell on it, then the next server. Each server's
+ * cells then see the machine minutes apart from the other's, which a shared VM's slow swings
+ * (its hypervisor's steal time) turn into differences between the servers.
+ */
+async function benchServer(ctx, kind, round, cells) {
+  const server = await startWarm(ctx, kind, round, cells);
+  if (!server) return;
+  try {
+    for (const cell of cells) await benchCell(ctx, cell, server, kind, round);
   } finally {
     await shutdown(server);
+  }
+}
+
+/**
+ * The default: every server of the round up at once (one idle while another is measured), and
+ * each cell measured on one server right after the other, so that the two runs of a cell are
+ * seconds apart rather than minutes. The servers' order flips every round, so neither always
+ * runs first.
+ */
+async function benchInterleaved(ctx, round, cells) {
+  const order = round % 2 === 1 ? ctx.opts.servers : [...ctx.opts.servers].reverse();
+  const running = [];
+  try {
+    for (const kind of order) {
+      const server = await startWarm(ctx, kind, round, cells);
+      if (server) running.push({ kind, server });
+    }
+    for (const cell of cells) for (const { kind, server } of running) await benchCell(ctx, cell, server, kind, round);
+  } finally {
+    for (const { server } of running) await shutdown(server);
   }
 }
 
@@ -376,7 +424,7 @@ function header(ctx) {
     `tritium: commit ${ctx.commit}${o.tritiumArgs.length ? `, extra args ${o.tritiumArgs.join(' ')}` : ''}`,
     `Triton: ${ctx.tritonVersion ? `${ctx.tritonVersion} (GET /v2)` : o.servers.includes('triton') ? 'version unknown' : 'not run'}${ctx.triton ? `, ${path.relative(ROOT, ctx.triton.bin)}` : ''}`,
     `client: ${path.relative(ROOT, ctx.pa)}, sync, batch 1; after each start one ${o.serverWarmupMs} ms window per model and protocol at concurrency 4; per cell 1 warm-up window of ${o.warmupMs} ms, then 3 windows of --measurement-interval ${o.measureMs}; † when a window is off their mean by > ${o.stability} %`,
-    `rounds: ${o.rounds}, servers one at a time in the order ${o.servers.map((s) => LABEL[s]).join(', ')}; figures are medians over rounds${o.only.length ? `; only cells matching ${o.only.join(', ')}` : ''}`,
+    `rounds: ${o.rounds}, ${o.sequential ? 'servers one at a time' : 'servers up together, each cell run on one after the other'}, in the order ${o.servers.map((s) => LABEL[s]).join(', ')}${o.sequential ? '' : ' (reversed every other round)'}; figures are medians over rounds${o.only.length ? `; only cells matching ${o.only.join(', ')}` : ''}`,
     `elapsed: ${((Date.now() - ctx.startedAt) / 1000).toFixed(0)} s`,
     '```',
   ].join('\n');
@@ -520,10 +568,10 @@ async function main() {
   ctx.startupRepo = doStartup ? writeStartupRepo() : undefined;
   try {
     for (let round = 1; round <= opts.rounds; round++) {
-      for (const kind of opts.servers) {
-        if (doStartup) await measureStartup(ctx, kind, round);
-        if (cells.length) await benchServer(ctx, kind, round, cells);
-      }
+      if (doStartup) for (const kind of opts.servers) await measureStartup(ctx, kind, round);
+      if (cells.length === 0) continue;
+      if (opts.sequential) for (const kind of opts.servers) await benchServer(ctx, kind, round, cells);
+      else await benchInterleaved(ctx, round, cells);
     }
   } finally {
     if (ctx.startupRepo) fs.rmSync(ctx.startupRepo, { recursive: true, force: true });
