@@ -264,7 +264,8 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     // New n<k> segments go out before the message that may name them (segment-fds.ts).
     if (this.fdLink?.hasPending) this.flushFds();
     // Added to the caller's fresh message rather than copied into a new one: a spread of it
-    // made V8 build and migrate object maps on every exec (a profile's ~1 % of the server).
+    // made V8 build and migrate object maps on every exec (3 % of the server's samples at
+    // concurrency 1 in a profile, docs/ipc.md).
     if (this.pendingRelease.length > 0 && msg.t === 'exec') (msg as Message & { rel?: Array<[string, number]> }).rel = this.takeReleases();
     const bytes = msg.t === 'exec' ? encodeExec(msg as unknown as ExecMsg) : encode(msg);
     if (this.outQueue.length === 0) {
