@@ -106,6 +106,8 @@ describe('exec encoder', () => {
       { t: 'exec', id: 2, reqs: [req({ corr: { x: 1 } as unknown as string })] },
       { t: 'exec', id: 3, reqs: [req({ timeout: 5n as unknown as number })] },
       { t: 'exec', id: 4, reqs: [req({ inputs: [['A', 'FP32', [1.5 as number], 'n0', 0, 4]] })] },
+      // An integral number past 64 bits: no msgpack integer holds it (msgpackr writes a float).
+      { t: 'exec', id: 5, reqs: [req({ inputs: [['B', 'FP32', [2 ** 70, -(2 ** 70)], 'n0', 0, 4]] })] },
     ] as ExecMsg[];
     for (const m of odd) {
       const generic = decode(Uint8Array.prototype.slice.call(encode(m)));

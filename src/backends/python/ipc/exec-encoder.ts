@@ -5,8 +5,8 @@
  * loads are megamorphic on a server that packs every kind of message, was its largest share of
  * the IPC stage in a profile of the server (`pack`, `encode`, `writePlainObject`). What comes
  * out is plain msgpack, as `codec.ts` writes (maps with string keys, `bin`-free, integers as
- * msgpack ints, bigints as 64-bit ints), so the stub decodes it with the same `unpackb`; the
- * codec test checks that both encoders decode to the same value.
+ * msgpack ints, bigints as 64-bit ints), so the stub decodes it with the same `unpackb`;
+ * test/ipc-exec-encoder.test.ts checks that both encoders decode to the same value.
  */
 import { encode } from './codec.js';
 import type { ExecMsg, ExecRequestWire, TensorDescriptor } from './messages.js';
@@ -140,25 +140,18 @@ function int(v: number): void {
       buf[pos++] = 0xce;
       buf.writeUInt32BE(v, pos);
       pos += 4;
-    } else {
-      buf[pos++] = 0xcf;
-      buf.writeBigUInt64BE(BigInt(v), pos);
-      pos += 8;
-    }
+    } else bigint(BigInt(v));
   } else if (v >= -32) buf[pos++] = v & 0xff;
   else if (v >= -0x80000000) {
     buf[pos++] = 0xd2;
     buf.writeInt32BE(v, pos);
     pos += 4;
-  } else {
-    buf[pos++] = 0xd3;
-    buf.writeBigInt64BE(BigInt(v), pos);
-    pos += 8;
-  }
+  } else bigint(BigInt(v));
 }
 
+/** A 64-bit integer (a number's too, beyond 32 bits). */
 function bigint(v: bigint): void {
-  // Beyond 64 bits msgpack has no integer; the generic encoder decides (it refuses too).
+  // Beyond 64 bits msgpack has no integer; the generic encoder decides (a float for a number).
   if (v > 0xffffffffffffffffn || v < -0x8000000000000000n) throw UNUSUAL;
   room(9);
   if (v >= 0n) {
