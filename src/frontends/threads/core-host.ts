@@ -30,6 +30,7 @@ import {
   type ThreadMessage,
 } from './wire.js';
 import type { FrontendStatus } from './status.js';
+import { readInferRecords, writeResponseRecord } from './wire-records.js';
 import type { LifecycleMessage } from './thread-data.js';
 
 /** What a frontend thread's lookup returns: the handle's data; its methods call back. */
@@ -128,6 +129,8 @@ export class CoreHost {
         return;
       case 'infer':
         return this.infer(m);
+      case 'bin':
+        return readInferRecords(m.buf, m.start, m.end, this.inferOne);
       case 'cancel':
         this.pending.get(m.no)?.abort();
         return;
@@ -165,6 +168,8 @@ export class CoreHost {
     }
   }
 
+  private readonly inferOne = (m: InferMessage): void => this.infer(m);
+
   private infer(m: InferMessage): void {
     const cancel = new CancelToken();
     const no = m.no;
@@ -199,14 +204,17 @@ export class CoreHost {
       // arena holds back a model that answers faster than the thread takes its answers
       // (wire.ts, `hold` and `lent`).
       const lend = r.release !== undefined ? shareableOutputs(r.outputs) : undefined;
-      const packed = lend === undefined ? packTensors(r.outputs) : undefined;
       let hold: number | undefined;
       if (r.release !== undefined && (lend !== undefined || !r.final)) {
         hold = this.nextHold++;
         this.held.set(hold, r.release);
-      } else {
-        r.release?.();
       }
+      if (lend === undefined && this.outbox.record(writeResponseRecord, no, r, { beforeModel: inCall, hold })) {
+        if (hold === undefined) r.release?.();
+        return;
+      }
+      const packed = lend === undefined ? packTensors(r.outputs) : undefined;
+      if (hold === undefined) r.release?.();
       const msg: ResponseMessage = {
         t: 'resp',
         no,

@@ -28,9 +28,11 @@ import {
   type InferMessage,
   type MainMessage,
   type PostTarget,
+  type ResponseMessage,
   type ThreadMessage,
   type WireError,
 } from './wire.js';
+import { readResponseRecords, writeInferRecord } from './wire-records.js';
 
 /** How long a synchronous call waits for the main thread before it fails. */
 const CALL_TIMEOUT_S = 30;
@@ -86,23 +88,9 @@ export class RemoteCore implements ServerCore {
     if (m.t === 'batch') {
       for (const one of m.messages) this.onMessage(one);
     } else if (m.t === 'resp') {
-      const sink = this.sinks.get(m.no);
-      if (sink === undefined) return;
-      if (m.final) this.sinks.delete(m.no);
-      // Its copy is here: the stub's blocks behind it may go back (wire.ts, `hold`).
-      if (m.hold !== undefined) this.post({ t: 'release', hold: m.hold });
-      sink({
-        modelName: m.modelName,
-        modelVersion: m.modelVersion,
-        id: m.id,
-        outputs: unpackTensors(m.outputs, m.bytes, m.shared),
-        final: m.final,
-        ...(m.parameters !== undefined ? { parameters: m.parameters } : {}),
-        ...(m.error !== undefined ? { error: carried(m.error) } : {}),
-        ...(m.flagsOnly ? { flagsOnly: true } : {}),
-        ...(m.beforeModel ? { beforeModel: true } : {}),
-        ...(m.lent !== undefined ? { release: this.giveBack(m.lent) } : {}),
-      });
+      this.deliver(m);
+    } else if (m.t === 'bin') {
+      readResponseRecords(m.buf, m.start, m.end, this.deliver);
     } else if (m.t === 'adone') {
       const w = this.waiting.get(m.id);
       if (w === undefined) return;
@@ -111,6 +99,27 @@ export class RemoteCore implements ServerCore {
       else w.resolve(m.value);
     }
   }
+
+  /** One response, to the sink of its request. */
+  private readonly deliver = (m: ResponseMessage): void => {
+    const sink = this.sinks.get(m.no);
+    if (sink === undefined) return;
+    if (m.final) this.sinks.delete(m.no);
+    // Its copy is here: the stub's blocks behind it may go back (wire.ts, `hold`).
+    if (m.hold !== undefined) this.post({ t: 'release', hold: m.hold });
+    sink({
+      modelName: m.modelName,
+      modelVersion: m.modelVersion,
+      id: m.id,
+      outputs: unpackTensors(m.outputs, m.bytes, m.shared),
+      final: m.final,
+      ...(m.parameters !== undefined ? { parameters: m.parameters } : {}),
+      ...(m.error !== undefined ? { error: carried(m.error) } : {}),
+      ...(m.flagsOnly ? { flagsOnly: true } : {}),
+      ...(m.beforeModel ? { beforeModel: true } : {}),
+      ...(m.lent !== undefined ? { release: this.giveBack(m.lent) } : {}),
+    });
+  };
 
   /** A lent response's release(): tells the main thread once, after the frontend's write. */
   private giveBack(hold: number): () => void {
@@ -165,21 +174,24 @@ export class RemoteCore implements ServerCore {
   infer(request: InferRequest, sink: ResponseSink): void {
     const no = this.nextNo++;
     this.sinks.set(no, sink);
-    const { wire, bytes } = packTensors(request.inputs);
-    const msg: InferMessage = {
-      t: 'infer',
-      no,
-      modelName: request.modelName,
-      modelVersion: request.modelVersion,
-      id: request.id,
-      parameters: request.parameters,
-      inputs: wire,
-      bytes,
-      ...(request.outputs !== undefined ? { outputs: request.outputs } : {}),
-      ...(request.trace !== undefined ? { trace: (request.trace as unknown as RemoteTrace).id } : {}),
-      ...(request.traceNo !== undefined ? { traceNo: request.traceNo } : {}),
-    };
-    this.outbox.post(msg, bytes);
+    const trace = request.trace !== undefined ? (request.trace as unknown as RemoteTrace).id : undefined;
+    if (!this.outbox.record(writeInferRecord, no, request, trace)) {
+      const { wire, bytes } = packTensors(request.inputs);
+      const msg: InferMessage = {
+        t: 'infer',
+        no,
+        modelName: request.modelName,
+        modelVersion: request.modelVersion,
+        id: request.id,
+        parameters: request.parameters,
+        inputs: wire,
+        bytes,
+        ...(request.outputs !== undefined ? { outputs: request.outputs } : {}),
+        ...(trace !== undefined ? { trace } : {}),
+        ...(request.traceNo !== undefined ? { traceNo: request.traceNo } : {}),
+      };
+      this.outbox.post(msg, bytes);
+    }
     const signal = request.signal;
     if (signal !== undefined) {
       const cancel = (): void => {

@@ -1,0 +1,397 @@
+/**
+ * @module frontends/threads/wire-records
+ * The binary form of the two messages every request sends between a frontend thread and the
+ * main thread: the request (`infer`) and its response (`resp`). A structured clone of those
+ * objects costs the receiving loop a property-by-property rebuild (V8's ValueDeserializer was
+ * 14 % of the main thread's samples with 2 HTTP threads, its serializer 7 % more); here the
+ * small ones of one event-loop turn are written one after the other, their tensor bytes inline,
+ * into one buffer that is transferred, and read back with a few DataView loads per field.
+ *
+ * Only the common shape is written: tensors held in memory (no client shared-memory region), at
+ * most SMALL_RECORD_BYTES of them, integral dimensions, no error. Anything else returns false
+ * with nothing written, and the caller posts the object as before; ordering is the Outbox's.
+ *
+ * Layout (little endian), one record after the other:
+ *
+ *   infer: u8 1 | u32 no | u8 flags (1 outputs, 2 trace, 4 traceNo) | str model | str version
+ *          | str id | params | [u32 trace] | [u32 traceNo] | [u16 n, n × (str name, params)]
+ *          | tensors
+ *   resp:  u8 2 | u32 no | u8 flags (1 final, 2 flagsOnly, 4 beforeModel, 8 hold, 16 params)
+ *          | str model | str version | str id | [u32 hold] | [params] | tensors
+ *   str:     u32 byte length, UTF-8 bytes
+ *   params:  u16 n, n × (str key, u8 tag, value): 0 false, 1 true, 2 f64, 3 str, 4 i64, 5 u64
+ *   tensors: u16 n, n × (str name, str datatype, u8 ndim, ndim × u32, u32 length, pad to 8,
+ *            bytes); the padding keeps each tensor 8-aligned for typed-array views
+ */
+import type { Datatype } from '../../core/datatype.js';
+import type { InferRequest, InferResponse, Parameters, RequestedOutput } from '../../core/inference.js';
+import type { Tensor } from '../../core/tensor.js';
+import type { InferMessage, ResponseMessage, WireTensor } from './wire.js';
+
+/** Requests and responses whose tensors together reach this many bytes go as objects (their own buffer, no growth of the turn's). */
+export const SMALL_RECORD_BYTES = 64 * 1024;
+
+const INFER = 1;
+const RESP = 2;
+
+/** The records of one turn: a growing buffer, transferred whole when the turn's messages are posted. */
+export class RecordWriter {
+  private buf: Buffer | undefined;
+  private view!: DataView;
+  pos = 0;
+  /** The last transferred buffer's size: the next starts there, so a busy loop does not regrow every turn. */
+  private hint = 2048;
+
+  /** Bytes written since the last take(). */
+  get length(): number {
+    return this.buf === undefined ? 0 : this.pos;
+  }
+
+  /** The buffer written so far, to transfer; the next write starts a new one. */
+  take(): ArrayBuffer {
+    const buf = this.buf!;
+    this.hint = Math.min(Math.max(2048, buf.length), 1 << 20);
+    this.buf = undefined;
+    this.pos = 0;
+    return buf.buffer as ArrayBuffer;
+  }
+
+  /** Room for n more bytes. */
+  ensure(n: number): void {
+    const need = this.pos + n;
+    const buf = this.buf;
+    if (buf !== undefined && need <= buf.length) return;
+    let size = buf === undefined ? this.hint : buf.length * 2;
+    while (size < need) size *= 2;
+    // allocUnsafeSlow: an ArrayBuffer of its own (a pooled one could not be transferred), not zeroed.
+    const next = Buffer.allocUnsafeSlow(size);
+    if (buf !== undefined) buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+    this.view = new DataView(next.buffer, next.byteOffset, next.length);
+  }
+
+  u8(v: number): void {
+    this.ensure(1);
+    this.buf![this.pos++] = v;
+  }
+
+  u16(v: number): void {
+    this.ensure(2);
+    this.view.setUint16(this.pos, v, true);
+    this.pos += 2;
+  }
+
+  u32(v: number): void {
+    this.ensure(4);
+    this.view.setUint32(this.pos, v, true);
+    this.pos += 4;
+  }
+
+  f64(v: number): void {
+    this.ensure(8);
+    this.view.setFloat64(this.pos, v, true);
+    this.pos += 8;
+  }
+
+  i64(v: bigint, unsigned: boolean): void {
+    this.ensure(8);
+    if (unsigned) this.view.setBigUint64(this.pos, v, true);
+    else this.view.setBigInt64(this.pos, v, true);
+    this.pos += 8;
+  }
+
+  str(s: string): void {
+    const n = s.length;
+    this.ensure(4 + n);
+    const buf = this.buf!;
+    let p = this.pos + 4;
+    // Names, datatypes and ids are nearly always ASCII: written by hand, without Buffer.write's call.
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) {
+        this.ensure(4 + n * 3);
+        const written = this.buf!.write(s, this.pos + 4, 'utf8');
+        this.view.setUint32(this.pos, written, true);
+        this.pos += 4 + written;
+        return;
+      }
+      buf[p++] = c;
+    }
+    this.view.setUint32(this.pos, n, true);
+    this.pos = p;
+  }
+
+  bytes(data: Buffer): void {
+    this.ensure(data.length + 7);
+    this.pos = (this.pos + 7) & ~7;
+    data.copy(this.buf!, this.pos);
+    this.pos += data.length;
+  }
+}
+
+/** Reads the records of one transferred buffer. */
+class RecordReader {
+  private readonly view: DataView;
+  private readonly buf: Buffer;
+  pos: number;
+
+  constructor(
+    readonly array: ArrayBuffer,
+    start: number,
+    readonly end: number,
+  ) {
+    this.buf = Buffer.from(array);
+    this.view = new DataView(array);
+    this.pos = start;
+  }
+
+  u8(): number {
+    return this.buf[this.pos++]!;
+  }
+
+  u16(): number {
+    const v = this.view.getUint16(this.pos, true);
+    this.pos += 2;
+    return v;
+  }
+
+  u32(): number {
+    const v = this.view.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+
+  str(): string {
+    const n = this.u32();
+    const start = this.pos;
+    const end = start + n;
+    this.pos = end;
+    if (n > 32) return this.buf.toString('utf8', start, end);
+    // Short ASCII strings built here: Buffer#toString's own call costs more than they do.
+    const buf = this.buf;
+    let s = '';
+    for (let i = start; i < end; i++) {
+      const c = buf[i]!;
+      if (c >= 0x80) return buf.toString('utf8', start, end);
+      s += String.fromCharCode(c);
+    }
+    return s;
+  }
+
+  params(): Parameters {
+    const n = this.u16();
+    const out: Parameters = {};
+    for (let i = 0; i < n; i++) {
+      const key = this.str();
+      const tag = this.u8();
+      switch (tag) {
+        case 0:
+          out[key] = false;
+          break;
+        case 1:
+          out[key] = true;
+          break;
+        case 2:
+          out[key] = this.view.getFloat64(this.pos, true);
+          this.pos += 8;
+          break;
+        case 3:
+          out[key] = this.str();
+          break;
+        default:
+          out[key] = tag === 4 ? this.view.getBigInt64(this.pos, true) : this.view.getBigUint64(this.pos, true);
+          this.pos += 8;
+      }
+    }
+    return out;
+  }
+
+  tensors(): WireTensor[] {
+    const n = this.u16();
+    const out: WireTensor[] = [];
+    for (let i = 0; i < n; i++) {
+      const name = this.str();
+      const datatype = this.str() as Datatype;
+      const ndim = this.u8();
+      const shape: number[] = [];
+      for (let d = 0; d < ndim; d++) shape.push(this.u32());
+      const length = this.u32();
+      const offset = (this.pos + 7) & ~7;
+      this.pos = offset + length;
+      out.push({ name, datatype, shape, offset, length });
+    }
+    return out;
+  }
+}
+
+/** Whether the tensors can go in a record: in memory, small together, integral dimensions. */
+function recordable(tensors: readonly Tensor[]): boolean {
+  let total = 0;
+  for (let i = 0; i < tensors.length; i++) {
+    const t = tensors[i]!;
+    if (t.shm !== undefined || t.shape.length > 255) return false;
+    for (let d = 0; d < t.shape.length; d++) {
+      const v = t.shape[d]!;
+      if (!(v >= 0 && v <= 0xffffffff && Number.isInteger(v))) return false;
+    }
+    total += t.data.length;
+  }
+  return total < SMALL_RECORD_BYTES && tensors.length <= 0xffff;
+}
+
+function writeTensors(w: RecordWriter, tensors: readonly Tensor[]): void {
+  w.u16(tensors.length);
+  for (let i = 0; i < tensors.length; i++) {
+    const t = tensors[i]!;
+    w.str(t.name);
+    w.str(t.datatype);
+    w.u8(t.shape.length);
+    for (let d = 0; d < t.shape.length; d++) w.u32(t.shape[d]!);
+    w.u32(t.data.length);
+    w.bytes(t.data);
+  }
+}
+
+const INT64_MIN = -(2n ** 63n);
+const UINT64_MIN = 2n ** 63n;
+const UINT64_MAX = 2n ** 64n - 1n;
+
+/** False (having written part of them: the caller rewinds) when a value has no tag. */
+function writeParams(w: RecordWriter, p: Parameters): boolean {
+  const keys = Object.keys(p);
+  if (keys.length > 0xffff) return false;
+  w.u16(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const v = p[key];
+    w.str(key);
+    switch (typeof v) {
+      case 'boolean':
+        w.u8(v ? 1 : 0);
+        break;
+      case 'number':
+        w.u8(2);
+        w.f64(v);
+        break;
+      case 'string':
+        w.u8(3);
+        w.str(v);
+        break;
+      case 'bigint':
+        if (v < INT64_MIN || v > UINT64_MAX) return false;
+        // Past int64's range only as uint64 (5), which protobuf's uint64 parameters can reach.
+        w.u8(v < UINT64_MIN ? 4 : 5);
+        w.i64(v, v >= UINT64_MIN);
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+function writeOutputs(w: RecordWriter, outputs: readonly RequestedOutput[]): boolean {
+  if (outputs.length > 0xffff) return false;
+  w.u16(outputs.length);
+  for (let i = 0; i < outputs.length; i++) {
+    const o = outputs[i]!;
+    w.str(o.name);
+    if (!writeParams(w, o.parameters)) return false;
+  }
+  return true;
+}
+
+/** A frontend thread's request as a record; false, with nothing written, when it must go as an object. */
+export function writeInferRecord(w: RecordWriter, no: number, r: InferRequest, trace: number | undefined): boolean {
+  if (!recordable(r.inputs)) return false;
+  const start = w.pos;
+  w.u8(INFER);
+  w.u32(no);
+  w.u8((r.outputs !== undefined ? 1 : 0) | (trace !== undefined ? 2 : 0) | (r.traceNo !== undefined ? 4 : 0));
+  w.str(r.modelName);
+  w.str(r.modelVersion);
+  w.str(r.id);
+  let ok = writeParams(w, r.parameters);
+  if (ok && trace !== undefined) w.u32(trace);
+  if (ok && r.traceNo !== undefined) w.u32(r.traceNo);
+  if (ok && r.outputs !== undefined) ok = writeOutputs(w, r.outputs);
+  if (!ok) {
+    w.pos = start;
+    return false;
+  }
+  writeTensors(w, r.inputs);
+  return true;
+}
+
+/** What the main thread adds to a response it sends back (core-host.ts). */
+export interface ResponseExtras {
+  beforeModel: boolean;
+  hold: number | undefined;
+}
+
+/** A response to a frontend thread as a record; false, with nothing written, when it must go as an object. */
+export function writeResponseRecord(w: RecordWriter, no: number, r: InferResponse, x: ResponseExtras): boolean {
+  if (r.error !== undefined || !recordable(r.outputs)) return false;
+  const start = w.pos;
+  w.u8(RESP);
+  w.u32(no);
+  w.u8((r.final ? 1 : 0) | (r.flagsOnly ? 2 : 0) | (x.beforeModel ? 4 : 0) | (x.hold !== undefined ? 8 : 0) | (r.parameters !== undefined ? 16 : 0));
+  w.str(r.modelName);
+  w.str(r.modelVersion);
+  w.str(r.id);
+  if (x.hold !== undefined) w.u32(x.hold);
+  if (r.parameters !== undefined && !writeParams(w, r.parameters)) {
+    w.pos = start;
+    return false;
+  }
+  writeTensors(w, r.outputs);
+  return true;
+}
+
+/** The requests in `array`'s bytes [start, end), as the messages they stand for. */
+export function readInferRecords(array: ArrayBuffer, start: number, end: number, each: (m: InferMessage) => void): void {
+  const r = new RecordReader(array, start, end);
+  while (r.pos < end) {
+    if (r.u8() !== INFER) throw new Error('frontend thread record: not a request');
+    const no = r.u32();
+    const flags = r.u8();
+    const modelName = r.str();
+    const modelVersion = r.str();
+    const id = r.str();
+    const parameters = r.params();
+    const trace = flags & 2 ? r.u32() : undefined;
+    const traceNo = flags & 4 ? r.u32() : undefined;
+    let outputs: RequestedOutput[] | undefined;
+    if (flags & 1) {
+      outputs = [];
+      const n = r.u16();
+      for (let i = 0; i < n; i++) outputs.push({ name: r.str(), parameters: r.params() });
+    }
+    const m: InferMessage = { t: 'infer', no, modelName, modelVersion, id, parameters, inputs: r.tensors(), bytes: array };
+    if (outputs !== undefined) m.outputs = outputs;
+    if (trace !== undefined) m.trace = trace;
+    if (traceNo !== undefined) m.traceNo = traceNo;
+    each(m);
+  }
+}
+
+/** The responses in `array`'s bytes [start, end), as the messages they stand for. */
+export function readResponseRecords(array: ArrayBuffer, start: number, end: number, each: (m: ResponseMessage) => void): void {
+  const r = new RecordReader(array, start, end);
+  while (r.pos < end) {
+    if (r.u8() !== RESP) throw new Error('frontend thread record: not a response');
+    const no = r.u32();
+    const flags = r.u8();
+    const modelName = r.str();
+    const modelVersion = r.str();
+    const id = r.str();
+    const hold = flags & 8 ? r.u32() : undefined;
+    const parameters = flags & 16 ? r.params() : undefined;
+    const m: ResponseMessage = { t: 'resp', no, modelName, modelVersion, id, outputs: r.tensors(), bytes: array, final: (flags & 1) !== 0 };
+    if (parameters !== undefined) m.parameters = parameters;
+    if (flags & 2) m.flagsOnly = true;
+    if (flags & 4) m.beforeModel = true;
+    if (hold !== undefined) m.hold = hold;
+    each(m);
+  }
+}

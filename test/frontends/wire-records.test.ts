@@ -1,0 +1,235 @@
+/**
+ * The binary records frontend threads and the main thread exchange for small requests and
+ * responses (src/frontends/threads/wire-records.ts), sent through the Outbox over a real
+ * MessageChannel: what the other side reads back is the request or response that was written,
+ * field for field and byte for byte; what the records cannot carry goes as an object, in order.
+ * The servers' own paths are covered end to end by test/e2e/frontend-threads.test.ts and by the
+ * whole e2e suite under TRITIUM_TEST_HTTP_THREADS / TRITIUM_TEST_GRPC_THREADS.
+ */
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { InferRequest, InferResponse } from '../../src/core/inference.js';
+import type { Tensor } from '../../src/core/tensor.js';
+import { Outbox, unpackTensors, type InferMessage, type MainMessage, type ResponseMessage, type ThreadMessage } from '../../src/frontends/threads/wire.js';
+import {
+  RecordWriter,
+  readInferRecords,
+  readResponseRecords,
+  SMALL_RECORD_BYTES,
+  writeInferRecord,
+  writeResponseRecord,
+} from '../../src/frontends/threads/wire-records.js';
+
+const ports: MessagePort[] = [];
+afterEach(() => {
+  for (const p of ports.splice(0)) p.close();
+});
+
+/** An Outbox on one end of a channel, and the next message the other end receives. */
+function channel<M>(): { outbox: Outbox<M>; next: () => Promise<unknown> } {
+  const { port1, port2 } = new MessageChannel();
+  ports.push(port1, port2);
+  return { outbox: new Outbox<M>(port1), next: () => new Promise((resolve) => port2.once('message', resolve)) };
+}
+
+function tensor(name: string, datatype: Tensor['datatype'], shape: number[], bytes: number[] | Buffer): Tensor {
+  return { name, datatype, shape, data: Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes) };
+}
+
+/** The messages in what arrived, records read back into the message objects they stand for. */
+function flatten(m: unknown): Array<InferMessage | ResponseMessage | ThreadMessage | MainMessage> {
+  const out: Array<InferMessage | ResponseMessage | ThreadMessage | MainMessage> = [];
+  const visit = (x: ThreadMessage | MainMessage): void => {
+    if (x.t === 'batch') for (const one of x.messages) visit(one);
+    else if (x.t === 'bin') {
+      const kind = new Uint8Array(x.buf)[x.start];
+      if (kind === 1) readInferRecords(x.buf, x.start, x.end, (r) => out.push(r));
+      else readResponseRecords(x.buf, x.start, x.end, (r) => out.push(r));
+    } else out.push(x);
+  };
+  visit(m as ThreadMessage);
+  return out;
+}
+
+function request(over: Partial<InferRequest> = {}): InferRequest {
+  return {
+    modelName: 'add_sub',
+    modelVersion: '',
+    id: 'req-1',
+    parameters: {},
+    inputs: [tensor('INPUT0', 'FP32', [1, 4], Buffer.from(new Float32Array([1, 2, 3, 4]).buffer)), tensor('INPUT1', 'FP32', [1, 4], [9, 8, 7, 6])],
+    ...over,
+  };
+}
+
+/** The request as a frontend would read it back on the main thread (core-host.ts). */
+function asRead(m: InferMessage): Omit<Partial<InferRequest>, 'trace'> & { trace?: number } {
+  return {
+    modelName: m.modelName,
+    modelVersion: m.modelVersion,
+    id: m.id,
+    parameters: m.parameters,
+    inputs: unpackTensors(m.inputs, m.bytes),
+    ...(m.outputs !== undefined ? { outputs: m.outputs } : {}),
+    ...(m.trace !== undefined ? { trace: m.trace } : {}),
+    ...(m.traceNo !== undefined ? { traceNo: m.traceNo } : {}),
+  };
+}
+
+describe('request records', () => {
+  const cases: Array<[string, InferRequest, number | undefined]> = [
+    ['the common shape', request(), undefined],
+    [
+      'every parameter type, at the edges of each',
+      request({
+        parameters: {
+          binary_data_output: true,
+          off: false,
+          priority: 3,
+          timeout: 1.5,
+          neg: -0,
+          nan: Number.NaN,
+          big: Number.MAX_SAFE_INTEGER,
+          s: 'ünïcödé ✓',
+          empty: '',
+          i64min: -(2n ** 63n),
+          i64: 1234567890123n,
+          u64: 2n ** 64n - 1n,
+          u64low: 2n ** 63n,
+        },
+      }),
+      undefined,
+    ],
+    [
+      'requested outputs with their parameters, a trace, UTF-8 names and a long id',
+      request({
+        id: `${'x'.repeat(40)}-é`,
+        modelName: 'módel',
+        modelVersion: '3',
+        traceNo: 77,
+        outputs: [
+          { name: 'OUTPUT0', parameters: { binary_data: true } },
+          { name: 'ÖUT1', parameters: {} },
+        ],
+        inputs: [tensor('ÏN', 'BYTES', [2], [3, 0, 0, 0, 97, 98, 99, 0, 0, 0, 0]), tensor('EMPTY', 'FP32', [0, 4], [])],
+      }),
+      12,
+    ],
+    ['no inputs, no dimensions', request({ inputs: [tensor('S', 'INT64', [], [1, 0, 0, 0, 0, 0, 0, 0])] }), undefined],
+  ];
+
+  for (const [name, r, trace] of cases) {
+    it(`reads back ${name}`, async () => {
+      const { outbox, next } = channel<ThreadMessage>();
+      expect(outbox.record(writeInferRecord, 5, r, trace)).toBe(true);
+      const got = flatten(await next());
+      expect(got).toHaveLength(1);
+      const m = got[0] as InferMessage;
+      expect(m.t).toBe('infer');
+      expect(m.no).toBe(5);
+      const { signal: _s, ...want } = r;
+      expect(asRead(m)).toEqual({ ...want, ...(trace !== undefined ? { trace } : {}) });
+      // Every tensor starts 8-aligned in the transferred buffer (typed-array views of it work).
+      for (const t of m.inputs) expect(t.offset % 8).toBe(0);
+    });
+  }
+
+  it('writes nothing and declines what records do not carry', () => {
+    const w = new RecordWriter();
+    const declined: InferRequest[] = [
+      request({ inputs: [{ ...tensor('A', 'FP32', [1], [0, 0, 0, 0]), shm: { region: 'r', offset: 0, byteSize: 4 } }] }),
+      request({ inputs: [tensor('A', 'UINT8', [SMALL_RECORD_BYTES], Buffer.alloc(SMALL_RECORD_BYTES))] }),
+      request({ inputs: [tensor('A', 'FP32', [1.5], [0, 0, 0, 0])] }),
+      request({ inputs: [tensor('A', 'FP32', [-1], [0, 0, 0, 0])] }),
+      request({ parameters: { huge: 2n ** 64n } }),
+      request({ parameters: { tiny: -(2n ** 63n) - 1n } }),
+      request({ outputs: [{ name: 'O', parameters: { huge: 2n ** 70n } }] }),
+      request({ parameters: { odd: { nested: 1 } as unknown as string } }),
+    ];
+    for (const r of declined) {
+      expect(writeInferRecord(w, 1, r, undefined)).toBe(false);
+      expect(w.length).toBe(0);
+    }
+    // A record written after a declined one starts where it would have.
+    expect(writeInferRecord(w, 2, request(), undefined)).toBe(true);
+    const first = w.length;
+    expect(writeInferRecord(w, 3, request({ parameters: { huge: 2n ** 64n } }), undefined)).toBe(false);
+    expect(w.length).toBe(first);
+  });
+
+  it('keeps the order of records and objects posted in one turn, in one transferred buffer', async () => {
+    const { outbox, next } = channel<ThreadMessage>();
+    outbox.record(writeInferRecord, 1, request({ id: 'a' }), undefined);
+    outbox.record(writeInferRecord, 2, request({ id: 'b' }), undefined);
+    outbox.post({ t: 'cancel', no: 1 });
+    outbox.record(writeInferRecord, 3, request({ id: 'c' }), undefined);
+    const raw = (await next()) as { t: 'batch'; messages: ThreadMessage[] };
+    expect(raw.t).toBe('batch');
+    expect(raw.messages.map((m) => m.t)).toEqual(['bin', 'cancel', 'bin']);
+    const [b0, , b1] = raw.messages as [{ buf: ArrayBuffer }, unknown, { buf: ArrayBuffer }];
+    expect(b0.buf).toBe(b1.buf);
+    expect(flatten(raw).map((m) => (m.t === 'infer' ? `${m.no}:${m.id}` : m.t))).toEqual(['1:a', '2:b', 'cancel', '3:c']);
+  });
+
+  it('grows the turn buffer past its first size without losing what was written', async () => {
+    const { outbox, next } = channel<ThreadMessage>();
+    const n = 200;
+    for (let i = 0; i < n; i++) {
+      const data = Buffer.alloc(97 + i, i & 0xff);
+      outbox.record(writeInferRecord, i, request({ id: `r${i}`, inputs: [tensor('IN', 'UINT8', [data.length], data)] }), undefined);
+    }
+    const got = flatten(await next()) as InferMessage[];
+    expect(got).toHaveLength(n);
+    got.forEach((m, i) => {
+      expect(m.id).toBe(`r${i}`);
+      const [t] = unpackTensors(m.inputs, m.bytes);
+      expect(t!.data.equals(Buffer.alloc(97 + i, i & 0xff))).toBe(true);
+    });
+    // The next turn starts a buffer of its own (the last one went to the other thread).
+    outbox.record(writeInferRecord, 1, request(), undefined);
+    const again = flatten(await next()) as InferMessage[];
+    expect(again.map((m) => m.no)).toEqual([1]);
+  });
+});
+
+describe('response records', () => {
+  function response(over: Partial<InferResponse> = {}): InferResponse {
+    return {
+      modelName: 'add_sub',
+      modelVersion: '1',
+      id: 'req-1',
+      outputs: [tensor('OUTPUT0', 'FP32', [1, 4], Buffer.from(new Float32Array([5, 6, 7, 8]).buffer))],
+      final: true,
+      ...over,
+    };
+  }
+
+  const cases: Array<[string, InferResponse, { beforeModel: boolean; hold: number | undefined }]> = [
+    ['a final response', response(), { beforeModel: false, hold: undefined }],
+    ['a held, non-final one with parameters', response({ final: false, parameters: { n: 2, s: 'x', b: true, i: -5n } }), { beforeModel: false, hold: 9 }],
+    ['a final flag alone', response({ outputs: [], flagsOnly: true }), { beforeModel: false, hold: undefined }],
+    ['one answered before the model', response({ outputs: [] }), { beforeModel: true, hold: undefined }],
+  ];
+
+  for (const [name, r, x] of cases) {
+    it(`reads back ${name}`, async () => {
+      const { outbox, next } = channel<MainMessage>();
+      expect(outbox.record(writeResponseRecord, 4, r, x)).toBe(true);
+      const [m] = flatten(await next()) as ResponseMessage[];
+      expect(m).toMatchObject({ t: 'resp', no: 4, modelName: r.modelName, modelVersion: r.modelVersion, id: r.id, final: r.final });
+      expect(m!.parameters).toEqual(r.parameters);
+      expect(m!.flagsOnly).toBe(r.flagsOnly);
+      expect(m!.beforeModel).toBe(x.beforeModel ? true : undefined);
+      expect(m!.hold).toBe(x.hold);
+      expect(unpackTensors(m!.outputs, m!.bytes)).toEqual(r.outputs);
+    });
+  }
+
+  it('declines an error response and large outputs', () => {
+    const w = new RecordWriter();
+    const x = { beforeModel: false, hold: undefined };
+    expect(writeResponseRecord(w, 1, response({ outputs: [], error: new Error('x') as never }), x)).toBe(false);
+    expect(writeResponseRecord(w, 1, response({ outputs: [tensor('O', 'UINT8', [SMALL_RECORD_BYTES], Buffer.alloc(SMALL_RECORD_BYTES))] }), x)).toBe(false);
+    expect(w.length).toBe(0);
+  });
+});
