@@ -171,6 +171,21 @@ describe('request records', () => {
     expect(flatten(raw).map((m) => (m.t === 'infer' ? `${m.no}:${m.id}` : m.t))).toEqual(['1:a', '2:b', 'cancel', '3:c']);
   });
 
+  it('reads each name as written when names repeat or change at the same place', async () => {
+    // The reader reuses the string last read at a place when the bytes match; 'Ã©' and 'é' are
+    // two characters and two UTF-8 bytes with the same values (C3 A9), and must not be confused.
+    const names = ['add_sub', 'add_sub', 'add_suc', 'Ã©', 'é', 'é', 'Ã©', 'add_sub'];
+    const { outbox, next } = channel<ThreadMessage>();
+    names.forEach((name, i) => {
+      const r = request({ modelName: name, inputs: [tensor(name, 'FP32', [1], [0, 0, 0, 0])], parameters: { [name]: i } });
+      outbox.record(writeInferRecord, i, r, undefined);
+    });
+    const got = flatten(await next()) as InferMessage[];
+    expect(got.map((m) => m.modelName)).toEqual(names);
+    expect(got.map((m) => m.inputs[0]!.name)).toEqual(names);
+    expect(got.map((m) => Object.keys(m.parameters)[0])).toEqual(names);
+  });
+
   it('grows the turn buffer past its first size without losing what was written', async () => {
     const { outbox, next } = channel<ThreadMessage>();
     const n = 200;

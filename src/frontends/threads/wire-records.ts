@@ -129,6 +129,20 @@ export class RecordWriter {
   }
 }
 
+/**
+ * Places of `RecordReader.name`'s strings: model name and version, 8 parameter keys, 8 tensors'
+ * names and datatypes, 8 requested outputs, and 8 keys of their parameters (shared by the outputs).
+ */
+const PLACE_MODEL = 0;
+const PLACE_VERSION = 1;
+const PLACE_KEY = 2;
+const PLACE_TENSOR = 10;
+const PLACE_OUTPUT = 26;
+const PLACE_OUTPUT_KEY = 34;
+const RECENT_PLACES = 42;
+/** The string last read at each place, in this thread (a module's state is its thread's). */
+const recent: string[] = new Array<string>(RECENT_PLACES).fill('');
+
 /** Reads the records of one transferred buffer. */
 class RecordReader {
   private readonly view: DataView;
@@ -178,11 +192,41 @@ class RecordReader {
     return s;
   }
 
-  params(): Parameters {
+  /**
+   * A string that is usually the one read at the same place of the last record (a model's name,
+   * a tensor's name or datatype, a parameter's key): that one when the bytes match, so no new
+   * string is built, and the one the core's maps look up is already hashed.
+   */
+  name(place: number): string {
+    if (place >= RECENT_PLACES) return this.str();
+    const last = recent[place]!;
+    const n = this.view.getUint32(this.pos, true);
+    const start = this.pos + 4;
+    if (n === last.length) {
+      const buf = this.buf;
+      let same = true;
+      for (let i = 0; i < n; i++) {
+        if (buf[start + i] !== last.charCodeAt(i)) {
+          same = false;
+          break;
+        }
+      }
+      if (same) {
+        this.pos = start + n;
+        return last;
+      }
+    }
+    const s = this.str();
+    // Kept only when ASCII (as long as its bytes): then equal bytes mean an equal string.
+    if (s.length === n) recent[place] = s;
+    return s;
+  }
+
+  params(place: number): Parameters {
     const n = this.u16();
     const out: Parameters = {};
     for (let i = 0; i < n; i++) {
-      const key = this.str();
+      const key = i < 8 ? this.name(place + i) : this.str();
       const tag = this.u8();
       switch (tag) {
         case 0:
@@ -210,8 +254,8 @@ class RecordReader {
     const n = this.u16();
     const out: WireTensor[] = [];
     for (let i = 0; i < n; i++) {
-      const name = this.str();
-      const datatype = this.str() as Datatype;
+      const name = i < 8 ? this.name(PLACE_TENSOR + 2 * i) : this.str();
+      const datatype = (i < 8 ? this.name(PLACE_TENSOR + 2 * i + 1) : this.str()) as Datatype;
       const ndim = this.u8();
       const shape: number[] = [];
       for (let d = 0; d < ndim; d++) shape.push(this.u32());
@@ -355,17 +399,17 @@ export function readInferRecords(array: ArrayBuffer, start: number, end: number,
     if (r.u8() !== INFER) throw new Error('frontend thread record: not a request');
     const no = r.u32();
     const flags = r.u8();
-    const modelName = r.str();
-    const modelVersion = r.str();
+    const modelName = r.name(PLACE_MODEL);
+    const modelVersion = r.name(PLACE_VERSION);
     const id = r.str();
-    const parameters = r.params();
+    const parameters = r.params(PLACE_KEY);
     const trace = flags & 2 ? r.u32() : undefined;
     const traceNo = flags & 4 ? r.u32() : undefined;
     let outputs: RequestedOutput[] | undefined;
     if (flags & 1) {
       outputs = [];
       const n = r.u16();
-      for (let i = 0; i < n; i++) outputs.push({ name: r.str(), parameters: r.params() });
+      for (let i = 0; i < n; i++) outputs.push({ name: i < 8 ? r.name(PLACE_OUTPUT + i) : r.str(), parameters: r.params(PLACE_OUTPUT_KEY) });
     }
     const m: InferMessage = { t: 'infer', no, modelName, modelVersion, id, parameters, inputs: r.tensors(), bytes: array };
     if (outputs !== undefined) m.outputs = outputs;
@@ -382,11 +426,11 @@ export function readResponseRecords(array: ArrayBuffer, start: number, end: numb
     if (r.u8() !== RESP) throw new Error('frontend thread record: not a response');
     const no = r.u32();
     const flags = r.u8();
-    const modelName = r.str();
-    const modelVersion = r.str();
+    const modelName = r.name(PLACE_MODEL);
+    const modelVersion = r.name(PLACE_VERSION);
     const id = r.str();
     const hold = flags & 8 ? r.u32() : undefined;
-    const parameters = flags & 16 ? r.params() : undefined;
+    const parameters = flags & 16 ? r.params(PLACE_KEY) : undefined;
     const m: ResponseMessage = { t: 'resp', no, modelName, modelVersion, id, outputs: r.tensors(), bytes: array, final: (flags & 1) !== 0 };
     if (parameters !== undefined) m.parameters = parameters;
     if (flags & 2) m.flagsOnly = true;
