@@ -39,7 +39,10 @@ export class RecordWriter {
   private buf: Buffer | undefined;
   private view!: DataView;
   pos = 0;
-  /** The last transferred buffer's size: the next starts there, so a busy loop does not regrow every turn. */
+  /**
+   * What the last turn wrote, rounded up to a power of two: the next buffer starts at that size,
+   * so a busy loop does not regrow every turn, and a quiet one goes back to small buffers.
+   */
   private hint = 2048;
 
   /** Bytes written since the last take(). */
@@ -50,7 +53,9 @@ export class RecordWriter {
   /** The buffer written so far, to transfer; the next write starts a new one. */
   take(): ArrayBuffer {
     const buf = this.buf!;
-    this.hint = Math.min(Math.max(2048, buf.length), 1 << 20);
+    let hint = 2048;
+    while (hint < this.pos && hint < 1 << 20) hint *= 2;
+    this.hint = hint;
     this.buf = undefined;
     this.pos = 0;
     return buf.buffer as ArrayBuffer;
