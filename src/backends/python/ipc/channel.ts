@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import { segmentBacking, type SegmentBacking } from './backing.js';
 import { decode, encode } from './codec.js';
+import { decodeExecDone } from './exec-done-decoder.js';
 import { encodeExec } from './exec-encoder.js';
 import type { ExecMsg, NodeToStub, StubToNode } from './messages.js';
 import { type Arena, loadNative, type NativeAddon, type RingLink, type WakeListener } from './native.js';
@@ -109,7 +110,8 @@ const RELEASE_BATCH_MAX = 256;
  * or a corrupt ring, surfaced like a codec failure.
  */
 function asStubMessage(bytes: Uint8Array, end: number): Message {
-  const m = decode(bytes, end);
+  // Every batch answers with an exec_done: read by hand (exec-done-decoder.ts), the rest by msgpackr.
+  const m = decodeExecDone(bytes, end) ?? decode(bytes, end);
   if (typeof m !== 'object' || m === null || typeof (m as { t?: unknown }).t !== 'string') {
     throw new Error(`ring B carried a record that is not a message: ${JSON.stringify(m)?.slice(0, 200)}`);
   }

@@ -1,0 +1,228 @@
+/**
+ * @module backends/python/ipc/exec-done-decoder
+ * The `exec_done` message (docs/ipc.md, "Messages") read from msgpack by hand: every batch
+ * answers with one, and msgpackr's generic reader (`read`, `readKey`, megamorphic keyed stores
+ * into each new map) was about 4 % of the main loop's samples under load. The reader knows the
+ * message's fields (messages.json) and reads the usual shape only; a record of any other shape
+ * (another message, a field it does not know, a number past 2^53) returns undefined and goes
+ * through `codec.ts`'s decoder as before, so what a message decodes to never depends on which
+ * reader read it (test/ipc-exec-done-decoder.test.ts checks both on the stub's own bytes).
+ */
+import type { ExecDoneMsg, RespWire, TensorDescriptor } from './messages.js';
+
+/** Thrown inside the reader where the bytes leave the usual shape; never leaves this module. */
+const UNUSUAL = new Error('exec_done of an unusual shape');
+
+let b: Uint8Array = new Uint8Array(0);
+let pos = 0;
+let end = 0;
+
+/** The strings last read at a few places (tensor names, datatypes, segment names), reused when the bytes match. */
+const recent: string[] = ['', '', '', '', '', '', '', ''];
+
+function byte(): number {
+  if (pos >= end) throw UNUSUAL;
+  return b[pos++]!;
+}
+
+function be(n: number): number {
+  if (pos + n > end) throw UNUSUAL;
+  let v = 0;
+  for (let i = 0; i < n; i++) v = v * 256 + b[pos++]!;
+  return v;
+}
+
+/** An integer of at most 53 bits (msgpack's int and uint forms). */
+function int(): number {
+  const c = byte();
+  if (c < 0x80) return c;
+  if (c >= 0xe0) return c - 0x100;
+  switch (c) {
+    case 0xcc:
+      return be(1);
+    case 0xcd:
+      return be(2);
+    case 0xce:
+      return be(4);
+    case 0xcf: {
+      const v = be(8);
+      if (v > Number.MAX_SAFE_INTEGER) throw UNUSUAL;
+      return v;
+    }
+    case 0xd0: {
+      const v = be(1);
+      return v >= 0x80 ? v - 0x100 : v;
+    }
+    case 0xd1: {
+      const v = be(2);
+      return v >= 0x8000 ? v - 0x10000 : v;
+    }
+    case 0xd2: {
+      const v = be(4);
+      return v >= 0x80000000 ? v - 0x100000000 : v;
+    }
+    default:
+      // int64 (0xd3), floats and everything else: the generic reader's.
+      throw UNUSUAL;
+  }
+}
+
+function strLength(c: number): number {
+  if ((c & 0xe0) === 0xa0) return c & 0x1f;
+  if (c === 0xd9) return be(1);
+  if (c === 0xda) return be(2);
+  if (c === 0xdb) return be(4);
+  throw UNUSUAL;
+}
+
+function str(): string {
+  const n = strLength(byte());
+  if (pos + n > end) throw UNUSUAL;
+  const start = pos;
+  pos += n;
+  if (n > 32) return Buffer.from(b.buffer, b.byteOffset + start, n).toString('utf8');
+  let s = '';
+  for (let i = start; i < pos; i++) {
+    const c = b[i]!;
+    if (c >= 0x80) return Buffer.from(b.buffer, b.byteOffset + start, n).toString('utf8');
+    s += String.fromCharCode(c);
+  }
+  return s;
+}
+
+/** A string that is usually the one last read at `place`: that one when the bytes match (ASCII only). */
+function name(place: number): string {
+  const last = recent[place]!;
+  const save = pos;
+  const n = strLength(byte());
+  if (n === last.length && pos + n <= end) {
+    let same = true;
+    for (let i = 0; i < n; i++) {
+      if (b[pos + i] !== last.charCodeAt(i)) {
+        same = false;
+        break;
+      }
+    }
+    if (same) {
+      pos += n;
+      return last;
+    }
+  }
+  pos = save;
+  const s = str();
+  if (s.length === n) recent[place] = s;
+  return s;
+}
+
+function arrayLength(): number {
+  const c = byte();
+  if ((c & 0xf0) === 0x90) return c & 0x0f;
+  if (c === 0xdc) return be(2);
+  if (c === 0xdd) return be(4);
+  throw UNUSUAL;
+}
+
+function mapLength(): number {
+  const c = byte();
+  if ((c & 0xf0) === 0x80) return c & 0x0f;
+  if (c === 0xde) return be(2);
+  if (c === 0xdf) return be(4);
+  throw UNUSUAL;
+}
+
+function nil(): boolean {
+  if (pos < end && b[pos] === 0xc0) {
+    pos++;
+    return true;
+  }
+  return false;
+}
+
+function ints(): number[] {
+  const n = arrayLength();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(int());
+  return out;
+}
+
+function descriptor(): TensorDescriptor {
+  if (arrayLength() !== 6) throw UNUSUAL;
+  const tensorName = name(0);
+  const datatype = name(1);
+  const shape = ints();
+  const segment = name(2);
+  const offset = int();
+  const nbytes = int();
+  return [tensorName, datatype, shape, segment, offset, nbytes];
+}
+
+function resp(): RespWire | null {
+  if (nil()) return null;
+  const n = mapLength();
+  const r: RespWire = {};
+  for (let i = 0; i < n; i++) {
+    const k = name(3);
+    if (k === 'outs') {
+      const m = arrayLength();
+      const outs: TensorDescriptor[] = [];
+      for (let j = 0; j < m; j++) outs.push(descriptor());
+      r.outs = outs;
+    } else if (k === 'params') {
+      r.params = str();
+    } else if (k === 'err') {
+      if (arrayLength() !== 2) throw UNUSUAL;
+      const code = int();
+      r.err = [code, str()];
+    } else {
+      throw UNUSUAL;
+    }
+  }
+  return r;
+}
+
+/** The fixmap key "t" and the fixstr "exec_done" after a message's map header. */
+const HEAD = [0xa1, 0x74, 0xa9, ...Buffer.from('exec_done', 'latin1')];
+
+/**
+ * `bytes[0, length)` as an exec_done message, or undefined when they are another message or an
+ * unusual one (the caller decodes those with codec.ts).
+ */
+export function decodeExecDone(bytes: Uint8Array, length: number): ExecDoneMsg | undefined {
+  // Every stub message is a map whose first key is `t`; anything else is not an exec_done.
+  const c = bytes[0];
+  if (length < 1 + HEAD.length || c === undefined || (c & 0xf0) !== 0x80) return undefined;
+  for (let i = 0; i < HEAD.length; i++) if (bytes[1 + i] !== HEAD[i]) return undefined;
+  b = bytes;
+  end = length;
+  pos = 1 + HEAD.length;
+  try {
+    const m: ExecDoneMsg = { t: 'exec_done', id: 0 };
+    let sawId = false;
+    for (let i = 1; i < (c & 0x0f); i++) {
+      const k = name(4);
+      if (k === 'id') {
+        m.id = int();
+        sawId = true;
+      } else if (k === 'resps') {
+        const n = arrayLength();
+        const resps: Array<RespWire | null> = [];
+        for (let j = 0; j < n; j++) resps.push(resp());
+        m.resps = resps;
+      } else if (k === 'err') {
+        m.err = str();
+      } else if (k === 'resched') {
+        m.resched = ints();
+      } else {
+        throw UNUSUAL;
+      }
+    }
+    return sawId && pos === end ? m : undefined;
+  } catch (e) {
+    if (e === UNUSUAL) return undefined;
+    throw e;
+  } finally {
+    b = EMPTY;
+  }
+}
+
+const EMPTY = new Uint8Array(0);

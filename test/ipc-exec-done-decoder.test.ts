@@ -1,0 +1,83 @@
+/**
+ * The hand-written `exec_done` reader (src/backends/python/ipc/exec-done-decoder.ts) against the
+ * generic one (codec.ts, msgpackr), on bytes the stub's own msgpack (Python, `Packer(use_bin_type=True)`,
+ * as stub/tritium_stub/ipc.py packs) wrote: the same value wherever the hand-written reader
+ * answers, and no answer (the generic reader's turn) for other messages and unusual shapes.
+ */
+import { describe, expect, it } from 'vitest';
+import { decode } from '../src/backends/python/ipc/codec.js';
+import { decodeExecDone } from '../src/backends/python/ipc/exec-done-decoder.js';
+import { python } from './helpers/server.js';
+
+/** Python literals of messages, each packed by the stub's msgpack; `usual` ones must be read by hand. */
+const USUAL = [
+  `{"t": "exec_done", "id": 1, "resps": [{"outs": [["OUTPUT0", "FP32", [1, 4], "n0", 69632, 16], ["OUTPUT1", "FP32", [1, 4], "n0", 69696, 16]]}]}`,
+  `{"t": "exec_done", "id": 2, "resps": [{"outs": [["OUTPUT0", "FP32", [1, 4], "n0", 69632, 16]]}, None, {"outs": [], "err": [13, "bad input"]}]}`,
+  `{"t": "exec_done", "id": 3, "resps": [{"outs": [["OUT", "BYTES", [0], "s1", 2**32 + 8, 0]], "params": '{"k": 1}'}]}`,
+  `{"t": "exec_done", "id": 4, "err": "Failed to process the request(s) for model 'm', message: boom", "resps": []}`,
+  `{"t": "exec_done", "id": 5, "resps": [{}, {}], "resched": [0, 1]}`,
+  `{"t": "exec_done", "id": 2**31 + 5, "resps": [{"outs": [["ÖUT", "FP32", [3, 2**16, 2**33], "n0", 2**53 - 1, 255]]}]}`,
+  `{"t": "exec_done", "id": 6, "resps": [{"outs": [["x" * 40, "FP32", [-1, 1], "n" * 300, 128, 65536]]}]}`,
+  `{"t": "exec_done", "id": 7, "resps": [{"outs": [["OUTPUT0", "FP32", [1], "n0", 0, 4]] * 20}] * 20}`,
+  `{"t": "exec_done", "id": 8, "resps": [{"outs": [["OUTPUT0", "FP32", [1], "n0", 0, 4]]}], "err": "ünïcödé " * 10}`,
+  `{"t": "exec_done", "id": 9}`,
+];
+const OTHER = [
+  `{"t": "send", "rid": 1, "flags": 0, "resp": None}`,
+  `{"t": "log", "level": "INFO", "msg": "exec_done"}`,
+  `{"id": 1, "t": "exec_done", "resps": []}`,
+  `{"t": "exec_done", "id": 1, "resps": [], "later": True}`,
+  `{"t": "exec_done", "id": 2**60, "resps": []}`,
+  `{"t": "exec_done", "id": 1.5, "resps": []}`,
+  `{"t": "exec_done", "id": 1, "resps": [{"outs": [["O", "FP32", [1], "n0", 0]]}]}`,
+  `{"t": "exec_done", "id": 1, "resps": [{"outs": [["O", "FP32", [-2**40], "n0", 0, 4]]}]}`,
+  `{"t": "exec_done", "resps": []}`,
+];
+
+function packed(literals: string[]): Buffer[] {
+  const out = python(`
+import msgpack, sys
+packer = msgpack.Packer(use_bin_type=True)
+for m in [${literals.join(',\n')}]:
+    print(packer.pack(m).hex())
+`);
+  return out
+    .trim()
+    .split('\n')
+    .map((h) => Buffer.from(h, 'hex'));
+}
+
+describe('exec_done read by hand', () => {
+  it('reads what the stub writes as msgpackr does', () => {
+    const all = packed(USUAL);
+    expect(all).toHaveLength(USUAL.length);
+    // Twice: the second pass reads names that equal the last ones at their places.
+    for (let pass = 0; pass < 2; pass++) {
+      all.forEach((bytes, i) => {
+        const mine = decodeExecDone(bytes, bytes.length);
+        expect(mine, USUAL[i]).toBeDefined();
+        expect(mine).toEqual(decode(bytes));
+      });
+    }
+  });
+
+  it('reads only its bytes when the buffer holds more (the ring scratch buffer is reused)', () => {
+    const [a, b] = packed([USUAL[0]!, USUAL[5]!]);
+    const scratch = Buffer.alloc(4096, 0xee);
+    b!.copy(scratch);
+    expect(decodeExecDone(scratch, b!.length)).toEqual(decode(b!));
+    a!.copy(scratch);
+    expect(decodeExecDone(scratch, a!.length)).toEqual(decode(a!));
+    // Cut short: not an exec_done this reader answers for.
+    expect(decodeExecDone(scratch, a!.length - 3)).toBeUndefined();
+  });
+
+  it('leaves other messages and unusual shapes to the generic reader', () => {
+    const all = packed(OTHER);
+    expect(all).toHaveLength(OTHER.length);
+    all.forEach((bytes, i) => {
+      expect(decodeExecDone(bytes, bytes.length), OTHER[i]).toBeUndefined();
+      expect(() => decode(bytes)).not.toThrow();
+    });
+  });
+});
