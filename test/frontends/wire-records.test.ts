@@ -115,6 +115,11 @@ describe('request records', () => {
       }),
       12,
     ],
+    [
+      'a parameter named __proto__ (an own key, as JSON.parse makes it)',
+      request({ parameters: JSON.parse('{"__proto__": "x", "constructor": 1}') }),
+      undefined,
+    ],
     ['no inputs, no dimensions', request({ inputs: [tensor('S', 'INT64', [], [1, 0, 0, 0, 0, 0, 0, 0])] }), undefined],
   ];
 

@@ -24,7 +24,7 @@
  *            bytes); the padding keeps each tensor 8-aligned for typed-array views
  */
 import type { Datatype } from '../../core/datatype.js';
-import type { InferRequest, InferResponse, Parameters, RequestedOutput } from '../../core/inference.js';
+import type { InferRequest, InferResponse, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { InferMessage, ResponseMessage, WireTensor } from './wire.js';
 
@@ -233,24 +233,28 @@ class RecordReader {
     for (let i = 0; i < n; i++) {
       const key = i < 8 ? this.name(place + i) : this.str();
       const tag = this.u8();
+      let v: ParamValue;
       switch (tag) {
         case 0:
-          out[key] = false;
+          v = false;
           break;
         case 1:
-          out[key] = true;
+          v = true;
           break;
         case 2:
-          out[key] = this.view.getFloat64(this.pos, true);
+          v = this.view.getFloat64(this.pos, true);
           this.pos += 8;
           break;
         case 3:
-          out[key] = this.str();
+          v = this.str();
           break;
         default:
-          out[key] = tag === 4 ? this.view.getBigInt64(this.pos, true) : this.view.getBigUint64(this.pos, true);
+          v = tag === 4 ? this.view.getBigInt64(this.pos, true) : this.view.getBigUint64(this.pos, true);
           this.pos += 8;
       }
+      // A key `__proto__` (JSON.parse makes it an own property) would set the prototype here.
+      if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+      else out[key] = v;
     }
     return out;
   }
