@@ -12,6 +12,7 @@ import { python } from './helpers/server.js';
 /** Python literals of messages, each packed by the stub's msgpack; `usual` ones must be read by hand. */
 const USUAL = [
   `{"t": "exec_done", "id": 1, "resps": [{"outs": [["OUTPUT0", "FP32", [1, 4], "n0", 69632, 16], ["OUTPUT1", "FP32", [1, 4], "n0", 69696, 16]]}]}`,
+  `{"t": "exec_done", "resps": [{"outs": [["OUTPUT1", "FP32", [1, 4], "n1", 69696, 16], ["OUTPUT0", "INT32", [1, 4], "n0", 69632, 16]]}], "id": 1}`,
   `{"t": "exec_done", "id": 2, "resps": [{"outs": [["OUTPUT0", "FP32", [1, 4], "n0", 69632, 16]]}, None, {"outs": [], "err": [13, "bad input"]}]}`,
   `{"t": "exec_done", "id": 3, "resps": [{"outs": [["OUT", "BYTES", [0], "s1", 2**32 + 8, 0]], "params": '{"k": 1}'}]}`,
   `{"t": "exec_done", "id": 4, "err": "Failed to process the request(s) for model 'm', message: boom", "resps": []}`,

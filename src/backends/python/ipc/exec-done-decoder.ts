@@ -17,8 +17,16 @@ let b: Uint8Array = new Uint8Array(0);
 let pos = 0;
 let end = 0;
 
-/** The strings last read at a few places (tensor names, datatypes, segment names), reused when the bytes match. */
-const recent: string[] = ['', '', '', '', '', '', '', ''];
+/**
+ * The strings last read at a few places, reused when the bytes match: a response's 3 keys, the
+ * message's 4 keys after `t`, then the name, datatype and segment of each of a response's first
+ * 4 outputs (the stub writes the keys, and a model its outputs, in the same order every time).
+ */
+const PLACE_RESP_KEY = 0;
+const PLACE_KEY = 3;
+const PLACE_OUTPUT = 7;
+const OUTPUT_PLACES = 4;
+const recent: string[] = new Array<string>(PLACE_OUTPUT + 3 * OUTPUT_PLACES).fill('');
 
 function byte(): number {
   if (pos >= end) throw UNUSUAL;
@@ -145,12 +153,14 @@ function ints(): number[] {
   return out;
 }
 
-function descriptor(): TensorDescriptor {
+/** The descriptor of a response's `index`th output. */
+function descriptor(index: number): TensorDescriptor {
   if (arrayLength() !== 6) throw UNUSUAL;
-  const tensorName = name(0);
-  const datatype = name(1);
+  const place = PLACE_OUTPUT + 3 * (index % OUTPUT_PLACES);
+  const tensorName = name(place);
+  const datatype = name(place + 1);
   const shape = ints();
-  const segment = name(2);
+  const segment = name(place + 2);
   const offset = int();
   const nbytes = int();
   return [tensorName, datatype, shape, segment, offset, nbytes];
@@ -161,11 +171,11 @@ function resp(): RespWire | null {
   const n = mapLength();
   const r: RespWire = {};
   for (let i = 0; i < n; i++) {
-    const k = name(3);
+    const k = i < 3 ? name(PLACE_RESP_KEY + i) : str();
     if (k === 'outs') {
       const m = arrayLength();
       const outs: TensorDescriptor[] = [];
-      for (let j = 0; j < m; j++) outs.push(descriptor());
+      for (let j = 0; j < m; j++) outs.push(descriptor(j));
       r.outs = outs;
     } else if (k === 'params') {
       r.params = str();
@@ -199,7 +209,7 @@ export function decodeExecDone(bytes: Uint8Array, length: number): ExecDoneMsg |
     const m: ExecDoneMsg = { t: 'exec_done', id: 0 };
     let sawId = false;
     for (let i = 1; i < (c & 0x0f); i++) {
-      const k = name(4);
+      const k = i < 5 ? name(PLACE_KEY + i - 1) : str();
       if (k === 'id') {
         m.id = int();
         sawId = true;
