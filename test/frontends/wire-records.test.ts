@@ -10,7 +10,8 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InferRequest, InferResponse } from '../../src/core/inference.js';
 import type { Tensor } from '../../src/core/tensor.js';
-import { Outbox, unpackTensors, type InferMessage, type MainMessage, type ResponseMessage, type ThreadMessage } from '../../src/frontends/threads/wire.js';
+import { Outbox } from '../../src/frontends/threads/outbox.js';
+import { unpackTensors, type InferMessage, type MainMessage, type ResponseMessage, type ThreadMessage } from '../../src/frontends/threads/wire.js';
 import {
   RecordWriter,
   readInferRecords,

@@ -18,7 +18,6 @@ import type { ModelHandle } from '../../core/model-handle.js';
 import type { LoadModelOptions, ServerCore, UnloadModelOptions } from '../../core/server-core.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
 import {
-  Outbox,
   packTensors,
   shareableOutputs,
   unpackTensors,
@@ -29,6 +28,7 @@ import {
   type ResponseMessage,
   type ThreadMessage,
 } from './wire.js';
+import { Outbox } from './outbox.js';
 import type { FrontendStatus } from './status.js';
 import { readInferRecords, writeResponseRecord } from './wire-records.js';
 import type { LifecycleMessage } from './thread-data.js';

@@ -21,17 +21,16 @@ import type { Tracer } from '../../core/trace/tracer.js';
 import type { HandleSnapshot } from './core-host.js';
 import type { FrontendStatus } from './status.js';
 import {
-  Outbox,
   packTensors,
   unpackTensors,
   type CallReply,
   type InferMessage,
   type MainMessage,
-  type PostTarget,
   type ResponseMessage,
   type ThreadMessage,
   type WireError,
 } from './wire.js';
+import { Outbox, type PostTarget } from './outbox.js';
 import { readResponseRecords, writeInferRecord } from './wire-records.js';
 
 /** How long a synchronous call waits for the main thread before it fails. */
