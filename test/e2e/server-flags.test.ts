@@ -147,6 +147,34 @@ print(r.as_numpy("PARAMS")[0].decode())
   });
 });
 
+describe('request parameters', () => {
+  it('hands a parameter named __proto__ to the model like any other, over HTTP and gRPC', async () => {
+    // A key the frontends and the core must set as an own property: assigned, it would call
+    // the prototype setter and vanish before the model saw it.
+    const repo = makeRepo(['request_params']);
+    const s = await startTritium({ repos: [repo] });
+    try {
+      const res = await fetch(`${s.http}/v2/models/request_params/infer`, {
+        method: 'POST',
+        body: '{"parameters": {"__proto__": "x", "p": 1}, "inputs": [{"name": "IN", "shape": [1], "datatype": "FP32", "data": [1]}]}',
+      });
+      const http = (await res.json()).outputs[0].data[0];
+      expect(JSON.parse(http)).toEqual(JSON.parse('{"__proto__": "x", "p": 1}'));
+      const grpc = python(`
+import numpy as np, tritonclient.grpc as g
+c = g.InferenceServerClient("127.0.0.1:${s.grpcPort}")
+i = g.InferInput("IN", [1], "FP32"); i.set_data_from_numpy(np.array([1], dtype=np.float32))
+r = c.infer("request_params", [i], parameters={"__proto__": "y", "q": True})
+print(r.as_numpy("PARAMS")[0].decode())
+`);
+      expect(JSON.parse(grpc)).toEqual(JSON.parse('{"__proto__": "y", "q": true}'));
+    } finally {
+      await stopAndExpectNoShm(s);
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('metrics flags', () => {
   const repo = makeRepo(['add_sub']);
   afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));

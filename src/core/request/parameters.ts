@@ -6,6 +6,16 @@
 import { Errors } from '../errors.js';
 import type { Parameters, ParamValue } from '../inference.js';
 
+/**
+ * Sets parameter `key` of `params` as an own property. Keys come from clients, and assigning
+ * `__proto__` would call the prototype setter, which drops a primitive value: the parameter
+ * would vanish (JSON.parse and protobuf decoding keep it as an own key; so must we).
+ */
+export function setParameter(params: Parameters, key: string, value: ParamValue): void {
+  if (key === '__proto__') Object.defineProperty(params, key, { value, enumerable: true, writable: true, configurable: true });
+  else params[key] = value;
+}
+
 /** Keys the server consumes; they never reach the model. */
 const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'binary_data_output', 'headers']);
 
@@ -48,7 +58,7 @@ export function readParameters(params: Parameters): Readonly<SchedulingParameter
   if (hasNoParameters(params)) return NO_PARAMETERS;
   const custom: Parameters = {};
   for (const [k, v] of Object.entries(params)) {
-    if (!RESERVED.has(k) && !k.startsWith('triton_')) custom[k] = v;
+    if (!RESERVED.has(k) && !k.startsWith('triton_')) setParameter(custom, k, v);
   }
   const sid = params['sequence_id'];
   let sequenceId: bigint | string = 0n;

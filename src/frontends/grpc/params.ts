@@ -7,6 +7,7 @@
 import { create } from '@bufbuild/protobuf';
 import { Errors } from '../../core/errors.js';
 import type { ParamValue, Parameters } from '../../core/inference.js';
+import { setParameter } from '../../core/request/parameters.js';
 import type { InferParameter } from '../../generated/grpc_service_pb.js';
 import { InferParameterSchema } from '../../generated/grpc_service_pb.js';
 
@@ -88,7 +89,7 @@ export function readRequestParameters(map: { [key: string]: InferParameter }): R
         if (c.case === undefined) throw Errors.parameterUnset(key);
         value = paramValue(p)!;
     }
-    setOwn(parameters, key, value);
+    setParameter(parameters, key, value);
   }
   return { parameters, enableEmptyFinal };
 }
@@ -98,7 +99,7 @@ export function readTensorParameters(map: { [key: string]: InferParameter }): Pa
   const out: Parameters = {};
   for (const key of Object.keys(map)) {
     const v = paramValue(map[key]!);
-    if (v !== undefined) setOwn(out, key, v);
+    if (v !== undefined) setParameter(out, key, v);
   }
   return out;
 }
@@ -130,10 +131,4 @@ export function toInferParameterMap(params: Parameters | undefined): { [key: str
     else out[key] = p;
   }
   return out;
-}
-
-/** Assigns without invoking a `__proto__` setter (keys come from the client). */
-function setOwn(obj: Parameters, key: string, value: ParamValue): void {
-  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-  else obj[key] = value;
 }

@@ -16,6 +16,7 @@ import type { ShmRef } from '../../core/extensions/shared-memory.js';
 import { elementSize, isDatatype } from '../../core/datatype.js';
 import { Errors } from '../../core/errors.js';
 import type { InferRequest, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
+import { setParameter } from '../../core/request/parameters.js';
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
@@ -261,7 +262,7 @@ function parseRequestParameters(v: unknown, plan: OutputPlan): Parameters {
           throw Errors.parameterType(key);
         }
     }
-    setOwn(out, key, value as ParamValue);
+    setParameter(out, key, value as ParamValue);
   }
   return out;
 }
@@ -293,7 +294,7 @@ function parseOutputs(v: unknown, plan: OutputPlan): RequestedOutput[] {
     }
     if (hasShm) shmRef(p); // checks the parameters' types; the core writes the output there
     const parameters: Parameters = {};
-    for (const key of Object.keys(p)) if (isParamValue(p[key])) setOwn(parameters, key, p[key] as ParamValue);
+    for (const key of Object.keys(p)) if (isParamValue(p[key])) setParameter(parameters, key, p[key] as ParamValue);
     outputs[i] = { name, parameters };
     // A name listed twice is one output (core/request/validate.ts): the first entry's choices stand, as in Triton.
     if (!requested.has(name)) {
@@ -358,12 +359,6 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function isParamValue(v: unknown): boolean {
   const t = typeof v;
   return t === 'string' || t === 'boolean' || t === 'bigint' || (t === 'number' && Number.isFinite(v));
-}
-
-/** Assigns without invoking a `__proto__` setter (keys come from the client). */
-function setOwn(obj: Parameters, key: string, value: ParamValue): void {
-  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-  else obj[key] = value;
 }
 
 /** Triton's error for a member that is absent, or present with the wrong JSON type (TritonJson's texts, 500). */

@@ -25,6 +25,7 @@
  */
 import type { Datatype } from '../../core/datatype.js';
 import type { InferRequest, InferResponse, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
+import { setParameter } from '../../core/request/parameters.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { InferMessage, ResponseMessage, WireTensor } from './wire.js';
 
@@ -252,9 +253,7 @@ class RecordReader {
           v = tag === 4 ? this.view.getBigInt64(this.pos, true) : this.view.getBigUint64(this.pos, true);
           this.pos += 8;
       }
-      // A key `__proto__` (JSON.parse makes it an own property) would set the prototype here.
-      if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
-      else out[key] = v;
+      setParameter(out, key, v);
     }
     return out;
   }
