@@ -22,6 +22,7 @@
  *   InferParameter (one of): 1 bool_param, 2 int64_param, 3 string_param, 4 double_param, 5 uint64_param
  */
 import { isUtf8 } from 'node:buffer';
+import { StringMemo, stringMemos } from '../../core/string-memo.js';
 import type {
   InferParameter,
   ModelInferRequest,
@@ -128,33 +129,24 @@ class Reader {
     const e = this.spanEnd;
     if (e === s) return '';
     const buf = this.buf;
-    if (memo !== undefined && memo.bytes.length === e - s && buf.compare(memo.bytes, 0, e - s, s, e) === 0) return memo.text;
+    const same = memo?.match(buf, s, e);
+    if (same !== undefined) return same;
     const view = buf.subarray(s, e);
     if (!isUtf8(view)) throw NOT_SIMPLE;
     const text = view.toString('utf8');
-    if (memo !== undefined) {
-      memo.bytes = Buffer.from(view);
-      memo.text = text;
-    }
+    memo?.remember(buf, s, e, text);
     return text;
   }
 }
 
-/** The last string read at one place of the message, and its bytes. */
-class StringMemo {
-  bytes: Buffer = Buffer.alloc(0);
-  text = '';
-}
-
 /** Memos for the places clients repeat: names, datatypes and parameter keys, by position. */
 const MEMO_SLOTS = 16;
-const memoRow = (): StringMemo[] => Array.from({ length: MEMO_SLOTS }, () => new StringMemo());
 const MODEL_NAME = new StringMemo();
 const MODEL_VERSION = new StringMemo();
-const INPUT_NAMES = memoRow();
-const INPUT_DATATYPES = memoRow();
-const OUTPUT_NAMES = memoRow();
-const PARAMETER_KEYS = memoRow();
+const INPUT_NAMES = stringMemos(MEMO_SLOTS);
+const INPUT_DATATYPES = stringMemos(MEMO_SLOTS);
+const OUTPUT_NAMES = stringMemos(MEMO_SLOTS);
+const PARAMETER_KEYS = stringMemos(MEMO_SLOTS);
 
 function readInput(buf: Buffer, start: number, end: number, at: number): ModelInferRequest_InferInputTensor {
   let name = '';

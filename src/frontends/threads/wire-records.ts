@@ -26,6 +26,7 @@
 import type { Datatype } from '../../core/datatype.js';
 import type { InferRequest, InferResponse, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
 import { setParameter } from '../../core/request/parameters.js';
+import { stringMemos, utf8 } from '../../core/string-memo.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { InferMessage, ResponseMessage, WireTensor } from './wire.js';
 
@@ -145,9 +146,9 @@ const PLACE_KEY = 2;
 const PLACE_TENSOR = 10;
 const PLACE_OUTPUT = 26;
 const PLACE_OUTPUT_KEY = 34;
-const RECENT_PLACES = 42;
+const MEMO_PLACES = 42;
 /** The string last read at each place, in this thread (a module's state is its thread's). */
-const recent: string[] = new Array<string>(RECENT_PLACES).fill('');
+const memos = stringMemos(MEMO_PLACES);
 
 /** Reads the records of one transferred buffer. */
 class RecordReader {
@@ -184,48 +185,19 @@ class RecordReader {
   str(): string {
     const n = this.u32();
     const start = this.pos;
-    const end = start + n;
-    this.pos = end;
-    if (n > 32) return this.buf.toString('utf8', start, end);
-    // Short ASCII strings built here: Buffer#toString's own call costs more than they do.
-    const buf = this.buf;
-    let s = '';
-    for (let i = start; i < end; i++) {
-      const c = buf[i]!;
-      if (c >= 0x80) return buf.toString('utf8', start, end);
-      s += String.fromCharCode(c);
-    }
-    return s;
+    this.pos = start + n;
+    return utf8(this.buf, start, this.pos);
   }
 
   /**
    * A string that is usually the one read at the same place of the last record (a model's name,
-   * a tensor's name or datatype, a parameter's key): that one when the bytes match, so no new
-   * string is built, and the one the core's maps look up is already hashed.
+   * a tensor's name or datatype, a parameter's key): see core/string-memo.
    */
   name(place: number): string {
-    if (place >= RECENT_PLACES) return this.str();
-    const last = recent[place]!;
-    const n = this.view.getUint32(this.pos, true);
-    const start = this.pos + 4;
-    if (n === last.length) {
-      const buf = this.buf;
-      let same = true;
-      for (let i = 0; i < n; i++) {
-        if (buf[start + i] !== last.charCodeAt(i)) {
-          same = false;
-          break;
-        }
-      }
-      if (same) {
-        this.pos = start + n;
-        return last;
-      }
-    }
-    const s = this.str();
-    // Kept only when ASCII (as long as its bytes): then equal bytes mean an equal string.
-    if (s.length === n) recent[place] = s;
-    return s;
+    const n = this.u32();
+    const start = this.pos;
+    this.pos = start + n;
+    return memos[place]!.read(this.buf, start, this.pos);
   }
 
   params(place: number): Parameters {

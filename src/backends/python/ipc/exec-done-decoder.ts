@@ -8,6 +8,7 @@
  * through `codec.ts`'s decoder as before, so what a message decodes to never depends on which
  * reader read it (test/ipc-exec-done-decoder.test.ts checks both on the stub's own bytes).
  */
+import { stringMemos, utf8 } from '../../../core/string-memo.js';
 import type { ExecDoneMsg, RespWire, TensorDescriptor } from './messages.js';
 
 /** Thrown inside the reader where the bytes leave the usual shape; never leaves this module. */
@@ -26,7 +27,7 @@ const PLACE_RESP_KEY = 0;
 const PLACE_KEY = 3;
 const PLACE_OUTPUT = 7;
 const OUTPUT_PLACES = 4;
-const recent: string[] = new Array<string>(PLACE_OUTPUT + 3 * OUTPUT_PLACES).fill('');
+const memos = stringMemos(PLACE_OUTPUT + 3 * OUTPUT_PLACES);
 
 function byte(): number {
   if (pos >= end) throw UNUSUAL;
@@ -88,38 +89,16 @@ function str(): string {
   if (pos + n > end) throw UNUSUAL;
   const start = pos;
   pos += n;
-  if (n > 32) return Buffer.from(b.buffer, b.byteOffset + start, n).toString('utf8');
-  let s = '';
-  for (let i = start; i < pos; i++) {
-    const c = b[i]!;
-    if (c >= 0x80) return Buffer.from(b.buffer, b.byteOffset + start, n).toString('utf8');
-    s += String.fromCharCode(c);
-  }
-  return s;
+  return utf8(b, start, pos);
 }
 
-/** A string that is usually the one last read at `place`: that one when the bytes match (ASCII only). */
+/** A string that is usually the one last read at `place` (core/string-memo). */
 function name(place: number): string {
-  const last = recent[place]!;
-  const save = pos;
   const n = strLength(byte());
-  if (n === last.length && pos + n <= end) {
-    let same = true;
-    for (let i = 0; i < n; i++) {
-      if (b[pos + i] !== last.charCodeAt(i)) {
-        same = false;
-        break;
-      }
-    }
-    if (same) {
-      pos += n;
-      return last;
-    }
-  }
-  pos = save;
-  const s = str();
-  if (s.length === n) recent[place] = s;
-  return s;
+  if (pos + n > end) throw UNUSUAL;
+  const start = pos;
+  pos += n;
+  return memos[place]!.read(b, start, pos);
 }
 
 function arrayLength(): number {

@@ -1,0 +1,65 @@
+/**
+ * @module core/string-memo
+ * Strings read out of messages that repeat themselves. A client, a frontend thread and a stub
+ * each write the same model name, tensor names, datatypes and parameter keys at the same places of
+ * every message; a reader that keeps the string it last read at a place, with its bytes, gives that
+ * string back when the bytes match, so a repeat builds no string and allocates nothing, and the
+ * string the core's maps look up is one whose hash V8 already holds. One implementation serves the
+ * gRPC request reader, the frontend threads' records and the stub's `exec_done` reader.
+ */
+
+const EMPTY = new Uint8Array(0);
+
+/** Strings up to this many bytes are decoded here when ASCII: Buffer#toString's call costs more. */
+const SHORT = 32;
+
+/** UTF-8 bytes `buf[start, end)` as a string (malformed sequences become U+FFFD, as Buffer's). */
+export function utf8(buf: Uint8Array, start: number, end: number): string {
+  if (end - start <= SHORT) {
+    let s = '';
+    let i = start;
+    for (; i < end; i++) {
+      const c = buf[i]!;
+      if (c >= 0x80) break;
+      s += String.fromCharCode(c);
+    }
+    if (i === end) return s;
+  }
+  return Buffer.from(buf.buffer, buf.byteOffset + start, end - start).toString('utf8');
+}
+
+/** The string last read at one place of a message, and its bytes. */
+export class StringMemo {
+  private bytes: Uint8Array = EMPTY;
+  private text = '';
+
+  /** The remembered string when `buf[start, end)` holds its bytes, else undefined. */
+  match(buf: Uint8Array, start: number, end: number): string | undefined {
+    const bytes = this.bytes;
+    const n = bytes.length;
+    if (end - start !== n) return undefined;
+    // A loop, not Buffer#compare: the names compared here are short, and the native call is not.
+    for (let i = 0; i < n; i++) if (buf[start + i] !== bytes[i]) return undefined;
+    return this.text;
+  }
+
+  /** Keeps `text`, read from `buf[start, end)`, for the next message (the bytes are copied). */
+  remember(buf: Uint8Array, start: number, end: number, text: string): void {
+    const copy = new Uint8Array(end - start);
+    copy.set(buf.subarray(start, end));
+    this.bytes = copy;
+    this.text = text;
+  }
+
+  /** The string in `buf[start, end)`: the remembered one when the bytes match, else decoded and kept. */
+  read(buf: Uint8Array, start: number, end: number): string {
+    const same = this.match(buf, start, end);
+    if (same !== undefined) return same;
+    const text = utf8(buf, start, end);
+    this.remember(buf, start, end, text);
+    return text;
+  }
+}
+
+/** `n` memos, one per place of a message. */
+export const stringMemos = (n: number): StringMemo[] => Array.from({ length: n }, () => new StringMemo());
