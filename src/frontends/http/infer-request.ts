@@ -18,34 +18,12 @@ import { Errors } from '../../core/errors.js';
 import type { InferRequest, ParamValue, Parameters, RequestedOutput } from '../../core/inference.js';
 import { setParameter } from '../../core/request/parameters.js';
 import type { ModelHandle } from '../../core/model-handle.js';
+import type { OutputChoice, OutputPlan, ParsedInferRequest } from './infer-plan.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
 import { FloatLiteral, type JsonScanInfo, parseJsonBuffer, parseJsonMarkingFloats } from './json-parse.js';
+import { readUsualInferHeader } from './infer-header-reader.js';
 import { encodeJsonData } from './tensor-json.js';
-
-/** How one requested output is to be returned. */
-export interface OutputChoice {
-  binary: boolean;
-  /** Top-K classification (0 = off). */
-  classification: number;
-  /** The output's label lines (from the model, set by the handler), for classification. */
-  labels?: readonly string[];
-}
-
-/** How the response encodes its outputs. */
-export interface OutputPlan {
-  /** For outputs the request did not list: `binary_data_output`, or true for raw requests. */
-  defaultBinary: boolean;
-  /** The outputs the request listed, if it listed any. */
-  requested?: Map<string, OutputChoice>;
-  /** Some listed output asks for classification (so its labels are needed). */
-  classification?: boolean;
-}
-
-export interface ParsedInferRequest {
-  request: InferRequest;
-  plan: OutputPlan;
-}
 
 /**
  * Reads `Inference-Header-Content-Length`. Absent means the whole body is JSON.
@@ -68,7 +46,16 @@ export function parseHeaderLength(header: string | string[] | undefined, bodyLen
 export function parseInferRequest(body: Buffer, headerLength: number, model: ModelHandle, modelName: string, modelVersion: string): ParsedInferRequest {
   // Triton treats a zero header length as raw binary, even with the header absent on an empty body.
   if (headerLength === 0) return parseRawRequest(body, model, modelName, modelVersion);
+  // The shape clients send with every binary request, read without JSON.parse; any other shape
+  // (and every refusal) is this function's.
+  return readUsualInferHeader(body, headerLength, modelName, modelVersion) ?? parseJsonInferRequest(body, headerLength, modelName, modelVersion);
+}
 
+/**
+ * The JSON header through `JSON.parse` (parseJsonBuffer), for every shape the usual-header
+ * reader leaves; exported so its tests can compare the two.
+ */
+export function parseJsonInferRequest(body: Buffer, headerLength: number, modelName: string, modelVersion: string): ParsedInferRequest {
   const scanned: JsonScanInfo = { floatLiterals: false };
   const doc = parseJsonBuffer(body, 0, headerLength, scanned);
   if (!isObject(doc)) throw Errors.unableToParseMissing('inputs');
@@ -213,11 +200,11 @@ const EMPTY = Buffer.alloc(0);
 
 function parseShape(v: unknown): number[] {
   if (!Array.isArray(v)) throw unparsed('shape', v, 'array');
-  const shape = new Array<number>(v.length);
+  const shape: number[] = [];
   for (let i = 0; i < v.length; i++) {
     const d = uint(v[i]);
     if (d === undefined || d > Number.MAX_SAFE_INTEGER) throw Errors.unableToParse('shape', 'unsigned-integer');
-    shape[i] = d;
+    shape.push(d);
   }
   return shape;
 }

@@ -17,7 +17,7 @@ import { elementCount } from '../../core/tensor.js';
 import { classify } from '../classification.js';
 import type { ResponseEncoding } from './compression.js';
 import { compress } from './compression.js';
-import type { OutputPlan } from './infer-request.js';
+import type { OutputPlan } from './infer-plan.js';
 import { stringifyJson } from './json.js';
 import { sendError } from './reply.js';
 import { sendLargeJsonResponse } from './infer-response-stream.js';

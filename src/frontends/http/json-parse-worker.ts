@@ -10,7 +10,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ErrorCode, FailureReason } from '../../core/errors.js';
 import { Errors } from '../../core/errors.js';
-import type { ParsedInferRequest } from './infer-request.js';
+import type { ParsedInferRequest } from './infer-plan.js';
 
 export const LARGE_JSON_BYTES = 1 << 20;
 

@@ -1,0 +1,134 @@
+/**
+ * The usual-header reader against the JSON.parse path: every header it accepts must yield what
+ * the general path builds from the same body, field for field, and every other form must be left
+ * to the general path (undefined), so refusals keep one wording. No sockets here; the e2e suites
+ * send these headers from perf_analyzer and tritonclient.
+ */
+import { describe, expect, it } from 'vitest';
+import { readUsualInferHeader } from '../../src/frontends/http/infer-header-reader.js';
+import { parseJsonInferRequest } from '../../src/frontends/http/infer-request.js';
+
+/** A JSON+binary body with the header text as given (not re-serialised), and its header length. */
+function body(header: string, ...blobs: Buffer[]): [Buffer, number] {
+  const h = Buffer.from(header);
+  return [Buffer.concat([h, ...blobs]), h.length];
+}
+
+const b64 = Buffer.alloc(64, 1);
+const b8 = Buffer.alloc(8, 2);
+
+/** perf_analyzer's header for add_sub (two INT32 [1,16] inputs, both outputs binary). */
+const PERF_ANALYZER =
+  '{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}},' +
+  '{"name":"INPUT1","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}}],' +
+  '"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}},{"name":"OUTPUT1","parameters":{"binary_data":true}}]}';
+
+function expectSame(header: string, ...blobs: Buffer[]): void {
+  const [buf, n] = body(header, ...blobs);
+  const fast = readUsualInferHeader(buf, n, 'add_sub', '1');
+  expect(fast, header).toBeDefined();
+  expect(fast).toEqual(parseJsonInferRequest(buf, n, 'add_sub', '1'));
+  // Tensor bytes stay views of the body, in order.
+  let offset = n;
+  for (const t of fast!.request.inputs) {
+    expect(t.data.buffer).toBe(buf.buffer);
+    expect(t.data.byteOffset).toBe(buf.byteOffset + offset);
+    offset += t.data.length;
+  }
+}
+
+function expectLeft(header: string, ...blobs: Buffer[]): void {
+  const [buf, n] = body(header, ...blobs);
+  expect(readUsualInferHeader(buf, n, 'add_sub', '1'), header).toBeUndefined();
+}
+
+describe('the usual infer header, read by hand', () => {
+  it("reads perf_analyzer's and tritonclient's headers as the JSON path does", () => {
+    expectSame(PERF_ANALYZER, b64, b64);
+    // tritonclient puts datatype before shape and may list no outputs.
+    expectSame('{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}]}', b8);
+    expectSame(
+      '{"id":"req-7","inputs":[{"name":"INPUT0","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}],' +
+        '"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":false}}],"parameters":{"binary_data_output":true}}',
+      b8,
+    );
+  });
+
+  it('takes keys in any order, white space anywhere, empty shapes, lists and parameter objects', () => {
+    expectSame(
+      ' \n{ "parameters" : { } , "outputs" : [ { "parameters" : { } , "name" : "OUTPUT0" } , { "name" : "OUTPUT1" } ] ,\r\n' +
+        '\t"inputs" : [ { "parameters" : { "binary_data_size" : 0 } , "shape" : [ ] , "datatype" : "BYTES" , "name" : "S" } ] } \n',
+    );
+    expectSame('{"inputs":[],"outputs":[]}');
+    expectSame('{"inputs":[{"name":"a","datatype":"UINT8","shape":[999999999999999,0],"parameters":{"binary_data_size":0}}]}');
+  });
+
+  it('keeps the first entry of an output listed twice, as the JSON path does', () => {
+    expectSame(
+      '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}],' +
+        '"outputs":[{"name":"O","parameters":{"binary_data":true}},{"name":"O","parameters":{"binary_data":false}}]}',
+      b8,
+    );
+  });
+
+  it('reads new names at the places it remembers, and after them the old ones again', () => {
+    expectSame(PERF_ANALYZER, b64, b64);
+    expectSame(PERF_ANALYZER.replaceAll('INPUT', 'IN_').replaceAll('INT32', 'FP32').replaceAll('OUTPUT', 'OUT'), b64, b64);
+    expectSame(PERF_ANALYZER.replaceAll('INPUT', 'INPUX'), b64, b64);
+    expectSame(PERF_ANALYZER, b64, b64);
+  });
+
+  it('leaves every other form to the JSON path', () => {
+    const input = (fields: string) => `{"inputs":[{${fields}}]}`;
+    const usual = '"name":"I","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}';
+    for (const [header, blobs] of [
+      // data in JSON, shared memory, classification, other parameters
+      [input('"name":"I","datatype":"FP32","shape":[2],"data":[1,2]'), []],
+      [input('"name":"I","datatype":"FP32","shape":[2],"parameters":{"shared_memory_region":"r","shared_memory_byte_size":8}'), []],
+      [`{"inputs":[{${usual}}],"outputs":[{"name":"O","parameters":{"classification":2}}]}`, [b8]],
+      [`{"inputs":[{${usual}}],"parameters":{"priority":1}}`, [b8]],
+      [`{"inputs":[{${usual}}],"parameters":{"binary_data_output":true,"x":1}}`, [b8]],
+      [input('"name":"I","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8,"x":1}'), [b8]],
+      // escapes, non-ASCII, control characters
+      [input(usual.replace('"I"', '"I\\u0030"')), [b8]],
+      [input(usual.replace('"I"', '"é"')), [b8]],
+      [input(usual.replace('"I"', '"I\t"')), [b8]],
+      [`{"id":"a\\"b","inputs":[{${usual}}]}`, [b8]],
+      // numbers the reader does not take: sign, fraction, exponent, leading zero, 16 digits
+      [input(usual.replace('[2]', '[-2]')), [b8]],
+      [input(usual.replace('[2]', '[2.0]')), [b8]],
+      [input(usual.replace('[2]', '[2e0]')), [b8]],
+      [input(usual.replace('[2]', '[02]')), [b8]],
+      [input(usual.replace('[2]', '[1000000000000000]')), [b8]],
+      // other JSON kinds where the reader expects one
+      [input(usual.replace('"FP32"', 'null')), [b8]],
+      [`{"inputs":[{${usual}}],"outputs":[{"name":"O","parameters":{"binary_data":1}}]}`, [b8]],
+      [`{"inputs":[{${usual}}],"id":7}`, [b8]],
+      [`{"inputs":{}}`, []],
+      // a datatype Triton does not know, a missing or duplicate field, an unknown key
+      [input(usual.replace('FP32', 'FP33')), [b8]],
+      [input('"name":"I","datatype":"FP32","parameters":{"binary_data_size":8}'), [b8]],
+      [input(`${usual},"name":"J"`), [b8]],
+      [`{"inputs":[{${usual}}],"inputs":[{${usual}}]}`, [b8, b8]],
+      [`{"inputs":[{${usual}}],"model_name":"x"}`, [b8]],
+      [`{"inputs":[{${usual}}],"__proto__":{}}`, [b8]],
+      // broken or cut JSON, bytes after the document, trailing commas
+      [`{"inputs":[{${usual}}]`, [b8]],
+      [`{"inputs":[{${usual}}]}x`, [b8]],
+      [`{"inputs":[{${usual}},]}`, [b8]],
+      [`{"inputs":[{${usual}}],}`, [b8]],
+      ['', []],
+      // binary part too short, too long
+      [input(usual), []],
+      [input(usual), [b8, b8]],
+    ] as [string, Buffer[]][]) {
+      expectLeft(header, ...blobs);
+    }
+  });
+
+  it('never reads past the header into the binary part', () => {
+    // The header's last brace is missing; the blob that follows starts with one.
+    const [buf] = body('{"inputs":[]', Buffer.from('}'));
+    expect(readUsualInferHeader(buf, buf.length - 1, 'add_sub', '1')).toBeUndefined();
+  });
+});
