@@ -10,6 +10,9 @@
 
 const EMPTY = new Uint8Array(0);
 
+/** The longest string a memo keeps, in bytes. */
+export const REMEMBER_MAX = 1024;
+
 /** Strings up to this many bytes are decoded here when ASCII: Buffer#toString's call costs more. */
 const SHORT = 32;
 
@@ -43,8 +46,17 @@ export class StringMemo {
     return this.text;
   }
 
-  /** Keeps `text`, read from `buf[start, end)`, for the next message (the bytes are copied). */
+  /**
+   * Keeps `text`, read from `buf[start, end)`, for the next message (the bytes are copied). A
+   * string longer than REMEMBER_MAX is not kept: names are short, and a client's one huge name
+   * must not stay in memory after its request.
+   */
   remember(buf: Uint8Array, start: number, end: number, text: string): void {
+    if (end - start > REMEMBER_MAX) {
+      this.bytes = EMPTY;
+      this.text = '';
+      return;
+    }
     const copy = new Uint8Array(end - start);
     copy.set(buf.subarray(start, end));
     this.bytes = copy;

@@ -1,7 +1,7 @@
 // The memo the three message readers share (gRPC requests, thread records, exec_done): a repeat
 // gives the very string read before, anything else is decoded as Buffer would decode it.
 import { describe, expect, it } from 'vitest';
-import { StringMemo, utf8 } from '../../src/core/string-memo.js';
+import { REMEMBER_MAX, StringMemo, utf8 } from '../../src/core/string-memo.js';
 
 const bytesOf = (s: string, pad = 0): Buffer => {
   const b = Buffer.alloc(pad + Buffer.byteLength(s) + pad, 0x7a);
@@ -58,5 +58,18 @@ describe('StringMemo', () => {
 
   it('matches an empty span before anything was read', () => {
     expect(new StringMemo().match(Buffer.alloc(4), 2, 2)).toBe('');
+  });
+
+  it('does not keep a string longer than REMEMBER_MAX, and forgets the one before it', () => {
+    const memo = new StringMemo();
+    memo.read(bytesOf('INPUT0'), 0, 6);
+    const long = 'n'.repeat(REMEMBER_MAX + 1);
+    expect(memo.read(bytesOf(long), 0, long.length)).toBe(long);
+    expect(memo.match(bytesOf(long), 0, long.length)).toBeUndefined();
+    expect(memo.match(bytesOf('INPUT0'), 0, 6)).toBeUndefined();
+    const longest = 'm'.repeat(REMEMBER_MAX);
+    expect(memo.match(bytesOf(longest), 0, longest.length)).toBeUndefined();
+    memo.read(bytesOf(longest), 0, longest.length);
+    expect(memo.match(bytesOf(longest), 0, longest.length)).toBe(longest);
   });
 });
