@@ -5,7 +5,8 @@
  * every message; a reader that keeps the string it last read at a place, with its bytes, gives that
  * string back when the bytes match, so a repeat builds no string and allocates nothing, and the
  * string the core's maps look up is one whose hash V8 already holds. One implementation serves the
- * gRPC request reader, the frontend threads' records and the stub's `exec_done` reader.
+ * gRPC request reader, the HTTP infer-header reader, the frontend threads' records and the stub's
+ * `exec_done` reader.
  */
 
 const EMPTY = new Uint8Array(0);

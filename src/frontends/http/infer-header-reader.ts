@@ -83,7 +83,7 @@ export function readUsualInferHeader(body: Buffer, headerLength: number, modelNa
   r.pos = 0;
   r.end = headerLength;
   try {
-    return r.readDocument(body, headerLength, modelName, modelVersion);
+    return r.readDocument(modelName, modelVersion);
   } catch (err) {
     if (err === UNUSUAL) return undefined;
     throw err;
@@ -108,14 +108,17 @@ class HeaderReader {
   /** The `binary_data_size` of each input read, by position. */
   readonly sizes: number[] = [];
 
-  readDocument(body: Buffer, headerLength: number, modelName: string, modelVersion: string): ParsedInferRequest {
+  /** The whole body `b`: its header `b[0, end)` and the binary part after it. */
+  readDocument(modelName: string, modelVersion: string): ParsedInferRequest {
+    const body = this.b;
+    const headerLength = this.end;
     const plan: OutputPlan = { defaultBinary: false };
     let id = '';
     let sawId = false;
     let parameters: InferRequest['parameters'] | undefined;
     let inputs: Tensor[] | undefined;
     let outputs: RequestedOutput[] | undefined;
-    this.open(OPEN_CURLY);
+    this.expect(OPEN_CURLY);
     do {
       switch (this.key()) {
         case K_INPUTS:
@@ -162,7 +165,7 @@ class HeaderReader {
 
   readInputs(): Tensor[] {
     const inputs: Tensor[] = [];
-    this.open(OPEN_SQUARE);
+    this.expect(OPEN_SQUARE);
     if (this.empty(CLOSE_SQUARE)) return inputs;
     do inputs.push(this.readInput(inputs.length));
     while (this.more(CLOSE_SQUARE));
@@ -175,7 +178,7 @@ class HeaderReader {
     let datatype: Datatype | undefined;
     let shape: number[] | undefined;
     let size = -1;
-    this.open(OPEN_CURLY);
+    this.expect(OPEN_CURLY);
     do {
       switch (this.key()) {
         case K_NAME:
@@ -207,13 +210,13 @@ class HeaderReader {
   readOutputs(plan: OutputPlan): RequestedOutput[] {
     const outputs: RequestedOutput[] = [];
     const requested = new Map<string, OutputChoice>();
-    this.open(OPEN_SQUARE);
+    this.expect(OPEN_SQUARE);
     if (!this.empty(CLOSE_SQUARE)) {
       do {
         const at = outputs.length;
         let name: string | undefined;
         let binary: boolean | undefined;
-        this.open(OPEN_CURLY);
+        this.expect(OPEN_CURLY);
         do {
           switch (this.key()) {
             case K_NAME:
@@ -240,37 +243,37 @@ class HeaderReader {
 
   /** `{"binary_data": <bool>}`, or `{}` (undefined). */
   readOutputParameters(): boolean | undefined {
-    this.open(OPEN_CURLY);
+    this.expect(OPEN_CURLY);
     if (this.empty(CLOSE_CURLY)) return undefined;
     if (this.key() !== K_BINARY_DATA) throw UNUSUAL;
     const v = this.bool();
-    this.close(CLOSE_CURLY);
+    this.expect(CLOSE_CURLY);
     return v;
   }
 
   /** `{"binary_data_size": <uint>}`: the input's byte count in the binary part. */
   readInputParameters(): number {
-    this.open(OPEN_CURLY);
+    this.expect(OPEN_CURLY);
     if (this.key() !== K_BINARY_DATA_SIZE) throw UNUSUAL;
     const v = this.uint();
-    this.close(CLOSE_CURLY);
+    this.expect(CLOSE_CURLY);
     return v;
   }
 
   /** `{}` or `{"binary_data_output": <bool>}`. */
   readRequestParameters(plan: OutputPlan): InferRequest['parameters'] {
-    this.open(OPEN_CURLY);
+    this.expect(OPEN_CURLY);
     if (this.empty(CLOSE_CURLY)) return {};
     if (this.key() !== K_BINARY_DATA_OUTPUT) throw UNUSUAL;
     const v = this.bool();
-    this.close(CLOSE_CURLY);
+    this.expect(CLOSE_CURLY);
     plan.defaultBinary = v;
     return { binary_data_output: v };
   }
 
   readShape(): number[] {
     const shape: number[] = [];
-    this.open(OPEN_SQUARE);
+    this.expect(OPEN_SQUARE);
     if (this.empty(CLOSE_SQUARE)) return shape;
     do shape.push(this.uint());
     while (this.more(CLOSE_SQUARE));
@@ -307,16 +310,11 @@ class HeaderReader {
     this.pos = pos;
   }
 
-  /** The next byte after white space is `c` (an opening bracket): consumed. */
-  open(c: number): void {
+  /** The next byte after white space is `c` (a bracket, quote or colon): consumed. */
+  expect(c: number): void {
     this.skipSpace();
     if (this.pos >= this.end || this.b[this.pos] !== c) throw UNUSUAL;
     this.pos++;
-  }
-
-  /** The next byte after white space is `c` (a closing bracket): consumed. */
-  close(c: number): void {
-    this.open(c);
   }
 
   /** The container closes right away (`c` is consumed), as in `[]` and `{}`. */
@@ -341,7 +339,7 @@ class HeaderReader {
 
   /** A string of printable ASCII without escapes: its first byte's index; its end in `spanEnd`. */
   span(): number {
-    this.open(QUOTE);
+    this.expect(QUOTE);
     const b = this.b;
     const end = this.end;
     const s = this.pos;
@@ -362,7 +360,7 @@ class HeaderReader {
   key(): number {
     const s = this.span();
     const n = this.spanEnd - s;
-    this.open(COLON);
+    this.expect(COLON);
     const known = n < KEY_BY_LENGTH.length ? KEY_BY_LENGTH[n] : undefined;
     if (known === undefined) return 0;
     const k = known.bytes;

@@ -182,10 +182,16 @@ class RecordReader {
     return v;
   }
 
-  str(): string {
+  /** Steps over a string's length and bytes; returns where its bytes start (they end at `pos`). */
+  private strSpan(): number {
     const n = this.u32();
     const start = this.pos;
     this.pos = start + n;
+    return start;
+  }
+
+  str(): string {
+    const start = this.strSpan();
     return utf8(this.buf, start, this.pos);
   }
 
@@ -194,9 +200,7 @@ class RecordReader {
    * a tensor's name or datatype, a parameter's key): see core/string-memo.
    */
   name(place: number): string {
-    const n = this.u32();
-    const start = this.pos;
-    this.pos = start + n;
+    const start = this.strSpan();
     return memos[place]!.read(this.buf, start, this.pos);
   }
 

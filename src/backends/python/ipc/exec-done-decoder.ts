@@ -84,20 +84,23 @@ function strLength(c: number): number {
   throw UNUSUAL;
 }
 
-function str(): string {
+/** Steps over a string's header and bytes; returns where its bytes start (they end at `pos`). */
+function strSpan(): number {
   const n = strLength(byte());
   if (pos + n > end) throw UNUSUAL;
   const start = pos;
   pos += n;
+  return start;
+}
+
+function str(): string {
+  const start = strSpan();
   return utf8(b, start, pos);
 }
 
 /** A string that is usually the one last read at `place` (core/string-memo). */
 function name(place: number): string {
-  const n = strLength(byte());
-  if (pos + n > end) throw UNUSUAL;
-  const start = pos;
-  pos += n;
+  const start = strSpan();
   return memos[place]!.read(b, start, pos);
 }
 
