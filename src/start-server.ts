@@ -37,7 +37,7 @@ import { STUB_MAIN } from './backends/python/stub-paths.js';
 import { PYTHON_BASED_RUNTIME } from './core/model/backend-resolution.js';
 import { PythonBackend } from './backends/python/backend.js';
 import { pythonBackendOptions } from './backends/python/options.js';
-import { killAllStubs } from './backends/python/stub-process.js';
+import { killAllStubs } from './backends/python/live-stubs.js';
 import { removeOwnFiles, removeStaleFiles } from './backends/python/ipc/shm-cleanup.js';
 import { describeSegmentBacking } from './backends/python/ipc/backing.js';
 import { startGrpcServer, type GrpcServerOptions } from './frontends/grpc/server.js';
@@ -342,7 +342,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   const failed = await models.loadStartup(options.modelControlMode === 'explicit' ? options.startupModels : ['*']);
   if (failed.length && options.exitOnError) {
     await models.unloadAll(5000);
-    python.shmReserve.drop();
+    await python.close();
     throw new StartupError(`failed to load all models: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`);
   }
   // As tritonserver: the backend table, the model table, then the options table (what tuning
@@ -470,7 +470,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
   } catch (err) {
     await Promise.all(closables.map((c) => c.close().catch(() => {})));
     await models.unloadAll(5000);
-    python.shmReserve.drop();
+    await python.close();
     throw err;
   }
 
@@ -508,7 +508,7 @@ export async function startServer(options: ServerOptions, logger?: Logger): Prom
         code = 1;
       }
     }
-    python.shmReserve.drop();
+    await python.close();
     await Promise.race([closing, new Promise((r) => setTimeout(r, 1000))]);
     // Traces not yet written (log_frequency 0 writes them all now, as Triton at exit).
     core.tracer.flush();

@@ -57,7 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([...backend.instances].map((i) => i.stop(5000)));
-  backend.shmReserve.drop();
+  await backend.close();
 });
 
 /** Runs one probe command through the core; resolves with its JSON result. */

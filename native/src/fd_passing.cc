@@ -1,10 +1,13 @@
-// Descriptors of memfd segments passed between Node and a stub: SCM_RIGHTS over a socket pair
-// whose other end the stub inherits at spawn (docs/ipc.md, "Segments"). A memfd has no name
-// the peer could open, so new segments travel as a datagram: their names (`n1`, `s0`, ...,
-// comma-separated) as data and their descriptors as ancillary data. Both calls are
-// non-blocking: Node's event loop never waits on the stub here.
+// Descriptors passed between Node and a stub: SCM_RIGHTS over a socket pair whose other end
+// the stub inherits at spawn (docs/ipc.md, "Segments"). A memfd has no name the peer could
+// open, so new segments travel as a datagram: their names (`n1`, `s0`, ..., comma-separated) as
+// data and their descriptors as ancillary data. The fork server's requests travel the same way
+// (a stub's pipes and descriptors, its arguments as JSON; docs/ipc.md, "Fork server"), which is
+// what pipe() and dupFd() are for. Every call is non-blocking: Node's event loop never waits on
+// the stub here.
 #include "fd_passing.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,23 +21,52 @@
 namespace tritium {
 namespace {
 
+Napi::Value PairOf(Napi::Env env, const int fds[2]) {
+  Napi::Array out = Napi::Array::New(env, 2);
+  out.Set(0u, Napi::Number::New(env, fds[0]));
+  out.Set(1u, Napi::Number::New(env, fds[1]));
+  return out;
+}
+
 // socketPair(): [nodeEnd, stubEnd], AF_UNIX SOCK_SEQPACKET (datagram boundaries, in order,
 // and a closed peer is seen), both close-on-exec; the spawn hands stubEnd to the stub.
 Napi::Value SocketPair(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return ThrowErrno(env, errno, "socketpair");
-  Napi::Array out = Napi::Array::New(env, 2);
-  out.Set(0u, Napi::Number::New(env, sv[0]));
-  out.Set(1u, Napi::Number::New(env, sv[1]));
-  return out;
+  return PairOf(env, sv);
+}
+
+// pipe(): [readEnd, writeEnd], both close-on-exec: a forked stub's stdout, stderr and
+// readiness pipe, whose child ends travel to the fork server (Node wraps its own end).
+Napi::Value Pipe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return ThrowErrno(env, errno, "pipe2");
+  return PairOf(env, p);
+}
+
+// dupFd(fd): a close-on-exec duplicate, which the caller owns: a descriptor a request to the
+// fork server carries stays open until it is sent, whoever closes the original meanwhile.
+Napi::Value DupFd(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "dupFd(fd: number)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int fd = fcntl(info[0].As<Napi::Number>().Int32Value(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return ThrowErrno(env, errno, "dupFd");
+  return Napi::Number::New(env, fd);
 }
 
 // At most this many descriptors per datagram (the kernel's SCM_MAX_FD).
 constexpr size_t kMaxFds = 253;
+// At most this much data per datagram sent: a fork request's JSON (paths, names, a few
+// variables); segment names are far shorter, and recvFds reads at most 4096.
+constexpr size_t kMaxSendData = 65536;
 
-// sendFds(socket, fds, names): one datagram, `names` (the segments' names, comma-separated) as
-// data and `fds` as SCM_RIGHTS. Throws with `code`: EAGAIN while the peer has not read what is
+// sendFds(socket, fds, names): one datagram, `names` (the segments' names, comma-separated, or
+// a fork request's JSON) as data and `fds` as SCM_RIGHTS. Throws with `code`: EAGAIN while the peer has not read what is
 // queued (a SEQPACKET socket queues few datagrams), EPIPE when it is gone; never raises SIGPIPE.
 Napi::Value SendFds(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -46,8 +78,8 @@ Napi::Value SendFds(const Napi::CallbackInfo& info) {
   Napi::Array arr = info[1].As<Napi::Array>();
   std::string names = info[2].As<Napi::String>().Utf8Value();
   size_t n = arr.Length();
-  if (n == 0 || n > kMaxFds || names.empty() || names.size() > 4096)
-    return ThrowErrno(env, EINVAL, "sendFds: 1 to 253 descriptors and a name list of at most 4096 bytes");
+  if (n == 0 || n > kMaxFds || names.empty() || names.size() > kMaxSendData)
+    return ThrowErrno(env, EINVAL, "sendFds: 1 to 253 descriptors and at most 65536 bytes of data");
   std::vector<int> fds(n);
   for (size_t i = 0; i < n; i++) fds[i] = arr.Get(static_cast<uint32_t>(i)).As<Napi::Number>().Int32Value();
   struct iovec iov = {const_cast<char*>(names.data()), names.size()};
@@ -119,6 +151,8 @@ void InitFdPassing(Napi::Env env, Napi::Object exports) {
   exports.Set("socketPair", Napi::Function::New(env, SocketPair, "socketPair"));
   exports.Set("sendFds", Napi::Function::New(env, SendFds, "sendFds"));
   exports.Set("recvFds", Napi::Function::New(env, RecvFds, "recvFds"));
+  exports.Set("pipe", Napi::Function::New(env, Pipe, "pipe"));
+  exports.Set("dupFd", Napi::Function::New(env, DupFd, "dupFd"));
 }
 
 }  // namespace tritium

@@ -11,6 +11,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inferAddSub } from './infer-helpers.js';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { stubPidsOf } from '../helpers/processes.js';
 
 const FD_LIMIT = 128;
 let server: Tritium;
@@ -38,17 +39,7 @@ function cpuSeconds(pid: number): number {
 
 const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
 
-/** The server's stub processes (its children running stub/main.py). */
-function stubPids(serverPid: number): number[] {
-  const children = fs.readFileSync(`/proc/${serverPid}/task/${serverPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  return children.filter((pid) => {
-    try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('stub/main.py');
-    } catch {
-      return false;
-    }
-  });
-}
+const stubPids = (serverPid: number): number[] => stubPidsOf(serverPid);
 
 /** A keep-alive connection that got its answer to one health check, or undefined if refused. */
 function idleConnection(port: number): Promise<net.Socket | undefined> {

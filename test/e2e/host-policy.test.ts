@@ -10,6 +10,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, makeRepo, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 import { INSTANCE_PROBE_IO, writeVariant } from './infer-helpers.js';
+import { parentOf, stubPidsOf } from '../helpers/processes.js';
 
 const cli = (...args: string[]) => spawnSync(process.execPath, [path.join(ROOT, 'bin', 'tritium.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
 const CPUS = os.cpus().length;
@@ -48,6 +49,10 @@ describe('--host-policy', () => {
     const s = await startTritium({ repos: [repo], args: [`--host-policy=last_core,cpu-cores=${last}`, '--host-policy=cpu,cpu-cores=0'] });
     try {
       expect(await affinities(s)).toEqual({ pinned_0: String(last), plain_0: '0' });
+      // Spawned, not forked (fork-server.ts): OpenBLAS must see the pinned affinity at import.
+      const stubs = stubPidsOf(s.proc.pid!);
+      expect(stubs).toHaveLength(2);
+      for (const pid of stubs) expect(parentOf(pid)).toBe(s.proc.pid);
     } finally {
       await stopAndExpectNoShm(s);
       fs.rmSync(repo, { recursive: true, force: true });

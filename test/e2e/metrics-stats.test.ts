@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { stubPidsOf } from '../helpers/processes.js';
 import { inferJson, markPath, metricValue, scrape, waitFor, waitForMark, writeVariant } from './infer-helpers.js';
 
 const CONFIG = `backend: "python"
@@ -272,21 +273,9 @@ describe('Prometheus metrics', () => {
   });
 });
 
-/** The pid of the stub process of `model` among the server's children (Linux /proc). */
+/** The pid of the stub process of `model` among the server's (Linux /proc). */
 function stubPid(serverPid: number, model: string): number {
-  const found: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== serverPid) continue;
-      const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmd.includes(`/${model}/`)) found.push(Number(entry));
-    } catch {
-      // The process went away while we looked.
-    }
-  }
+  const found = stubPidsOf(serverPid, `/${model}/`);
   if (found.length !== 1) throw new Error(`expected one stub of ${model}, found ${found.length}`);
   return found[0]!;
 }

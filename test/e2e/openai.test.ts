@@ -13,6 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from './infer-helpers.js';
 import { editConfig, makeRepo, pythonResult, refusedStartLog, ROOT, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { stubPidsOf } from '../helpers/processes.js';
 
 let server: Tritium;
 let repo: string;
@@ -338,16 +339,7 @@ describe('--tokenizer, --chat-template, max_model_len and --openai-restricted-ap
   });
 
   it('answers 503 for a model whose stub is being restarted', async () => {
-    const pid = s2.proc.pid!;
-    const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-    const stub = children.find((c) => {
-      try {
-        const cmd = fs.readFileSync(`/proc/${c}/cmdline`, 'utf8');
-        return cmd.includes('stub/main.py') && cmd.includes('trtllm_ctx');
-      } catch {
-        return false;
-      }
-    });
+    const stub = stubPidsOf(s2.proc.pid!, 'trtllm_ctx')[0];
     expect(stub).toBeDefined();
     process.kill(stub!, 'SIGKILL');
     await waitFor('trtllm_ctx not ready', async () => (await fetch(`${s2.http}/v2/models/trtllm_ctx/ready`)).status !== 200, 20_000, 5);

@@ -26,6 +26,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inferAddSub } from './infer-helpers.js';
 import { makeRepo, startTritium, type Tritium } from '../helpers/server.js';
+import { stubPidsOf } from '../helpers/processes.js';
 
 const SMALL_SHM = ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$0" "$@"'];
 const canUnshare = process.getuid?.() === 0 && spawnSync('unshare', ['-m', 'true']).status === 0;
@@ -88,15 +89,7 @@ const reserveName = () => files().find((f) => f.endsWith('_reserve'));
 const n0Files = () => files().filter((f) => f.endsWith('.n0'));
 
 function stubPid(): number {
-  const pid = server.proc.pid!;
-  const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-  const stub = children.find((c) => {
-    try {
-      return fs.readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('stub/main.py');
-    } catch {
-      return false;
-    }
-  });
+  const stub = stubPidsOf(server.proc.pid!)[0];
   if (stub === undefined) throw new Error('no stub process');
   return stub;
 }

@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memfdsOf } from '../helpers/memfd.js';
+import { descendantsOf, stubPidsOf } from '../helpers/processes.js';
 import { ensureBuilt, makeRepo, PYTHON, ROOT, shmFilesOf, startTritium, type StartOptions, type Tritium } from '../helpers/server.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -53,20 +54,8 @@ afterEach(() => {
 });
 
 /** Direct children of `pid` (the stubs of a server), from /proc. */
-function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) out.push(Number(e));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return out;
-}
+/** The server's stub processes (forked stubs are its fork server's children). */
+const childPids = (pid: number): number[] => stubPidsOf(pid);
 
 function alive(pid: number): boolean {
   try {
@@ -133,6 +122,8 @@ describe('SIGTERM / SIGINT', () => {
     const t = await start();
     const pid = t.proc.pid!;
     const stubs = childPids(pid);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    const below = descendantsOf(pid);
     expect(stubs).toHaveLength(2);
     expect(shmFilesOf(pid).length).toBeGreaterThan(0);
 
@@ -172,14 +163,16 @@ describe('SIGTERM / SIGINT', () => {
         .filter((f) => f.startsWith('finalized_'))
         .sort(),
     ).toEqual(['finalized_slow_execute_0_0', 'finalized_slow_execute_0_1']);
-    expect(await waitGone(stubs)).toEqual([]);
+    expect(await waitGone(below)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
 
   it('--exit-timeout-secs: requests that cannot finish in time get an error answer; exit 1 as Triton', async () => {
     const t = await start({ args: ['--exit-timeout-secs=2'] });
     const pid = t.proc.pid!;
-    const stubs = childPids(pid);
+    expect(childPids(pid)).toHaveLength(2);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    const below = descendantsOf(pid);
     const inflight = Array.from({ length: 6 }, (_, i) => infer(t, 8000, i));
     await waitPending(t, 2); // 2 executing, 2 in the stubs' rings, 2 queued
     t.proc.kill('SIGTERM');
@@ -200,14 +193,16 @@ describe('SIGTERM / SIGINT', () => {
     for (const r of queued) expect(r.body.error).toBe('Server is stopping, scheduler for model has stopped accepting new inference requests');
     expect(exit).toEqual({ code: 1, signal: null });
     expect(t.log()).toContain('Exit timeout expired.');
-    expect(await waitGone(stubs)).toEqual([]);
+    expect(await waitGone(below)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
 
   it('SIGINT with a finalize that never returns: bounded by the exit timeout, then killed; exit 0, /dev/shm clean', async () => {
     const t = await start({ args: ['--exit-timeout-secs=2'], env: { FINALIZE_HANG: '1' } });
     const pid = t.proc.pid!;
-    const stubs = childPids(pid);
+    expect(childPids(pid)).toHaveLength(2);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    const below = descendantsOf(pid);
     const ok = await infer(t, 0, 41);
     expect(ok.status).toBe(200);
     t.proc.kill('SIGINT');
@@ -215,14 +210,16 @@ describe('SIGTERM / SIGINT', () => {
     const exit = await within(t.exited, 30_000, 'the server to exit with a hanging finalize');
     expect(exit).toEqual({ code: 0, signal: null });
     expect(t.log()).toMatch(/finalize of 'slow_execute_0_[01]' did not end within \d+ ms; killing the stub/);
-    expect(await waitGone(stubs)).toEqual([]);
+    expect(await waitGone(below)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
 
   it('a second signal exits at once, still removing shared memory and stopping the stubs', async () => {
     const t = await start();
     const pid = t.proc.pid!;
-    const stubs = childPids(pid);
+    expect(childPids(pid)).toHaveLength(2);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    const below = descendantsOf(pid);
     const inflight = Array.from({ length: 6 }, (_, i) => infer(t, 20_000, i));
     await waitPending(t, 2);
     t.proc.kill('SIGTERM');
@@ -235,7 +232,7 @@ describe('SIGTERM / SIGINT', () => {
     // The clients learn at once (the connection closes); nothing waits for the 20 s executes.
     const results = await Promise.all(inflight);
     expect(results.every((r) => r.error !== undefined || r.status! >= 400)).toBe(true);
-    expect(await waitGone(stubs)).toEqual([]);
+    expect(await waitGone(below)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
 
@@ -247,13 +244,15 @@ describe('SIGTERM / SIGINT', () => {
     while (Date.now() < deadline && (!t.log().includes('loading: slow_execute:1') || childPids(pid).length < 2)) await sleep(50);
     await sleep(500); // both are inside initialize now (it sleeps 20 s)
     const stubs = childPids(pid);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    const below = descendantsOf(pid);
     expect(stubs).toHaveLength(2);
     expect(shmFilesOf(pid).length).toBeGreaterThanOrEqual(2);
     t.proc.kill('SIGTERM');
     const exit = await t.exited;
     expect(exit.signal).toBeNull();
     expect(t.log()).toContain('received SIGTERM during start-up');
-    expect(await waitGone(stubs)).toEqual([]);
+    expect(await waitGone(below)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual([]);
   });
 });
@@ -270,9 +269,9 @@ describe('SIGTERM while a model control load is still initializing', () => {
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline && !inside()) await sleep(50);
     expect(inside()).toBe(true);
-    const stubs = childPids(t.proc.pid!);
-    expect(stubs).toHaveLength(2);
-    return { t, stubs, load };
+    expect(childPids(t.proc.pid!)).toHaveLength(2);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    return { t, stubs: descendantsOf(t.proc.pid!), load };
   }
 
   async function expectBoundedExit(t: Tritium, stubs: number[]): Promise<void> {
@@ -311,6 +310,8 @@ describe('a SIGKILLed server', () => {
     const t = await start();
     const pid = t.proc.pid!;
     const stubs = childPids(pid);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    const below = descendantsOf(pid);
     const segments = shmFilesOf(pid);
     // Both instances' n0 are memfds of the server (and of their stub); nothing is in /dev/shm.
     expect(segments.filter((s) => s.endsWith('.n0'))).toHaveLength(2);
@@ -321,7 +322,7 @@ describe('a SIGKILLed server', () => {
     t.proc.kill('SIGKILL');
     await t.exited;
     // The stubs notice their parent is gone (stub/tritium_stub/parent_watch.py, within 0.3 s).
-    expect(await waitGone(stubs)).toEqual([]);
+    expect(await waitGone(below)).toEqual([]);
     expect(inStub()).toBe(false);
     expect(shmFilesOf(pid)).toEqual([]);
   });
@@ -329,14 +330,16 @@ describe('a SIGKILLed server', () => {
   it('with /dev/shm files (the fallback), leaves files that the next start removes, only those whose owner process is gone', async () => {
     const first = await start({ env: { TRITIUM_MEMFD: '0' } });
     const pid = first.proc.pid!;
-    const stubs = childPids(pid);
+    expect(childPids(pid)).toHaveLength(2);
+    // Every process of the server's: the stubs, and the fork server they came from.
+    const below = descendantsOf(pid);
     const files = shmFilesOf(pid);
     expect(files.length).toBeGreaterThan(0);
     first.proc.kill('SIGKILL');
     await first.exited;
     // The stubs notice their parent is gone (stub/tritium_stub/parent_watch.py, within 0.3 s)
     // and exit by themselves; the files stay behind. (Soft: the file checks below still run.)
-    expect.soft(await waitGone(stubs)).toEqual([]);
+    expect.soft(await waitGone(below)).toEqual([]);
     expect(shmFilesOf(pid)).toEqual(files);
 
     // A file whose owner is alive (this test process) must survive the cleanup.

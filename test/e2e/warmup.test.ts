@@ -5,11 +5,11 @@
  * times; batch_size 0 skips a sample. A failing sample fails the load and the reason names the
  * sample and the cause. The probe model (test/models/warmup_probe) logs what each execute() got.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, shmFilesOf, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
+import { cmdlineOf, stubPidsOf } from '../helpers/processes.js';
 import { waitFor, writeVariant } from './infer-helpers.js';
 
 interface Logged {
@@ -142,12 +142,9 @@ describe('warmup after a stub restart', () => {
   it('warms a restarted stub again before it takes traffic', async () => {
     const instance = 'warmup_probe_0_0';
     const before = readLog('warmup_probe', instance).length;
-    // The stub's initialize args carry its instance name; find its process among the server's children.
-    const stubs = execFileSync('pgrep', ['-f', '-P', String(server.proc.pid), 'warmup_probe/1/model.py'], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-    const target = stubs.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`\0${instance}\0`));
+    // The stub's command line carries its instance name; find its process among the server's.
+    const stubs = stubPidsOf(server.proc.pid!, 'warmup_probe/1/model.py');
+    const target = stubs.find((pid) => cmdlineOf(pid).includes(`\0${instance}\0`));
     expect(target, `stub of ${instance} among ${stubs.join(',')}`).toBeDefined();
     process.kill(target!, 'SIGKILL');
     await waitFor('the instance to be warmed again', () => readLog('warmup_probe', instance).length >= before + 5, 30_000, 50);

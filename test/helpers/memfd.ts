@@ -4,6 +4,7 @@
  * `/memfd:<label> (deleted)`, and stat() through the fd link gives the pages it really holds.
  */
 import fs from 'node:fs';
+import { descendantsOf } from './processes.js';
 
 const LINK_RE = /^\/memfd:(.*) \(deleted\)$/;
 
@@ -58,13 +59,7 @@ export function segmentsOf(pid: number, measure: 'size' | 'allocated'): Map<stri
   const prefix = `tritium_${pid}_`;
   const bytes = (st: fs.Stats) => (measure === 'size' ? st.size : st.blocks * 512);
   const held = new Map<string, number>();
-  let children: number[] = [];
-  try {
-    children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    // gone
-  }
-  for (const p of [pid, ...children]) for (const [label, b] of memfdStats(p, prefix, bytes)) held.set(label, b);
+  for (const p of [pid, ...descendantsOf(pid)]) for (const [label, b] of memfdStats(p, prefix, bytes)) held.set(label, b);
   for (const f of fs.readdirSync('/dev/shm')) {
     if (!f.startsWith(prefix)) continue;
     try {

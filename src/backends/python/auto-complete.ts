@@ -7,6 +7,7 @@
 import { Errors } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { LaunchedStub } from './launcher.js';
+import type { ForkServers } from './fork-server.js';
 
 export interface AutoCompleteRun {
   modelName: string;
@@ -24,6 +25,8 @@ export interface AutoCompleteRun {
   shmGrowthByteSize: number;
   logger: Logger;
   timeoutMs: number;
+  /** The backend's fork servers; the stub is spawned when absent. */
+  forks?: ForkServers;
 }
 
 export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
@@ -40,6 +43,7 @@ export async function runAutoComplete(o: AutoCompleteRun): Promise<string> {
     logger: o.logger,
     label: o.modelName,
     logSource: o.modelName,
+    ...(o.forks ? { forks: o.forks } : {}),
     deathError: (exit, tail) =>
       exit.spawnError ? Errors.autoCompleteSpawn(o.python, o.modelName, exit.spawnError.message) : Errors.autoCompleteDied(o.modelName, exit.cause, tail),
   });

@@ -20,6 +20,7 @@ import { runAutoComplete } from './auto-complete.js';
 import { pythonFor } from './stub-paths.js';
 import { checkStubNames, isValidRegionPrefix, isValidStubName } from './stub-name.js';
 import { StubInstance } from './stub-instance.js';
+import { ForkServers } from './fork-server.js';
 import type { PythonBackendOptions } from './options.js';
 
 export class PythonBackend implements Backend {
@@ -32,9 +33,18 @@ export class PythonBackend implements Backend {
    * files fill a small /dev/shm (docs/design.md, "Supervision").
    */
   readonly shmReserve: ShmReserve;
+  /** Where stubs are forked from (`stub-start=fork`); undefined when every stub is spawned. */
+  private readonly forks: ForkServers | undefined;
 
   constructor(private readonly o: PythonBackendOptions) {
     this.shmReserve = new ShmReserve(n0ByteSize(o.shmDefaultByteSize));
+    this.forks = o.stubStart === 'spawn' ? undefined : new ForkServers();
+  }
+
+  /** Ends the fork servers (the instances were stopped before) and drops the /dev/shm reserve. */
+  async close(): Promise<void> {
+    this.shmReserve.drop();
+    await this.forks?.close();
   }
 
   /**
@@ -84,6 +94,7 @@ export class PythonBackend implements Backend {
       shmGrowthByteSize: this.o.shmGrowthByteSize,
       logger: ctx.logger,
       timeoutMs: 120_000,
+      ...(this.forks ? { forks: this.forks } : {}),
     });
     return modelConfigFromJson(JSON.parse(json));
   }
@@ -140,6 +151,7 @@ export class PythonBackend implements Backend {
           calls: { client: ctx.client, modelControl: this.o.modelControl, customMetrics: this.o.customMetrics },
           cpus: this.o.hostPolicies?.get(spec.hostPolicy),
           ...(segmentBacking() === 'dev-shm' ? { shmReserve: this.shmReserve } : {}),
+          ...(this.forks ? { forks: this.forks } : {}),
         }),
     );
     for (const i of instances) this.instances.add(i);

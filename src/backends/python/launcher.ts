@@ -9,14 +9,14 @@
  *
  * What the stub is for (initialize and serve, or run auto_complete_config) is the caller's.
  */
-import type { ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import type { Logger } from '../../core/logger.js';
 import { StubChannel, newRegionName, type IpcWaitOptions } from './ipc/channel.js';
 import type { StubMessageType, StubToNode } from './ipc/messages.js';
 import { recoveryFds } from '../../core/instance/fd-reserve.js';
 import type { ShmReserve } from './ipc/shm-reserve.js';
-import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo } from './stub-process.js';
+import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo, type StubProcess } from './stub-process.js';
+import type { ForkServers } from './fork-server.js';
 import { traceLine, traceTags } from '../../core/trace-tags.js';
 
 export interface LaunchOptions {
@@ -50,6 +50,8 @@ export interface LaunchOptions {
   cpus?: readonly number[];
   /** /dev/shm space given back for the region's creation and taken again after (ipc/shm-reserve.ts). */
   shmReserve?: ShmReserve;
+  /** The backend's fork servers (stub-process.ts says which stubs are forked); spawned when absent. */
+  forks?: ForkServers;
   /** The error a pending `expect` rejects with when the stub ends first. */
   deathError(exit: StubExit, stderrTail: string): Error;
 }
@@ -64,7 +66,7 @@ type Waiter = { types: StubMessageType[]; resolve: (m: StubToNode) => void; reje
 
 export class LaunchedStub {
   readonly channel: StubChannel;
-  readonly child: ChildProcess;
+  readonly child: StubProcess;
   /** Node's end of an instance's readiness pipe (docs/ipc.md, "Readiness requests"). */
   readonly readinessPipe: Writable | undefined;
   /** Resolves once, when the process is gone and late messages were dispatched. */
@@ -88,8 +90,8 @@ export class LaunchedStub {
     channel.onMessage((m) => this.route(m));
     let spawnError: Error | undefined;
     const ended = new Promise<ExitInfo>((resolve) => {
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-      child.once('error', (err) => {
+      child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal }));
+      child.once('error', (err: Error) => {
         spawnError = err;
         resolve({ code: -1, signal: null });
       });
@@ -106,7 +108,7 @@ export class LaunchedStub {
   }
 
   /** Creates the region and spawns the stub; a failure leaves nothing behind. */
-  private launch(): { channel: StubChannel; child: ChildProcess } {
+  private launch(): { channel: StubChannel; child: StubProcess } {
     const o = this.o;
     const region = newRegionName(o.regionPrefix);
     const channel = StubChannel.create({
@@ -132,6 +134,7 @@ export class LaunchedStub {
         label: o.label,
         ipcWait: o.ipcWait,
         ...(o.cpus ? { cpus: o.cpus } : {}),
+        ...(o.forks ? { forks: o.forks } : {}),
       });
       channel.stubSpawned();
       return { channel, child };

@@ -52,7 +52,17 @@ export interface PythonBackendOptions {
   hostPolicies?: ReadonlyMap<string, readonly number[]>;
   /** `--backend-directory`: where Python-based backends' model.py files are (default tritonserver's). */
   backendDirectory?: string;
+  /**
+   * `stub-start`: `fork` (the default) forks each stub from one interpreter per executable that
+   * imported numpy and the stub's modules once (fork-server.ts); `spawn` starts every stub as a
+   * fresh interpreter, as Triton does. Stubs of an EXECUTION_ENV_PATH or a host policy are
+   * spawned either way. Fork when absent.
+   */
+  stubStart?: StubStart;
 }
+
+export const STUB_STARTS = ['fork', 'spawn'] as const;
+export type StubStart = (typeof STUB_STARTS)[number];
 
 /** What the server hands the backend besides its keys. */
 type PythonBackendWiring = Pick<PythonBackendOptions, 'modelControl' | 'customMetrics' | 'hostPolicies' | 'backendDirectory'>;
@@ -78,6 +88,7 @@ const KEYS = new Set([
   'spin-mode',
   'max-async-executes',
   'concurrent-async-executes',
+  'stub-start',
 ]);
 
 /** "a, b or c". */
@@ -105,7 +116,12 @@ export function pythonBackendOptions(backendConfig: ReadonlyMap<string, Readonly
   if (!SPIN_MODES.includes(spinMode as SpinMode)) {
     throw new Error(`--backend-config=python,spin-mode: must be ${orList(SPIN_MODES)}, got '${spinMode}'.`);
   }
+  const stubStart = own.get('stub-start') ?? 'fork';
+  if (!STUB_STARTS.includes(stubStart as StubStart)) {
+    throw new Error(`--backend-config=python,stub-start: must be ${orList(STUB_STARTS)}, got '${stubStart}'.`);
+  }
   return {
+    stubStart: stubStart as StubStart,
     shmDefaultByteSize: whole('shm-default-byte-size', MIB, MIB, `must be at least 1 MiB (${MIB} bytes)`),
     shmGrowthByteSize: whole('shm-growth-byte-size', MIB, 1, 'must be a positive number of bytes'),
     stubTimeoutSeconds: whole('stub-timeout-seconds', 30, 1, 'must be a positive number of seconds'),

@@ -20,6 +20,7 @@ import { MetricCalls } from './metric-calls.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
 import type { LogMsg, StubToNode } from './ipc/messages.js';
 import { LaunchedStub, type StubExit } from './launcher.js';
+import type { ForkServers } from './fork-server.js';
 import { ReadinessProbe } from './readiness-probe.js';
 import { PIPELINE_DEPTH, StubSession } from './stub-session.js';
 import { traceLine, traceTags } from '../../core/trace-tags.js';
@@ -57,6 +58,8 @@ export interface StubInstanceOptions {
   calls?: ModelCalls;
   /** CPUs of the instance's host policy (`--host-policy`). */
   cpus?: readonly number[];
+  /** The backend's fork servers; its stubs are spawned when absent. */
+  forks?: ForkServers;
   /** /dev/shm space held back for this instance's restarts (shared by the backend's instances). */
   shmReserve?: ShmReserve;
 }
@@ -155,6 +158,7 @@ export class StubInstance implements BackendInstance {
       stubTimeoutSeconds: o.stubTimeoutSeconds,
       ...(o.cpus ? { cpus: o.cpus } : {}),
       ...(o.shmReserve ? { shmReserve: o.shmReserve } : {}),
+      ...(o.forks ? { forks: o.forks } : {}),
       signal,
       deathError: (exit, tail) => {
         const err = Errors.stubUnhealthy(this.name, exit.cause);

@@ -10,6 +10,8 @@ import { resolveExecEnv } from './exec-env/exec-env.js';
 /** `<repo>/stub`: this file sits three levels below the package root, in src/ and in dist/. */
 export const STUB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../stub');
 export const STUB_MAIN = path.join(STUB_DIR, 'main.py');
+/** The fork server every forked stub comes from (fork-server.ts). */
+export const STUB_FORK_SERVER = path.join(STUB_DIR, 'fork_server.py');
 
 /**
  * The interpreter for one model: the environment `EXECUTION_ENV_PATH` names (a directory or a

@@ -1,16 +1,32 @@
 /**
  * @module backends/python/stub-process
- * Spawns one stub process and turns its stdout/stderr into labelled server log lines (so
+ * Starts one stub process — forked by the interpreter's fork server (fork-server.ts) when it
+ * can be, else spawned — and turns its stdout/stderr into labelled server log lines (so
  * `print()` in model.py reaches the log with the model and instance it came from: stdout as
  * INFO, stderr as ERROR unless the line is a Python logging record, which keeps its level).
- * Keeps the set of live stubs so an abnormal exit of the server can still kill them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
 import readline from 'node:readline';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../core/logger.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
+import { PER_STUB_VARIABLES, type ForkServers } from './fork-server.js';
+import { trackStub } from './live-stubs.js';
 import { STUB_MAIN } from './stub-paths.js';
+
+/**
+ * A stub process as the launcher sees it: a ChildProcess, or a stub the fork server forked
+ * (ForkedStub), which emits the same 'exit', 'error' and 'close' events.
+ */
+export interface StubProcess extends EventEmitter {
+  readonly pid?: number | undefined;
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  readonly stderr: Readable | null;
+  readonly stdio: ReadonlyArray<Readable | Writable | null | undefined>;
+  kill(signal?: NodeJS.Signals): boolean;
+}
 
 export interface StubSpawnOptions {
   python: string;
@@ -39,6 +55,11 @@ export interface StubSpawnOptions {
   segmentFds?: readonly [number, number];
   /** CPUs the stub runs on (its host policy); the stub pins itself before importing model.py. */
   cpus?: readonly number[];
+  /**
+   * The backend's fork servers: a stub with the server's environment and no host policy is
+   * forked from one (numpy imported once); absent, or for the others, it is spawned.
+   */
+  forks?: ForkServers;
 }
 
 /** Where the stub finds the wake eventfd (docs/ipc.md, "Waking Node"). */
@@ -67,14 +88,14 @@ export function describeExit(e: ExitInfo): string {
 const PY_LOGGING_LINE = /^(CRITICAL|ERROR|WARNING|INFO|DEBUG):[^:\s]*:/;
 
 /** The last stderr lines of each stub: the reason a stub that dies at start-up gives. */
-const stderrTails = new WeakMap<ChildProcess, string[]>();
+const stderrTails = new WeakMap<StubProcess, string[]>();
 const TAIL_LINES = 5;
 
 /**
  * What a stub wrote last on stderr, once its pipes closed (bounded wait: a process the model
  * started may hold the pipe open). '' when it wrote nothing.
  */
-export async function stderrTail(child: ChildProcess, waitMs = 300): Promise<string> {
+export async function stderrTail(child: StubProcess, waitMs = 300): Promise<string> {
   if (child.stderr && !child.stderr.readableEnded) {
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, waitMs);
@@ -87,25 +108,7 @@ export async function stderrTail(child: ChildProcess, waitMs = 300): Promise<str
   return (stderrTails.get(child) ?? []).join('\n');
 }
 
-/** Every stub process of this server that has not exited yet (instance and auto-complete). */
-const liveStubs = new Set<ChildProcess>();
-
-/**
- * Last resort on an exit path that skips the normal teardown (a signal during start-up, an
- * uncaught error): SIGKILLs every stub still running. Synchronous, so it can run in 'exit'.
- */
-export function killAllStubs(): void {
-  for (const child of liveStubs) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  liveStubs.clear();
-}
-
-export function spawnStub(o: StubSpawnOptions): ChildProcess {
+export function spawnStub(o: StubSpawnOptions): StubProcess {
   const env: NodeJS.ProcessEnv = { ...(o.env ?? process.env), PYTHONUNBUFFERED: '1' };
   if (o.ipcWait) {
     env.TRITIUM_STUB_SPIN_US = String(o.ipcWait.spinUs);
@@ -120,22 +123,44 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
   const instance = o.mode === 'instance';
   if (instance) env.TRITIUM_STUB_READY_FD = String(STUB_READY_FD);
   else delete env.TRITIUM_STUB_READY_FD;
-  const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe', o.wakeFd, instance ? 'pipe' : 'ignore'];
   // Without them the stub opens the region's /dev/shm files by name.
-  if (o.segmentFds) {
-    stdio.push(...o.segmentFds);
-    env.TRITIUM_STUB_SEGMENT_FDS = STUB_SEGMENT_FDS.join(',');
-  } else delete env.TRITIUM_STUB_SEGMENT_FDS;
-  const argv = [STUB_MAIN, o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)];
+  if (o.segmentFds) env.TRITIUM_STUB_SEGMENT_FDS = STUB_SEGMENT_FDS.join(',');
+  else delete env.TRITIUM_STUB_SEGMENT_FDS;
+  const argv = [o.modelFile, o.region, String(o.growthByteSize), String(process.pid), o.name, o.mode, String(o.logVerbose)];
   if (o.runtimeDir !== undefined) argv.push(o.runtimeDir);
-  const child = spawn(o.python, argv, {
-    env,
-    stdio,
-  });
-  liveStubs.add(child);
-  const forget = () => liveStubs.delete(child);
+  const child = (o.forks && forkable(o) && forkStub(o, o.forks, argv, env)) || spawnChild(o, argv, env);
+  forwardOutput(child, o);
+  return child;
+}
+
+/**
+ * A stub the fork server may start: the server's interpreter and environment (a model's
+ * EXECUTION_ENV_PATH brings its own), and no host policy (OpenBLAS sizes its threads by the
+ * affinity it finds at import, which the server imported with).
+ */
+const forkable = (o: StubSpawnOptions): boolean => o.env === undefined && !(o.cpus && o.cpus.length > 0);
+
+function forkStub(o: StubSpawnOptions, forks: ForkServers, argv: string[], env: NodeJS.ProcessEnv): StubProcess | undefined {
+  // The server's environment: the stub's without what differs from stub to stub.
+  const base = { ...env };
+  for (const name of PER_STUB_VARIABLES) delete base[name];
+  const fds = [{ fd: o.wakeFd, target: STUB_WAKE_FD }];
+  if (o.segmentFds) fds.push({ fd: o.segmentFds[0], target: STUB_SEGMENT_FDS[0] }, { fd: o.segmentFds[1], target: STUB_SEGMENT_FDS[1] });
+  return forks.get(o.python, base, o.logger).fork({ argv, env, fds, ...(o.mode === 'instance' ? { readinessTarget: STUB_READY_FD } : {}) });
+}
+
+function spawnChild(o: StubSpawnOptions, argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe', o.wakeFd, o.mode === 'instance' ? 'pipe' : 'ignore'];
+  if (o.segmentFds) stdio.push(...o.segmentFds);
+  const child = spawn(o.python, [STUB_MAIN, ...argv], { env, stdio });
+  const forget = trackStub(child);
   child.once('exit', forget);
   child.once('error', forget);
+  return child;
+}
+
+/** The stub's stdout and stderr as server log lines; the last stderr lines kept (stderrTail). */
+function forwardOutput(child: StubProcess, o: StubSpawnOptions): void {
   const forward = (stream: NodeJS.ReadableStream | null, error: boolean) => {
     if (!stream) return;
     const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
@@ -154,13 +179,12 @@ export function spawnStub(o: StubSpawnOptions): ChildProcess {
       else o.logger.error(line, o.label);
     });
   };
-  forward(child.stdout, false);
+  forward(child.stdio[1] as Readable | null, false);
   forward(child.stderr, true);
-  return child;
 }
 
 /** Node's end of an instance stub's readiness pipe (undefined for the auto-complete stub). */
-export function readinessPipe(child: ChildProcess): Writable | undefined {
+export function readinessPipe(child: StubProcess): Writable | undefined {
   // A spawn that failed (EMFILE, EAGAIN) leaves no stdio at all: its error event reports it.
   const end = child.stdio?.[STUB_READY_FD] as Writable | null | undefined;
   if (!end) return undefined;

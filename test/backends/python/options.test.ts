@@ -29,6 +29,7 @@ describe('pythonBackendOptions', () => {
       ipcWait: { spinUs: 50, spinMode: 'adaptive' },
       maxAsyncExecutes: 128,
       concurrentAsyncExecutes: 1,
+      stubStart: 'fork',
     };
     expect(pythonBackendOptions(new Map())).toEqual(defaults);
     expect(pythonBackendOptions(new Map([['onnxruntime', new Map([['run-in', 'main']])]]))).toEqual(defaults);
@@ -47,6 +48,7 @@ describe('pythonBackendOptions', () => {
           'spin-mode': 'never',
           'max-async-executes': '2',
           'concurrent-async-executes': '8',
+          'stub-start': 'spawn',
         }),
       ),
     ).toEqual({
@@ -58,6 +60,7 @@ describe('pythonBackendOptions', () => {
       ipcWait: { spinUs: 1_000_000, spinMode: 'never' },
       maxAsyncExecutes: 2,
       concurrentAsyncExecutes: 8,
+      stubStart: 'spawn',
     });
   });
 
@@ -90,6 +93,7 @@ describe('pythonBackendOptions', () => {
     [{ 'spin-us': '1000001' }, "--backend-config=python,spin-us: must be a whole number of microseconds between 0 and 1000000, got '1000001'."],
     [{ 'spin-mode': 'sometimes' }, "--backend-config=python,spin-mode: must be adaptive, always or never, got 'sometimes'."],
     [{ 'max-async-executes': '0' }, "--backend-config=python,max-async-executes: must be a positive number of coroutines, got '0'."],
+    [{ 'stub-start': 'exec' }, "--backend-config=python,stub-start: must be fork or spawn, got 'exec'."],
   ])('refuses %j, naming the key, what it must be and the value', (kv, text) => {
     expect(refusal(kv)).toBe(text);
   });

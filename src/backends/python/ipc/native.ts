@@ -93,9 +93,13 @@ export interface NativeAddon {
   reserveFd(fd: number, offset: number, length: number): void;
   /** An AF_UNIX SOCK_SEQPACKET pair, close-on-exec: [this process's end, the stub's end]. */
   socketPair(): [number, number];
+  /** A pipe, both ends close-on-exec: [read end, write end] (a forked stub's stdio, fork-server.ts). */
+  pipe(): [number, number];
+  /** A close-on-exec duplicate of `fd`, owned by the caller. */
+  dupFd(fd: number): number;
   /**
-   * Sends `fds` (at most 253) with their comma-separated `names` as one datagram (SCM_RIGHTS),
-   * without blocking; throws with `code` EAGAIN while the peer has not read what is queued, EPIPE when it is gone.
+   * Sends `fds` (at most 253) with `names` (comma-separated segment names, or a fork request's
+   * JSON: at most 64 KiB) as one datagram (SCM_RIGHTS), without blocking; throws with `code` EAGAIN while the peer has not read what is queued, EPIPE when it is gone.
    */
   sendFds(socket: number, fds: number[], names: string): void;
   /** The next datagram queued on `socket` (descriptors close-on-exec, owned by the caller), or null when none is. */
