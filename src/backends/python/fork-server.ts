@@ -116,13 +116,16 @@ export class ForkedStub extends EventEmitter {
     if (this.pendingSignal) this.kill(this.pendingSignal);
   }
 
-  /** @internal it never started: ChildProcess's 'error' for a failed spawn. */
+  /**
+   * @internal it never started: ChildProcess's 'error' for a failed spawn, emitted on the next
+   * tick as Node emits that one (the caller may not have listened yet).
+   */
   failed(err: Error): void {
     if (this.ended) return;
     this.ended = true;
     this.exitCode = -1;
     this.destroyStreams();
-    this.emit('error', err);
+    process.nextTick(() => this.emit('error', err));
   }
 
   /** @internal the server reaped it (or is gone, and killed it). */
@@ -296,10 +299,12 @@ export class ForkServer {
       try {
         native.sendFds(this.sock, p.fds, p.json);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') return;
+        const code = (err as NodeJS.ErrnoException).code;
+        // Full: the next report sends it. Gone: its 'close' fails the queue with the reason.
+        if (code === 'EAGAIN' || code === 'EPIPE' || code === 'ECONNRESET') return;
         this.queue.shift();
         this.release(p);
-        p.stub.failed(err as Error);
+        p.stub.failed(new Error(`the request to the stub fork server could not be sent (${code})`));
         continue;
       }
       this.queue.shift();
