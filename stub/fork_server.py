@@ -93,6 +93,25 @@ def _child(request, fds, sock, wake_r, wake_w):
     return request["argv"]
 
 
+def _request(data, fds, flags):
+    """The request in a datagram, or None (said on stderr, which Node logs) when it is not one:
+    nothing Node sends is refused, but a bad datagram must not end the server and its stubs."""
+    try:
+        if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            raise ValueError("the datagram was truncated")
+        request = json.loads(data)
+        if not isinstance(request.get("id"), int) or not isinstance(request.get("env"), dict):
+            raise ValueError("no id or env")
+        if not all(isinstance(a, str) for a in request["argv"]):
+            raise ValueError("argv is not a list of strings")
+        if len(request["fds"]) != len(fds) or not all(isinstance(t, int) and 0 < t < 1024 for t in request["fds"]):
+            raise ValueError(f"{len(fds)} descriptor(s) received for targets {request['fds']!r}")
+        return request
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        sys.stderr.write(f"stub fork server: ignored a request: {exc}\n")
+        return None
+
+
 def _reap(children):
     while children:
         try:
@@ -135,15 +154,19 @@ def serve(sock_fd):
         if sock not in readable:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(sock, _MAX_REQUEST, _MAX_FDS)
+            data, fds, flags, _ = socket.recv_fds(sock, _MAX_REQUEST, _MAX_FDS)
         except OSError:
-            data, fds = b"", []
+            data, fds, flags = b"", [], 0
         if not data:
             accepting = False
             for fd in fds:
                 os.close(fd)
             continue
-        request = json.loads(data)
+        request = _request(data, fds, flags)
+        if request is None:
+            for fd in fds:
+                os.close(fd)
+            continue
         try:
             # Python 3.12 warns that forking a process with threads (OpenBLAS's pool) may
             # deadlock; OpenBLAS stops its pool around fork(), and no other thread exists yet.
@@ -178,7 +201,8 @@ def main():
     import runpy
 
     sys.argv = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "main.py"), *argv]
-    _retitle([python, *sys.argv])
+    sys.orig_argv = [python, *sys.argv]
+    _retitle(sys.orig_argv)
     runpy.run_path(sys.argv[0], run_name="__main__")
     return 0
 
