@@ -90,6 +90,12 @@ def _child(request, fds, sock, wake_r, wake_w):
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+    # A spawned stub seeds numpy's global generator from the OS when numpy.random loads; one
+    # loaded here (numpy 1.x loads it with numpy) would give every stub the same numbers.
+    # Python's own `random` reseeds itself in a forked child.
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        np_random.seed()
     return request["argv"]
 
 

@@ -331,10 +331,10 @@ export class ForkServer {
     } else if ('id' in r) {
       const stub = this.byId.get(r.id);
       this.byId.delete(r.id);
-      if ('pid' in r) {
-        this.byPid.set(r.pid, stub!);
-        stub?.forked(r.pid);
-      } else stub?.failed(new Error(`fork: ${r.error}`));
+      if (stub !== undefined && 'pid' in r) {
+        this.byPid.set(r.pid, stub);
+        stub.forked(r.pid);
+      } else if (stub !== undefined && 'error' in r) stub.failed(new Error(`fork: ${r.error}`));
     } else {
       const stub = this.byPid.get(r.pid);
       this.byPid.delete(r.pid);

@@ -1,10 +1,10 @@
 /**
  * @module backends/python/launcher
  * Brings one stub up and watches it, for instances and for the auto-complete stub alike: creates
- * its shared-memory channel, spawns the process (stub-process.ts: the wake eventfd as fd 3, an
- * instance's readiness pipe as fd 4, with memfd segments n0's memfd and the segment socket as fds
- * 5 and 6, its output in the server log), waits for the messages of
- * a handshake (`expect`), kills a stub whose heartbeat stops (the watchdog), and reports its
+ * its shared-memory channel, starts the process (stub-process.ts, forked by the fork server or
+ * spawned: the wake eventfd as fd 3, an instance's readiness pipe as fd 4, with memfd segments
+ * n0's memfd and the segment socket as fds 5 and 6, its output in the server log), waits for the
+ * messages of a handshake (`expect`), kills a stub whose heartbeat stops (the watchdog), and reports its
  * exit once, with a cause: the spawn error, why Node killed it, or how it ended.
  *
  * What the stub is for (initialize and serve, or run auto_complete_config) is the caller's.
