@@ -15,7 +15,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import readline from 'node:readline';
@@ -23,6 +22,7 @@ import type { Logger } from '../../core/logger.js';
 import { traceLine, traceTags } from '../../core/trace-tags.js';
 import { trackStub } from './live-stubs.js';
 import { loadNative } from './ipc/native.js';
+import { closeQuiet } from './ipc/segment-fds.js';
 import { STUB_FORK_SERVER } from './stub-paths.js';
 
 /** Where the fork server finds its end of the socket pair. */
@@ -54,14 +54,6 @@ export interface ForkRequest {
 }
 
 type Report = { ready: number } | { id: number; pid: number } | { id: number; error: string } | { pid: number; code: number | null; signal: number | null };
-
-const closeQuiet = (fd: number): void => {
-  try {
-    fs.closeSync(fd);
-  } catch {
-    // already closed
-  }
-};
 
 /** A pipe end of Node's as a stream (libuv sets it non-blocking). */
 const pipeStream = (fd: number, readable: boolean): net.Socket => {
@@ -134,7 +126,7 @@ export class ForkedStub extends EventEmitter {
     this.ended = true;
     this.exitCode = code;
     this.signalCode = signal;
-    (this.stdio[4] as net.Socket | null)?.destroy();
+    this.stdio[4]?.destroy();
     this.emit('exit', code, signal);
     this.maybeClose();
   }
@@ -175,7 +167,6 @@ export class ForkServer {
   private readonly child: ChildProcess;
   /** Node's end of the socket pair (-1 once closed). */
   private sock: number;
-  private readonly env: NodeJS.ProcessEnv;
   private ready = false;
   private gone = false;
   private readonly queue: Pending[] = [];
@@ -187,10 +178,10 @@ export class ForkServer {
 
   constructor(
     readonly python: string,
-    env: NodeJS.ProcessEnv,
+    /** What the server, and so every stub it forks, inherits. */
+    private readonly env: NodeJS.ProcessEnv,
     private readonly logger: Logger,
   ) {
-    this.env = env;
     const native = loadNative();
     const [mine, theirs] = native.socketPair();
     this.sock = mine;

@@ -23,6 +23,7 @@ export interface StubProcess extends EventEmitter {
   readonly pid?: number | undefined;
   readonly exitCode: number | null;
   readonly signalCode: NodeJS.Signals | null;
+  readonly stdout: Readable | null;
   readonly stderr: Readable | null;
   readonly stdio: ReadonlyArray<Readable | Writable | null | undefined>;
   kill(signal?: NodeJS.Signals): boolean;
@@ -179,7 +180,7 @@ function forwardOutput(child: StubProcess, o: StubSpawnOptions): void {
       else o.logger.error(line, o.label);
     });
   };
-  forward(child.stdio[1] as Readable | null, false);
+  forward(child.stdout, false);
   forward(child.stderr, true);
 }
 
