@@ -49,7 +49,7 @@ const counts = { infer: 0, other: 0 };
 const SETTINGS = { maxConcurrentStreams: 1024, initialWindowSize: 1024 * 1024, sessionWindow: 16 * 1024 * 1024 };
 const server = net.createServer(function connected(socket) {
   const session = new H2Session(socket, SETTINGS);
-  session.on('stream', readCall);
+  session.onStream = readCall;
   session.start();
 });
 
@@ -71,13 +71,24 @@ function answerCall(stream, path, chunks) {
   stream.end(answer.trailers);
 }
 
+/** A call's reading: the stream's handler (h2-session's H2StreamHandler), as tritium's calls are. */
+class CallRead {
+  constructor(stream, path) {
+    this.stream = stream;
+    this.path = path;
+    this.chunks = [];
+  }
+  data(chunk) {
+    this.chunks.push(chunk);
+  }
+  end() {
+    answerCall(this.stream, this.path, this.chunks);
+  }
+  closed() {}
+}
+
 function readCall(stream, headers) {
-  const path = headers[':path'];
-  const chunks = [];
-  stream.on('data', function onData(c) {
-    chunks.push(c);
-  });
-  stream.on('end', () => answerCall(stream, path, chunks));
+  stream.handler = new CallRead(stream, headers[':path']);
   stream.resume();
 }
 

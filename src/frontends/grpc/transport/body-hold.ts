@@ -26,9 +26,7 @@ export class BodyHold {
     private readonly stream: H2Stream,
     private readonly budget: BodyBudget,
     private readonly keepWhole: boolean,
-  ) {
-    stream.once('close', () => this.close());
-  }
+  ) {}
 
   /** After each chunk went into `reader`. */
   afterPush(reader: MessageReader): void {
@@ -61,7 +59,8 @@ export class BodyHold {
     this.budget.whenFreed(retry);
   }
 
-  private close(): void {
+  /** The call's stream closed (its reading says so): everything held goes back. */
+  close(): void {
     if (this.waiter) this.budget.cancel(this.waiter);
     this.waiter = undefined;
     if (this.reserved + this.kept > 0) this.budget.give(this.reserved + this.kept);

@@ -25,8 +25,15 @@ const OK_FIELDS: readonly string[] = Object.freeze(['grpc-status', '0']);
 const RESPONSE_HEADERS = headerBlock(RESPONSE_FIELDS);
 const OK_TRAILERS = headerBlock(OK_FIELDS);
 
-/** Told when a call ends, whichever way (the server counts calls in flight). */
-export type CallEndListener = () => void;
+/**
+ * Told of each call's life: its end, whichever way (the server counts calls in flight), and
+ * each response message written (the connection's ping policy forgives then). One object per
+ * connection rather than closures per call.
+ */
+export interface CallObserver {
+  callEnded(): void;
+  sentData(): void;
+}
 
 export abstract class BaseCall {
   #headersSent = false;
@@ -40,15 +47,14 @@ export abstract class BaseCall {
   constructor(
     protected readonly stream: H2Stream,
     readonly metadata: Metadata,
-    private readonly onEnd: CallEndListener,
-    /** Told at each response message written (the connection's ping policy forgives then). */
-    private readonly onSend?: () => void,
-  ) {
-    stream.on('close', () => {
-      if (this.#ended) return;
-      if (traceTags.grpc) traceLine('grpc', `${this.traceName}: cancelled by the client (RST_STREAM or connection closed)`);
-      this.#cancel();
-    });
+    private readonly observer: CallObserver,
+  ) {}
+
+  /** @internal The call's stream closed: without a status yet, the client cancelled it. */
+  streamClosed(): void {
+    if (this.#ended) return;
+    if (traceTags.grpc) traceLine('grpc', `${this.traceName}: cancelled by the client (RST_STREAM or connection closed)`);
+    this.#cancel();
   }
 
   /** `conn C stream S`, as debug trace lines name the call. */
@@ -78,7 +84,7 @@ export abstract class BaseCall {
   sendMessage(payload: Uint8Array): void {
     if (this.#ended || this.stream.destroyed) return;
     this.#sendHeaders();
-    this.onSend?.();
+    this.observer.sentData();
     const packed = this.compression === undefined ? undefined : compressed(this.compression, payload);
     if (packed !== undefined) {
       const prefix = messagePrefix(packed.length, 0);
@@ -133,7 +139,7 @@ export abstract class BaseCall {
   #finish(): void {
     this.#ended = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.onEnd();
+    this.observer.callEnded();
   }
 }
 
@@ -209,15 +215,7 @@ export class DuplexCall<I = unknown> extends BaseCall {
 
   /** `fn` runs once when the queued responses have been taken by HTTP/2, or the stream closed. */
   onDrain(fn: () => void): void {
-    const stream = this.stream;
-    const done = (): void => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      fn();
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
-    stream.wantDrain();
+    this.stream.whenDrained(fn);
   }
 
   end(status?: StatusError): void {

@@ -10,6 +10,10 @@
  * `H2Stream` keeps the few stream semantics the transport relies on: it starts paused (data
  * waits, unconsumed, so HTTP/2 flow control holds the client) until `resume()`, `pause()` stops
  * it again, and every byte taken in is given back to the windows (`consume`) as it is read.
+ * What a stream reports goes to one `H2StreamHandler`, the call reading it, and a new stream
+ * to the session's `onStream`: plain method calls, not events. A unary call used to register
+ * four listeners (two of them `once` wrappers) and three closures, about 2 % of the gRPC
+ * server's samples (docs/benchmarks.md, "The floor").
  */
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
@@ -18,6 +22,7 @@ import { SlotTable } from '../../../core/slot-table.js';
 
 /** HTTP/2 error codes used here (RFC 9113, section 7). */
 export const H2_NO_ERROR = 0;
+export const H2_REFUSED_STREAM = 0x7;
 export const H2_CANCEL = 0x8;
 export const H2_ENHANCE_YOUR_CALM = 0xb;
 
@@ -32,6 +37,16 @@ const EV_GOAWAY = 7;
 /** A request's headers: lower-case names, pseudo-headers included, repeated names joined by ", ". */
 export type H2Headers = Record<string, string | undefined>;
 
+/** Hears one stream: its request body, the end of it, and the stream's close. */
+export interface H2StreamHandler {
+  /** A DATA chunk (only while the stream flows, and not after `discard()`). */
+  data(chunk: Buffer): void;
+  /** The client ended its side (after the last `data`). */
+  end(): void;
+  /** The stream closed (either side's RST_STREAM, both sides ended, or the connection went), with the HTTP/2 error code. */
+  closed(code: number): void;
+}
+
 export interface H2Settings {
   maxConcurrentStreams: number;
   initialWindowSize: number;
@@ -39,19 +54,22 @@ export interface H2Settings {
   sessionWindow: number;
 }
 
-export class H2Stream extends EventEmitter {
+export class H2Stream {
   /** True once the stream closed (either side's RST_STREAM, both sides ended, or the connection went). */
   destroyed = false;
+  /** Who hears this stream; data and an end with no handler are dropped. */
+  handler: H2StreamHandler | undefined = undefined;
   private flowing = false;
+  /** discard(): data is taken in (windows given back) and dropped. */
+  private dropping = false;
   private held: Buffer[] | undefined;
   private endHeld = false;
+  private drainFns: Array<() => void> | undefined;
 
   constructor(
     readonly session: H2Session,
     readonly id: number,
-  ) {
-    super();
-  }
+  ) {}
 
   /** Response headers (`[name, value, ...]`, or a headerBlock()); `body` false ends the stream with them (trailers-only). */
   respond(headers: H2Fields, body: boolean): void {
@@ -86,9 +104,23 @@ export class H2Stream extends EventEmitter {
     return this.destroyed ? 0 : this.session.native.queued(this.id);
   }
 
-  /** `'drain'` is emitted once what is queued has been taken (or the stream closed). */
-  wantDrain(): void {
+  /** `fn` runs once what is queued has been taken by HTTP/2, or when the stream closes. */
+  whenDrained(fn: () => void): void {
+    (this.drainFns ??= []).push(fn);
     this.session.drainWaiters.add(this);
+  }
+
+  /** @internal Nothing is queued any more (or the stream closed). */
+  drained(): void {
+    const fns = this.drainFns;
+    this.drainFns = undefined;
+    if (fns !== undefined) for (const fn of fns) fn();
+  }
+
+  /** Reads the rest of the request body only to drop it (the call was answered or refused); the end is still reported. */
+  discard(): void {
+    this.dropping = true;
+    this.resume();
   }
 
   pause(): this {
@@ -104,7 +136,7 @@ export class H2Stream extends EventEmitter {
     if (held !== undefined) for (const chunk of held) this.data(chunk);
     if (this.endHeld && this.flowing) {
       this.endHeld = false;
-      this.emit('end');
+      this.handler?.end();
     }
     return this;
   }
@@ -123,12 +155,12 @@ export class H2Stream extends EventEmitter {
     // end of receive(), or scheduled when data held while paused is read later).
     this.session.native.consume(this.id, chunk.length);
     this.session.scheduleFlush();
-    this.emit('data', chunk);
+    if (!this.dropping) this.handler?.data(chunk);
   }
 
   /** @internal The client ended its side. */
   ended(): void {
-    if (this.flowing && this.held === undefined) this.emit('end');
+    if (this.flowing && this.held === undefined) this.handler?.end();
     else this.endHeld = true;
   }
 
@@ -139,19 +171,23 @@ export class H2Stream extends EventEmitter {
     // Bytes held while paused count against the connection's window until given back.
     if (this.held !== undefined) for (const chunk of this.held) this.session.native.consume(this.id, chunk.length);
     this.held = undefined;
-    this.emit('close', code);
+    this.handler?.closed(code);
+    this.drained();
   }
 }
 
 /**
- * The server side of one connection. Emits `'stream'` (stream, headers) for each call,
- * `'ping'` for each PING the client sends (nghttp2 acknowledges it) and `'close'` once.
+ * The server side of one connection. Hands each new stream to `onStream` (set it before
+ * `start()`); emits `'ping'` for each PING the client sends (nghttp2 acknowledges it) and
+ * `'close'` once.
  */
 export class H2Session extends EventEmitter {
   readonly native: NativeH2Session;
   /** Open calls by stream id (client streams are odd: shift 1; a SlotTable, not a Map, see there). */
   readonly streams = new SlotTable<H2Stream>(256, 1);
   readonly drainWaiters = new Set<H2Stream>();
+  /** Told of each new stream (a call) with its request headers; a stream nobody takes is reset. */
+  onStream: ((stream: H2Stream, headers: H2Headers) => void) | undefined = undefined;
   destroyed = false;
   /** A GOAWAY went out (close()): no new call, the connection ends when its calls have. */
   closed = false;
@@ -214,7 +250,8 @@ export class H2Session extends EventEmitter {
             const headers = block === true && this.lastHeaders !== undefined ? this.lastHeaders : (this.lastHeaders = toHeaders(block as string[]));
             if (ev[i + 3] === 1) stream.ended();
             i += 4;
-            this.emit('stream', stream, headers);
+            if (this.onStream !== undefined) this.onStream(stream, headers);
+            else stream.close(H2_REFUSED_STREAM);
             break;
           }
           case EV_DATA: {
@@ -290,7 +327,7 @@ export class H2Session extends EventEmitter {
       for (const s of this.drainWaiters) {
         if (this.native.queued(s.id) === 0) {
           this.drainWaiters.delete(s);
-          s.emit('drain');
+          s.drained();
         }
       }
     }

@@ -10,36 +10,20 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { H2Session, type H2Headers, type H2Stream } from './h2-session.js';
-import { inflateSync, gunzipSync } from 'node:zlib';
 import type { ConnectionLimit, LimitedConnection } from '../../connection-limit.js';
-import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders } from './call.js';
+import { DuplexCall, UnaryCall, errorTrailers, trailersOnlyHeaders, type CallObserver } from './call.js';
+import { BidiReading, UnaryReading, type ArrivingCount, type ReadingSetup, type Route } from './call-reading.js';
 import { algorithmFor, type CompressionLevel } from './response-compression.js';
 import { KEEPALIVE_DEFAULTS, superviseSession, type KeepaliveOptions, type SessionKeepalive } from './keepalive.js';
 import type { BodyBudget } from '../../body-budget.js';
 import { BodyHold } from './body-hold.js';
 import { ReadWatch } from './read-watch.js';
-import { MessageReader, type RawMessage } from './message-reader.js';
+import { MessageReader } from './message-reader.js';
 import { Metadata, parseTimeoutMs } from './metadata.js';
 import { GrpcStatus, StatusError } from './status.js';
 import { traceLine, traceTags } from '../../../core/trace-tags.js';
 
-export interface UnaryRoute {
-  kind: 'unary';
-  /** Responses may be compressed (`--grpc-infer-response-compression-level`: inference only). */
-  compressResponses?: boolean;
-  decode(bytes: Buffer): unknown;
-  /** Answers with `call.sendLast` / `call.sendStatus`, now or later. */
-  run(call: UnaryCall): void;
-}
-
-export interface BidiRoute {
-  kind: 'bidi';
-  compressResponses?: boolean;
-  decode(bytes: Buffer): unknown;
-  run(call: DuplexCall): void;
-}
-
-export type Route = UnaryRoute | BidiRoute;
+export type { BidiRoute, Route, UnaryRoute } from './call-reading.js';
 
 /**
  * The routes by path, or a loader of them that runs once, when the first connection arrives:
@@ -119,9 +103,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     );
     return loading;
   };
-  const sessions = new Set<H2Session>();
-  const keepalive = new WeakMap<H2Session, SessionKeepalive>();
-  const opened = new WeakMap<H2Session, number>();
+  const connections = new Set<Connection>();
   const reads = opts.readTimeoutMs ? new ReadWatch(opts.readTimeoutMs) : undefined;
   let active = 0;
   const settings = {
@@ -146,33 +128,31 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     onIdle: undefined,
     close: (forceAfterMs) => {
       reads?.stop();
-      return closeAll(t.server, sessions, forceAfterMs);
+      return closeAll(t.server, connections, forceAfterMs);
     },
     evictIdle: (olderThan) => opts.connectionLimit?.evictIdle(limited(), olderThan) ?? false,
   };
   const onCallEnd = (): void => {
     if (--active === 0) t.onIdle?.();
   };
-  // Unary calls per session whose request message is still arriving: like an HTTP request head,
-  // they hold no request yet, so they do not keep the session from being evicted (a client that
-  // opens calls and sends nothing would otherwise keep its slot until the read timeout).
-  const arriving = new WeakMap<H2Session, number>();
   // Insertion order is age: the oldest session with no request in flight makes room at the limit.
   function* limited(): Generator<LimitedConnection> {
-    for (const s of sessions) {
-      const busy = (keepalive.get(s)?.openCalls ?? 0) - (arriving.get(s) ?? 0);
+    for (const c of connections) {
+      const busy = c.ka.openCalls - c.arriving;
       // A destroyed session stays in the set until its 'close' event; it is not there to evict.
-      yield { idle: busy <= 0 && !s.destroyed, openedAt: opened.get(s) ?? 0, evict: () => s.destroy() };
+      yield { idle: busy <= 0 && !c.session.destroyed, openedAt: c.openedAt, evict: () => c.session.destroy() };
     }
   }
   const connected = (socket: Socket): void => {
     const session = new H2Session(socket, settings);
-    session.on('stream', onStream);
+    // The keepalive policy from the start: calls may arrive before the connection is admitted.
+    const conn = new Connection(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS), onCallEnd);
+    session.onStream = (stream, headers) => onStream(conn, stream, headers);
     const limit = opts.connectionLimit;
-    if (limit === undefined) return admitted(session);
+    if (limit === undefined) return admitted(conn);
     // A frontend thread may ask the other threads first; calls wait for the answer.
-    limit.decide(limited, sessions.size, opts.evictElsewhere, (ok) => {
-      if (ok && !session.destroyed) return admitted(session);
+    limit.decide(limited, connections.size, opts.evictElsewhere, (ok) => {
+      if (ok && !session.destroyed) return admitted(conn);
       if (ok) limit.closed();
       session.destroy();
     });
@@ -187,28 +167,28 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
   } else {
     t.server.on('connection', connected);
   }
-  function admitted(session: H2Session): void {
+  function admitted(conn: Connection): void {
+    const session = conn.session;
     if (traceTags.grpc) traceSession(session);
-    sessions.add(session);
-    opened.set(session, Date.now());
-    keepalive.set(session, superviseSession(session, opts.keepalive ?? KEEPALIVE_DEFAULTS));
+    connections.add(conn);
+    conn.openedAt = Date.now();
     session.once('close', () => {
-      sessions.delete(session);
+      connections.delete(conn);
       opts.connectionLimit?.closed();
     });
     // Load the routes while the client is still sending its preface and first call.
     if (routes === undefined) loadRoutes().catch(() => {}); // a call that needs them reports the failure
     session.start();
   }
-  function onStream(stream: H2Stream, headers: H2Headers): void {
+  function onStream(conn: Connection, stream: H2Stream, headers: H2Headers): void {
     if (routes !== undefined) {
-      startCall(routes, stream, headers);
+      startCall(routes, conn, stream, headers);
       return;
     }
     // Calls queue behind the load in arrival order; one the client gave up on meanwhile is dropped.
     loadRoutes().then(
       (loaded) => {
-        if (!stream.destroyed) startCall(loaded, stream, headers);
+        if (!stream.destroyed) startCall(loaded, conn, stream, headers);
       },
       (err: unknown) =>
         respondTrailersOnly(
@@ -217,7 +197,7 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
         ),
     );
   }
-  function startCall(table: ReadonlyMap<string, Route>, stream: H2Stream, headers: H2Headers): void {
+  function startCall(table: ReadonlyMap<string, Route>, conn: Connection, stream: H2Stream, headers: H2Headers): void {
     const refusal = checkRequest(table, headers) ?? opts.refuseWith() ?? opts.restrict?.(headers[':path'] as string, headers);
     if (refusal !== undefined) {
       if (traceTags.grpc) {
@@ -230,15 +210,9 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     }
     const route = table.get(headers[':path'] as string)!;
     active++;
-    const ka = keepalive.get(stream.session);
-    ka?.callStarted();
-    const ended = (): void => {
-      ka?.callEnded();
-      onCallEnd();
-    };
+    conn.ka.callStarted();
     const metadata = new Metadata(headers);
-    const sent = ka ? () => ka.sentData() : undefined;
-    const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, ended, sent) : new DuplexCall(stream, metadata, ended, sent);
+    const call = route.kind === 'unary' ? new UnaryCall(stream, metadata, conn) : new DuplexCall(stream, metadata, conn);
     if (traceTags.grpc) {
       call.connectionId = sessionIds.get(stream.session) ?? 0;
       const deadline = headers['grpc-timeout'] === undefined ? '' : `, grpc-timeout ${String(headers['grpc-timeout'])}`;
@@ -247,27 +221,21 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     if (route.compressResponses && opts.responseCompression) call.compression = algorithmFor(opts.responseCompression, headers['grpc-accept-encoding']);
     const timeout = parseTimeoutMs(headers['grpc-timeout']);
     if (timeout !== undefined) call.setDeadline(timeout);
-    const encoding = (headers['grpc-encoding'] as string | undefined) ?? 'identity';
-    const reader = new MessageReader(opts.maxMessageBytes);
-    // What lasts only while the request side is open, undone by one pair of listeners: the
-    // session's count of unary calls still arriving, and the read timeout's watch.
-    const session = route.kind === 'unary' ? stream.session : undefined;
-    if (session) arriving.set(session, (arriving.get(session) ?? 0) + 1);
-    const unwatch = reads?.watch(stream, call, reader);
-    if (session || unwatch) {
-      let open = true;
-      const requestSideDone = (): void => {
-        if (!open) return;
-        open = false;
-        if (session) arriving.set(session, (arriving.get(session) ?? 1) - 1);
-        unwatch?.();
-      };
-      stream.once('end', requestSideDone);
-      stream.once('close', requestSideDone);
+    const setup: ReadingSetup = {
+      encoding: (headers['grpc-encoding'] as string | undefined) ?? 'identity',
+      maxBytes: opts.maxMessageBytes,
+      reader: new MessageReader(opts.maxMessageBytes),
+      hold: opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined,
+      arrivals: route.kind === 'unary' ? conn : undefined,
+      reads,
+    };
+    if (route.kind === 'unary') {
+      stream.handler = new UnaryReading(stream, call as UnaryCall, route, setup);
+    } else {
+      stream.handler = new BidiReading(stream, call as DuplexCall, route, setup);
+      route.run(call as DuplexCall);
     }
-    const hold = opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined;
-    if (route.kind === 'unary') readUnary(stream, route, call as UnaryCall, encoding, opts.maxMessageBytes, reader, hold);
-    else readBidi(stream, route, call as DuplexCall, encoding, opts.maxMessageBytes, reader, hold);
+    stream.resume();
   }
   return t;
 }
@@ -310,118 +278,13 @@ function respondTrailersOnly(stream: H2Stream, status: StatusError): void {
   stream.resume();
 }
 
-/** The payload of a message, inflated when its flag says so (bounded by the message limit). */
-function payloadOf(m: RawMessage, encoding: string, maxBytes: number): Buffer {
-  if (!m.compressed) return m.data;
-  if (encoding === 'identity') {
-    throw new StatusError(GrpcStatus.INTERNAL, 'Compressed message received without grpc-encoding');
-  }
-  // Request compression is rare (tritonclient's compression_algorithm): inflating in place
-  // keeps messages in order, and maxOutputLength keeps a small bomb from growing unbounded.
-  try {
-    return encoding === 'gzip' ? gunzipSync(m.data, { maxOutputLength: maxBytes }) : inflateSync(m.data, { maxOutputLength: maxBytes });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new StatusError(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (decompressed size over ${maxBytes})`);
-    }
-    throw new StatusError(GrpcStatus.INTERNAL, `Failed to decompress the request message: ${(err as Error).message}`);
-  }
-}
-
-function decodeMessage(route: Route, m: RawMessage, encoding: string, maxBytes: number): unknown {
-  const payload = payloadOf(m, encoding, maxBytes);
-  try {
-    return route.decode(payload);
-  } catch (err) {
-    throw new StatusError(GrpcStatus.INTERNAL, `Error deserializing request: ${(err as Error).message}`);
-  }
-}
-
-function asStatus(err: unknown): StatusError {
-  return err instanceof StatusError ? err : new StatusError(GrpcStatus.INTERNAL, err instanceof Error ? err.message : String(err));
-}
-
-function readUnary(
-  stream: H2Stream,
-  route: UnaryRoute,
-  call: UnaryCall,
-  encoding: string,
-  maxBytes: number,
-  reader: MessageReader,
-  hold: BodyHold | undefined,
-): void {
-  const messages: RawMessage[] = [];
-  const fail = (status: StatusError): void => {
-    stream.removeAllListeners('data');
-    stream.resume();
-    call.sendStatus(status);
-  };
-  stream.on('data', (chunk: Buffer) => {
-    try {
-      reader.push(chunk, messages);
-      hold?.afterPush(reader);
-      if (messages.length > 1) throw new StatusError(GrpcStatus.UNIMPLEMENTED, 'Received a second request message for a unary call');
-    } catch (err) {
-      fail(asStatus(err));
-    }
-  });
-  stream.once('end', () => {
-    if (call.ended) return;
-    if (messages.length !== 1 || reader.midMessage) {
-      fail(new StatusError(GrpcStatus.UNIMPLEMENTED, 'Expected exactly one request message for a unary call'));
-      return;
-    }
-    try {
-      call.request = decodeMessage(route, messages[0]!, encoding, maxBytes);
-    } catch (err) {
-      fail(asStatus(err));
-      return;
-    }
-    route.run(call);
-  });
-  stream.resume();
-}
-
-function readBidi(
-  stream: H2Stream,
-  route: BidiRoute,
-  call: DuplexCall,
-  encoding: string,
-  maxBytes: number,
-  reader: MessageReader,
-  hold: BodyHold | undefined,
-): void {
-  const messages: RawMessage[] = [];
-  route.run(call);
-  stream.on('data', (chunk: Buffer) => {
-    if (call.ended) return;
-    try {
-      reader.push(chunk, messages);
-      hold?.afterPush(reader);
-      for (let i = 0; i < messages.length && !call.ended; i++) {
-        call.events.emit('data', decodeMessage(route, messages[i]!, encoding, maxBytes));
-      }
-    } catch (err) {
-      // The stream cannot be trusted past a bad message: end the call, which cancels the rest.
-      call.sendStatus(asStatus(err));
-      call.events.emit('cancelled');
-    } finally {
-      messages.length = 0;
-    }
-  });
-  stream.once('end', () => {
-    if (!call.ended) call.events.emit('end');
-  });
-  stream.resume();
-}
-
-function closeAll(server: Server, sessions: Set<H2Session>, forceAfterMs: number): Promise<boolean> {
+function closeAll(server: Server, connections: Set<Connection>, forceAfterMs: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     let done = false;
     const timer = setTimeout(() => {
       if (done) return;
       done = true;
-      for (const s of sessions) s.destroy();
+      for (const c of connections) c.session.destroy();
       resolve(false);
     }, forceAfterMs);
     server.close(() => {
@@ -431,6 +294,37 @@ function closeAll(server: Server, sessions: Set<H2Session>, forceAfterMs: number
       resolve(true);
     });
     // GOAWAY: the client opens no new stream here, the ones open may finish.
-    for (const s of sessions) s.close();
+    for (const c of connections) c.session.close();
   });
+}
+
+/**
+ * The transport's record of one connection: what its calls tell (CallObserver: ends, messages
+ * written) goes to its keepalive policy and the server's count of calls in flight, and the
+ * connection limit reads its calls from here.
+ */
+class Connection implements CallObserver, ArrivingCount {
+  /**
+   * Unary calls whose request message is still arriving: like an HTTP request head, they hold
+   * no request yet, so they do not keep the connection from being evicted (a client that opens
+   * calls and sends nothing would otherwise keep its slot until the read timeout).
+   */
+  arriving = 0;
+  /** When it was admitted (epoch ms). */
+  openedAt = 0;
+
+  constructor(
+    readonly session: H2Session,
+    readonly ka: SessionKeepalive,
+    private readonly onCallEnd: () => void,
+  ) {}
+
+  callEnded(): void {
+    this.ka.callEnded();
+    this.onCallEnd();
+  }
+
+  sentData(): void {
+    this.ka.sentData();
+  }
 }

@@ -9,8 +9,8 @@
  *
  * One sweep per transport, every quarter of the timeout (at most every second), looks at the
  * calls still reading; a call's progress is its reader's byte count. So a call costs the request
- * path a push and a swap-remove in an array, not a timer and listeners of its own (the transport
- * unwatches it when its request side ends), and a stall is seen between one timeout and one
+ * path a push and a swap-remove in an array, not a timer and listeners of its own (the call's
+ * reading unwatches it when its request side ends), and a stall is seen between one timeout and one
  * timeout plus a sweep interval after the last byte. An array rather than a Set: a Set with an
  * insert and a delete per call rehashes every few calls and keeps its young entries alive
  * through scavenges (core/slot-table.ts says how).
@@ -20,7 +20,8 @@ import { DuplexCall, type UnaryCall } from './call.js';
 import type { MessageReader } from './message-reader.js';
 import { GrpcStatus, StatusError } from './status.js';
 
-interface Watched {
+/** A call under watch (ReadWatch.watch), handed back to unwatch. */
+export interface Watched {
   stream: H2Stream;
   call: UnaryCall | DuplexCall;
   reader: MessageReader;
@@ -43,11 +44,15 @@ export class ReadWatch {
     this.timer.unref();
   }
 
-  /** Watches `call`; call the function returned when its request side ends (or the stream closes). */
-  watch(stream: H2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): () => void {
+  /** Watches `call`; give what it returns to `unwatch` when its request side ends (or the stream closes). */
+  watch(stream: H2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): Watched {
     const w: Watched = { stream, call, reader, midMessageOnly: call instanceof DuplexCall, bytes: reader.bytesRead, since: Date.now(), at: this.calls.length };
     this.calls.push(w);
-    return () => this.remove(w);
+    return w;
+  }
+
+  unwatch(w: Watched): void {
+    this.remove(w);
   }
 
   private remove(w: Watched): void {
@@ -85,8 +90,7 @@ export class ReadWatch {
 
   private end(w: Watched, idleMs: number): void {
     const { stream, call } = w;
-    stream.removeAllListeners('data');
-    stream.resume();
+    stream.discard();
     call.sendStatus(
       new StatusError(
         GrpcStatus.DEADLINE_EXCEEDED,
