@@ -14,7 +14,7 @@ import { Errors, type TritonError } from '../../core/errors.js';
 import { InstanceLifecycle, lifecycleEvents } from '../../core/instance/lifecycle.js';
 import { classifyStartFailure } from '../../core/instance/resource-failure.js';
 import type { Logger } from '../../core/logger.js';
-import type { ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
+import type { ExecutionListener, ExecutionTimes, PendingRequest } from '../../core/scheduling/types.js';
 import { BlsBroker, type ModelCalls } from './bls.js';
 import { MetricCalls } from './metric-calls.js';
 import type { IpcWaitOptions } from './ipc/channel.js';
@@ -256,18 +256,23 @@ export class StubInstance implements BackendInstance {
     this.life.died(inc, err.message);
   }
 
-  // Not `async`: the scheduler's continuation must be a reaction on the session's own promise
-  // (StubSession.execDone relies on it running before the batch's responses are written).
-  execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
+  /** The schedulers' way in (ExecutionInstance.run): the serving stub's session runs the batch. */
+  run(batch: PendingRequest[], done: ExecutionListener): void {
     const inc = this.life.serving;
     if (!inc) {
       const startNs = process.hrtime.bigint();
       const err = Errors.stubUnhealthy(this.name, this.life.reason);
       for (const pr of batch) pr.fail(err);
       const t = process.hrtime.bigint();
-      return Promise.resolve({ startNs, inputEndNs: t, inferEndNs: t, endNs: t });
+      queueMicrotask(() => done.executed({ startNs, inputEndNs: t, inferEndNs: t, endNs: t }));
+      return;
     }
-    return inc.session.execute(batch);
+    inc.session.run(batch, done);
+  }
+
+  /** Warm-up's way in: run() as a promise. */
+  execute(batch: PendingRequest[]): Promise<ExecutionTimes> {
+    return new Promise((resolve) => this.run(batch, { executed: resolve }));
   }
 
   /** A ready stub runs finalize (bounded by `timeoutMs`), others are killed; memory removed. */

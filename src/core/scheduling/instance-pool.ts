@@ -7,7 +7,7 @@
  */
 import { asTritonError } from '../errors.js';
 import type { RateLimiter } from './rate-limiter.js';
-import type { DispatchObserver, ExecutionInstance, ExecutionObserver, ExecutionTimes, PendingRequest } from './types.js';
+import type { DispatchObserver, ExecutionInstance, ExecutionListener, ExecutionObserver, ExecutionTimes, PendingRequest } from './types.js';
 
 export class InstancePool {
   private readonly instances: ExecutionInstance[];
@@ -108,36 +108,70 @@ export class InstancePool {
   run(idx: number, batch: PendingRequest[], handed: PendingRequest[], batchSize: number): void {
     this.running[idx]!++;
     this.free--;
-    let run: Promise<ExecutionTimes>;
+    const instance = this.instances[idx]!;
+    const execution = new Execution(this, idx, batch, handed, batchSize);
     try {
-      this.onDispatch?.(this.instances[idx]!, handed);
-      run = this.instances[idx]!.execute(handed);
+      this.onDispatch?.(instance, handed);
+      if (instance.run !== undefined) {
+        instance.run(handed, execution);
+        return;
+      }
+      instance.execute(handed).then(
+        (times) => execution.executed(times),
+        (err: unknown) => execution.failed(err),
+      );
     } catch (err) {
-      run = Promise.reject(err);
+      queueMicrotask(() => execution.failed(err));
     }
-    run.then(
-      (times) => {
-        this.release(idx);
-        try {
-          this.observer(batch, times, batchSize);
-        } catch {
-          // Accounting must never stall the queue.
-        }
-        this.onFree();
-      },
-      (err: unknown) => {
-        // execute() is not supposed to reject; answer the requests rather than leave them hanging.
-        this.release(idx);
-        const error = asTritonError(err);
-        for (const r of handed) if (!r.done) r.fail(error);
-        this.onFree();
-      },
-    );
+  }
+
+  /** @internal Execution `e` is over: its instance is free, its accounting done, the scheduler goes on. */
+  executed(e: Execution, times: ExecutionTimes): void {
+    this.release(e.idx);
+    try {
+      this.observer(e.batch, times, e.batchSize);
+    } catch {
+      // Accounting must never stall the queue.
+    }
+    this.onFree();
+  }
+
+  /** @internal execute() broke its promise (it is not supposed to): answer the requests rather than leave them hanging. */
+  failed(e: Execution, err: unknown): void {
+    this.release(e.idx);
+    const error = asTritonError(err);
+    for (const r of e.handed) if (!r.done) r.fail(error);
+    this.onFree();
   }
 
   private release(idx: number): void {
     this.running[idx]!--;
     this.free++;
     this.limiter?.release(this.instances[idx]!);
+  }
+}
+
+/** One batch running on instance `idx`: the listener its instance tells, in place of a promise's reactions. */
+class Execution implements ExecutionListener {
+  private over = false;
+
+  constructor(
+    private readonly pool: InstancePool,
+    readonly idx: number,
+    readonly batch: PendingRequest[],
+    readonly handed: PendingRequest[],
+    readonly batchSize: number,
+  ) {}
+
+  executed(times: ExecutionTimes): void {
+    if (this.over) return;
+    this.over = true;
+    this.pool.executed(this, times);
+  }
+
+  failed(err: unknown): void {
+    if (this.over) return;
+    this.over = true;
+    this.pool.failed(this, err);
   }
 }

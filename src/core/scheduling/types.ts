@@ -83,6 +83,11 @@ export interface ExecutionTimes {
   endNs: Nanos;
 }
 
+/** Told once when an instance's execution of a batch is over (ExecutionInstance.run). */
+export interface ExecutionListener {
+  executed(times: ExecutionTimes): void;
+}
+
 export interface ExecutionInstance {
   readonly name: string;
   /** False while the instance is starting, restarting or dead. */
@@ -94,6 +99,13 @@ export interface ExecutionInstance {
    * per request.
    */
   execute(batch: PendingRequest[]): Promise<ExecutionTimes>;
+  /**
+   * Optional; the schedulers use it instead of execute() when present. Runs one batch as
+   * execute() does, but tells `done` once the execution is over instead of resolving a
+   * promise: no promise, reaction or closure per batch on the request path (the Python
+   * backend's stubs have it). `done` is never told before run() returned.
+   */
+  run?(batch: PendingRequest[], done: ExecutionListener): void;
   /**
    * How many batches the instance accepts before the first is answered (default 1). Above 1
    * the next batch waits in the instance's own queue (a stub's ring) instead of the
