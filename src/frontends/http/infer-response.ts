@@ -137,24 +137,13 @@ export function writeInferResponse(
   encoding: ResponseEncoding,
   maxJsonOutputSize = DEFAULT_MAX_JSON_OUTPUT_SIZE,
 ): void {
-  let released = false;
-  const release = (): void => {
-    if (released) return;
-    released = true;
-    try {
-      response.release?.();
-    } catch {
-      // A failing release must not take the connection down with it.
-    }
-  };
-
   if (res.destroyed || res.headersSent) {
-    release(); // the client went away: nothing to write
+    releaseNow(response); // the client went away: nothing to write
     return;
   }
   if (response.error !== undefined) {
     sendError(res, response.error);
-    release();
+    releaseNow(response);
     return;
   }
 
@@ -163,7 +152,7 @@ export function writeInferResponse(
     enc = encodeInferResponse(response, plan, batching, maxJsonOutputSize);
   } catch (err) {
     sendError(res, asTritonError(err));
-    release();
+    releaseNow(response);
     return;
   }
 
@@ -175,14 +164,14 @@ export function writeInferResponse(
     headers['Content-Type'] = 'application/json';
   }
   if (enc.pieces !== undefined) {
-    sendLargeJsonResponse(res, { pieces: enc.pieces, blobs: enc.blobs, blobBytes: enc.blobBytes }, headers, encoding, release);
+    sendLargeJsonResponse(res, { pieces: enc.pieces, blobs: enc.blobs, blobBytes: enc.blobBytes }, headers, encoding, releaseOnce(response));
     return;
   }
 
   if (encoding !== 'identity') {
     const parts = [Buffer.from(enc.json), ...enc.blobs];
     void compress(parts, encoding).then((packed) => {
-      release(); // zlib has consumed the inputs
+      releaseNow(response); // zlib has consumed the inputs
       if (res.destroyed) return;
       if (packed === undefined) {
         // Like Triton: a compression failure falls back to an identity body.
@@ -205,15 +194,38 @@ export function writeInferResponse(
     // blocks go back to the stub now instead of when the socket is done.
     res.writeHead(200, headers);
     res.endCopied(enc.json, enc.jsonBytes, enc.blobs, enc.blobBytes);
-    release();
+    releaseNow(response);
     return;
   }
   // 'close' follows 'finish' (data handed to the kernel) or an aborted socket: either way the
   // output buffers are no longer referenced by pending writes.
-  res.onClose(release);
+  res.onClose(releaseOnce(response));
   res.writeHead(200, headers);
   res.cork();
   res.write(enc.json);
   for (let i = 0; i < enc.blobs.length; i++) res.write(enc.blobs[i]);
   res.end(); // uncorks: header, JSON and blobs leave in one writev
+}
+
+/**
+ * Gives the response's output buffers back, now. Each path of writeInferResponse calls it or
+ * hands on releaseOnce's function exactly once; the common ones release at once, with no
+ * closure made per response.
+ */
+function releaseNow(response: InferResponse): void {
+  try {
+    response.release?.();
+  } catch {
+    // A failing release must not take the connection down with it.
+  }
+}
+
+/** releaseNow for a path that releases later (a write or compression still holds the buffers), at most once. */
+function releaseOnce(response: InferResponse): () => void {
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    releaseNow(response);
+  };
 }

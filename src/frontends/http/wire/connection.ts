@@ -69,6 +69,11 @@ export class Connection implements ResponseOwner {
   /** The socket's idle timer was switched off (a body reader waiting for memory). */
   private timerOff = false;
 
+  /** ResponseOwner: the current response's last write left. */
+  readonly written = (): void => {
+    this.res?.writtenOut();
+  };
+
   /**
    * A body reader holds the socket while it waits for memory: no idle timeout meanwhile (the
    * wait is the server's, not the client's), and reading resumes only if the pipeline buffer

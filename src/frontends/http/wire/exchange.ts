@@ -116,6 +116,12 @@ export interface ResponseOwner {
   readonly id: number;
   /** The response has been written out (or abandoned); the connection may go on. */
   responseDone(res: HttpResponse, keepAlive: boolean): void;
+  /**
+   * The callback of a response's last write: the connection's one function, calling the
+   * current response's writtenOut() (a connection writes one response at a time), rather than
+   * a closure made per response.
+   */
+  readonly written: () => void;
 }
 
 export class HttpResponse {
@@ -257,7 +263,7 @@ export class HttpResponse {
       const head = this.pendingHead;
       this.pendingHead = undefined;
       this.finished = true;
-      socket.write(head + body, () => this.writtenOut());
+      socket.write(head + body, this.owner.written);
       this.uncork();
       return;
     }
@@ -265,7 +271,7 @@ export class HttpResponse {
     else this.flushHead();
     this.finished = true;
     const tail = this.framing === 'chunked' && !this.headOnly ? '0\r\n\r\n' : '';
-    socket.write(tail, 'latin1', () => this.writtenOut());
+    socket.write(tail, 'latin1', this.owner.written);
     this.uncork();
   }
 
@@ -297,7 +303,7 @@ export class HttpResponse {
     let at = buf.write(head, 0, 'latin1');
     at += buf.write(text, at, 'utf8');
     for (let i = 0; i < blobs.length; i++) at += blobs[i]!.copy(buf, at);
-    this.owner.socket.write(at === buf.length ? buf : buf.subarray(0, at), () => this.writtenOut());
+    this.owner.socket.write(at === buf.length ? buf : buf.subarray(0, at), this.owner.written);
     this.uncork();
   }
 
@@ -369,7 +375,8 @@ export class HttpResponse {
     this.owner.socket.write(head, 'latin1');
   }
 
-  private writtenOut(): void {
+  /** @internal The last write of this response left (ResponseOwner.written). */
+  writtenOut(): void {
     if (this.destroyed) return;
     this.fireClose();
     this.owner.responseDone(this, this.shouldKeepAlive && this.framing !== 'close');
