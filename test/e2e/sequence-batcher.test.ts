@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countWindows, perfAnalyzer } from '../helpers/perf-analyzer.js';
+import { countWindows, perfAnalyzer, SEQUENCES_OVER_HTTP } from '../helpers/perf-analyzer.js';
 import { editConfig, makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium, writeModel } from '../helpers/server.js';
 
 let server: Tritium;
@@ -469,9 +469,10 @@ describe('around the batcher', () => {
 });
 
 describe('perf_analyzer --sequence-length=8', () => {
-  // Sequences of 8 requests with random values (the model wraps its sums as int32), 4 at once.
+  // Sequences of 8 requests with random values (the model wraps its sums as int32), 4 at once;
+  // over HTTP with synchronous calls (SEQUENCES_OVER_HTTP says why).
   const cases: Array<[string, string[]]> = [
-    ['HTTP, direct', ['-m', 'sequence_accum', '-i', 'http']],
+    ['HTTP, direct', ['-m', 'sequence_accum', '-i', 'http', ...SEQUENCES_OVER_HTTP]],
     ['gRPC, oldest', ['-m', 'seq_oldest', '-i', 'grpc']],
     ['gRPC streaming, direct', ['-m', 'sequence_accum', '-i', 'grpc', '--streaming']],
   ];

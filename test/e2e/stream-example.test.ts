@@ -6,7 +6,7 @@
  * in numpy. perf_analyzer --sequence-length=8 drives it over HTTP and gRPC.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countWindows, perfAnalyzer } from '../helpers/perf-analyzer.js';
+import { countWindows, perfAnalyzer, SEQUENCES_OVER_HTTP } from '../helpers/perf-analyzer.js';
 import { makeRepo, pythonResult, startTritium, stopAndExpectNoShm, type Tritium } from '../helpers/server.js';
 
 let server: Tritium;
@@ -87,6 +87,7 @@ res["http"] = check(4, got)
         'stream_frontend',
         '-i',
         protocol,
+        ...(protocol === 'http' ? SEQUENCES_OVER_HTTP : []),
         '-u',
         `127.0.0.1:${port}`,
         '--shape',

@@ -19,6 +19,18 @@ export function countWindows(requests: number): string[] {
   return ['--measurement-mode', 'count_windows', '--measurement-request-count', String(requests), '-s', '999', '-r', '10'];
 }
 
+/**
+ * The flag for a sequence model over HTTP: synchronous calls. In its default asynchronous mode a
+ * worker told to stop sends the END request of its sequence at once
+ * (InferContext::CompleteOngoingSequence), while the request it sent just before may still be
+ * unanswered; over HTTP the two leave on two connections, which no server orders. The END can
+ * then reach the batcher first and free the id, and the earlier request is refused for want of
+ * START (seen on CI with frontend threads: "Thread [1] had error: ... must specify the START
+ * flag", after the measurement). A synchronous worker sends that END after the answer.
+ * gRPC sends both on the connection of the worker's channel, in order.
+ */
+export const SEQUENCES_OVER_HTTP = ['--sync'];
+
 /** Runs perf_analyzer with `args` (SIGKILLed after `timeoutMs`); resolves with its exit code and stdout+stderr. */
 export function perfAnalyzer(args: string[], timeoutMs = 50_000): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
