@@ -202,9 +202,6 @@ while True:
     if item[0] == "error" or item[2]:
         break
 c.stop_stream()
-# Closed here, not left to the client's __del__ at exit: there grpcio's channel close can wait
-# for ever for the stream's last events, which its daemon thread no longer takes in.
-c.close()
 res["items"] = items`,
     );
     const values = res.items.filter((i: any[]) => i[0] === 'out' && i[1] !== null).map((i: any[]) => i[1][0]);
@@ -260,7 +257,6 @@ while True:
     if r.get_response().parameters["triton_final_response"].bool_param:
         break
 c.stop_stream()
-c.close()
 res["sums"] = sums`,
     );
     expect([...res.sums].sort()).toEqual([11, 12, 13, 14]);

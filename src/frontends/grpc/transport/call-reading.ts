@@ -43,7 +43,7 @@ export interface ArrivingCount {
 /** What every call's reading shares: the message framing, limits and the request side's bookkeeping. */
 export interface ReadingSetup {
   encoding: string;
-  maxBytes: number;
+  /** Cuts the body into messages; its limit also bounds an inflated message. */
   reader: MessageReader;
   hold: BodyHold | undefined;
   /** Counted while a unary call's request arrives. */
@@ -96,7 +96,7 @@ abstract class CallReading<C extends UnaryCall | DuplexCall, R extends Route> im
   }
 
   protected decode(m: RawMessage): unknown {
-    const payload = payloadOf(m, this.s.encoding, this.s.maxBytes);
+    const payload = payloadOf(m, this.s.encoding, this.s.reader.maxMessageBytes);
     try {
       return this.route.decode(payload);
     } catch (err) {

@@ -223,7 +223,6 @@ export function createTransport(source: RouteSource, opts: TransportOptions): Tr
     if (timeout !== undefined) call.setDeadline(timeout);
     const setup: ReadingSetup = {
       encoding: (headers['grpc-encoding'] as string | undefined) ?? 'identity',
-      maxBytes: opts.maxMessageBytes,
       reader: new MessageReader(opts.maxMessageBytes),
       hold: opts.bodyBudget ? new BodyHold(stream, opts.bodyBudget, route.kind === 'unary') : undefined,
       arrivals: route.kind === 'unary' ? conn : undefined,
@@ -268,14 +267,13 @@ function checkRequest(routes: ReadonlyMap<string, Route>, headers: H2Headers): n
 
 function respondHttpError(stream: H2Stream, status: number): void {
   stream.respond([':status', String(status)], false);
-  stream.resume(); // the request body, if any, is not wanted
+  stream.discard(); // the request body, if any, is not wanted
 }
 
 function respondTrailersOnly(stream: H2Stream, status: StatusError): void {
   if (stream.destroyed) return;
   stream.respond(trailersOnlyHeaders(errorTrailers(status)), false);
-  // The request body, if any, is not wanted.
-  stream.resume();
+  stream.discard(); // the request body, if any, is not wanted
 }
 
 function closeAll(server: Server, connections: Set<Connection>, forceAfterMs: number): Promise<boolean> {

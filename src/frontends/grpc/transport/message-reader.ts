@@ -24,7 +24,7 @@ export class MessageReader {
   #completed = 0;
   #bytesRead = 0;
 
-  constructor(private readonly maxMessageBytes: number) {}
+  constructor(readonly maxMessageBytes: number) {}
 
   /** True while part of a message has arrived and the rest has not. */
   get midMessage(): boolean {

@@ -52,10 +52,6 @@ export class ReadWatch {
   }
 
   unwatch(w: Watched): void {
-    this.remove(w);
-  }
-
-  private remove(w: Watched): void {
     if (w.at < 0) return;
     const last = this.calls.pop()!;
     if (last !== w) {
@@ -77,12 +73,12 @@ export class ReadWatch {
       const w = this.calls[i];
       if (w === undefined) continue;
       if (w.call.ended || w.stream.destroyed) {
-        this.remove(w);
+        this.unwatch(w);
       } else if (w.reader.bytesRead !== w.bytes || w.stream.isPaused() || (w.midMessageOnly && !w.reader.midMessage)) {
         w.bytes = w.reader.bytesRead;
         w.since = now;
       } else if (now - w.since >= this.timeoutMs) {
-        this.remove(w);
+        this.unwatch(w);
         this.end(w, now - w.since);
       }
     }
