@@ -12,6 +12,7 @@
  * holds the client back.
  */
 import os from 'node:os';
+import { waitAsync } from './wait-async.js';
 
 /** The default budget: a quarter of the RAM, at most 2 GiB, at least one request of `atLeast` bytes. */
 export function defaultBodyMemory(atLeast: number): number {
@@ -26,13 +27,6 @@ export function defaultBodyMemory(atLeast: number): number {
 export function sharedBodyBudgetMemory(): SharedArrayBuffer {
   return new SharedArrayBuffer(16);
 }
-
-/** `Atomics.waitAsync` (Node ≥ 16; typed from ES2024 on, newer than this project's lib). */
-const waitAsync = (
-  Atomics as unknown as {
-    waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string };
-  }
-).waitAsync;
 
 export class BodyBudget {
   private used = 0;

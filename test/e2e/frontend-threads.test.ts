@@ -335,8 +335,10 @@ describe('a frontend thread that throws (server in this process)', () => {
     const [victim, other] = running!.httpThreads!();
     expect(other).toBeDefined();
     // A message the thread's code cannot take: the exception escapes into the thread's loop.
-    victim!.postMessage({ t: 'batch', messages: null });
-    await waitFor('the failure logged', () => lines.some((l) => /HTTP frontend thread \d failed: TypeError/.test(l)));
+    victim!.postMessage({ t: 'no-such-message' });
+    await waitFor('the failure logged', () =>
+      lines.some((l) => /HTTP frontend thread \d failed: Error: frontend thread: unknown message 'no-such-message'/.test(l)),
+    );
     // Meanwhile and afterwards, every connection is answered (the other thread, then both).
     const during = await Promise.all(Array.from({ length: 8 }, () => addSub(port)));
     for (const r of during)

@@ -1,55 +1,71 @@
 /**
  * The binary records frontend threads and the main thread exchange for small requests and
- * responses (src/frontends/threads/wire-records.ts), sent through the Outbox over a real
- * MessageChannel: what the other side reads back is the request or response that was written,
- * field for field and byte for byte; what the records cannot carry goes as an object, in order.
- * The servers' own paths are covered end to end by test/e2e/frontend-threads.test.ts and by the
- * whole e2e suite under TRITIUM_TEST_HTTP_THREADS / TRITIUM_TEST_GRPC_THREADS.
+ * responses (src/frontends/threads/wire-records.ts), sent through the Outbox over a real ring in
+ * shared memory and a real MessageChannel, and read by the Inbox: what the other side reads back
+ * is the request or response that was written, field for field and byte for byte; what the
+ * records cannot carry goes as an object, in order. The ring itself is tested in
+ * record-ring.test.ts; the servers' own paths end to end by test/e2e/frontend-threads.test.ts
+ * and by the whole e2e suite under TRITIUM_TEST_HTTP_THREADS / TRITIUM_TEST_GRPC_THREADS.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InferRequest, InferResponse } from '../../src/core/inference.js';
 import type { Tensor } from '../../src/core/tensor.js';
+import { Inbox } from '../../src/frontends/threads/inbox.js';
 import { Outbox } from '../../src/frontends/threads/outbox.js';
-import { unpackTensors, type InferMessage, type MainMessage, type ResponseMessage, type ThreadMessage } from '../../src/frontends/threads/wire.js';
-import {
-  RecordWriter,
-  readInferRecords,
-  readResponseRecords,
-  SMALL_RECORD_BYTES,
-  writeInferRecord,
-  writeResponseRecord,
-} from '../../src/frontends/threads/wire-records.js';
+import { createRing, RingReader, RingWriter } from '../../src/frontends/threads/record-ring.js';
+import { unpackTensors, type InferMessage, type ResponseMessage } from '../../src/frontends/threads/wire.js';
+import { RecordWriter, SMALL_RECORD_BYTES, writeInferRecord, writeResponseRecord } from '../../src/frontends/threads/wire-records.js';
 
-const ports: MessagePort[] = [];
+const closers: Array<() => void> = [];
 afterEach(() => {
-  for (const p of ports.splice(0)) p.close();
+  for (const close of closers.splice(0)) close();
 });
 
-/** An Outbox on one end of a channel, and the next message the other end receives. */
-function channel<M>(): { outbox: Outbox<M>; next: () => Promise<unknown> } {
+/** What the reading side got: records as the messages they stand for, notices, and objects. */
+type Got = InferMessage | ResponseMessage | { t: 'cancel'; no: number } | { t: 'release'; hold: number } | { t: string };
+
+/**
+ * An Outbox writing into a ring (16 KiB: a few turns wrap it) and a port, and the Inbox reading
+ * them; `next()` resolves with what the next chunk (or chunks) brought.
+ */
+function channel<M>(): { outbox: Outbox<M>; next: () => Promise<Got[]> } {
   const { port1, port2 } = new MessageChannel();
-  ports.push(port1, port2);
-  return { outbox: new Outbox<M>(port1), next: () => new Promise((resolve) => port2.once('message', resolve)) };
+  const ring = createRing(16 * 1024);
+  const got: Got[] = [];
+  let arrived: (() => void) | undefined;
+  const push = (m: Got): void => {
+    got.push(m);
+    arrived?.();
+  };
+  const inbox = new Inbox<Got>(new RingReader(ring), port2, {
+    infer: push,
+    resp: push,
+    cancel: (no) => push({ t: 'cancel', no }),
+    release: (hold) => push({ t: 'release', hold }),
+    object: push,
+  });
+  inbox.start();
+  closers.push(() => {
+    inbox.close();
+    port1.close();
+    port2.close();
+  });
+  const next = (): Promise<Got[]> =>
+    new Promise((resolve) => {
+      // Resolved from a microtask: the rest of the chunk is read by then.
+      const done = (): void => {
+        arrived = undefined;
+        queueMicrotask(() => resolve(got.splice(0)));
+      };
+      if (got.length > 0) done();
+      else arrived = done;
+    });
+  return { outbox: new Outbox<M>(new RingWriter(ring), port1 as unknown as MessagePort), next };
 }
 
 function tensor(name: string, datatype: Tensor['datatype'], shape: number[], bytes: number[] | Buffer): Tensor {
   return { name, datatype, shape, data: Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes) };
-}
-
-/** The messages in what arrived, records read back into the message objects they stand for. */
-function flatten(m: unknown): Array<InferMessage | ResponseMessage | ThreadMessage | MainMessage> {
-  const out: Array<InferMessage | ResponseMessage | ThreadMessage | MainMessage> = [];
-  const visit = (x: ThreadMessage | MainMessage): void => {
-    if (x.t === 'batch') for (const one of x.messages) visit(one);
-    else if (x.t === 'bin') {
-      const kind = new Uint8Array(x.buf)[x.start];
-      if (kind === 1) readInferRecords(x.buf, x.start, x.end, (r) => out.push(r));
-      else readResponseRecords(x.buf, x.start, x.end, (r) => out.push(r));
-    } else out.push(x);
-  };
-  visit(m as ThreadMessage);
-  return out;
 }
 
 function request(over: Partial<InferRequest> = {}): InferRequest {
@@ -126,16 +142,16 @@ describe('request records', () => {
 
   for (const [name, r, trace] of cases) {
     it(`reads back ${name}`, async () => {
-      const { outbox, next } = channel<ThreadMessage>();
+      const { outbox, next } = channel();
       expect(outbox.record(writeInferRecord, 5, r, trace)).toBe(true);
-      const got = flatten(await next());
+      const got = await next();
       expect(got).toHaveLength(1);
       const m = got[0] as InferMessage;
       expect(m.t).toBe('infer');
       expect(m.no).toBe(5);
       const { signal: _s, ...want } = r;
       expect(asRead(m)).toEqual({ ...want, ...(trace !== undefined ? { trace } : {}) });
-      // Every tensor starts 8-aligned in the transferred buffer (typed-array views of it work).
+      // Every tensor starts 8-aligned in the chunk's buffer (typed-array views of it work).
       for (const t of m.inputs) expect(t.offset % 8).toBe(0);
     });
   }
@@ -163,52 +179,71 @@ describe('request records', () => {
     expect(w.length).toBe(first);
   });
 
-  it('keeps the order of records and objects posted in one turn, in one transferred buffer', async () => {
-    const { outbox, next } = channel<ThreadMessage>();
+  it('keeps the order of records, notices and objects posted in one turn', async () => {
+    const { outbox, next } = channel();
     outbox.record(writeInferRecord, 1, request({ id: 'a' }), undefined);
     outbox.record(writeInferRecord, 2, request({ id: 'b' }), undefined);
-    outbox.post({ t: 'cancel', no: 1 });
+    outbox.post({ t: 'trace-done', trace: 7 });
+    outbox.cancel(1);
     outbox.record(writeInferRecord, 3, request({ id: 'c' }), undefined);
-    const raw = (await next()) as { t: 'batch'; messages: ThreadMessage[] };
-    expect(raw.t).toBe('batch');
-    expect(raw.messages.map((m) => m.t)).toEqual(['bin', 'cancel', 'bin']);
-    const [b0, , b1] = raw.messages as [{ buf: ArrayBuffer }, unknown, { buf: ArrayBuffer }];
-    expect(b0.buf).toBe(b1.buf);
-    expect(flatten(raw).map((m) => (m.t === 'infer' ? `${m.no}:${m.id}` : m.t))).toEqual(['1:a', '2:b', 'cancel', '3:c']);
+    outbox.release(4);
+    outbox.post({ t: 'call', method: 'isLive', args: [] });
+    const got = await next();
+    expect(got.map((m) => (m.t === 'infer' ? `${(m as InferMessage).no}:${(m as InferMessage).id}` : m.t))).toEqual([
+      '1:a',
+      '2:b',
+      'trace-done',
+      'cancel',
+      '3:c',
+      'release',
+      'call',
+    ]);
+    expect(got[3]).toEqual({ t: 'cancel', no: 1 });
+    expect(got[5]).toEqual({ t: 'release', hold: 4 });
+  });
+
+  it('sends an object with its transferred buffer, moved rather than copied', async () => {
+    const { outbox, next } = channel();
+    const bytes = new Uint8Array([1, 2, 3, 4]).buffer;
+    outbox.post({ t: 'infer', no: 9, modelName: 'm', modelVersion: '', id: '', parameters: {}, inputs: [], bytes }, bytes);
+    const [m] = (await next()) as InferMessage[];
+    expect(bytes.byteLength).toBe(0); // detached here
+    expect(new Uint8Array(m!.bytes)).toEqual(new Uint8Array([1, 2, 3, 4]));
   });
 
   it('reads each name as written when names repeat or change at the same place', async () => {
     // The reader reuses the string last read at a place when the bytes match; 'Ã©' and 'é' are
     // two characters and two UTF-8 bytes with the same values (C3 A9), and must not be confused.
     const names = ['add_sub', 'add_sub', 'add_suc', 'Ã©', 'é', 'é', 'Ã©', 'add_sub'];
-    const { outbox, next } = channel<ThreadMessage>();
+    const { outbox, next } = channel();
     names.forEach((name, i) => {
       const r = request({ modelName: name, inputs: [tensor(name, 'FP32', [1], [0, 0, 0, 0])], parameters: { [name]: i } });
       outbox.record(writeInferRecord, i, r, undefined);
     });
-    const got = flatten(await next()) as InferMessage[];
+    const got = (await next()) as InferMessage[];
     expect(got.map((m) => m.modelName)).toEqual(names);
     expect(got.map((m) => m.inputs[0]!.name)).toEqual(names);
     expect(got.map((m) => Object.keys(m.parameters)[0])).toEqual(names);
   });
 
-  it('grows the turn buffer past its first size without losing what was written', async () => {
-    const { outbox, next } = channel<ThreadMessage>();
-    const n = 200;
+  it('grows the turn buffer past its first size, and sends a turn larger than the ring in chunks that wait for room', async () => {
+    const { outbox, next } = channel();
+    const n = 200; // about 40 KiB of records into a 16 KiB ring
     for (let i = 0; i < n; i++) {
       const data = Buffer.alloc(97 + i, i & 0xff);
-      outbox.record(writeInferRecord, i, request({ id: `r${i}`, inputs: [tensor('IN', 'UINT8', [data.length], data)] }), undefined);
+      expect(outbox.record(writeInferRecord, i, request({ id: `r${i}`, inputs: [tensor('IN', 'UINT8', [data.length], data)] }), undefined)).toBe(true);
     }
-    const got = flatten(await next()) as InferMessage[];
+    const got: InferMessage[] = [];
+    while (got.length < n) got.push(...((await next()) as InferMessage[]));
     expect(got).toHaveLength(n);
     got.forEach((m, i) => {
       expect(m.id).toBe(`r${i}`);
       const [t] = unpackTensors(m.inputs, m.bytes);
       expect(t!.data.equals(Buffer.alloc(97 + i, i & 0xff))).toBe(true);
     });
-    // The next turn starts a buffer of its own (the last one went to the other thread).
+    // The next turn reuses the writer's buffer.
     outbox.record(writeInferRecord, 1, request(), undefined);
-    const again = flatten(await next()) as InferMessage[];
+    const again = (await next()) as InferMessage[];
     expect(again.map((m) => m.no)).toEqual([1]);
   });
 });
@@ -234,9 +269,9 @@ describe('response records', () => {
 
   for (const [name, r, x] of cases) {
     it(`reads back ${name}`, async () => {
-      const { outbox, next } = channel<MainMessage>();
+      const { outbox, next } = channel();
       expect(outbox.record(writeResponseRecord, 4, r, x)).toBe(true);
-      const [m] = flatten(await next()) as ResponseMessage[];
+      const [m] = (await next()) as ResponseMessage[];
       expect(m).toMatchObject({ t: 'resp', no: 4, modelName: r.modelName, modelVersion: r.modelVersion, id: r.id, final: r.final });
       expect(m!.parameters).toEqual(r.parameters);
       expect(m!.flagsOnly).toBe(r.flagsOnly);

@@ -28,10 +28,12 @@ import {
   type ResponseMessage,
   type ThreadMessage,
 } from './wire.js';
+import { Inbox } from './inbox.js';
 import { Outbox } from './outbox.js';
+import { RingReader, RingWriter } from './record-ring.js';
 import type { FrontendStatus } from './status.js';
-import { readInferRecords, writeResponseRecord } from './wire-records.js';
-import type { LifecycleMessage } from './thread-data.js';
+import { writeResponseRecord } from './wire-records.js';
+import type { LifecycleMessage, ThreadLink } from './thread-data.js';
 
 /** What a frontend thread's lookup returns: the handle's data; its methods call back. */
 export interface HandleSnapshot {
@@ -74,9 +76,11 @@ export class CoreHost {
   private quiesced = false;
   private readonly calls: Record<string, (...args: never[]) => unknown>;
   private readonly outbox: Outbox<MainMessage>;
+  private readonly inbox: Inbox<ThreadMessage>;
 
   constructor(
     worker: Worker,
+    private readonly link: ThreadLink,
     /** Where synchronous replies go (the thread reads them with receiveMessageOnPort). */
     private readonly callPort: MessagePort,
     /** The word the thread waits on for a synchronous reply. */
@@ -84,7 +88,18 @@ export class CoreHost {
     private readonly o: CoreHostOptions,
   ) {
     const core = o.core;
-    this.outbox = new Outbox(worker);
+    this.outbox = new Outbox(new RingWriter(link.toThread), link.objects);
+    this.inbox = new Inbox(new RingReader(link.toMain), link.objects, {
+      infer: (m) => this.infer(m),
+      cancel: (no) => this.pending.get(no)?.abort(),
+      release: (hold) => {
+        const release = this.held.get(hold);
+        this.held.delete(hold);
+        release?.();
+      },
+      object: (m) => this.onMessage(m),
+    });
+    this.inbox.start();
     this.calls = {
       isLive: () => core.isLive(),
       isReady: () => core.isReady(),
@@ -105,15 +120,28 @@ export class CoreHost {
       logGet: () => o.logSettings.get(),
       logUpdate: (patch: Partial<LogSettingsView>) => o.logSettings.update(patch),
     };
-    worker.on('message', (m: ThreadMessage | LifecycleMessage) => {
-      if (m.t === 'quiesced') this.quiesced = true;
-      else this.onMessage(m as ThreadMessage);
+    worker.on('message', (m: LifecycleMessage) => {
+      if (m.t === 'quiesced') {
+        // The thread put everything it read in the ring before it said so: read it first, so
+        // those requests count as read before the exit.
+        this.inbox.drain();
+        this.quiesced = true;
+      } else if (m.t === 'log') {
+        // Verbose lines from a thread are TRITIUM_TRACE lines (level 0: printed whatever --log-verbose is).
+        if (m.level === 'verbose') this.o.logger.verbose(0, m.line);
+        else this.o.logger[m.level](m.line);
+      } else if (m.t === 'descriptors') {
+        this.o.descriptorShortage?.(m.code);
+      }
     });
   }
 
   /** The thread exited: its clients are gone, so are their requests. */
   threadGone(): void {
     this.gone = true;
+    this.inbox.close();
+    this.outbox.close();
+    this.link.objects.close();
     for (const cancel of this.pending.values()) cancel.abort();
     this.pending.clear();
     for (const t of this.traces.values()) t.done();
@@ -124,22 +152,8 @@ export class CoreHost {
 
   private onMessage(m: ThreadMessage): void {
     switch (m.t) {
-      case 'batch':
-        for (const one of m.messages) this.onMessage(one);
-        return;
       case 'infer':
         return this.infer(m);
-      case 'bin':
-        return readInferRecords(m.buf, m.start, m.end, this.inferOne);
-      case 'cancel':
-        this.pending.get(m.no)?.abort();
-        return;
-      case 'release': {
-        const release = this.held.get(m.hold);
-        this.held.delete(m.hold);
-        release?.();
-        return;
-      }
       case 'call':
         return this.call(m.method, m.args);
       case 'acall':
@@ -157,18 +171,8 @@ export class CoreHost {
         t?.done();
         return;
       }
-      case 'log':
-        // Verbose lines from a thread are TRITIUM_TRACE lines (level 0: printed whatever --log-verbose is).
-        if (m.level === 'verbose') this.o.logger.verbose(0, m.line);
-        else this.o.logger[m.level](m.line);
-        return;
-      case 'descriptors':
-        this.o.descriptorShortage?.(m.code);
-        return;
     }
   }
-
-  private readonly inferOne = (m: InferMessage): void => this.infer(m);
 
   private infer(m: InferMessage): void {
     const cancel = new CancelToken();

@@ -15,6 +15,7 @@ import type { LogSettingsStore } from '../../core/logger.js';
 import type { ServerCore } from '../../core/server-core.js';
 import { CoreHost, type HostLogger } from './core-host.js';
 import { listenShared, numericAddress } from './listen-socket.js';
+import { createRing } from './record-ring.js';
 import type { FrontendStatus } from './status.js';
 import { THREAD_LABEL, type LifecycleMessage, type PoolMessage, type ThreadData, type ThreadServer } from './thread-data.js';
 
@@ -75,6 +76,9 @@ export async function startFrontendThreads(
   /** Starts thread `i` on descriptor `fd`; resolves once it listens, rejects if it dies first. */
   function spawn(i: number, fd: number, failures: number): Promise<void> {
     const channel = new MessageChannel();
+    const objects = new MessageChannel();
+    const toMain = createRing();
+    const toThread = createRing();
     const callFlag = new SharedArrayBuffer(4);
     const data = {
       ...server,
@@ -83,11 +87,18 @@ export async function startFrontendThreads(
       fd,
       shared,
       status: o.status.memory,
+      toMain,
+      toThread,
+      objectPort: objects.port2,
       callFlag,
       callPort: channel.port2,
     } as ThreadData;
-    const worker = new Worker(new URL('./thread-main.js', import.meta.url), { workerData: data, transferList: [channel.port2], name: `${server.kind}-${i}` });
-    const host = new CoreHost(worker, channel.port1, new Int32Array(callFlag), {
+    const worker = new Worker(new URL('./thread-main.js', import.meta.url), {
+      workerData: data,
+      transferList: [channel.port2, objects.port2],
+      name: `${server.kind}-${i}`,
+    });
+    const host = new CoreHost(worker, { toMain, toThread, objects: objects.port1 }, channel.port1, new Int32Array(callFlag), {
       core: o.core,
       logSettings: o.logSettings,
       logger: o.logger,

@@ -1,52 +1,77 @@
 /**
  * @module frontends/threads/outbox
- * What one thread posts to the other in one event-loop turn, posted as one message: small
- * requests and responses as records in one transferred buffer (wire-records.ts), the rest as
- * objects (wire.ts), in the order they were posted.
+ * What one thread sends the other: requests and responses written as records (wire-records.ts)
+ * into the turn's buffer, which crosses as one chunk of the link's ring (record-ring.ts) once
+ * the turn's I/O callbacks have run; the rest (errors, large tensors, calls, traces) as objects,
+ * each leaving an `object` record where it was posted, so the other side takes it in order.
+ * The objects of one chunk cross in one message on the link's port, posted before the chunk.
  */
-import type { RecordsMessage } from './wire.js';
-import { RecordWriter } from './wire-records.js';
+import type { RingWriter } from './record-ring.js';
+import { RecordWriter, writeCancelRecord, writeObjectRecord, writeReleaseRecord } from './wire-records.js';
 
-/** The part of a Worker or MessagePort an Outbox posts on. */
+/** The part of a MessagePort an Outbox posts objects on. */
 export interface PostTarget {
   postMessage(m: unknown, transfer?: readonly ArrayBuffer[]): void;
 }
 
 /**
- * Messages of one event-loop turn posted as one: each post wakes the other thread and pays a
- * serialisation, so under load the requests (or responses) that one turn produced cross
- * together, in order, once the turn's I/O callbacks have run (setImmediate). Requests and
- * responses written as records (`record`) go in the turn's record buffer; a message posted as an
- * object between two records closes the run of records before it, so the order holds.
+ * The messages of one event-loop turn, sent as one chunk: under load the requests (or
+ * responses) that one turn produced cross together, and the other side is woken at most once
+ * for them (only if it sleeps).
  */
 export class Outbox<M> {
-  private messages: Array<M | RecordsMessage> = [];
-  private transfer: ArrayBuffer[] = [];
   private scheduled = false;
   private readonly records = new RecordWriter();
-  /** Where the records not yet closed into a `bin` message begin; -1 when none are open. */
-  private runStart = -1;
+  /** The objects of the records not yet sent, and the buffers they move. */
+  private objects: unknown[] = [];
+  private transfer: ArrayBuffer[] = [];
+  /**
+   * A turn's records past this many bytes go at once, and a record larger than this goes as an
+   * object: no chunk then outgrows the ring (RingWriter.maxChunk).
+   */
+  private readonly flushBytes: number;
 
-  constructor(private readonly target: PostTarget) {}
+  constructor(
+    private readonly ring: RingWriter,
+    private readonly port: PostTarget,
+  ) {
+    this.flushBytes = Math.floor(ring.maxChunk / 2);
+  }
 
+  /** Sends `m` as an object (with `transfer` moved, not copied), in order with the records. */
   post(m: M, transfer?: ArrayBuffer): void {
-    this.closeRun();
-    this.messages.push(m);
+    this.objects.push(m);
     if (transfer !== undefined) this.transfer.push(transfer);
+    writeObjectRecord(this.records);
     this.schedule();
   }
 
   /**
-   * Writes a record with `write` (wire-records.ts) and queues it; false when `write` declined,
-   * and the caller posts the message as an object.
+   * Writes a record with `write` (wire-records.ts) and queues it; false when `write` declined
+   * or the record would not fit a chunk, and the caller posts the message as an object.
    */
   record<A, B, C>(write: (w: RecordWriter, a: A, b: B, c: C) => boolean, a: A, b: B, c: C): boolean {
     const w = this.records;
-    const start = w.length;
+    const start = w.pos;
     if (!write(w, a, b, c)) return false;
-    if (this.runStart < 0) this.runStart = start;
+    if (w.pos - start > this.flushBytes) {
+      // Large parameters: a record this size would not leave room for a turn's others.
+      w.pos = start;
+      return false;
+    }
     this.schedule();
+    if (w.length >= this.flushBytes) this.flush();
     return true;
+  }
+
+  cancel(no: number): void {
+    writeCancelRecord(this.records, no);
+    this.schedule();
+  }
+
+  release(hold: number): void {
+    writeReleaseRecord(this.records, hold);
+    this.schedule();
   }
 
   private schedule(): void {
@@ -56,27 +81,32 @@ export class Outbox<M> {
     }
   }
 
-  private closeRun(): void {
-    if (this.runStart < 0) return;
-    // buf is set at flush, when the turn's buffer is complete.
-    this.messages.push({ t: 'bin', buf: undefined as unknown as ArrayBuffer, start: this.runStart, end: this.records.length });
-    this.runStart = -1;
-  }
-
+  /** Sends what this turn wrote now (it reaches the ring at once unless the ring is full). */
   readonly flush = (): void => {
     this.scheduled = false;
-    this.closeRun();
-    const messages = this.messages;
-    if (messages.length === 0) return;
-    const transfer = this.transfer;
-    this.messages = [];
-    this.transfer = [];
-    if (this.records.length > 0) {
-      const buf = this.records.take();
-      for (const m of messages) if ((m as RecordsMessage).t === 'bin') (m as RecordsMessage).buf = buf;
-      transfer.push(buf);
+    const w = this.records;
+    if (w.length === 0) return;
+    if (this.objects.length > 0) {
+      // Queued on the other end before the chunk that names them is published.
+      this.port.postMessage(this.objects, this.transfer);
+      this.objects = [];
+      this.transfer = [];
     }
-    if (messages.length === 1) this.target.postMessage(messages[0], transfer);
-    else this.target.postMessage({ t: 'batch', messages }, transfer);
+    this.ring.write(w.written());
+    w.clear();
   };
+
+  /**
+   * Sends what this turn wrote and blocks until all of it is in the ring (a frontend thread,
+   * before it waits for the main thread). False when the reader made no room in `timeoutMs`.
+   */
+  flushBlocking(timeoutMs: number): boolean {
+    this.flush();
+    return this.ring.flushBlocking(timeoutMs);
+  }
+
+  /** The other side is gone: nothing more is sent. */
+  close(): void {
+    this.ring.close();
+  }
 }

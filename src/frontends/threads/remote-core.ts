@@ -20,6 +20,7 @@ import type { RequestTrace } from '../../core/trace/request-trace.js';
 import type { Tracer } from '../../core/trace/tracer.js';
 import type { HandleSnapshot } from './core-host.js';
 import type { FrontendStatus } from './status.js';
+import type { ThreadLink } from './thread-data.js';
 import {
   packTensors,
   unpackTensors,
@@ -30,8 +31,10 @@ import {
   type ThreadMessage,
   type WireError,
 } from './wire.js';
-import { Outbox, type PostTarget } from './outbox.js';
-import { readResponseRecords, writeInferRecord } from './wire-records.js';
+import { Inbox } from './inbox.js';
+import { Outbox } from './outbox.js';
+import { RingReader, RingWriter } from './record-ring.js';
+import { writeInferRecord } from './wire-records.js';
 
 /** How long a synchronous call waits for the main thread before it fails. */
 const CALL_TIMEOUT_S = 30;
@@ -47,14 +50,17 @@ export class RemoteCore implements ServerCore {
   private nextNo = 1;
   private nextCall = 1;
   private readonly outbox: Outbox<ThreadMessage>;
+  private readonly inbox: Inbox<MainMessage>;
 
   constructor(
-    port: PostTarget,
+    link: ThreadLink,
     private readonly callPort: MessagePort,
     private readonly callFlag: Int32Array,
     private readonly status: FrontendStatus,
   ) {
-    this.outbox = new Outbox(port);
+    this.outbox = new Outbox(new RingWriter(link.toMain), link.objects);
+    this.inbox = new Inbox(new RingReader(link.toThread), link.objects, { resp: this.deliver, object: (m) => this.onMessage(m) });
+    this.inbox.start();
     const call = this.call.bind(this);
     this.systemSharedMemory = {
       register: (name: string, key: string, offset: number, byteSize: number) => void call('shmRegister', name, key, offset, byteSize),
@@ -82,14 +88,10 @@ export class RemoteCore implements ServerCore {
     };
   }
 
-  /** A message from the main thread (responses, async call results). */
-  onMessage(m: MainMessage): void {
-    if (m.t === 'batch') {
-      for (const one of m.messages) this.onMessage(one);
-    } else if (m.t === 'resp') {
+  /** An object from the main thread (responses records do not carry, async call results). */
+  private onMessage(m: MainMessage): void {
+    if (m.t === 'resp') {
       this.deliver(m);
-    } else if (m.t === 'bin') {
-      readResponseRecords(m.buf, m.start, m.end, this.deliver);
     } else if (m.t === 'adone') {
       const w = this.waiting.get(m.id);
       if (w === undefined) return;
@@ -105,7 +107,7 @@ export class RemoteCore implements ServerCore {
     if (sink === undefined) return;
     if (m.final) this.sinks.delete(m.no);
     // Its copy is here: the stub's blocks behind it may go back (wire.ts, `hold`).
-    if (m.hold !== undefined) this.post({ t: 'release', hold: m.hold });
+    if (m.hold !== undefined) this.outbox.release(m.hold);
     sink({
       modelName: m.modelName,
       modelVersion: m.modelVersion,
@@ -126,7 +128,7 @@ export class RemoteCore implements ServerCore {
     return () => {
       if (done) return;
       done = true;
-      this.post({ t: 'release', hold });
+      this.outbox.release(hold);
     };
   }
 
@@ -194,7 +196,7 @@ export class RemoteCore implements ServerCore {
     const signal = request.signal;
     if (signal !== undefined) {
       const cancel = (): void => {
-        if (this.sinks.has(no)) this.post({ t: 'cancel', no });
+        if (this.sinks.has(no)) this.outbox.cancel(no);
       };
       if (signal.aborted) cancel();
       else signal.addEventListener('abort', cancel, { once: true });
@@ -217,9 +219,12 @@ export class RemoteCore implements ServerCore {
     await this.asyncCall('unloadModel', name, options);
   }
 
-  /** Posts now what this turn queued for the main thread (before a message that must follow it). */
-  flush(): void {
-    this.outbox.flush();
+  /**
+   * Puts what this turn queued for the main thread in the ring now (before a message that must
+   * follow it); blocks while the ring is full. False when the main thread made no room in time.
+   */
+  flush(): boolean {
+    return this.outbox.flushBlocking(CALL_TIMEOUT_S * 1000);
   }
 
   private post(m: ThreadMessage): void {
@@ -231,7 +236,7 @@ export class RemoteCore implements ServerCore {
     Atomics.store(this.callFlag, 0, 0);
     // Whatever this turn queued goes first, so the main thread sees events in order.
     this.outbox.post({ t: 'call', method, args });
-    this.outbox.flush();
+    if (!this.outbox.flushBlocking(CALL_TIMEOUT_S * 1000)) throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
     while (Atomics.load(this.callFlag, 0) === 0) {
       if (Atomics.wait(this.callFlag, 0, 0, CALL_TIMEOUT_S * 1000) === 'timed-out') throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
     }

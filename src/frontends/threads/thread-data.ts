@@ -22,9 +22,22 @@ export type ThreadData = ThreadServer & {
   fd: number;
   shared: SharedFrontendMemory;
   status: SharedArrayBuffer;
+  /** Requests and the thread's notices go to the main thread on this ring (record-ring.ts). */
+  toMain: SharedArrayBuffer;
+  /** Responses come back on this one. */
+  toThread: SharedArrayBuffer;
+  /** What the records do not carry, in both directions (outbox.ts). */
+  objectPort: MessagePort;
   callFlag: SharedArrayBuffer;
   callPort: MessagePort;
 };
+
+/** One side's view of a thread's link: the ring each way and its end of the object port (outbox.ts, inbox.ts). */
+export interface ThreadLink {
+  toMain: SharedArrayBuffer;
+  toThread: SharedArrayBuffer;
+  objects: MessagePort;
+}
 
 /** How log and trace lines name a kind of frontend thread. */
 export const THREAD_LABEL = { http: 'HTTP', grpc: 'gRPC' } as const;
@@ -32,6 +45,8 @@ export const THREAD_LABEL = { http: 'HTTP', grpc: 'gRPC' } as const;
 /** Thread → main messages about the thread and its connections, beside the core's (wire.ts). */
 export type LifecycleMessage =
   | { t: 'listening' }
+  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; line: string }
+  | { t: 'descriptors'; code: string }
   /**
    * First answer to 'close': every request the thread read before it has been posted (so the
    * main thread has received them); what it reads from now on reaches a server that exits.
@@ -44,4 +59,4 @@ export type LifecycleMessage =
   | { t: 'evict-done'; id: number; evicted: boolean };
 
 /** Main → thread, beside the core's. */
-export type PoolMessage = { t: 'evict-one'; id: number; olderThan: number } | { t: 'evict-answer'; id: number; evicted: boolean };
+export type PoolMessage = { t: 'close' } | { t: 'evict-one'; id: number; olderThan: number } | { t: 'evict-answer'; id: number; evicted: boolean };

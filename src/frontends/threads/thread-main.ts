@@ -11,14 +11,13 @@ import { isDescriptorShortage } from '../descriptor-watch.js';
 import { RemoteCore } from './remote-core.js';
 import { FrontendStatus } from './status.js';
 import { THREAD_LABEL, type LifecycleMessage, type PoolMessage, type ThreadData } from './thread-data.js';
-import type { MainMessage, ThreadMessage } from './wire.js';
 
 if (parentPort === null) throw new Error('frontends/threads/thread-main.js runs in a frontend thread only');
 const port = parentPort;
 const data = workerData as ThreadData;
-const post = (m: ThreadMessage | LifecycleMessage): void => port.postMessage(m);
+const post = (m: LifecycleMessage): void => port.postMessage(m);
 const status = new FrontendStatus(data.status);
-const core = new RemoteCore(port, data.callPort, new Int32Array(data.callFlag), status);
+const core = new RemoteCore({ toMain: data.toMain, toThread: data.toThread, objects: data.objectPort }, data.callPort, new Int32Array(data.callFlag), status);
 const log = (level: 'info' | 'warn' | 'error' | 'verbose') => (line: string) => post({ t: 'log', level, line });
 // The main thread warned about unknown tags already; this thread only needs its flags.
 configureTraceTags(
@@ -54,9 +53,10 @@ const server: { close(): Promise<void>; evictIdle?(olderThan: number): boolean }
     ? await (await import('../http/server.js')).startHttpServer(core, { ...data.options, ...own })
     : await (await import('../grpc/server.js')).startGrpcServer(core, { ...data.options, ...own });
 
-port.on('message', (m: MainMessage | PoolMessage) => {
+port.on('message', (m: PoolMessage) => {
   if (m.t === 'close') {
-    core.flush();
+    // 'quiesced' promises the main thread that every request read so far is in the ring.
+    if (!core.flush()) post({ t: 'log', level: 'error', line: `${THREAD_LABEL[data.kind]} thread ${data.index}: the main thread took no requests for 30 s` });
     post({ t: 'quiesced' });
     void server.close().then(() => post({ t: 'closed' }));
   } else if (m.t === 'evict-one') {
@@ -65,7 +65,8 @@ port.on('message', (m: MainMessage | PoolMessage) => {
     asked.get(m.id)?.(m.evicted);
     asked.delete(m.id);
   } else {
-    core.onMessage(m);
+    // Only the main thread posts here: anything else is a bug, and the thread is replaced.
+    throw new Error(`frontend thread: unknown message '${(m as { t?: unknown }).t}'`);
   }
 });
 post({ t: 'listening' });

@@ -1,15 +1,17 @@
 /**
  * @module frontends/threads/wire-records
- * The binary form of the two messages every request sends between a frontend thread and the
- * main thread: the request (`infer`) and its response (`resp`). A structured clone of those
- * objects costs the receiving loop a property-by-property rebuild (V8's ValueDeserializer was
- * 14 % of the main thread's samples with 2 HTTP threads, its serializer 7 % more); here the
- * small ones of one event-loop turn are written one after the other, their tensor bytes inline,
- * into one buffer that is transferred, and read back with a few DataView loads per field.
+ * The binary form of what crosses between a frontend thread and the main thread on every
+ * request: the request (`infer`), its response (`resp`), and the small notices about them
+ * (`cancel`, `release`). A structured clone of those objects costs the receiving loop a
+ * property-by-property rebuild (V8's ValueDeserializer was 14 % of the main thread's samples
+ * with 2 HTTP threads, its serializer 7 % more); here the records of one event-loop turn are
+ * written one after the other, their tensor bytes inline, and cross as one chunk of a ring in
+ * shared memory (record-ring.ts), read back with a few DataView loads per field.
  *
  * Only the common shape is written: tensors held in memory (no client shared-memory region), at
  * most SMALL_RECORD_BYTES of them, integral dimensions, no error. Anything else returns false
- * with nothing written, and the caller posts the object as before; ordering is the Outbox's.
+ * with nothing written, and the caller posts the object on the link's port, leaving an `object`
+ * record in its place so the reader takes it in order (outbox.ts).
  *
  * Layout (little endian), one record after the other:
  *
@@ -18,6 +20,8 @@
  *          | tensors
  *   resp:  u8 2 | u32 no | u8 flags (1 final, 2 flagsOnly, 4 beforeModel, 8 hold, 16 params)
  *          | str model | str version | str id | [u32 hold] | [params] | tensors
+ *   object: u8 3 (the next message of the link's port)
+ *   cancel: u8 4 | u32 no          release: u8 5 | u32 hold
  *   str:     u32 byte length, UTF-8 bytes
  *   params:  u16 n, n × (str key, u8 tag, value): 0 false, 1 true, 2 f64, 3 str, 4 i64, 5 u64
  *   tensors: u16 n, n × (str name, str datatype, u8 ndim, ndim × u32, u32 length, pad to 8,
@@ -35,32 +39,36 @@ export const SMALL_RECORD_BYTES = 64 * 1024;
 
 const INFER = 1;
 const RESP = 2;
+/** The next message of the link's port (outbox.ts): something records do not carry, in its place. */
+const OBJECT = 3;
+const CANCEL = 4;
+const RELEASE = 5;
+/** A turn's buffer larger than this after a burst is not kept for the next turn. */
+const KEPT_BYTES = 1 << 20;
 
-/** The records of one turn: a growing buffer, transferred whole when the turn's messages are posted. */
+/**
+ * The records of one turn, in a buffer kept from turn to turn: outbox.ts copies them into the
+ * ring (record-ring.ts) as one chunk and clears it.
+ */
 export class RecordWriter {
   private buf: Buffer | undefined;
   private view!: DataView;
   pos = 0;
-  /**
-   * What the last turn wrote, rounded up to a power of two: the next buffer starts at that size,
-   * so a busy loop does not regrow every turn, and a quiet one goes back to small buffers.
-   */
-  private hint = 2048;
 
-  /** Bytes written since the last take(). */
+  /** Bytes written since the last clear(). */
   get length(): number {
     return this.buf === undefined ? 0 : this.pos;
   }
 
-  /** The buffer written so far, to transfer; the next write starts a new one. */
-  take(): ArrayBuffer {
-    const buf = this.buf!;
-    let hint = 2048;
-    while (hint < this.pos && hint < 1 << 20) hint *= 2;
-    this.hint = hint;
-    this.buf = undefined;
+  /** What was written since the last clear() (a view: copy it before the next write). */
+  written(): Uint8Array {
+    return this.buf === undefined ? new Uint8Array(0) : this.buf.subarray(0, this.pos);
+  }
+
+  /** Starts the next turn's records; a buffer grown far past the usual turn is let go. */
+  clear(): void {
     this.pos = 0;
-    return buf.buffer as ArrayBuffer;
+    if (this.buf !== undefined && this.buf.length > KEPT_BYTES) this.buf = undefined;
   }
 
   /** Room for n more bytes. */
@@ -68,9 +76,9 @@ export class RecordWriter {
     const need = this.pos + n;
     const buf = this.buf;
     if (buf !== undefined && need <= buf.length) return;
-    let size = buf === undefined ? this.hint : buf.length * 2;
+    let size = buf === undefined ? 4096 : buf.length * 2;
     while (size < need) size *= 2;
-    // allocUnsafeSlow: an ArrayBuffer of its own (a pooled one could not be transferred), not zeroed.
+    // allocUnsafeSlow: an ArrayBuffer of its own, not a slice of the pool, not zeroed.
     const next = Buffer.allocUnsafeSlow(size);
     if (buf !== undefined) buf.copy(next, 0, 0, this.pos);
     this.buf = next;
@@ -150,7 +158,7 @@ const MEMO_PLACES = 42;
 /** The string last read at each place, in this thread (a module's state is its thread's). */
 const memos = stringMemos(MEMO_PLACES);
 
-/** Reads the records of one transferred buffer. */
+/** Reads the records of one chunk. */
 class RecordReader {
   private readonly view: DataView;
   private readonly buf: Buffer;
@@ -376,50 +384,81 @@ export function writeResponseRecord(w: RecordWriter, no: number, r: InferRespons
   return true;
 }
 
-/** The requests in `array`'s bytes [start, end), as the messages they stand for. */
-export function readInferRecords(array: ArrayBuffer, start: number, end: number, each: (m: InferMessage) => void): void {
+/** Small notices that travel as records too, in order with the requests and responses. */
+export function writeObjectRecord(w: RecordWriter): void {
+  w.u8(OBJECT);
+}
+
+/** Thread → main: the client of request `no` went away. */
+export function writeCancelRecord(w: RecordWriter, no: number): void {
+  w.u8(CANCEL);
+  w.u32(no);
+}
+
+/** Thread → main: the stub blocks behind a held or lent response may go back (wire.ts, `hold`). */
+export function writeReleaseRecord(w: RecordWriter, hold: number): void {
+  w.u8(RELEASE);
+  w.u32(hold);
+}
+
+/** What a reader does with each kind of record; a kind its side never receives is left out. */
+export interface RecordHandler {
+  infer?(m: InferMessage): void;
+  resp?(m: ResponseMessage): void;
+  cancel?(no: number): void;
+  release?(hold: number): void;
+  /** An OBJECT record: the next message of the link's port stands here. */
+  object(): void;
+}
+
+/** The records in `array`'s bytes [start, end), each handed to `h` as the message it stands for. */
+export function readRecords(array: ArrayBuffer, start: number, end: number, h: RecordHandler): void {
   const r = new RecordReader(array, start, end);
   while (r.pos < end) {
-    if (r.u8() !== INFER) throw new Error('frontend thread record: not a request');
-    const no = r.u32();
-    const flags = r.u8();
-    const modelName = r.name(PLACE_MODEL);
-    const modelVersion = r.name(PLACE_VERSION);
-    const id = r.str();
-    const parameters = r.params(PLACE_KEY);
-    const trace = flags & 2 ? r.u32() : undefined;
-    const traceNo = flags & 4 ? r.u32() : undefined;
-    let outputs: RequestedOutput[] | undefined;
-    if (flags & 1) {
-      outputs = [];
-      const n = r.u16();
-      for (let i = 0; i < n; i++) outputs.push({ name: i < 8 ? r.name(PLACE_OUTPUT + i) : r.str(), parameters: r.params(PLACE_OUTPUT_KEY) });
-    }
-    const m: InferMessage = { t: 'infer', no, modelName, modelVersion, id, parameters, inputs: r.tensors(), bytes: array };
-    if (outputs !== undefined) m.outputs = outputs;
-    if (trace !== undefined) m.trace = trace;
-    if (traceNo !== undefined) m.traceNo = traceNo;
-    each(m);
+    const kind = r.u8();
+    if (kind === INFER && h.infer !== undefined) h.infer(readInfer(r, array));
+    else if (kind === RESP && h.resp !== undefined) h.resp(readResponse(r, array));
+    else if (kind === OBJECT) h.object();
+    else if (kind === CANCEL && h.cancel !== undefined) h.cancel(r.u32());
+    else if (kind === RELEASE && h.release !== undefined) h.release(r.u32());
+    else throw new Error(`frontend thread record: unexpected kind ${kind}`);
   }
 }
 
-/** The responses in `array`'s bytes [start, end), as the messages they stand for. */
-export function readResponseRecords(array: ArrayBuffer, start: number, end: number, each: (m: ResponseMessage) => void): void {
-  const r = new RecordReader(array, start, end);
-  while (r.pos < end) {
-    if (r.u8() !== RESP) throw new Error('frontend thread record: not a response');
-    const no = r.u32();
-    const flags = r.u8();
-    const modelName = r.name(PLACE_MODEL);
-    const modelVersion = r.name(PLACE_VERSION);
-    const id = r.str();
-    const hold = flags & 8 ? r.u32() : undefined;
-    const parameters = flags & 16 ? r.params(PLACE_KEY) : undefined;
-    const m: ResponseMessage = { t: 'resp', no, modelName, modelVersion, id, outputs: r.tensors(), bytes: array, final: (flags & 1) !== 0 };
-    if (parameters !== undefined) m.parameters = parameters;
-    if (flags & 2) m.flagsOnly = true;
-    if (flags & 4) m.beforeModel = true;
-    if (hold !== undefined) m.hold = hold;
-    each(m);
+function readInfer(r: RecordReader, array: ArrayBuffer): InferMessage {
+  const no = r.u32();
+  const flags = r.u8();
+  const modelName = r.name(PLACE_MODEL);
+  const modelVersion = r.name(PLACE_VERSION);
+  const id = r.str();
+  const parameters = r.params(PLACE_KEY);
+  const trace = flags & 2 ? r.u32() : undefined;
+  const traceNo = flags & 4 ? r.u32() : undefined;
+  let outputs: RequestedOutput[] | undefined;
+  if (flags & 1) {
+    outputs = [];
+    const n = r.u16();
+    for (let i = 0; i < n; i++) outputs.push({ name: i < 8 ? r.name(PLACE_OUTPUT + i) : r.str(), parameters: r.params(PLACE_OUTPUT_KEY) });
   }
+  const m: InferMessage = { t: 'infer', no, modelName, modelVersion, id, parameters, inputs: r.tensors(), bytes: array };
+  if (outputs !== undefined) m.outputs = outputs;
+  if (trace !== undefined) m.trace = trace;
+  if (traceNo !== undefined) m.traceNo = traceNo;
+  return m;
+}
+
+function readResponse(r: RecordReader, array: ArrayBuffer): ResponseMessage {
+  const no = r.u32();
+  const flags = r.u8();
+  const modelName = r.name(PLACE_MODEL);
+  const modelVersion = r.name(PLACE_VERSION);
+  const id = r.str();
+  const hold = flags & 8 ? r.u32() : undefined;
+  const parameters = flags & 16 ? r.params(PLACE_KEY) : undefined;
+  const m: ResponseMessage = { t: 'resp', no, modelName, modelVersion, id, outputs: r.tensors(), bytes: array, final: (flags & 1) !== 0 };
+  if (parameters !== undefined) m.parameters = parameters;
+  if (flags & 2) m.flagsOnly = true;
+  if (flags & 4) m.beforeModel = true;
+  if (hold !== undefined) m.hold = hold;
+  return m;
 }

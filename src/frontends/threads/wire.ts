@@ -81,39 +81,16 @@ export interface ResponseMessage {
 /** Outputs of at least this many bytes (together) are lent rather than copied (ResponseMessage.lent). */
 export const SHARE_OUTPUT_BYTES = 64 * 1024;
 
-/**
- * Records (wire-records.ts) in bytes [start, end) of `buf`: the small requests or responses of
- * one turn, written in binary form. Every `bin` message of one post shares one transferred buffer.
- */
-export interface RecordsMessage {
-  t: 'bin';
-  buf: ArrayBuffer;
-  start: number;
-  end: number;
-}
-
-/** Frontend thread → main: the rest. */
+/** Frontend thread → main, as objects on the link's port (requests and notices go as records, wire-records.ts). */
 export type ThreadMessage =
   | InferMessage
-  | RecordsMessage
-  | { t: 'batch'; messages: ThreadMessage[] }
-  | { t: 'cancel'; no: number }
-  /** A held (copied) or lent (shared) response's stub blocks may go back. */
-  | { t: 'release'; hold: number }
   | { t: 'call'; method: string; args: unknown[] }
   | { t: 'acall'; id: number; method: string; args: unknown[] }
   | { t: 'trace'; trace: number; name: string; ns: bigint }
-  | { t: 'trace-done'; trace: number }
-  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; line: string }
-  | { t: 'descriptors'; code: string };
+  | { t: 'trace-done'; trace: number };
 
-/** Main → frontend thread. */
-export type MainMessage =
-  | ResponseMessage
-  | RecordsMessage
-  | { t: 'batch'; messages: MainMessage[] }
-  | { t: 'adone'; id: number; value?: unknown; error?: WireError }
-  | { t: 'close' };
+/** Main → frontend thread, as objects on the link's port (small responses go as records). */
+export type MainMessage = ResponseMessage | { t: 'adone'; id: number; value?: unknown; error?: WireError };
 
 /** The reply to a synchronous call, on the call port. */
 export interface CallReply {
