@@ -65,6 +65,23 @@ describe('record ring, one thread', () => {
     expect(reader.hasData()).toBe(false);
   });
 
+  it('keeps reading and writing as the positions pass 2^31 and wrap to negative numbers', async () => {
+    const ring = createRing(1024);
+    // head and tail (the first two words) a few chunks short of the signed 32-bit limit
+    const words = new Int32Array(ring, 0, 2);
+    words[0] = words[1] = 2 ** 31 - 2048;
+    const writer = new RingWriter(ring);
+    const reader = new RingReader(ring);
+    const read = readAll(reader, 300, writer.maxChunk);
+    for (let i = 0; i < 300; i++) {
+      writer.write(chunk(i, writer.maxChunk));
+      if (i % 3 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await read;
+    expect(words[1]).toBeLessThan(0); // the tail went past 2^31 - 1
+    expect(writer.backlog).toBe(0);
+  });
+
   it('holds chunks that do not fit, in order, and writes them once the reader made room', async () => {
     const ring = createRing(1024);
     const writer = new RingWriter(ring);
