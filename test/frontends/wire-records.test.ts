@@ -7,7 +7,7 @@
  * record-ring.test.ts; the servers' own paths end to end by test/e2e/frontend-threads.test.ts
  * and by the whole e2e suite under TRITIUM_TEST_HTTP_THREADS / TRITIUM_TEST_GRPC_THREADS.
  */
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InferRequest, InferResponse } from '../../src/core/inference.js';
 import type { Tensor } from '../../src/core/tensor.js';
@@ -61,7 +61,7 @@ function channel<M>(): { outbox: Outbox<M>; next: () => Promise<Got[]> } {
       if (got.length > 0) done();
       else arrived = done;
     });
-  return { outbox: new Outbox<M>(new RingWriter(ring), port1 as unknown as MessagePort), next };
+  return { outbox: new Outbox<M>(new RingWriter(ring), port1), next };
 }
 
 function tensor(name: string, datatype: Tensor['datatype'], shape: number[], bytes: number[] | Buffer): Tensor {

@@ -37,7 +37,7 @@ import { RingReader, RingWriter } from './record-ring.js';
 import { writeInferRecord } from './wire-records.js';
 
 /** How long a synchronous call waits for the main thread before it fails. */
-const CALL_TIMEOUT_S = 30;
+export const CALL_TIMEOUT_S = 30;
 
 export class RemoteCore implements ServerCore {
   readonly systemSharedMemory: SystemSharedMemory;

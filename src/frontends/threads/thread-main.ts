@@ -8,7 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { configureTraceTags, TRACE_ENV } from '../../core/trace-tags.js';
 import { isDescriptorShortage } from '../descriptor-watch.js';
-import { RemoteCore } from './remote-core.js';
+import { CALL_TIMEOUT_S, RemoteCore } from './remote-core.js';
 import { FrontendStatus } from './status.js';
 import { THREAD_LABEL, type LifecycleMessage, type PoolMessage, type ThreadData } from './thread-data.js';
 
@@ -56,7 +56,8 @@ const server: { close(): Promise<void>; evictIdle?(olderThan: number): boolean }
 port.on('message', (m: PoolMessage) => {
   if (m.t === 'close') {
     // 'quiesced' promises the main thread that every request read so far is in the ring.
-    if (!core.flush()) post({ t: 'log', level: 'error', line: `${THREAD_LABEL[data.kind]} thread ${data.index}: the main thread took no requests for 30 s` });
+    if (!core.flush())
+      post({ t: 'log', level: 'error', line: `${THREAD_LABEL[data.kind]} thread ${data.index}: the main thread took no requests for ${CALL_TIMEOUT_S} s` });
     post({ t: 'quiesced' });
     void server.close().then(() => post({ t: 'closed' }));
   } else if (m.t === 'evict-one') {

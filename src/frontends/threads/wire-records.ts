@@ -57,7 +57,7 @@ export class RecordWriter {
 
   /** Bytes written since the last clear(). */
   get length(): number {
-    return this.buf === undefined ? 0 : this.pos;
+    return this.pos;
   }
 
   /** What was written since the last clear() (a view: copy it before the next write). */
