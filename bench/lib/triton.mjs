@@ -54,6 +54,7 @@ function venvHasNumpy() {
  * what is missing; returns { home, bin, backends, venvBin, python } (python: `major.minor`).
  */
 export function ensureTriton() {
+  if (process.env.TRITON_HOME) return tritonAt(process.env.TRITON_HOME);
   if (!fs.existsSync(path.join(VENV_BIN, 'python'))) {
     // The project's interpreter, so that both servers' stubs run the same Python version.
     runSetup(fs.existsSync(PYTHON) ? PYTHON : 'python3', ['-m', 'venv', TRITON_VENV]);
@@ -70,6 +71,20 @@ export function ensureTriton() {
     fs.chmodSync(stub, 0o755);
   }
   return { home, bin: path.join(home, 'bin', 'tritonserver'), backends: path.join(home, 'backends'), venvBin: VENV_BIN, python };
+}
+
+/**
+ * A tritonserver unpacked elsewhere (a host without PyPI, e.g. a lent many-core machine):
+ * TRITON_HOME is pytriton's tritonserver directory, its stub already in backends/python/, and
+ * TRITON_PYTHON_BIN a directory whose `python` has numpy (the stub finds its packages through
+ * the first python on PATH).
+ */
+function tritonAt(home) {
+  const bin = path.join(home, 'bin', 'tritonserver');
+  if (!fs.existsSync(bin)) throw new Error(`TRITON_HOME=${home} holds no bin/tritonserver`);
+  const venvBin = process.env.TRITON_PYTHON_BIN ?? VENV_BIN;
+  const r = spawnSync(path.join(venvBin, 'python'), ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' });
+  return { home, bin, backends: path.join(home, 'backends'), venvBin, python: r.stdout?.trim() || 'unknown' };
 }
 
 /** `n` distinct loopback ports that were free a moment ago (all held open together, then released). */
