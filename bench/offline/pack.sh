@@ -8,7 +8,7 @@
 #   npm run build && node bench/vs-triton.mjs --help >/dev/null   # (Triton installs on a first run)
 #   bash bench/offline/pack.sh [python-version-of-the-host, default 3.12]
 #   # copy the checkout (tracked files) and bench/.out/offline/ to the host, then there:
-#   bash bench/offline/run.sh [bench/many-core.mjs options]
+#   bash bench/offline/run.sh [BENCH] [options]   # BENCH: many-core (default), sequence, ...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYVER=${1:-3.12}

@@ -1,8 +1,16 @@
 #!/bin/bash
-# Runs bench/many-core.mjs on a host prepared by bench/offline/pack.sh (see there), from the
-# checkout's root, with bench/.out/offline/ beside it. Arguments go to bench/many-core.mjs;
-# the report goes to stdout and to $OUT (default bench/.out/offline/result/).
+# Runs a benchmark of bench/ on a host prepared by bench/offline/pack.sh (see there), from the
+# checkout's root, with bench/.out/offline/ beside it:
+#
+#   bash bench/offline/run.sh [BENCH] [options of bench/BENCH.mjs]
+#
+# BENCH defaults to many-core; many-core, sequence and bls-overhead also get --servers (Triton
+# too where its stub can run here). The output goes to stdout and to $OUT (default
+# bench/.out/offline/result/BENCH.txt).
 cd "$(dirname "$0")/../.."
+BENCH=many-core
+case "$1" in --* | "") ;; *) BENCH=$1; shift ;; esac
+[ -f "bench/$BENCH.mjs" ] || { echo "run.sh: no bench/$BENCH.mjs" >&2; exit 2; }
 R=$PWD; P=$R/bench/.out/offline; OUT=${OUT:-$P/result}; D=$(mktemp -d); mkdir -p "$OUT" "$D/bin"
 log() { echo "== $(date +%T) $*"; }
 unxz_to() { if command -v xz >/dev/null; then xz -dc "$1"; else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi; }
@@ -32,7 +40,12 @@ SERVERS=tritium,triton
 MISSING=$(ldd "$TRITON_HOME/backends/python/triton_python_backend_stub" "$TRITON_HOME/bin/tritonserver" | grep 'not found')
 [ -n "$MISSING" ] && { echo "Triton cannot run here (pack.sh's stub is for another Python, or no libpython$VER.so): $MISSING"; SERVERS=tritium; }
 export TRITIUM_COMMIT=$(cat "$P/commit" 2>/dev/null || echo unknown)
-log bench
-node bench/many-core.mjs --servers "$SERVERS" --json "$OUT/many-core.json" "$@" 2>&1 | tee "$OUT/many-core.txt"
+case $BENCH in
+  many-core) EXTRA=(--servers "$SERVERS" --json "$OUT/many-core.json") ;;
+  sequence | bls-overhead) EXTRA=(--servers "$SERVERS") ;;
+  *) EXTRA=() ;;
+esac
+log "bench/$BENCH.mjs"
+node "bench/$BENCH.mjs" "${EXTRA[@]}" "$@" 2>&1 | tee "$OUT/$BENCH.txt"
 rc=${PIPESTATUS[0]}
 log "end (exit $rc)"; rm -rf "$D"; exit "$rc"
