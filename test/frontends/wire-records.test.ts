@@ -248,6 +248,73 @@ describe('request records', () => {
   });
 });
 
+describe('chunks', () => {
+  it('sends a turn of notices and objects larger than the ring in chunks, in order', async () => {
+    // Every kind of record counts towards a chunk's size: 6000 notices and objects in one turn
+    // are about 4 times what one chunk of this 16 KiB ring may hold.
+    const { outbox, next } = channel();
+    const n = 6000;
+    for (let i = 0; i < n; i++) {
+      if (i % 3 === 0) outbox.cancel(i);
+      else if (i % 3 === 1) outbox.release(i);
+      else outbox.post({ t: 'trace-done', trace: i });
+    }
+    const got: Got[] = [];
+    while (got.length < n) got.push(...(await next()));
+    expect(got).toHaveLength(n);
+    got.forEach((m, i) => {
+      if (i % 3 === 0) expect(m).toEqual({ t: 'cancel', no: i });
+      else if (i % 3 === 1) expect(m).toEqual({ t: 'release', hold: i });
+      else expect(m).toEqual({ t: 'trace-done', trace: i });
+    });
+  });
+
+  it('loses the rest of a chunk whose handler throws, and gives the next chunk its own objects', () => {
+    const { port1, port2 } = new MessageChannel();
+    const ring = createRing(16 * 1024);
+    const got: Got[] = [];
+    const inbox = new Inbox<Got>(new RingReader(ring), port2, {
+      cancel: (no) => {
+        if (no === 1) throw new Error('handler threw');
+        got.push({ t: 'cancel', no });
+      },
+      object: (m) => got.push(m),
+    });
+    closers.push(() => {
+      inbox.close();
+      port1.close();
+      port2.close();
+    });
+    const outbox = new Outbox<Got>(new RingWriter(ring), port1);
+    // The throw comes before the chunk's first object record.
+    outbox.cancel(1);
+    outbox.post({ t: 'lost' });
+    outbox.flush();
+    outbox.post({ t: 'next' });
+    outbox.cancel(2);
+    outbox.flush();
+    expect(() => inbox.drain()).toThrow('handler threw');
+    expect(inbox.drain()).toBe(true);
+    expect(got).toEqual([{ t: 'next' }, { t: 'cancel', no: 2 }]);
+  });
+
+  it('refuses a chunk whose objects did not come', () => {
+    const { port1, port2 } = new MessageChannel();
+    const ring = createRing(16 * 1024);
+    const inbox = new Inbox<Got>(new RingReader(ring), port2, { object: () => {} });
+    // A port nobody reads stands for a message that never came.
+    const elsewhere = new MessageChannel();
+    closers.push(() => {
+      inbox.close();
+      for (const p of [port1, port2, elsewhere.port1, elsewhere.port2]) p.close();
+    });
+    const outbox = new Outbox<Got>(new RingWriter(ring), elsewhere.port1);
+    outbox.post({ t: 'x' });
+    outbox.flush();
+    expect(() => inbox.drain()).toThrow('a chunk of 1 object(s) without their message');
+  });
+});
+
 describe('response records', () => {
   function response(over: Partial<InferResponse> = {}): InferResponse {
     return {

@@ -124,7 +124,7 @@ export class CoreHost {
       if (m.t === 'quiesced') {
         // The thread put everything it read in the ring before it said so: read it first, so
         // those requests count as read before the exit.
-        this.inbox.drain();
+        while (this.inbox.drain());
         this.quiesced = true;
       } else if (m.t === 'log') {
         // Verbose lines from a thread are TRITIUM_TRACE lines (level 0: printed whatever --log-verbose is).
@@ -155,7 +155,7 @@ export class CoreHost {
       case 'infer':
         return this.infer(m);
       case 'call':
-        return this.call(m.method, m.args);
+        return this.call(m.id, m.method, m.args);
       case 'acall':
         this.asyncCall(m.method, m.args).then(
           (value) => this.post({ t: 'adone', id: m.id, value }),
@@ -239,18 +239,19 @@ export class CoreHost {
     inCall = false;
   }
 
-  private call(method: string, args: unknown[]): void {
+  /** Answers synchronous call `id`: the reply on the call port, then the id in the call flag. */
+  private call(id: number, method: string, args: unknown[]): void {
     let reply: CallReply;
     try {
       const fn = this.calls[method];
       if (fn === undefined) throw new Error(`no such call: ${method}`);
-      reply = { value: (fn as (...a: unknown[]) => unknown)(...args) };
+      reply = { id, value: (fn as (...a: unknown[]) => unknown)(...args) };
     } catch (err) {
-      reply = { error: wireError(asTritonError(err)) };
+      reply = { id, error: wireError(asTritonError(err)) };
     }
     if (this.gone) return;
     this.callPort.postMessage(reply);
-    Atomics.store(this.callFlag, 0, 1);
+    Atomics.store(this.callFlag, 0, id);
     Atomics.notify(this.callFlag, 0);
   }
 

@@ -4,10 +4,15 @@
  * into the turn's buffer, which crosses as one chunk of the link's ring (record-ring.ts) once
  * the turn's I/O callbacks have run; the rest (errors, large tensors, calls, traces) as objects,
  * each leaving an `object` record where it was posted, so the other side takes it in order.
- * The objects of one chunk cross in one message on the link's port, posted before the chunk.
+ * The objects of one chunk cross in one message on the link's port, posted before the chunk;
+ * the chunk begins with their count (CHUNK_HEAD_BYTES), so the reader takes them with the chunk
+ * and a record that fails to be handled cannot leave them for the next chunk's records.
  */
 import type { RingWriter } from './record-ring.js';
 import { RecordWriter, writeCancelRecord, writeObjectRecord, writeReleaseRecord } from './wire-records.js';
+
+/** A chunk's first bytes: the number of objects its records name (u32, little-endian). */
+export const CHUNK_HEAD_BYTES = 4;
 
 /** The part of a MessagePort an Outbox posts objects on. */
 export interface PostTarget {
@@ -42,8 +47,8 @@ export class Outbox<M> {
   post(m: M, transfer?: ArrayBuffer): void {
     this.objects.push(m);
     if (transfer !== undefined) this.transfer.push(transfer);
-    writeObjectRecord(this.records);
-    this.schedule();
+    writeObjectRecord(this.begin());
+    this.wrote();
   }
 
   /**
@@ -51,7 +56,7 @@ export class Outbox<M> {
    * or the record would not fit a chunk, and the caller posts the message as an object.
    */
   record<A, B, C>(write: (w: RecordWriter, a: A, b: B, c: C) => boolean, a: A, b: B, c: C): boolean {
-    const w = this.records;
+    const w = this.begin();
     const start = w.pos;
     if (!write(w, a, b, c)) return false;
     if (w.pos - start > this.flushBytes) {
@@ -59,19 +64,31 @@ export class Outbox<M> {
       w.pos = start;
       return false;
     }
-    this.schedule();
-    if (w.length >= this.flushBytes) this.flush();
+    this.wrote();
     return true;
   }
 
   cancel(no: number): void {
-    writeCancelRecord(this.records, no);
-    this.schedule();
+    writeCancelRecord(this.begin(), no);
+    this.wrote();
   }
 
   release(hold: number): void {
-    writeReleaseRecord(this.records, hold);
+    writeReleaseRecord(this.begin(), hold);
+    this.wrote();
+  }
+
+  /** The turn's writer, its chunk head reserved first. */
+  private begin(): RecordWriter {
+    const w = this.records;
+    if (w.pos === 0) w.u32(0);
+    return w;
+  }
+
+  /** After each record: every kind counts towards the chunk's size, which must fit the ring. */
+  private wrote(): void {
     this.schedule();
+    if (this.records.length >= this.flushBytes) this.flush();
   }
 
   private schedule(): void {
@@ -85,15 +102,23 @@ export class Outbox<M> {
   readonly flush = (): void => {
     this.scheduled = false;
     const w = this.records;
-    if (w.length === 0) return;
-    if (this.objects.length > 0) {
-      // Queued on the other end before the chunk that names them is published.
-      this.port.postMessage(this.objects, this.transfer);
-      this.objects = [];
-      this.transfer = [];
+    if (w.length <= CHUNK_HEAD_BYTES) {
+      w.clear(); // nothing, or only the head of a turn whose one record was declined
+      return;
     }
-    this.ring.write(w.written());
-    w.clear();
+    const objects = this.objects;
+    const transfer = this.transfer;
+    this.objects = [];
+    this.transfer = [];
+    // Cleared whatever happens: a failure here must not make every later turn fail with it.
+    try {
+      w.setU32(0, objects.length);
+      // Queued on the other end before the chunk that names them is published.
+      if (objects.length > 0) this.port.postMessage(objects, transfer);
+      this.ring.write(w.written());
+    } finally {
+      w.clear();
+    }
   };
 
   /**

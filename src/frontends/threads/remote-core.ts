@@ -49,6 +49,8 @@ export class RemoteCore implements ServerCore {
   private handlesGeneration = -1;
   private nextNo = 1;
   private nextCall = 1;
+  /** The id of the last synchronous call (in the call flag once answered; never 0, the flag's start). */
+  private lastSyncCall = 0;
   private readonly outbox: Outbox<ThreadMessage>;
   private readonly inbox: Inbox<MainMessage>;
 
@@ -231,16 +233,26 @@ export class RemoteCore implements ServerCore {
     this.outbox.post(m);
   }
 
-  /** Asks the main thread and waits for its answer (it answers between two of its own turns). */
+  /**
+   * Asks the main thread and waits for its answer (it answers between two of its own turns).
+   * The main thread puts the id of the call it answered in the call flag; replies of earlier
+   * calls that timed out here are still queued before this one's, and are skipped.
+   */
   private call(method: string, ...args: unknown[]): unknown {
-    Atomics.store(this.callFlag, 0, 0);
+    const id = (this.lastSyncCall = (this.lastSyncCall % 0x7fffffff) + 1);
     // Whatever this turn queued goes first, so the main thread sees events in order.
-    this.outbox.post({ t: 'call', method, args });
+    this.outbox.post({ t: 'call', id, method, args });
     if (!this.outbox.flushBlocking(CALL_TIMEOUT_S * 1000)) throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
-    while (Atomics.load(this.callFlag, 0) === 0) {
-      if (Atomics.wait(this.callFlag, 0, 0, CALL_TIMEOUT_S * 1000) === 'timed-out') throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
+    const deadline = performance.now() + CALL_TIMEOUT_S * 1000;
+    for (;;) {
+      const answered = Atomics.load(this.callFlag, 0);
+      if (answered === id) break;
+      const left = deadline - performance.now();
+      if (left <= 0 || Atomics.wait(this.callFlag, 0, answered, left) === 'timed-out') throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
     }
-    const reply = receiveMessageOnPort(this.callPort)?.message as CallReply | undefined;
+    let reply: CallReply | undefined;
+    do reply = receiveMessageOnPort(this.callPort)?.message as CallReply | undefined;
+    while (reply !== undefined && reply.id !== id);
     if (reply === undefined) throw Errors.mainThreadUnresponsive(method, CALL_TIMEOUT_S);
     if (reply.error !== undefined) throw carried(reply.error);
     return reply.value;

@@ -96,6 +96,11 @@ export class RecordWriter {
     this.pos += 2;
   }
 
+  /** Overwrites the u32 at `at` (written before). */
+  setU32(at: number, v: number): void {
+    this.view.setUint32(at, v, true);
+  }
+
   u32(v: number): void {
     this.ensure(4);
     this.view.setUint32(this.pos, v, true);

@@ -84,7 +84,7 @@ export const SHARE_OUTPUT_BYTES = 64 * 1024;
 /** Frontend thread → main, as objects on the link's port (requests and notices go as records, wire-records.ts). */
 export type ThreadMessage =
   | InferMessage
-  | { t: 'call'; method: string; args: unknown[] }
+  | { t: 'call'; id: number; method: string; args: unknown[] }
   | { t: 'acall'; id: number; method: string; args: unknown[] }
   | { t: 'trace'; trace: number; name: string; ns: bigint }
   | { t: 'trace-done'; trace: number };
@@ -92,8 +92,12 @@ export type ThreadMessage =
 /** Main → frontend thread, as objects on the link's port (small responses go as records). */
 export type MainMessage = ResponseMessage | { t: 'adone'; id: number; value?: unknown; error?: WireError };
 
-/** The reply to a synchronous call, on the call port. */
+/**
+ * The reply to a synchronous call, on the call port, with the call's id: a call that timed out
+ * still gets its reply later, which the next call must skip, not take for its own.
+ */
 export interface CallReply {
+  id: number;
   value?: unknown;
   error?: WireError;
 }
