@@ -22,6 +22,10 @@ const USUAL = [
   `{"t": "exec_done", "id": 7, "resps": [{"outs": [["OUTPUT0", "FP32", [1], "n0", 0, 4]] * 20}] * 20}`,
   `{"t": "exec_done", "id": 8, "resps": [{"outs": [["OUTPUT0", "FP32", [1], "n0", 0, 4]]}], "err": "ünïcödé " * 10}`,
   `{"t": "exec_done", "id": 9}`,
+  // Inline outputs (docs/ipc.md): bin8, bin16 and bin32 data, empty, mixed with block ones.
+  `{"t": "exec_done", "id": 10, "resps": [{"outs": [["OUTPUT0", "FP32", [4], bytes(range(16))], ["OUTPUT1", "FP32", [1, 4], "n0", 64, 16]]}]}`,
+  `{"t": "exec_done", "id": 11, "resps": [{"outs": [["E", "INT64", [0], b""], ["S", "BYTES", [1], b"\\x02\\x00\\x00\\x00xy"]]}, {"outs": [["B", "UINT8", [300], bytes(300)]]}]}`,
+  `{"t": "exec_done", "id": 12, "resps": [{"outs": [["BIG", "UINT8", [70000], b"\\x07" * 70000]]}]}`,
 ];
 const OTHER = [
   `{"t": "send", "rid": 1, "flags": 0, "resp": None}`,
@@ -33,6 +37,7 @@ const OTHER = [
   `{"t": "exec_done", "id": 1, "resps": [{"outs": [["O", "FP32", [1], "n0", 0]]}]}`,
   `{"t": "exec_done", "id": 1, "resps": [{"outs": [["O", "FP32", [-2**40], "n0", 0, 4]]}]}`,
   `{"t": "exec_done", "resps": []}`,
+  `{"t": "exec_done", "id": 1, "resps": [{"outs": [["O", "FP32", [1], "n0"]]}]}`,
 ];
 
 function packed(literals: string[]): Buffer[] {
@@ -71,6 +76,17 @@ describe('exec_done read by hand', () => {
     expect(decodeExecDone(scratch, a!.length)).toEqual(decode(a!));
     // Cut short: not an exec_done this reader answers for.
     expect(decodeExecDone(scratch, a!.length - 3)).toBeUndefined();
+  });
+
+  it("copies inline outputs out of the ring's bytes", () => {
+    const [m] = packed([USUAL[11]!]);
+    const scratch = Buffer.from(m!);
+    const read = decodeExecDone(scratch, scratch.length);
+    const data = read?.resps?.[0]?.outs?.[0]?.[3];
+    expect(Buffer.isBuffer(data)).toBe(true);
+    expect(data).toEqual(Buffer.from(Array.from({ length: 16 }, (_, i) => i)));
+    scratch.fill(0xee); // the ring reuses its bytes once the message is read
+    expect(data).toEqual(Buffer.from(Array.from({ length: 16 }, (_, i) => i)));
   });
 
   it('leaves other messages and unusual shapes to the generic reader', () => {

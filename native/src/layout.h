@@ -48,6 +48,9 @@ constexpr uint64_t kDefaultCapacity = 1 << 16;     // ring size unless a test as
 constexpr uint64_t kMinSegmentBytes = 1 << 20;     // smallest n0
 constexpr uint64_t kSegmentRound = 1 << 16;        // arena segments are a multiple of this
 constexpr uint64_t kBlockAlign = 64;               // arena blocks: a cache line, fine for any dtype
+// A response's output of at most this many bytes travels inside the stub's message (an inline
+// descriptor, docs/ipc.md) instead of in an arena block: no block to allocate, hand back and free.
+constexpr uint64_t kInlineOutputBytes = 256;
 
 struct Constant {
   const char* name;
@@ -86,6 +89,7 @@ constexpr Constant kConstants[] = {
     {"MIN_SEGMENT_BYTES", kMinSegmentBytes},
     {"SEGMENT_ROUND", kSegmentRound},
     {"BLOCK_ALIGN", kBlockAlign},
+    {"INLINE_OUTPUT_BYTES", kInlineOutputBytes},
 };
 
 }  // namespace ring

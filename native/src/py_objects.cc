@@ -25,6 +25,8 @@
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+
+#include "layout.h"
 #if NPY_ABI_VERSION < 0x02000000
 #define PyDataType_ELSIZE(descr) ((descr)->elsize)
 #endif
@@ -39,7 +41,7 @@ struct Config {
   PyObject* tensor_init;        // the pure-Python Tensor.__init__ (slow path, error texts)
   PyObject* response_init;      // the pure-Python InferenceResponse.__init__
   PyObject* decode_input;       // tensor_codec.decode_input(channel, desc)
-  PyObject* write_tensor;       // tensor_codec.write_tensor(channel, tensor, blocks)
+  PyObject* write_output;       // tensor_codec.write_output(channel, tensor, blocks)
   PyObject* model_exception;    // errors.TritonModelException
   PyObject* state;              // state.STATE
   PyObject* request_slot;       // response_sender.RequestSlot
@@ -700,8 +702,30 @@ PyObject* ReceivedBatch(PyObject*, PyObject* reqs) {
   return out;
 }
 
-// One output of a fixed-size type in a C-contiguous array: a block from channel.alloc, one
-// memcpy, its descriptor (as tensor_codec.write_tensor). nullptr without an error: not this case.
+// A small output's inline descriptor `[name, datatype, shape, data]` (as
+// tensor_codec.write_output): its bytes copied into the message, no block.
+PyObject* InlineFixed(TensorObject* t, PyArrayObject* a, npy_intp nbytes) {
+  PyObject* shape = ShapeList(t->array);
+  if (shape == nullptr) return nullptr;
+  PyObject* data = PyBytes_FromStringAndSize(static_cast<const char*>(PyArray_DATA(a)), nbytes);
+  PyObject* desc = data == nullptr ? nullptr : PyList_New(4);
+  if (desc == nullptr) {
+    Py_DECREF(shape);
+    Py_XDECREF(data);
+    return nullptr;
+  }
+  Py_INCREF(t->name);
+  Py_INCREF(t->dtype);
+  PyList_SET_ITEM(desc, 0, t->name);
+  PyList_SET_ITEM(desc, 1, t->dtype);
+  PyList_SET_ITEM(desc, 2, shape);
+  PyList_SET_ITEM(desc, 3, data);
+  return desc;
+}
+
+// One output of a fixed-size type in a C-contiguous array: inline when small, else a block from
+// channel.alloc, one memcpy, its descriptor (as tensor_codec.write_output). nullptr without an
+// error: not this case.
 PyObject* WriteFixed(PyObject* channel, TensorObject* t, PyObject* blocks) {
   if (t->array == nullptr || t->dtype == nullptr || t->name == nullptr || !PyArray_Check(t->array) ||
       IsText(t->dtype, "BYTES"))
@@ -709,6 +733,7 @@ PyObject* WriteFixed(PyObject* channel, TensorObject* t, PyObject* blocks) {
   PyArrayObject* a = reinterpret_cast<PyArrayObject*>(t->array);
   if (!PyArray_IS_C_CONTIGUOUS(a) || PyArray_DESCR(a)->type_num == NPY_OBJECT) return nullptr;
   npy_intp nbytes = PyArray_NBYTES(a);
+  if (static_cast<uint64_t>(nbytes) <= tritium::ring::kInlineOutputBytes) return InlineFixed(t, a, nbytes);
   PyObject* n_obj = PyLong_FromSsize_t(nbytes);
   if (n_obj == nullptr) return nullptr;
   PyObject* got = PyObject_CallMethodOneArg(channel, s_alloc, n_obj);
@@ -761,9 +786,10 @@ PyObject* WriteFixed(PyObject* channel, TensorObject* t, PyObject* blocks) {
 }
 
 // encode_outputs(channel, outputs, requested, blocks) -> [descriptor]: the outputs named in
-// `requested`, each copied into a new block of the stub's arena (appended to `blocks`).
+// `requested`, each inline when small, else copied into a new block of the stub's arena
+// (appended to `blocks`).
 PyObject* EncodeOutputs(PyObject*, PyObject* const* args, Py_ssize_t n) {
-  if (Missing({PyArray_API, g.write_tensor})) return nullptr;
+  if (Missing({PyArray_API, g.write_output})) return nullptr;
   if (n != 4 || !PyList_Check(args[3])) {
     PyErr_SetString(PyExc_TypeError, "encode_outputs(channel, outputs, requested, blocks: list)");
     return nullptr;
@@ -788,7 +814,7 @@ PyObject* EncodeOutputs(PyObject*, PyObject* const* args, Py_ssize_t n) {
     PyObject* desc = native ? WriteFixed(channel, reinterpret_cast<TensorObject*>(t), blocks) : nullptr;
     if (desc == nullptr && !PyErr_Occurred()) {
       PyObject* call[] = {channel, t, blocks};
-      desc = PyObject_Vectorcall(g.write_tensor, call, 3, nullptr);
+      desc = PyObject_Vectorcall(g.write_output, call, 3, nullptr);
     }
     if (desc == nullptr || PyList_Append(out, desc) != 0) Py_CLEAR(out);
     Py_XDECREF(desc);
@@ -815,7 +841,7 @@ PyObject* ObjectsInit(PyObject*, PyObject* config) {
                {"tensor_init", &g.tensor_init, nullptr, false},
                {"response_init", &g.response_init, nullptr, false},
                {"decode_input", &g.decode_input, nullptr, false},
-               {"write_tensor", &g.write_tensor, nullptr, false},
+               {"write_output", &g.write_output, nullptr, false},
                {"model_exception", &g.model_exception, nullptr, false},
                {"state", &g.state, nullptr, false},
                {"request_slot", &g.request_slot, nullptr, false},

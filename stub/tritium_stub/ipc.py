@@ -89,6 +89,9 @@ MAGIC = _const("MAGIC")
 LAYOUT_VERSION = _const("LAYOUT_VERSION")
 HEADER_SIZE = _const("HEADER_SIZE")
 MIN_RING_BYTES = _const("MIN_RING_BYTES")
+# Outputs up to this size travel inside a response message (tensor_codec.write_output); an
+# extension built before the constant existed reads as 0: only empty outputs go inline then.
+INLINE_OUTPUT_BYTES = _const("INLINE_OUTPUT_BYTES") or 0
 OFF_VERSION = _const("OFF_VERSION")
 OFF_HEADER_SIZE = _const("OFF_HEADER_SIZE")
 OFF_RING_CAPACITY = _const("OFF_RING_CAPACITY")

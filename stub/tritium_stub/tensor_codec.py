@@ -3,7 +3,10 @@
 A descriptor is `[name, datatype, shape, segment, offset, nbytes]` (docs/ipc.md). Inputs
 become numpy views over Node's block (no copy); BYTES inputs are parsed into an object array
 of `bytes`, which copies by nature. Outputs are written once into a block the stub
-allocates; BYTES straight into the block as 4-byte-LE length-prefixed elements.
+allocates; BYTES straight into the block as 4-byte-LE length-prefixed elements. A response's
+output of at most INLINE_OUTPUT_BYTES travels in the message instead, as the inline
+descriptor `[name, datatype, shape, data]`: no block to allocate, for Node to hand back, or
+for the stub to free.
 """
 
 import struct
@@ -11,6 +14,7 @@ import struct
 import numpy as np
 
 from .dtypes import FIXED
+from .ipc import INLINE_OUTPUT_BYTES
 from .objects import NATIVE, register
 from .tensor import Tensor
 
@@ -68,6 +72,24 @@ def bytes_items(array):
     return [x if isinstance(x, bytes) else str(x).encode("utf-8") for x in items]
 
 
+def _bytes_size(items):
+    nbytes = 4 * len(items)
+    for b in items:
+        nbytes += len(b)
+    return nbytes
+
+
+def _pack_items(view, items):
+    """BYTES elements into `view` as 4-byte-LE length-prefixed bytes."""
+    pos = 0
+    for b in items:
+        n = len(b)
+        _pack_u32(view, pos, n)
+        pos += 4
+        view[pos : pos + n] = b
+        pos += n
+
+
 def write_tensor(channel, tensor, blocks):
     """Copy one tensor into a new output block; returns its descriptor.
 
@@ -76,18 +98,10 @@ def write_tensor(channel, tensor, blocks):
     array = tensor._array
     if tensor._dtype == "BYTES":
         items = bytes_items(array)
-        nbytes = 4 * len(items)
-        for b in items:
-            nbytes += len(b)
+        nbytes = _bytes_size(items)
         segment, offset, view = channel.alloc(nbytes)  # a real block even for 0 bytes
         blocks.append((segment, offset))
-        pos = 0
-        for b in items:
-            n = len(b)
-            _pack_u32(view, pos, n)
-            pos += 4
-            view[pos : pos + n] = b
-            pos += n
+        _pack_items(view, items)
     else:
         nbytes = array.nbytes
         segment, offset, view = channel.alloc(nbytes)
@@ -100,6 +114,23 @@ def write_tensor(channel, tensor, blocks):
     return [tensor._name, tensor._dtype, list(array.shape), segment, offset, nbytes]
 
 
+def write_output(channel, tensor, blocks):
+    """One output of a response: its inline descriptor `[name, datatype, shape, data]` when it
+    has at most INLINE_OUTPUT_BYTES, else write_tensor's block."""
+    array = tensor._array
+    if tensor._dtype == "BYTES":
+        items = bytes_items(array)
+        nbytes = _bytes_size(items)
+        if nbytes > INLINE_OUTPUT_BYTES:
+            return write_tensor(channel, tensor, blocks)
+        data = bytearray(nbytes)
+        _pack_items(data, items)
+        return [tensor._name, "BYTES", list(array.shape), bytes(data)]
+    if array.nbytes > INLINE_OUTPUT_BYTES:
+        return write_tensor(channel, tensor, blocks)
+    return [tensor._name, tensor._dtype, list(array.shape), array.tobytes()]
+
+
 def encode_response(channel, response, requested, blocks):
     """The `{outs, err?, params?}` map of one response, outputs pruned to `requested`."""
     error = response._error
@@ -108,16 +139,17 @@ def encode_response(channel, response, requested, blocks):
     elif _encode_outputs is not None:
         out = {"outs": _encode_outputs(channel, response._outputs, requested, blocks)}
     else:
-        out = {"outs": [write_tensor(channel, t, blocks) for t in response._outputs if t._name in requested]}
+        out = {"outs": [write_output(channel, t, blocks) for t in response._outputs if t._name in requested]}
     if response._params is not None:
         out["params"] = response._params
     return out
 
 
-# With the C objects: the same loop as above in C, write_tensor's common case (a fixed-size,
-# C-contiguous array: one memcpy) included; it calls write_tensor for every other tensor.
+# With the C objects: the same loop as above in C, write_output's common case (a fixed-size,
+# C-contiguous array: inline, or one memcpy into a block) included; it calls write_output for
+# every other tensor.
 _encode_outputs = None if NATIVE is None else NATIVE.encode_outputs
-register(decode_input=decode_input, write_tensor=write_tensor)
+register(decode_input=decode_input, write_output=write_output)
 
 
 def free_blocks(channel, blocks):

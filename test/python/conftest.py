@@ -81,8 +81,12 @@ class FakeChannel:
         return ["n0", off]
 
     def read_output(self, desc):
-        name, datatype, shape, seg, off, nbytes = desc
-        raw = bytes(self.segments[seg][off : off + nbytes])
+        """An output's array, from its block or, for a small one, from the message itself."""
+        if len(desc) == 4:
+            name, datatype, shape, raw = desc
+        else:
+            name, datatype, shape, seg, off, nbytes = desc
+            raw = bytes(self.segments[seg][off : off + nbytes])
         if datatype == "BYTES":
             from triton_python_backend_utils import deserialize_bytes_tensor
 

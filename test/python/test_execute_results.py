@@ -50,9 +50,12 @@ def test_responses_are_pruned_to_requested_outputs(stub):
 
 def test_release_frees_output_blocks(stub):
     stub.load(ECHO, outputs=("OUTPUT0", "OUTPUT1"))
-    done = stub.exec(stub.request({"IN": np.arange(3, dtype=np.float32)}, outs=["OUTPUT0", "OUTPUT1"]))
-    blocks = [[d[3], d[4]] for d in done["resps"][0]["outs"]]
-    assert len(stub.ch.blocks) == 2
+    # OUTPUT0 (100 float32) is above INLINE_OUTPUT_BYTES and takes a block; OUTPUT1 (one) is inline.
+    done = stub.exec(stub.request({"IN": np.arange(100, dtype=np.float32)}, outs=["OUTPUT0", "OUTPUT1"]))
+    outs = done["resps"][0]["outs"]
+    assert [len(d) for d in outs] == [6, 4]
+    blocks = [[d[3], d[4]] for d in outs if len(d) == 6]
+    assert len(stub.ch.blocks) == 1
     stub.ch.inbox = [{"t": "release", "blocks": blocks}, {"t": "fin"}]
     assert stub.rt._serve_instance(stub.ch) == 0
     assert stub.ch.blocks == {}

@@ -19,6 +19,7 @@ import triton_python_backend_utils as pb_utils
 from conftest import make_request
 from tritium_stub import objects
 from tritium_stub.dtypes import FIXED
+from tritium_stub.ipc import INLINE_OUTPUT_BYTES
 from tritium_stub.request import InferenceRequest, received
 from tritium_stub.response import InferenceResponse, PyInferenceResponse
 from tritium_stub.result import build_resps
@@ -226,24 +227,58 @@ def test_response_constructor_paths():
 
 
 def test_encode_writes_the_requested_outputs(channel, fresh_state):
+    """Outputs above INLINE_OUTPUT_BYTES go into blocks (their descriptor names the block)."""
+    a = np.arange(600, dtype=np.float32).reshape(200, 3)
+    tensors = [
+        Tensor("A", a),
+        Tensor("S", np.array([b"x" * 200, b"z" * 100], dtype=np.object_)),
+        Tensor("SKIP", a),
+        Tensor("BF", np.arange(200, dtype=np.uint16)),
+        Tensor("T", a.T),  # not C-contiguous: the Python path
+    ]
+    tensors[3]._dtype = "BF16"
+    blocks = []
+    out = encode_response(channel, InferenceResponse(tensors), ["A", "S", "BF", "T"], blocks)
+    assert [d[0] for d in out["outs"]] == ["A", "S", "BF", "T"] and len(blocks) == 4
+    assert [d[1] for d in out["outs"]] == ["FP32", "BYTES", "BF16", "FP32"]
+    assert all(len(d) == 6 for d in out["outs"])
+    assert out["outs"][0][2] == [200, 3] and out["outs"][0][5] == 2400
+    assert (channel.read_output(out["outs"][0]) == a).all()
+    assert channel.read_output(out["outs"][1]).tolist() == [b"x" * 200, b"z" * 100]
+    assert channel.read_output(out["outs"][2]).tolist() == list(range(200))
+    assert (channel.read_output(out["outs"][3]) == a.T).all()
+    assert [tuple(b) for b in blocks] == [(d[3], d[4]) for d in out["outs"]]
+
+
+def test_encode_puts_small_outputs_inline(channel, fresh_state):
+    """Outputs of at most INLINE_OUTPUT_BYTES: `[name, datatype, shape, data]`, no block."""
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    edge = np.arange(INLINE_OUTPUT_BYTES // 4, dtype=np.float32)
     tensors = [
         Tensor("A", a),
         Tensor("S", np.array([b"xy", b"z"], dtype=np.object_)),
         Tensor("N", np.zeros(0, dtype=np.int64)),
         Tensor("SKIP", a),
         Tensor("BF", np.array([1, 2], dtype=np.uint16)),
+        Tensor("T", a.T),  # not C-contiguous: the Python path
+        Tensor("EDGE", edge),
+        Tensor("OVER", np.append(edge, 1.0).astype(np.float32)),
     ]
     tensors[4]._dtype = "BF16"
     blocks = []
-    out = encode_response(channel, InferenceResponse(tensors), ["A", "S", "N", "BF"], blocks)
-    assert [d[0] for d in out["outs"]] == ["A", "S", "N", "BF"] and len(blocks) == 4
-    assert [d[1] for d in out["outs"]] == ["FP32", "BYTES", "INT64", "BF16"]
-    assert out["outs"][0][2] == [2, 3] and out["outs"][0][5] == 24 and out["outs"][2][5] == 0
-    assert (channel.read_output(out["outs"][0]) == a).all()
-    assert channel.read_output(out["outs"][1]).tolist() == [b"xy", b"z"]
-    assert channel.read_output(out["outs"][3]).tolist() == [1, 2]
-    assert [tuple(b) for b in blocks] == [(d[3], d[4]) for d in out["outs"]]
+    out = encode_response(channel, InferenceResponse(tensors), ["A", "S", "N", "BF", "T", "EDGE", "OVER"], blocks)
+    outs = out["outs"]
+    assert [d[0] for d in outs] == ["A", "S", "N", "BF", "T", "EDGE", "OVER"]
+    assert [len(d) for d in outs] == [4, 4, 4, 4, 4, 4, 6] and len(blocks) == 1
+    assert [d[1] for d in outs[:5]] == ["FP32", "BYTES", "INT64", "BF16", "FP32"]
+    assert outs[0][2] == [2, 3] and outs[0][3] == a.tobytes() and outs[2][3] == b""
+    assert outs[1][3] == b"\x02\x00\x00\x00xy\x01\x00\x00\x00z"
+    assert all(type(d[3]) is bytes for d in outs[:6])
+    assert (channel.read_output(outs[0]) == a).all()
+    assert channel.read_output(outs[1]).tolist() == [b"xy", b"z"]
+    assert channel.read_output(outs[3]).tolist() == [1, 2]
+    assert outs[4][2] == [3, 2] and (channel.read_output(outs[4]) == a.T).all()
+    assert (channel.read_output(outs[5]) == edge).all()
 
 
 def test_build_resps_of_received_requests(channel, fresh_state):

@@ -87,41 +87,70 @@ def test_add_sub_end_to_end(node):
     node.push({"t": "init", "args": init_args("add_sub", "add_sub_0_0")})
     assert node.pop_until("init_ok") == {"t": "init_ok"}
     proc.send_signal(signal.SIGTERM)  # ignored, like Triton's stub
-    a, b = np.array([1, 2, 3, 4], np.float32), np.array([0.5, 0.5, 0.5, 0.5], np.float32)
-    node.push(
-        {
-            "t": "exec",
-            "id": 1,
-            "reqs": [
-                {
-                    "rid": 1,
-                    "id": "",
-                    "corr": 0,
-                    "flags": 0,
-                    "timeout": 0,
-                    "params": None,
-                    "outs": ["OUTPUT0", "OUTPUT1"],
-                    "inputs": [
-                        node.put_input("INPUT0", "FP32", [4], a.tobytes()),
-                        node.put_input("INPUT1", "FP32", [4], b.tobytes()),
-                    ],
-                    "cflag": None,
-                }
-            ],
-        }
-    )
-    done = node.pop_until("exec_done")
-    assert "err" not in done
-    outs = done["resps"][0]["outs"]
-    assert [o[:3] for o in outs] == [["OUTPUT0", "FP32", [4]], ["OUTPUT1", "FP32", [4]]]
+    # 100 elements: 400 bytes per output, above INLINE_OUTPUT_BYTES, so the outputs take blocks.
+    a, b = np.arange(100, dtype=np.float32), np.full(100, 0.5, np.float32)
+    outs = add_sub_outputs(node, 1, a, b)
+    assert [o[:3] + [len(o)] for o in outs] == [["OUTPUT0", "FP32", [100], 6], ["OUTPUT1", "FP32", [100], 6]]
     assert any(m["t"] == "seg" for m in node.seen)  # the output segment was announced first
-    assert np.frombuffer(node.read(outs[0]), np.float32).tolist() == [1.5, 2.5, 3.5, 4.5]
-    assert np.frombuffer(node.read(outs[1]), np.float32).tolist() == [0.5, 1.5, 2.5, 3.5]
+    assert np.frombuffer(node.read(outs[0]), np.float32).tolist() == (a + b).tolist()
+    assert np.frombuffer(node.read(outs[1]), np.float32).tolist() == (a - b).tolist()
     node.push({"t": "release", "blocks": [[o[3], o[4]] for o in outs]})
     node.push({"t": "fin"})
     assert node.pop_until("fin_done") == {"t": "fin_done"}
     assert proc.wait(timeout=10) == 0
     assert b"Cleaning up..." in proc.stdout.read()  # finalize's print() reached stdout
+
+
+def add_sub_outputs(node, batch, a, b, rel=None):
+    """The output descriptors of add_sub run by the stub on `a` and `b` (one request)."""
+    msg = {
+        "t": "exec",
+        "id": batch,
+        "reqs": [
+            {
+                "rid": batch,
+                "id": "",
+                "corr": 0,
+                "flags": 0,
+                "timeout": 0,
+                "params": None,
+                "outs": ["OUTPUT0", "OUTPUT1"],
+                "inputs": [
+                    node.put_input("INPUT0", "FP32", list(a.shape), a.tobytes()),
+                    node.put_input("INPUT1", "FP32", list(b.shape), b.tobytes()),
+                ],
+                "cflag": None,
+            }
+        ],
+    }
+    if rel:
+        msg["rel"] = rel
+    node.push(msg)
+    done = node.pop_until("exec_done")
+    assert "err" not in done
+    return done["resps"][0]["outs"]
+
+
+def test_small_outputs_travel_inside_exec_done(node):
+    """Outputs of at most INLINE_OUTPUT_BYTES come as `[name, datatype, shape, data]` in the
+    message (docs/ipc.md): the stub allocates no output block, so it announces no segment and
+    there is nothing to release."""
+    node.spawn("add_sub", "add_sub_0_0")
+    node.pop()
+    node.push({"t": "init", "args": init_args("add_sub", "add_sub_0_0")})
+    node.pop_until("init_ok")
+    a, b = np.array([1, 2, 3, 4], np.float32), np.array([0.5, 0.5, 0.5, 0.5], np.float32)
+    for batch in (1, 2, 3):
+        outs = add_sub_outputs(node, batch, a, b)
+        assert [o[:3] for o in outs] == [["OUTPUT0", "FP32", [4]], ["OUTPUT1", "FP32", [4]]]
+        assert np.frombuffer(outs[0][3], np.float32).tolist() == [1.5, 2.5, 3.5, 4.5]
+        assert np.frombuffer(outs[1][3], np.float32).tolist() == [0.5, 1.5, 2.5, 3.5]
+    assert not any(m["t"] == "seg" for m in node.seen)
+    # 64 float32 are exactly INLINE_OUTPUT_BYTES (256): still inline; 65 take a block.
+    assert [len(o) for o in add_sub_outputs(node, 4, np.ones(64, np.float32), np.ones(64, np.float32))] == [4, 4]
+    assert [len(o) for o in add_sub_outputs(node, 5, np.ones(65, np.float32), np.ones(65, np.float32))] == [6, 6]
+    node.push({"t": "fin"})
+    node.pop_until("fin_done")
 
 
 def test_release_piggybacked_on_exec_frees_output_blocks(node):
@@ -131,33 +160,10 @@ def test_release_piggybacked_on_exec_frees_output_blocks(node):
     node.pop()
     node.push({"t": "init", "args": init_args("add_sub", "add_sub_0_0")})
     node.pop_until("init_ok")
-    a = np.ones(4, np.float32).tobytes()
+    a = np.ones(100, np.float32)  # above INLINE_OUTPUT_BYTES: the outputs take blocks
 
-    def run(batch, rel=None):
-        msg = {
-            "t": "exec",
-            "id": batch,
-            "reqs": [
-                {
-                    "rid": batch,
-                    "id": "",
-                    "corr": 0,
-                    "flags": 0,
-                    "timeout": 0,
-                    "params": None,
-                    "outs": ["OUTPUT0", "OUTPUT1"],
-                    "inputs": [node.put_input("INPUT0", "FP32", [4], a), node.put_input("INPUT1", "FP32", [4], a)],
-                    "cflag": None,
-                }
-            ],
-        }
-        if rel:
-            msg["rel"] = rel
-        node.push(msg)
-        return node.pop_until("exec_done")["resps"][0]["outs"]
-
-    first = run(1)
-    second = run(2, rel=[[o[3], o[4]] for o in first])
+    first = add_sub_outputs(node, 1, a, a)
+    second = add_sub_outputs(node, 2, a, a, rel=[[o[3], o[4]] for o in first])
     assert [(o[3], o[4]) for o in second] == [(o[3], o[4]) for o in first]
     node.push({"t": "fin"})
     node.pop_until("fin_done")

@@ -15,9 +15,9 @@ import { hasNoParameters, readParameters } from '../../core/request/parameters.j
 import type { ExecutionListener, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
-import { readOutput, writeInput, type Block } from './tensor-codec.js';
+import { outputBlocks, readOutput, writeInput, type Block } from './tensor-codec.js';
 import type { StubChannel } from './ipc/channel.js';
-import type { ExecDoneMsg, ExecRequestWire, RespWire, SendMsg, TensorDescriptor } from './ipc/messages.js';
+import type { ExecDoneMsg, ExecRequestWire, OutputDescriptor, RespWire, SendMsg, TensorDescriptor } from './ipc/messages.js';
 import { traceLine, traceTags, traced } from '../../core/trace-tags.js';
 import { SlotTable } from '../../core/slot-table.js';
 
@@ -233,7 +233,7 @@ export class StubSession {
       );
     }
     if (!live) {
-      if (m.resp?.outs) this.channel.releaseOutputs(m.resp.outs.map((d) => [d[3], d[4]] as Block));
+      if (m.resp?.outs) this.channel.releaseOutputs(outputBlocks(m.resp.outs));
       return;
     }
     const final = (m.flags & 1) === 1;
@@ -308,7 +308,7 @@ export class StubSession {
     }
     if (resp.err) {
       const [code, msg] = resp.err;
-      if (resp.outs?.length) channel.releaseOutputs(resp.outs.map((d) => [d[3], d[4]] as Block));
+      if (resp.outs?.length) channel.releaseOutputs(outputBlocks(resp.outs));
       pr.respond({
         modelName: pr.request.modelName,
         modelVersion: '',
@@ -320,9 +320,9 @@ export class StubSession {
       return;
     }
     const outs = resp.outs ?? NO_OUTPUTS;
-    const blocks: Block[] = new Array(outs.length);
+    const blocks: Block[] = [];
     const outputs: Tensor[] = new Array(outs.length);
-    for (let i = 0; i < outs.length; i++) outputs[i] = readOutput(channel, outs[i]!, blocks, i);
+    for (let i = 0; i < outs.length; i++) outputs[i] = readOutput(channel, outs[i]!, blocks);
     let released = blocks.length === 0;
     pr.respond({
       modelName: pr.request.modelName,
@@ -380,7 +380,7 @@ function requestFields(pr: PendingRequest) {
   };
 }
 
-const NO_OUTPUTS: readonly TensorDescriptor[] = [];
+const NO_OUTPUTS: readonly OutputDescriptor[] = [];
 /** The cancel flag's initial words (u32 little-endian). */
 const FLAG_CLEAR = Buffer.from([0, 0, 0, 0]);
 const FLAG_SET = Buffer.from([1, 0, 0, 0]);

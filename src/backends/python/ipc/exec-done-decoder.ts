@@ -9,7 +9,7 @@
  * reader read it (test/ipc-exec-done-decoder.test.ts checks both on the stub's own bytes).
  */
 import { stringMemos, utf8 } from '../../../core/string-memo.js';
-import type { ExecDoneMsg, RespWire, TensorDescriptor } from './messages.js';
+import type { ExecDoneMsg, OutputDescriptor, RespWire } from './messages.js';
 
 /** Thrown inside the reader where the bytes leave the usual shape; never leaves this module. */
 const UNUSUAL = new Error('exec_done of an unusual shape');
@@ -135,13 +135,26 @@ function ints(): number[] {
   return out;
 }
 
-/** The descriptor of a response's `index`th output. */
-function descriptor(index: number): TensorDescriptor {
-  if (arrayLength() !== 6) throw UNUSUAL;
+/** A `bin`'s bytes, copied: the message's bytes are the ring's, reused once it is read. */
+function bin(): Buffer {
+  const c = byte();
+  const n = c === 0xc4 ? be(1) : c === 0xc5 ? be(2) : c === 0xc6 ? be(4) : -1;
+  if (n < 0 || pos + n > end) throw UNUSUAL;
+  const out = Buffer.allocUnsafe(n);
+  out.set(b.subarray(pos, pos + n));
+  pos += n;
+  return out;
+}
+
+/** The descriptor of a response's `index`th output: in a block, or inline (4 items). */
+function descriptor(index: number): OutputDescriptor {
+  const items = arrayLength();
+  if (items !== 6 && items !== 4) throw UNUSUAL;
   const place = PLACE_OUTPUT + 3 * (index % OUTPUT_PLACES);
   const tensorName = name(place);
   const datatype = name(place + 1);
   const shape = ints();
+  if (items === 4) return [tensorName, datatype, shape, bin()];
   const segment = name(place + 2);
   const offset = int();
   const nbytes = int();
@@ -156,7 +169,7 @@ function resp(): RespWire | null {
     const k = i < 3 ? name(PLACE_RESP_KEY + i) : str();
     if (k === 'outs') {
       const m = arrayLength();
-      const outs: TensorDescriptor[] = [];
+      const outs: OutputDescriptor[] = [];
       for (let j = 0; j < m; j++) outs.push(descriptor(j));
       r.outs = outs;
     } else if (k === 'params') {

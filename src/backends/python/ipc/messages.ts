@@ -10,6 +10,12 @@
 /** `[name, datatype, shape, segment, offset, nbytes]`; BYTES data is length-prefixed. */
 export type TensorDescriptor = [string, string, number[], string, number, number];
 
+/** `[name, datatype, shape, data]`: a response's output of at most INLINE_OUTPUT_BYTES (native/src/layout.h), carried in the message. */
+export type InlineOutput = [string, string, number[], Uint8Array];
+
+/** An output of a response from the stub: in a block of its arena, or inline. */
+export type OutputDescriptor = TensorDescriptor | InlineOutput;
+
 /** `[segment, offset]` of a block in the region. */
 export type BlockRef = [string, number];
 
@@ -31,7 +37,7 @@ export interface ExecRequestWire {
 
 /** A response as the stub sends it (returned from execute or through the sender). */
 export interface RespWire {
-  outs?: TensorDescriptor[];
+  outs?: OutputDescriptor[];
   err?: [number, string];
   params?: string;
 }
