@@ -7,9 +7,10 @@
  * /dev/shm (reached through /proc/<pid>/root) that grows into any space freed. Killing the stub
  * frees its n0; the neighbour takes it before the restart (which waits 250 ms). Then:
  *  1. the restart succeeds on the n0's worth the backend held back (backends/python/ipc/
- *     shm-reserve.ts): the instance is ready and health checks pass; requests fail with a clear
- *     "/dev/shm is full" until there is room for outputs, and the reserve cannot be taken again
- *     while the neighbour holds everything;
+ *     shm-reserve.ts): the instance is ready and health checks pass; a request whose outputs
+ *     need arena blocks fails with a clear "/dev/shm is full" until there is room for them
+ *     (small outputs travel inside the stub's answer and are served), and the reserve cannot be
+ *     taken again while the neighbour holds everything;
  *  2. a second crash finds no reserve: the restart fails with "/dev/shm is full", which is a
  *     shortage, not a crash: the instance says "waiting for resources" (readiness and repository
  *     index), it is retried and not given up on;
@@ -25,7 +26,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inferAddSub } from './infer-helpers.js';
-import { makeRepo, startTritium, type Tritium } from '../helpers/server.js';
+import { editConfig, makeRepo, startTritium, type Tritium } from '../helpers/server.js';
 import { stubPidsOf } from '../helpers/processes.js';
 
 const SMALL_SHM = ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$0" "$@"'];
@@ -40,6 +41,9 @@ let shm: string;
 beforeAll(async () => {
   if (!canUnshare) return;
   repo = makeRepo(['add_sub']);
+  // Any length: a request of 100 elements has outputs too large to travel inside the stub's
+  // answer (docs/ipc.md, inline descriptors), so they need room in its arena.
+  editConfig(repo, 'add_sub', (c) => c.replaceAll('dims: [ 4 ]', 'dims: [ -1 ]'));
   server = await startTritium({
     repos: [repo],
     args: [`--backend-config=python,shm-default-byte-size=${N0_BYTES}`],
@@ -131,7 +135,21 @@ async function crashWhileNeighbourWins(): Promise<void> {
 const restartsLogged = () => server.log().match(/Stub process 'add_sub_0_0' restarted/g)?.length ?? 0;
 
 const infer = async () => (await inferAddSub(server.http)).status;
-const inferAnswer = () => inferAddSub(server.http);
+
+/** add_sub on 100 elements: 400-byte outputs, which take blocks of the stub's arena. */
+async function inferLarge(): Promise<{ status: number; text: string }> {
+  const data = Array.from({ length: 100 }, (_, i) => i);
+  const res = await fetch(`${server.http}/v2/models/add_sub/infer`, {
+    method: 'POST',
+    body: JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', shape: [100], datatype: 'FP32', data },
+        { name: 'INPUT1', shape: [100], datatype: 'FP32', data },
+      ],
+    }),
+  });
+  return { status: res.status, text: await res.text() };
+}
 
 async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -162,10 +180,12 @@ describe.skipIf(!canUnshare)('/dev/shm taken by others', () => {
     await waitFor('the restart', () => restartsLogged() > before);
     expect(await modelReady()).toBe(true);
     expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(200);
-    // The reserve went into the new n0; with /dev/shm full it cannot be taken again yet. The
-    // stub serves once it has room for outputs: meanwhile a request fails with what to do.
+    // The reserve went into the new n0; with /dev/shm full it cannot be taken again yet. Small
+    // answers travel inside the stub's message and need no room; a request whose outputs need
+    // a block fails with what to do until there is room for them.
     expect(reserveName()).toBeUndefined();
-    const full = await inferAnswer();
+    expect(await infer()).toBe(200);
+    const full = await inferLarge();
     expect(full.status).toBe(500);
     expect(full.text).toContain('/dev/shm');
   }, 60_000);
@@ -193,6 +213,7 @@ describe.skipIf(!canUnshare)('/dev/shm taken by others', () => {
     fs.rmSync(path.join(shm, 'neighbour'));
     await waitFor('the instance to be ready again', modelReady);
     expect(await infer()).toBe(200);
+    expect((await inferLarge()).status).toBe(200);
     expect((await indexEntry()).reason).toBeUndefined();
     const reserve = reserveName();
     expect(reserve).toBeDefined();
