@@ -5,7 +5,8 @@
  * wake eventfd as the server), starts bench/floor/stub_floor.py on it, and keeps `depth` exec
  * messages in flight, each one request shaped like those tritium sends for perf_analyzer's
  * (inputs copied into Node's arena, a cancel flag, the requested output names; output blocks
- * released on the next exec, input blocks freed when answered).
+ * released on the next exec, input blocks freed when answered; small outputs come inside the
+ * answer, as from the stub, and have no block).
  *
  *   node bench/floor/ipc-driver.mjs <add_sub|identity_fp32>
  *
@@ -115,6 +116,7 @@ function execDone(m) {
   const outs = [];
   for (const resp of m.resps) {
     for (const d of resp?.outs ?? []) {
+      if (d.length === 4) continue; // inline: its bytes were copied out as the answer was read
       channel.view(d[3], d[4], d[5]);
       outs.push([d[3], d[4]]);
     }

@@ -8,8 +8,9 @@ ring B send with its wake of Node's eventfd, the C++ output arena) and the same 
 the model's numpy work as the vs-triton model.py files write it. What it leaves out is the stub's
 Python object layer: no InferenceRequest, Tensor or InferenceResponse objects, no response
 sender, no inbox, no BLS or cancellation bookkeeping, no heartbeat thread. Per `exec`: free the
-released output blocks, view each input in Node's segment with numpy, compute, copy each output
-into a block of its own arena (one memcpy, as tensor_codec.write_tensor), answer `exec_done`.
+released output blocks, view each input in Node's segment with numpy, compute, put each output
+in the message when it has at most INLINE_OUTPUT_BYTES (as tensor_codec.write_output), else copy
+it into a block of its own arena (one memcpy, as tensor_codec.write_tensor), answer `exec_done`.
 """
 
 import mmap
@@ -21,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "stub"))
 
-from tritium_stub.ipc import BLOCK_ALIGN, SHM_DIR, load_native  # noqa: E402
+from tritium_stub.ipc import BLOCK_ALIGN, INLINE_OUTPUT_BYTES, SHM_DIR, load_native  # noqa: E402
 
 # The size of each output segment the stub creates (shm-growth-byte-size, default 1 MiB).
 OUTPUT_SEGMENT = 1 << 20
@@ -89,6 +90,9 @@ def main():
                 outs = []
                 for name, array in compute(model, inputs):
                     nbytes = array.nbytes
+                    if nbytes <= INLINE_OUTPUT_BYTES:
+                        outs.append([name, "FP32", list(array.shape), array.tobytes()])
+                        continue
                     off = alloc(nbytes)
                     out_view[off : off + nbytes] = array.data.cast("B")
                     outs.append([name, "FP32", list(array.shape), "s0", off, nbytes])
