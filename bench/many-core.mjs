@@ -23,7 +23,7 @@ import path from 'node:path';
 import { arg } from './grpc-common.mjs';
 import { checkFlags, list, positive, showHelp } from './lib/options.mjs';
 import { measuredWindows, requirePerfAnalyzer, warmUpWindow } from './lib/perf-analyzer.mjs';
-import { cpuSeconds, mainThreadCpuSeconds, treeCpu } from './lib/proc-stats.mjs';
+import { cpuPerRequest, mainThreadCpuSeconds, treeCpu } from './lib/proc-stats.mjs';
 import { commandLine, fmt, gitCommit, loadAverage, median, table } from './lib/report.mjs';
 import { PYTHON, ROOT, startTritium, successCount } from './lib/server.mjs';
 import { ensureTriton, startTriton, stopServer } from './lib/triton.mjs';
@@ -90,18 +90,19 @@ async function main() {
           const dir = path.join(out, `${config.label.replaceAll(' ', '-')}-${protocol}-r${round}`);
           await warmUpWindow(pa, { cell, port, dir, windowMs: warmupMs, stability: 100 });
           const pid = server.proc.pid;
-          const before = { ok: await successCount(server, MODEL), main: mainThreadCpuSeconds(pid), proc: cpuSeconds(pid), tree: treeCpu(pid) };
+          const before = { ok: await successCount(server, MODEL), main: mainThreadCpuSeconds(pid), tree: treeCpu(pid) };
           const r = await measuredWindows(pa, { cell, port, dir, windowMs, stability: 10, columns: { throughput: 'Inferences/Second', p99: 'p99 latency' } });
-          const after = { ok: await successCount(server, MODEL), main: mainThreadCpuSeconds(pid), proc: cpuSeconds(pid), tree: treeCpu(pid) };
+          const after = { ok: await successCount(server, MODEL), main: mainThreadCpuSeconds(pid), tree: treeCpu(pid) };
           const reqs = after.ok - before.ok;
+          const { serverCpuUs, stubCpuUs } = cpuPerRequest(before.tree, after.tree, reqs);
           const s = {
             round,
             throughput: r.throughput,
             p99: r.p99,
             unstable: r.unstable,
-            serverUs: ((after.proc - before.proc) / reqs) * 1e6,
+            serverUs: serverCpuUs,
             mainUs: ((after.main - before.main) / reqs) * 1e6,
-            stubUs: ((after.tree.children - before.tree.children) / reqs) * 1e6,
+            stubUs: stubCpuUs,
           };
           const key = `${config.label} ${protocol}`;
           if (!samples.has(key)) samples.set(key, []);

@@ -90,14 +90,16 @@ def _pack_items(view, items):
         pos += n
 
 
-def write_tensor(channel, tensor, blocks):
+def write_tensor(channel, tensor, blocks, items=None):
     """Copy one tensor into a new output block; returns its descriptor.
 
     The block is appended to `blocks` so a caller failing half-way can free what it took.
+    `items`: a BYTES tensor's elements when the caller has them already (bytes_items).
     """
     array = tensor._array
     if tensor._dtype == "BYTES":
-        items = bytes_items(array)
+        if items is None:
+            items = bytes_items(array)
         nbytes = _bytes_size(items)
         segment, offset, view = channel.alloc(nbytes)  # a real block even for 0 bytes
         blocks.append((segment, offset))
@@ -122,7 +124,7 @@ def write_output(channel, tensor, blocks):
         items = bytes_items(array)
         nbytes = _bytes_size(items)
         if nbytes > INLINE_OUTPUT_BYTES:
-            return write_tensor(channel, tensor, blocks)
+            return write_tensor(channel, tensor, blocks, items)
         data = bytearray(nbytes)
         _pack_items(data, items)
         return [tensor._name, "BYTES", list(array.shape), bytes(data)]

@@ -108,8 +108,10 @@ export class Outbox<M> {
     }
     const objects = this.objects;
     const transfer = this.transfer;
-    this.objects = [];
-    this.transfer = [];
+    if (objects.length > 0) {
+      this.objects = [];
+      this.transfer = [];
+    }
     // Cleared whatever happens: a failure here must not make every later turn fail with it.
     try {
       w.setU32(0, objects.length);
