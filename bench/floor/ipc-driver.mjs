@@ -4,9 +4,9 @@
  * (`StubChannel` from dist/, as built by `npm run build`: the same rings, arena, doorbells and
  * wake eventfd as the server), starts bench/floor/stub_floor.py on it, and keeps `depth` exec
  * messages in flight, each one request shaped like those tritium sends for perf_analyzer's
- * (inputs copied into Node's arena, a cancel flag, the requested output names; output blocks
- * released on the next exec, input blocks freed when answered; small outputs come inside the
- * answer, as from the stub, and have no block).
+ * (the cancel flag and the inputs copied into one block of Node's arena, the requested output
+ * names; output blocks released on the next exec, the input block freed when answered; small
+ * outputs come inside the answer, as from the stub, and have no block).
  *
  *   node bench/floor/ipc-driver.mjs <add_sub|identity_fp32>
  *
@@ -59,7 +59,7 @@ stubExited.then(() => {
 /** For sleeping the event loop until a paced request is due (Atomics.wait takes fractional ms). */
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
-/** Exec id → the input blocks to free when it is answered. */
+/** Exec id → the input block to free when it is answered. */
 const inFlight = new Map();
 let nextId = 1;
 let nextRid = 1;
@@ -71,20 +71,26 @@ let onIdle;
 let gapMs = 0;
 let dueMs = 0;
 
+/** Where parts of a request's block start (BLOCK_ALIGN of docs/ipc.md, as tritium places them). */
+const PART_ALIGN = 64;
+const partBytes = (n) => Math.ceil(Math.max(n, 1) / PART_ALIGN) * PART_ALIGN;
+
 function sendExec() {
-  const blocks = [];
+  // As tritium does: one block per request, the cancel flag first, then each input.
+  let size = PART_ALIGN;
+  for (const d of data) size += partBytes(d.length);
+  const { seg, off, view } = channel.allocInput(size);
+  view.writeUInt32LE(0, 0);
+  let at = PART_ALIGN;
   const inputs = spec.inputs.map((name, i) => {
-    const { seg, off, view } = channel.allocInput(data[i].length);
-    data[i].copy(view);
-    blocks.push([seg, off]);
-    return [name, 'FP32', [spec.elements], seg, off, data[i].length];
+    data[i].copy(view, at);
+    const d = [name, 'FP32', [spec.elements], seg, off + at, data[i].length];
+    at += partBytes(data[i].length);
+    return d;
   });
-  const flag = channel.allocInput(4);
-  flag.view.writeUInt32LE(0, 0);
-  blocks.push([flag.seg, flag.off]);
   const id = nextId++;
-  inFlight.set(id, blocks);
-  const req = { rid: nextRid++, id: '', corr: 0, flags: 0, params: '{}', timeout: 0, outs: spec.outs, inputs, cflag: [flag.seg, flag.off] };
+  inFlight.set(id, [[seg, off]]);
+  const req = { rid: nextRid++, id: '', corr: 0, flags: 0, params: '{}', timeout: 0, outs: spec.outs, inputs, cflag: [seg, off] };
   channel.send({ t: 'exec', id, reqs: [req] });
 }
 

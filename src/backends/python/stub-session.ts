@@ -15,9 +15,9 @@ import { hasNoParameters, readParameters } from '../../core/request/parameters.j
 import type { ExecutionListener, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
-import { outputBlocks, readOutput, writeInput, type Block } from './tensor-codec.js';
+import { outputBlocks, readOutput, writeRequestInputs, type Block } from './tensor-codec.js';
 import type { StubChannel } from './ipc/channel.js';
-import type { ExecDoneMsg, ExecRequestWire, OutputDescriptor, RespWire, SendMsg, TensorDescriptor } from './ipc/messages.js';
+import type { ExecDoneMsg, ExecRequestWire, OutputDescriptor, RespWire, SendMsg } from './ipc/messages.js';
 import { traceLine, traceTags, traced } from '../../core/trace-tags.js';
 import { SlotTable } from '../../core/slot-table.js';
 
@@ -30,8 +30,6 @@ export const PIPELINE_DEPTH = 2;
 
 /** An open request of the session, from `exec` until its final response (or the stub's end). */
 class LiveRequest {
-  /** The cancel flag's block (undefined until allocated), freed with the inputs. */
-  cflag: Block | undefined = undefined;
   /** Non-decoupled: a response sent through the sender without FINAL, waiting for FINAL. */
   held: RespWire | undefined = undefined;
   /** The request's signal while this listens to it (handleEvent), until release. */
@@ -40,8 +38,11 @@ class LiveRequest {
   constructor(
     readonly rid: number,
     readonly pr: PendingRequest,
-    /** The input descriptors (each one's block is `[3]`, `[4]`; a hole where the copy failed), freed when the request is finished with. */
-    readonly inputs: TensorDescriptor[],
+    /**
+     * The request's block: its cancel flag's [segment, offset] (the wire's `cflag`) and where its
+     * inputs follow, freed at once when the request is finished with.
+     */
+    readonly cflag: Block,
     private readonly session: StubSession,
   ) {}
 
@@ -99,20 +100,13 @@ export class StubSession {
         const pr = batch[k]!;
         const request = pr.request;
         const rid = this.nextRid++;
-        const ins = request.inputs;
-        // Sized once, holes until written (release() skips them): the descriptors double as the
-        // blocks to free, so no [seg, off] pair is made per input.
-        const inputs: TensorDescriptor[] = new Array(ins.length);
-        const live = new LiveRequest(rid, pr, inputs, this);
+        // The flag and the inputs share one block, freed with the request (release).
+        const cflag = ['', 0] as Block;
+        const inputs = writeRequestInputs(channel, request.inputs, pr.cancelled ? FLAG_SET : FLAG_CLEAR, cflag);
+        const live = new LiveRequest(rid, pr, cflag, this);
         this.live.set(rid, live);
         rids[k] = rid;
         sent = k + 1;
-        for (let j = 0; j < ins.length; j++) inputs[j] = writeInput(channel, ins[j]!);
-        // One [seg, off] pair serves as the block to free and as the wire's cflag (neither is
-        // ever modified).
-        const cflag = ['', 0] as Block;
-        channel.copyInput(pr.cancelled ? FLAG_SET : FLAG_CLEAR, 4, 4, cflag, 0);
-        live.cflag = cflag;
         const signal = request.signal;
         if (signal && !signal.aborted) {
           // The block is freed only after this listener is removed (release), so the flag
@@ -132,6 +126,11 @@ export class StubSession {
       const e = Errors.batchSendFailed((err as Error).message);
       if (traceTags.ipc) traceLine('ipc', `${this.o.instanceName}: batch not sent: ${e.message}`);
       for (let k = 0; k < sent; k++) this.finish(rids[k]!, undefined, e);
+      // The request whose block could not be had, and those after it, never became live.
+      for (let k = sent; k < n; k++) {
+        const pr = batch[k]!;
+        if (!pr.done) pr.fail(e);
+      }
       const t = process.hrtime.bigint();
       queueMicrotask(() => done.executed({ startNs, inputEndNs: t, inferEndNs: t, endNs: t }));
       return;
@@ -250,7 +249,7 @@ export class StubSession {
 
   /** @internal `live`'s request was cancelled (LiveRequest.handleEvent): its flag is set for the stub. */
   cancelFlagged(live: LiveRequest): void {
-    if (live.cflag === undefined || this.live.get(live.rid) !== live) return;
+    if (this.live.get(live.rid) !== live) return;
     this.channel.writeInputU32(live.cflag, 1);
     if (traceTags.ipc) this.trace(live, 'cancelled: cancel flag set for the stub');
   }
@@ -350,19 +349,12 @@ export class StubSession {
     const live = this.live.get(rid);
     if (!live) return;
     if (traceTags.ipc) {
-      const freed = this.closed ? 'its region is gone' : `${live.inputs.filter((d) => d !== undefined).length + (live.cflag ? 1 : 0)} input block(s) freed`;
+      const freed = this.closed ? 'its region is gone' : 'its input block freed';
       this.trace(live, `released: ${freed}`);
     }
     this.live.delete(rid);
     if (live.signal !== undefined) live.signal.removeEventListener('abort', live);
-    if (!this.closed) {
-      const inputs = live.inputs;
-      for (let i = 0; i < inputs.length; i++) {
-        const d = inputs[i];
-        if (d !== undefined) this.channel.freeInput(d[3], d[4]);
-      }
-      if (live.cflag !== undefined) this.channel.freeInput(live.cflag[0], live.cflag[1]);
-    }
+    if (!this.closed) this.channel.freeInput(live.cflag[0], live.cflag[1]);
   }
 }
 

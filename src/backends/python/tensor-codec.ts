@@ -1,27 +1,51 @@
 /**
  * @module backends/python/tensor-codec
  * Tensors ↔ the descriptors of docs/ipc.md (`[name, datatype, shape, segment, offset, nbytes]`).
- * Inputs are copied once into Node's arena; outputs are read in place from the stub's arena,
+ * A request's inputs are copied once into one block of Node's arena; outputs are read in place from the stub's arena,
  * except small ones, which came inline (`[name, datatype, shape, data]`, already a copy).
  */
 import type { Datatype } from '../../core/datatype.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { BlockRef, OutputDescriptor, TensorDescriptor } from './ipc/messages.js';
+import { BLOCK_ALIGN } from './ipc/shm-layout.js';
 
 export type { TensorDescriptor } from './ipc/messages.js';
 export type Block = BlockRef;
 
 /**
- * Copies a tensor into shared memory; returns its descriptor, whose segment and offset (`d[3]`,
- * `d[4]`) are also the block to free later.
+ * Copies a request's cancel flag word (`flag`, 4 bytes) and its input tensors into one block of
+ * Node's arena, each part at BLOCK_ALIGN, the flag first. They live exactly as long as the
+ * request, so one allocation and one free serve them all: an arena call each per tensor and per
+ * flag was a good part of the Node side of `exec`. Returns the descriptors; `cflag` receives the
+ * flag's [segment, offset], which is also the block to free. Throws if the arenas cannot grow.
  */
-export function writeInput(channel: StubChannel, t: Tensor): TensorDescriptor {
-  const n = t.data.length;
-  const d: TensorDescriptor = [t.name, t.datatype, t.shape, '', 0, n];
-  // Zero-size tensors still get a (minimal) block so the stub sees a valid address.
-  channel.copyInput(t.data, n, Math.max(n, 1), d, 3);
-  return d;
+export function writeRequestInputs(channel: StubChannel, tensors: readonly Tensor[], flag: Buffer, cflag: Block): TensorDescriptor[] {
+  const n = tensors.length;
+  let size = BLOCK_ALIGN;
+  // Zero-size tensors still get a (minimal) part so the stub sees a valid address.
+  for (let i = 0; i < n; i++) size += alignUp(Math.max(tensors[i]!.data.length, 1));
+  const base = channel.allocBlockIn(size);
+  const seg = channel.lastBlockSegment;
+  const bytes = channel.lastBlockBytes;
+  flag.copy(bytes, base, 0, 4);
+  cflag[0] = seg;
+  cflag[1] = base;
+  const descs: TensorDescriptor[] = new Array(n);
+  let off = base + BLOCK_ALIGN;
+  for (let i = 0; i < n; i++) {
+    const t = tensors[i]!;
+    const len = t.data.length;
+    if (len > 0) t.data.copy(bytes, off, 0, len);
+    descs[i] = [t.name, t.datatype, t.shape, seg, off, len];
+    off += alignUp(Math.max(len, 1));
+  }
+  return descs;
+}
+
+/** `n` rounded up to BLOCK_ALIGN (arithmetic, not bitwise: a part may pass 2 GiB). */
+function alignUp(n: number): number {
+  return Math.ceil(n / BLOCK_ALIGN) * BLOCK_ALIGN;
 }
 
 /**

@@ -301,17 +301,24 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
   }
 
   /**
-   * A block of at least `size` bytes holding a copy of `data[0, n)`; its segment and offset are
-   * stored at `into[at]` and `into[at + 1]` (a tensor descriptor's, a cancel flag's pair). The
-   * request path's way in: no view or record is made per tensor (allocInput's object and
-   * Buffer view were a good part of what `exec` allocated).
+   * A block of `nbytes` in Node's input arenas for a writer that fills it in parts (a request's
+   * cancel flag and inputs, tensor-codec's writeRequestInputs): its offset in the segment that
+   * `lastBlockSegment` names and `lastBlockBytes` holds, both valid until the next allocation. No
+   * view or record is made per block (allocInput's object and Buffer view were a good part of
+   * what `exec` allocated).
    */
-  copyInput(data: Buffer, n: number, size: number, into: unknown[], at: number): void {
-    const off = this.allocBlock(size);
-    const s = this.allocated!;
-    if (n > 0) data.copy(s.buf, off, 0, n);
-    into[at] = s.name;
-    into[at + 1] = off;
+  allocBlockIn(nbytes: number): number {
+    return this.allocBlock(nbytes);
+  }
+
+  /** The name of the segment of the last block allocated (allocBlockIn). */
+  get lastBlockSegment(): string {
+    return this.allocated!.name;
+  }
+
+  /** The bytes of the segment of the last block allocated (allocBlockIn). */
+  get lastBlockBytes(): Buffer {
+    return this.allocated!.buf;
   }
 
   /** Writes `value` as a u32 at the start of input block `block` (a request's cancel flag). */
