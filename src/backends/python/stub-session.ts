@@ -15,7 +15,7 @@ import { hasNoParameters, readParameters } from '../../core/request/parameters.j
 import type { ExecutionListener, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
-import { outputBlocks, readOutput, writeRequestInputs, type Block } from './tensor-codec.js';
+import { freeRequestInputs, outputBlocks, readOutput, writeRequestInputs, type Block, type TensorDescriptor } from './tensor-codec.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { ExecDoneMsg, ExecRequestWire, OutputDescriptor, RespWire, SendMsg } from './ipc/messages.js';
 import { traceLine, traceTags, traced } from '../../core/trace-tags.js';
@@ -39,10 +39,12 @@ class LiveRequest {
     readonly rid: number,
     readonly pr: PendingRequest,
     /**
-     * The request's block: its cancel flag's [segment, offset] (the wire's `cflag`) and where its
-     * inputs follow, freed at once when the request is finished with.
+     * The request's block: its cancel flag's [segment, offset] (the wire's `cflag`), followed by
+     * its inputs but large ones, freed when the request is finished with.
      */
     readonly cflag: Block,
+    /** Its input descriptors: a large input's block (tensor-codec's freeRequestInputs) is its own. */
+    readonly inputs: readonly TensorDescriptor[],
     private readonly session: StubSession,
   ) {}
 
@@ -100,10 +102,10 @@ export class StubSession {
         const pr = batch[k]!;
         const request = pr.request;
         const rid = this.nextRid++;
-        // The flag and the inputs share one block, freed with the request (release).
+        // The flag and the inputs (but large ones) share one block, freed with the request (release).
         const cflag = ['', 0] as Block;
         const inputs = writeRequestInputs(channel, request.inputs, pr.cancelled ? FLAG_SET : FLAG_CLEAR, cflag);
-        const live = new LiveRequest(rid, pr, cflag, this);
+        const live = new LiveRequest(rid, pr, cflag, inputs, this);
         this.live.set(rid, live);
         rids[k] = rid;
         sent = k + 1;
@@ -349,12 +351,12 @@ export class StubSession {
     const live = this.live.get(rid);
     if (!live) return;
     if (traceTags.ipc) {
-      const freed = this.closed ? 'its region is gone' : 'its input block freed';
+      const freed = this.closed ? 'its region is gone' : 'its input blocks freed';
       this.trace(live, `released: ${freed}`);
     }
     this.live.delete(rid);
     if (live.signal !== undefined) live.signal.removeEventListener('abort', live);
-    if (!this.closed) this.channel.freeInput(live.cflag[0], live.cflag[1]);
+    if (!this.closed) freeRequestInputs(this.channel, live.cflag, live.inputs);
   }
 }
 

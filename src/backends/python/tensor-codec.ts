@@ -14,17 +14,29 @@ export type { TensorDescriptor } from './ipc/messages.js';
 export type Block = BlockRef;
 
 /**
- * Copies a request's cancel flag word (`flag`, 4 bytes) and its input tensors into one block of
- * Node's arena, each part at BLOCK_ALIGN, the flag first. They live exactly as long as the
- * request, so one allocation and one free serve them all: an arena call each per tensor and per
- * flag was a good part of the Node side of `exec`. Returns the descriptors; `cflag` receives the
- * flag's [segment, offset], which is also the block to free. Throws if the arenas cannot grow.
+ * Inputs of more than this many bytes get a block of their own; smaller ones share their
+ * request's block. Above it an arena call costs nothing beside the copy, and a large tensor keeps
+ * a segment to itself that is hollowed once it is freed (docs/ipc.md, "Segments").
+ */
+export const SHARED_INPUT_MAX_BYTES = 64 * 1024;
+
+/**
+ * Copies a request's cancel flag word (`flag`, 4 bytes) and its input tensors into Node's arena:
+ * the flag and every input of at most SHARED_INPUT_MAX_BYTES in one block, each part at
+ * BLOCK_ALIGN, the flag first. They live exactly as long as the request, so one allocation and
+ * one free serve them all, where an arena call each per tensor and per flag was a good part of
+ * the Node side of `exec`. `cflag` receives the flag's [segment, offset], which is also that
+ * block's. Returns the descriptors; free with freeRequestInputs. Throws if the arenas cannot
+ * grow, with nothing left allocated.
  */
 export function writeRequestInputs(channel: StubChannel, tensors: readonly Tensor[], flag: Buffer, cflag: Block): TensorDescriptor[] {
   const n = tensors.length;
   let size = BLOCK_ALIGN;
   // Zero-size tensors still get a (minimal) part so the stub sees a valid address.
-  for (let i = 0; i < n; i++) size += alignUp(Math.max(tensors[i]!.data.length, 1));
+  for (let i = 0; i < n; i++) {
+    const len = tensors[i]!.data.length;
+    if (len <= SHARED_INPUT_MAX_BYTES) size += alignUp(Math.max(len, 1));
+  }
   const base = channel.allocBlockIn(size);
   const seg = channel.lastBlockSegment;
   const bytes = channel.lastBlockBytes;
@@ -33,14 +45,40 @@ export function writeRequestInputs(channel: StubChannel, tensors: readonly Tenso
   cflag[1] = base;
   const descs: TensorDescriptor[] = new Array(n);
   let off = base + BLOCK_ALIGN;
-  for (let i = 0; i < n; i++) {
-    const t = tensors[i]!;
-    const len = t.data.length;
-    if (len > 0) t.data.copy(bytes, off, 0, len);
-    descs[i] = [t.name, t.datatype, t.shape, seg, off, len];
-    off += alignUp(Math.max(len, 1));
+  let i = 0;
+  try {
+    for (; i < n; i++) {
+      const t = tensors[i]!;
+      const len = t.data.length;
+      if (len <= SHARED_INPUT_MAX_BYTES) {
+        if (len > 0) t.data.copy(bytes, off, 0, len);
+        descs[i] = [t.name, t.datatype, t.shape, seg, off, len];
+        off += alignUp(Math.max(len, 1));
+      } else {
+        const own = channel.allocBlockIn(len);
+        t.data.copy(channel.lastBlockBytes, own, 0, len);
+        descs[i] = [t.name, t.datatype, t.shape, channel.lastBlockSegment, own, len];
+      }
+    }
+  } catch (err) {
+    // The request never becomes live: give back what it took so far.
+    for (let k = 0; k < i; k++) {
+      const d = descs[k]!;
+      if (d[5] > SHARED_INPUT_MAX_BYTES) channel.freeInput(d[3], d[4]);
+    }
+    channel.freeInput(seg, base);
+    throw err;
   }
   return descs;
+}
+
+/** Frees the blocks of a request written by writeRequestInputs: its own block and each large input's. */
+export function freeRequestInputs(channel: StubChannel, cflag: Block, inputs: readonly TensorDescriptor[]): void {
+  for (let i = 0; i < inputs.length; i++) {
+    const d = inputs[i]!;
+    if (d[5] > SHARED_INPUT_MAX_BYTES) channel.freeInput(d[3], d[4]);
+  }
+  channel.freeInput(cflag[0], cflag[1]);
 }
 
 /** `n` rounded up to BLOCK_ALIGN (arithmetic, not bitwise: a part may pass 2 GiB). */

@@ -358,6 +358,13 @@ export class StubChannel<Out extends Message = NodeToStub, In extends Message = 
     }, FD_RETRY_MS);
   }
 
+  /** Blocks of Node's input arenas in use now, over every segment (a request's leave with it). */
+  inputBlocksInUse(): number {
+    let n = 0;
+    for (const s of this.inputs) n += s.arena!.blocksInUse();
+    return n;
+  }
+
   freeInput(seg: string, off: number): void {
     const s = this.segments.get(seg);
     if (!s?.arena) throw new Error(`freeInput: '${seg}' is not an input segment of ${this.region}`);
