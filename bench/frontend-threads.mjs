@@ -25,7 +25,7 @@ import path from 'node:path';
 import { arg } from './grpc-common.mjs';
 import { checkFlags, list, positive, showHelp } from './lib/options.mjs';
 import { measuredWindows, requirePerfAnalyzer, warmUpWindow } from './lib/perf-analyzer.mjs';
-import { cpuSeconds, mainThreadCpuSeconds, treeCpu } from './lib/proc-stats.mjs';
+import { cpuPerRequest, mainThreadCpuSeconds, treeCpu } from './lib/proc-stats.mjs';
 import { commandLine, fmt, gitCommit, loadAverage, median, table } from './lib/report.mjs';
 import { ROOT, startTritium, successCount } from './lib/server.mjs';
 
@@ -69,12 +69,7 @@ async function main() {
               const cell = { model, protocol, concurrency: c };
               const dir = path.join(out, `${protocol}-${build.label}-t${n}-${model}-c${c}-r${round}`);
               await warmUpWindow(pa, { cell, port, dir, windowMs: 1000, stability: 100 });
-              const before = {
-                ok: await successCount(server, model),
-                main: mainThreadCpuSeconds(server.proc.pid),
-                proc: cpuSeconds(server.proc.pid),
-                tree: treeCpu(server.proc.pid),
-              };
+              const before = { ok: await successCount(server, model), main: mainThreadCpuSeconds(server.proc.pid), tree: treeCpu(server.proc.pid) };
               const r = await measuredWindows(pa, {
                 cell,
                 port,
@@ -83,17 +78,13 @@ async function main() {
                 stability: 10,
                 columns: { throughput: 'Inferences/Second', p99: 'p99 latency' },
               });
-              const after = {
-                ok: await successCount(server, model),
-                main: mainThreadCpuSeconds(server.proc.pid),
-                proc: cpuSeconds(server.proc.pid),
-                tree: treeCpu(server.proc.pid),
-              };
+              const after = { ok: await successCount(server, model), main: mainThreadCpuSeconds(server.proc.pid), tree: treeCpu(server.proc.pid) };
               const reqs = after.ok - before.ok;
+              const { serverCpuUs, stubCpuUs } = cpuPerRequest(before.tree, after.tree, reqs);
               const s = {
                 mainUs: ((after.main - before.main) / reqs) * 1e6,
-                serverUs: ((after.proc - before.proc) / reqs) * 1e6,
-                stubUs: ((after.tree.children - before.tree.children) / reqs) * 1e6,
+                serverUs: serverCpuUs,
+                stubUs: stubCpuUs,
                 throughput: r.throughput,
                 p99: r.p99,
               };
@@ -101,7 +92,7 @@ async function main() {
               if (!samples.has(key)) samples.set(key, []);
               samples.get(key).push(s);
               console.log(
-                `round ${round + 1}, ${before ? `${build.label}, ` : ''}${n} thread(s), ${model} c=${c}: main ${fmt(s.mainUs)} µs, server ${fmt(s.serverUs)} µs, stub ${fmt(s.stubUs)} µs, ${fmt(s.throughput)} infer/s, p99 ${fmt(s.p99)} µs`,
+                `round ${round + 1}, ${builds.length > 1 ? `${build.label}, ` : ''}${n} thread(s), ${model} c=${c}: main ${fmt(s.mainUs)} µs, server ${fmt(s.serverUs)} µs, stub ${fmt(s.stubUs)} µs, ${fmt(s.throughput)} infer/s, p99 ${fmt(s.p99)} µs`,
               );
             }
           }
