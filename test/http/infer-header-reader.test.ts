@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { readUsualInferHeader } from '../../src/frontends/http/infer-header-reader.js';
 import { parseJsonInferRequest } from '../../src/frontends/http/infer-request.js';
+import type { ParsedInferRequest } from '../../src/frontends/http/infer-plan.js';
 
 /** A JSON+binary body with the header text as given (not re-serialised), and its header length. */
 function body(header: string, ...blobs: Buffer[]): [Buffer, number] {
@@ -23,17 +24,50 @@ const PERF_ANALYZER =
   '{"name":"INPUT1","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}}],' +
   '"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}},{"name":"OUTPUT1","parameters":{"binary_data":true}}]}';
 
+/**
+ * The header read by hand equals the JSON path's result, and so does a second request with the
+ * same bytes (a repeated header is answered from the reader's memo), in objects of its own.
+ */
 function expectSame(header: string, ...blobs: Buffer[]): void {
   const [buf, n] = body(header, ...blobs);
   const fast = readUsualInferHeader(buf, n, 'add_sub', '1');
   expect(fast, header).toBeDefined();
   expect(fast).toEqual(parseJsonInferRequest(buf, n, 'add_sub', '1'));
-  // Tensor bytes stay views of the body, in order.
-  let offset = n;
-  for (const t of fast!.request.inputs) {
+  expectViews(fast!, buf, n);
+  const again = Buffer.from(buf);
+  const second = readUsualInferHeader(again, n, 'add_sub', '1');
+  expect(second, header).toEqual(parseJsonInferRequest(again, n, 'add_sub', '1'));
+  expectViews(second!, again, n);
+  expectNothingShared(fast!, second!);
+}
+
+/** Tensor bytes stay views of the body, in order. */
+function expectViews(parsed: ParsedInferRequest, buf: Buffer, headerLength: number): void {
+  let offset = headerLength;
+  for (const t of parsed.request.inputs) {
     expect(t.data.buffer).toBe(buf.buffer);
     expect(t.data.byteOffset).toBe(buf.byteOffset + offset);
     offset += t.data.length;
+  }
+}
+
+/** No object of one request's result is another's: the core may change what it was given. */
+function expectNothingShared(a: ParsedInferRequest, b: ParsedInferRequest): void {
+  expect(b.request).not.toBe(a.request);
+  expect(b.request.parameters).not.toBe(a.request.parameters);
+  expect(b.request.inputs).not.toBe(a.request.inputs);
+  a.request.inputs.forEach((t, i) => {
+    expect(b.request.inputs[i]).not.toBe(t);
+    expect(b.request.inputs[i]!.shape).not.toBe(t.shape);
+  });
+  if (a.request.outputs !== undefined) {
+    expect(b.request.outputs).not.toBe(a.request.outputs);
+    a.request.outputs.forEach((o, i) => expect(b.request.outputs![i]!.parameters).not.toBe(o.parameters));
+  }
+  expect(b.plan).not.toBe(a.plan);
+  if (a.plan.requested !== undefined) {
+    expect(b.plan.requested).not.toBe(a.plan.requested);
+    for (const [name, choice] of a.plan.requested) expect(b.plan.requested!.get(name)).not.toBe(choice);
   }
 }
 
@@ -165,5 +199,48 @@ describe('the usual infer header, read by hand', () => {
     }
     // Some mutations keep the usual shape (white space, other digits or names): both paths saw them.
     expect(accepted).toBeGreaterThan(50);
+  });
+});
+
+describe('a repeated header', () => {
+  it('is read again when one byte differs, and the result follows the new bytes', () => {
+    const [buf, n] = body(PERF_ANALYZER, b64, b64);
+    expect(readUsualInferHeader(buf, n, 'add_sub', '1')).toBeDefined();
+    const wider = PERF_ANALYZER.replaceAll('[1,16]', '[1,17]').replaceAll(':64}', ':68}');
+    const [buf2, n2] = body(wider, Buffer.alloc(68, 3), Buffer.alloc(68, 4));
+    const r = readUsualInferHeader(buf2, n2, 'add_sub', '1');
+    expect(r).toEqual(parseJsonInferRequest(buf2, n2, 'add_sub', '1'));
+    expect(r!.request.inputs.map((t) => t.shape)).toEqual([
+      [1, 17],
+      [1, 17],
+    ]);
+    // Same length, one byte apart: INPUT1 renamed INPUT2.
+    const renamed = PERF_ANALYZER.replace('"INPUT1"', '"INPUT2"');
+    const [buf3, n3] = body(renamed, b64, b64);
+    expect(readUsualInferHeader(buf3, n3, 'add_sub', '1')!.request.inputs[1]!.name).toBe('INPUT2');
+  });
+
+  it('names the model and version of its own request', () => {
+    const [buf, n] = body(PERF_ANALYZER, b64, b64);
+    readUsualInferHeader(buf, n, 'add_sub', '1');
+    const other = readUsualInferHeader(Buffer.from(buf), n, 'add_sub_copy', '2');
+    expect(other).toEqual(parseJsonInferRequest(buf, n, 'add_sub_copy', '2'));
+  });
+
+  it('with a binary part of another length is left to the JSON path, which words the refusal', () => {
+    const [buf, n] = body(PERF_ANALYZER, b64, b64);
+    readUsualInferHeader(buf, n, 'add_sub', '1');
+    const [longer] = body(PERF_ANALYZER, b64, b64, Buffer.alloc(1));
+    expect(readUsualInferHeader(longer, n, 'add_sub', '1')).toBeUndefined();
+    const [shorter] = body(PERF_ANALYZER, b64, b8);
+    expect(readUsualInferHeader(shorter, n, 'add_sub', '1')).toBeUndefined();
+  });
+
+  it('with an id is read each time (ids usually differ), and yields its id', () => {
+    const header = '{"id":"a","inputs":[{"name":"INPUT0","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}]}';
+    const [buf, n] = body(header, b8);
+    expect(readUsualInferHeader(buf, n, 'add_sub', '1')!.request.id).toBe('a');
+    const [buf2, n2] = body(header.replace('"a"', '"b"'), b8);
+    expect(readUsualInferHeader(buf2, n2, 'add_sub', '1')!.request.id).toBe('b');
   });
 });

@@ -1,8 +1,9 @@
 /**
  * @module backends/python/tensor-codec
  * Tensors ↔ the descriptors of docs/ipc.md (`[name, datatype, shape, segment, offset, nbytes]`).
- * A request's inputs are copied once into one block of Node's arena; outputs are read in place from the stub's arena,
- * except small ones, which came inline (`[name, datatype, shape, data]`, already a copy).
+ * A request's inputs are copied once into Node's arena (the small ones into one block with its
+ * cancel flag); outputs are read in place from the stub's arena, except small ones, which came
+ * inline (`[name, datatype, shape, data]`, already a copy).
  */
 import type { Datatype } from '../../core/datatype.js';
 import type { Tensor } from '../../core/tensor.js';

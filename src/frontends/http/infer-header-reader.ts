@@ -14,7 +14,8 @@
  * parameters, a duplicate key, a number with a sign or fraction, an error of any kind — returns
  * undefined and goes through infer-request.ts as before, so every refusal and every unusual form
  * keeps one implementation. What an accepted header yields equals what the general path builds,
- * field for field (test/http/infer-header-reader.test.ts compares the two).
+ * field for field (test/http/infer-header-reader.test.ts compares the two). A model's last header
+ * read is kept (RepeatedHeader): the next one with the same bytes is not read again.
  */
 import type { Datatype } from '../../core/datatype.js';
 import { isDatatype } from '../../core/datatype.js';
@@ -78,12 +79,20 @@ for (const [code, text] of [
  * has the usual shape and the binary part holds exactly the bytes it announces; else undefined.
  */
 export function readUsualInferHeader(body: Buffer, headerLength: number, modelName: string, modelVersion: string): ParsedInferRequest | undefined {
+  const last = REPEATED.get(modelName);
+  if (last !== undefined && last.matches(body, headerLength, modelName, modelVersion)) return last.build(body, headerLength);
   const r = READER;
   r.b = body;
   r.pos = 0;
   r.end = headerLength;
   try {
-    return r.readDocument(modelName, modelVersion);
+    const parsed = r.readDocument(modelName, modelVersion);
+    // Kept only without an id: ids usually differ from one request to the next.
+    if (headerLength <= REPEAT_MAX_BYTES && parsed.request.id === '') {
+      if (REPEATED.size >= REPEAT_MODELS && !REPEATED.has(modelName)) REPEATED.clear();
+      REPEATED.set(modelName, new RepeatedHeader(body, headerLength, modelName, modelVersion, parsed, r.sizes));
+    }
+    return parsed;
   } catch (err) {
     if (err === UNUSUAL) return undefined;
     throw err;
@@ -91,6 +100,98 @@ export function readUsualInferHeader(body: Buffer, headerLength: number, modelNa
     r.b = EMPTY;
   }
 }
+
+/** Headers up to this long are kept for the next request (RepeatedHeader). */
+const REPEAT_MAX_BYTES = 2048;
+/** Models whose last header is kept at once; past it the memo starts again. */
+const REPEAT_MODELS = 64;
+
+/**
+ * A model's last header read, to answer its next request whose header has the same bytes
+ * without reading it again: a client sends the same header for every request of the same shapes
+ * (perf_analyzer, tritonclient in a loop), and comparing ≈ 200 bytes costs a fraction of reading
+ * them (bench/header-repeat.mjs). What it builds equals what readDocument builds from those
+ * bytes, as fresh objects: the core may keep or change a request's, never the memo's. Kept per
+ * model, so that clients of different models do not take turns replacing it; per thread, like
+ * READER.
+ */
+class RepeatedHeader {
+  private readonly header: Buffer;
+  private readonly inputs: ReadonlyArray<{ name: string; datatype: Datatype; shape: readonly number[]; size: number }>;
+  private readonly outputs: ReadonlyArray<{ name: string; binary: boolean | undefined }> | undefined;
+  private readonly defaultBinary: boolean;
+  /** The request parameter `binary_data_output`, if the header had it (else the parameters are `{}`). */
+  private readonly binaryDataOutput: boolean | undefined;
+  private readonly dataBytes: number;
+
+  constructor(
+    body: Buffer,
+    headerLength: number,
+    private readonly modelName: string,
+    private readonly modelVersion: string,
+    parsed: ParsedInferRequest,
+    sizes: readonly number[],
+  ) {
+    this.header = Buffer.from(body.subarray(0, headerLength));
+    const { request, plan } = parsed;
+    let dataBytes = 0;
+    this.inputs = request.inputs.map((t, i) => {
+      dataBytes += sizes[i]!;
+      return { name: t.name, datatype: t.datatype, shape: t.shape.slice(), size: sizes[i]! };
+    });
+    this.dataBytes = dataBytes;
+    this.outputs = request.outputs?.map((o) => ({ name: o.name, binary: o.parameters.binary_data as boolean | undefined }));
+    this.defaultBinary = plan.defaultBinary;
+    this.binaryDataOutput = request.parameters.binary_data_output as boolean | undefined;
+  }
+
+  /** Whether `body`'s header is this one's, byte for byte, for the same model and version. */
+  matches(body: Buffer, headerLength: number, modelName: string, modelVersion: string): boolean {
+    const h = this.header;
+    return (
+      headerLength === h.length &&
+      modelName === this.modelName &&
+      modelVersion === this.modelVersion &&
+      body.length === headerLength + this.dataBytes &&
+      body.compare(h, 0, headerLength, 0, headerLength) === 0
+    );
+  }
+
+  /** The request of `body`, whose header matches(): readDocument's result, built without reading. */
+  build(body: Buffer, headerLength: number): ParsedInferRequest {
+    const tpl = this.inputs;
+    const inputs: Tensor[] = new Array(tpl.length);
+    let offset = headerLength;
+    for (let i = 0; i < tpl.length; i++) {
+      const t = tpl[i]!;
+      inputs[i] = { name: t.name, datatype: t.datatype, shape: t.shape.slice(), data: body.subarray(offset, offset + t.size) };
+      offset += t.size;
+    }
+    const plan: OutputPlan = { defaultBinary: this.defaultBinary };
+    const request: InferRequest = { modelName: this.modelName, modelVersion: this.modelVersion, id: '', parameters: this.parameters(), inputs };
+    const outs = this.outputs;
+    if (outs !== undefined) {
+      const outputs: RequestedOutput[] = new Array(outs.length);
+      const requested = new Map<string, OutputChoice>();
+      for (let i = 0; i < outs.length; i++) {
+        const { name, binary } = outs[i]!;
+        outputs[i] = { name, parameters: binary === undefined ? {} : { binary_data: binary } };
+        if (!requested.has(name)) requested.set(name, { binary: binary === true, classification: 0 });
+      }
+      request.outputs = outputs;
+      plan.requested = requested;
+    }
+    return { request, plan };
+  }
+
+  private parameters(): InferRequest['parameters'] {
+    const v = this.binaryDataOutput;
+    return v === undefined ? {} : { binary_data_output: v };
+  }
+}
+
+/** By model name (see RepeatedHeader). */
+const REPEATED = new Map<string, RepeatedHeader>();
 
 /** More inputs than this is not the usual shape (and `sizes` stays small). */
 const MAX_INPUTS = 64;
