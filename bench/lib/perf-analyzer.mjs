@@ -28,19 +28,35 @@ export function requirePerfAnalyzer() {
 
 /**
  * Runs perf_analyzer with `args`; resolves with its stdout and stderr together, rejects with
- * them when it exits non-zero. `echoStderr` also passes its stderr through to ours.
+ * them when it exits non-zero. `echoStderr` also passes its stderr through to ours. A run past
+ * `timeoutMs` is killed and rejected: perf_analyzer can spin for ever on a connection whose
+ * answer never comes (seen once against bench/floor's HTTP answerer), which held a whole
+ * benchmark, where one failed cell is reported and the run goes on.
  */
-export function perfAnalyzer(bin, args, { echoStderr = false } = {}) {
+export function perfAnalyzer(bin, args, { echoStderr = false, timeoutMs = 300_000 } = {}) {
   return new Promise((resolve, reject) => {
     const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      p.kill('SIGKILL');
+    }, timeoutMs);
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => {
       out += d;
       if (echoStderr) process.stderr.write(d);
     });
-    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`perf_analyzer exited ${code}:\n${out}`))));
-    p.on('error', reject);
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      if (timedOut) reject(new Error(`perf_analyzer ran past ${timeoutMs / 1000} s and was killed:\n${out}`));
+      else if (code === 0) resolve(out);
+      else reject(new Error(`perf_analyzer exited ${code}:\n${out}`));
+    });
+    p.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
   });
 }
 
