@@ -187,7 +187,7 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
     const rid = new RegExp(`rid (\\d+) = ${no} `).exec(server.log())![1];
     expectChain(server, [
       ['ipc', [`rid ${rid} = ${who}`]],
-      ['ipc', [`rid ${rid} (${who}) released: 2 input block(s) freed`]],
+      ['ipc', [`rid ${rid} (${who}) released: 1 input block(s) freed`]],
     ]);
     // The connection it came on: opened before, named by the received line.
     const conn = new RegExp(`\\[http\\] (conn \\d+): received ${no} `).exec(server.log())![1];
