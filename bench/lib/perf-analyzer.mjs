@@ -6,6 +6,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from './server.mjs';
 
@@ -29,13 +30,13 @@ export function requirePerfAnalyzer() {
 /**
  * Runs perf_analyzer with `args`; resolves with its stdout and stderr together, rejects with
  * them when it exits non-zero. `echoStderr` also passes its stderr through to ours. A run past
- * `timeoutMs` is killed and rejected: perf_analyzer can spin for ever on a connection whose
- * answer never comes (seen once against bench/floor's HTTP answerer), which held a whole
- * benchmark, where one failed cell is reported and the run goes on.
+ * `timeoutMs` is killed and rejected, so that one cell that never ends is reported failed and
+ * the run goes on. Its main thread gets priority over its workers (raiseMainThread).
  */
 export function perfAnalyzer(bin, args, { echoStderr = false, timeoutMs = 300_000 } = {}) {
   return new Promise((resolve, reject) => {
     const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const stopRaising = raiseMainThread(p.pid, requestThreads(args));
     let out = '';
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -49,15 +50,76 @@ export function perfAnalyzer(bin, args, { echoStderr = false, timeoutMs = 300_00
     });
     p.on('close', (code) => {
       clearTimeout(timer);
+      stopRaising();
       if (timedOut) reject(new Error(`perf_analyzer ran past ${timeoutMs / 1000} s and was killed:\n${out}`));
       else if (code === 0) resolve(out);
       else reject(new Error(`perf_analyzer exited ${code}:\n${out}`));
     });
     p.on('error', (err) => {
       clearTimeout(timer);
+      stopRaising();
       reject(err);
     });
   });
+}
+
+/** The nice value perf_analyzer's main thread gets once its workers run (raiseMainThread). */
+const MAIN_THREAD_NICE = -10;
+
+/**
+ * How many request threads perf_analyzer starts for `args`: one per request in flight for sync
+ * concurrency runs (--concurrency-range C or C:C); otherwise at least one.
+ */
+function requestThreads(args) {
+  const i = args.indexOf('--concurrency-range');
+  const sync = !args.includes('-a') && !args.includes('--async');
+  const c = i >= 0 ? Number.parseInt(String(args[i + 1]), 10) : Number.NaN;
+  return sync && c > 0 ? c : 1;
+}
+
+/**
+ * Gives perf_analyzer's main thread (its TID is the process's PID) priority over its request
+ * threads, once those exist, so that they keep the nice value they were created with.
+ *
+ * Why: between two windows the main thread sorts out which requests fell in the window that
+ * ended, and it erases each counted record from one vector one at a time, so its work grows
+ * with the records of the window times the records still pending behind them. With 16 sync
+ * request threads and a server answering over 20 000 requests/s on 2 cores, the main thread
+ * got too little CPU to finish before the next window held more records than the last, and
+ * the run never ended (bench/floor's HTTP answerer at c=16, 2026-12-01: none of 7 runs ended
+ * within 25-45 s, a profile showing the main thread in that erase; with the main thread at
+ * nice -10, 3 of 3 ended in 8 s). The request threads and the server share
+ * the cores as before; the main thread only runs between windows.
+ *
+ * Linux applies setpriority to the one thread whose TID it is given; raising a priority needs
+ * CAP_SYS_NICE (root here and in CI), and without it the run goes on unchanged. Returns a
+ * function that stops waiting for the threads.
+ */
+function raiseMainThread(pid, minWorkers) {
+  if (pid === undefined || process.platform !== 'linux') return () => {};
+  let last = 0;
+  const poll = setInterval(() => {
+    let threads;
+    try {
+      threads = fs.readdirSync(`/proc/${pid}/task`).length;
+    } catch {
+      clearInterval(poll);
+      return;
+    }
+    // Raised once the request threads exist and their count has stopped growing, so that
+    // none of them inherits it.
+    if (threads > minWorkers && threads === last) {
+      clearInterval(poll);
+      try {
+        os.setPriority(pid, MAIN_THREAD_NICE);
+      } catch {
+        // Not permitted: the run keeps its default priority.
+      }
+    }
+    last = threads;
+  }, 25);
+  poll.unref();
+  return () => clearInterval(poll);
 }
 
 /** The first data row of a perf_analyzer CSV (`-f`), as a lookup by column name (µs columns, p-latencies). */
