@@ -17,7 +17,7 @@ export function headerPattern(flag: string, pattern: string): RegExp {
 }
 
 /** The request's parameters with the matching headers added after them (the same object when none match). */
-export function withForwardedHeaders(pattern: RegExp, headers: Record<string, string | string[] | undefined>, parameters: Parameters): Parameters {
+export function withForwardedHeaders(pattern: RegExp, headers: Readonly<Record<string, string | string[] | undefined>>, parameters: Parameters): Parameters {
   let out: Parameters | undefined;
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || name.startsWith(':') || !pattern.test(name)) continue;

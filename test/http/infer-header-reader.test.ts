@@ -25,8 +25,9 @@ const PERF_ANALYZER =
   '"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}},{"name":"OUTPUT1","parameters":{"binary_data":true}}]}';
 
 /**
- * The header read by hand equals the JSON path's result, and so does a second request with the
- * same bytes (a repeated header is answered from the reader's memo), in objects of its own.
+ * The header read by hand equals the JSON path's result, and so do later requests with the same
+ * bytes (the second is read again and kept, the third answered from the reader's memo), each in
+ * objects of its own.
  */
 function expectSame(header: string, ...blobs: Buffer[]): void {
   const [buf, n] = body(header, ...blobs);
@@ -34,11 +35,22 @@ function expectSame(header: string, ...blobs: Buffer[]): void {
   expect(fast, header).toBeDefined();
   expect(fast).toEqual(parseJsonInferRequest(buf, n, 'add_sub', '1'));
   expectViews(fast!, buf, n);
-  const again = Buffer.from(buf);
-  const second = readUsualInferHeader(again, n, 'add_sub', '1');
-  expect(second, header).toEqual(parseJsonInferRequest(again, n, 'add_sub', '1'));
-  expectViews(second!, again, n);
-  expectNothingShared(fast!, second!);
+  let previous = fast!;
+  for (let k = 0; k < 2; k++) {
+    const again = Buffer.from(buf);
+    const next = readUsualInferHeader(again, n, 'add_sub', '1');
+    expect(next, header).toEqual(parseJsonInferRequest(again, n, 'add_sub', '1'));
+    expectViews(next!, again, n);
+    expectNothingShared(previous, next!);
+    expectNothingShared(fast!, next!);
+    previous = next!;
+  }
+}
+
+/** Reads `buf`'s header twice, so that the reader keeps it (it keeps a header seen twice in a row). */
+function remember(buf: Buffer, n: number, model = 'add_sub', version = '1'): void {
+  expect(readUsualInferHeader(buf, n, model, version)).toBeDefined();
+  expect(readUsualInferHeader(Buffer.from(buf), n, model, version)).toBeDefined();
 }
 
 /** Tensor bytes stay views of the body, in order. */
@@ -205,7 +217,7 @@ describe('the usual infer header, read by hand', () => {
 describe('a repeated header', () => {
   it('is read again when one byte differs, and the result follows the new bytes', () => {
     const [buf, n] = body(PERF_ANALYZER, b64, b64);
-    expect(readUsualInferHeader(buf, n, 'add_sub', '1')).toBeDefined();
+    remember(buf, n);
     const wider = PERF_ANALYZER.replaceAll('[1,16]', '[1,17]').replaceAll(':64}', ':68}');
     const [buf2, n2] = body(wider, Buffer.alloc(68, 3), Buffer.alloc(68, 4));
     const r = readUsualInferHeader(buf2, n2, 'add_sub', '1');
@@ -222,14 +234,30 @@ describe('a repeated header', () => {
 
   it('names the model and version of its own request', () => {
     const [buf, n] = body(PERF_ANALYZER, b64, b64);
-    readUsualInferHeader(buf, n, 'add_sub', '1');
+    remember(buf, n);
     const other = readUsualInferHeader(Buffer.from(buf), n, 'add_sub_copy', '2');
     expect(other).toEqual(parseJsonInferRequest(buf, n, 'add_sub_copy', '2'));
+    // A version of its own for the same model name is not answered from the other's memo.
+    remember(buf, n, 'add_sub', '1');
+    expect(readUsualInferHeader(Buffer.from(buf), n, 'add_sub', '2')).toEqual(parseJsonInferRequest(buf, n, 'add_sub', '2'));
+  });
+
+  it('follows its own bytes when headers take turns, and when one of them then repeats', () => {
+    const [a, na] = body(PERF_ANALYZER, b64, b64);
+    const wider = PERF_ANALYZER.replaceAll('[1,16]', '[1,17]').replaceAll(':64}', ':68}');
+    const [b, nb] = body(wider, Buffer.alloc(68, 3), Buffer.alloc(68, 4));
+    // Taking turns, each read is a full read; every result still follows its own bytes.
+    for (let k = 0; k < 6; k++) {
+      const [buf, n] = k % 2 === 0 ? [a, na] : [b, nb];
+      expect(readUsualInferHeader(Buffer.from(buf), n, 'turns', '1')).toEqual(parseJsonInferRequest(buf, n, 'turns', '1'));
+    }
+    remember(a, na, 'turns');
+    expect(readUsualInferHeader(Buffer.from(a), na, 'turns', '1')).toEqual(parseJsonInferRequest(a, na, 'turns', '1'));
   });
 
   it('with a binary part of another length is left to the JSON path, which words the refusal', () => {
     const [buf, n] = body(PERF_ANALYZER, b64, b64);
-    readUsualInferHeader(buf, n, 'add_sub', '1');
+    remember(buf, n);
     const [longer] = body(PERF_ANALYZER, b64, b64, Buffer.alloc(1));
     expect(readUsualInferHeader(longer, n, 'add_sub', '1')).toBeUndefined();
     const [shorter] = body(PERF_ANALYZER, b64, b8);

@@ -14,8 +14,9 @@
  * parameters, a duplicate key, a number with a sign or fraction, an error of any kind — returns
  * undefined and goes through infer-request.ts as before, so every refusal and every unusual form
  * keeps one implementation. What an accepted header yields equals what the general path builds,
- * field for field (test/http/infer-header-reader.test.ts compares the two). A model's last header
- * read is kept (RepeatedHeader): the next one with the same bytes is not read again.
+ * field for field (test/http/infer-header-reader.test.ts compares the two). A header a model
+ * saw twice in a row is kept (RepeatedHeader, seenTwice): the next ones with the same bytes are
+ * not read again.
  */
 import type { Datatype } from '../../core/datatype.js';
 import { isDatatype } from '../../core/datatype.js';
@@ -87,8 +88,10 @@ export function readUsualInferHeader(body: Buffer, headerLength: number, modelNa
   r.end = headerLength;
   try {
     const parsed = r.readDocument(modelName, modelVersion);
-    // Kept only without an id: ids usually differ from one request to the next.
-    if (headerLength <= REPEAT_MAX_BYTES && parsed.request.id === '') {
+    // Kept only without an id (ids usually differ from one request to the next), and only the
+    // second time in a row the model sees it: a client whose headers change every request
+    // (shapes that vary) then pays a copy of the bytes, not the memo's objects, per request.
+    if (headerLength <= REPEAT_MAX_BYTES && parsed.request.id === '' && seenTwice(body, headerLength, modelName)) {
       if (REPEATED.size >= REPEAT_MODELS && !REPEATED.has(modelName)) REPEATED.clear();
       REPEATED.set(modelName, new RepeatedHeader(body, headerLength, modelName, modelVersion, parsed, r.sizes));
     }
@@ -192,6 +195,28 @@ class RepeatedHeader {
 
 /** By model name (see RepeatedHeader). */
 const REPEATED = new Map<string, RepeatedHeader>();
+
+/** By model name: the bytes of the last header read and not kept (see seenTwice). */
+const SEEN = new Map<string, { bytes: Buffer; length: number }>();
+
+/**
+ * Whether `body`'s header (of `headerLength` ≤ REPEAT_MAX_BYTES bytes) has the bytes of the
+ * model's last header read; if not, its bytes become the model's last, copied into a buffer
+ * the model keeps (no allocation per request). Bounded like REPEATED.
+ */
+function seenTwice(body: Buffer, headerLength: number, modelName: string): boolean {
+  let seen = SEEN.get(modelName);
+  if (seen === undefined) {
+    if (SEEN.size >= REPEAT_MODELS) SEEN.clear();
+    seen = { bytes: Buffer.allocUnsafe(REPEAT_MAX_BYTES), length: -1 };
+    SEEN.set(modelName, seen);
+  } else if (seen.length === headerLength && body.compare(seen.bytes, 0, headerLength, 0, headerLength) === 0) {
+    return true;
+  }
+  body.copy(seen.bytes, 0, 0, headerLength);
+  seen.length = headerLength;
+  return false;
+}
 
 /** More inputs than this is not the usual shape (and `sizes` stays small). */
 const MAX_INPUTS = 64;

@@ -8,21 +8,22 @@
  * bounded sizes. Anything else is a `WireError` with the status to answer (400, 431, 501, 505).
  */
 
+/** A parsed head; the same frozen object may come back for a later head with the same bytes. */
 export interface RequestHead {
-  method: string;
+  readonly method: string;
   /** The request-target as sent (origin-form for the routes this server has). */
-  url: string;
+  readonly url: string;
   /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
-  versionMinor: number;
+  readonly versionMinor: number;
   /** Field names lower-cased; repeated fields joined with ", " (as node:http does for most). */
-  headers: Record<string, string>;
+  readonly headers: Readonly<Record<string, string>>;
   /** Body length from Content-Length; -1 when chunked; 0 when neither is present. */
-  contentLength: number;
-  chunked: boolean;
+  readonly contentLength: number;
+  readonly chunked: boolean;
   /** The connection may carry another request after this one. */
-  keepAlive: boolean;
+  readonly keepAlive: boolean;
   /** `Expect: 100-continue` (any other expectation is ignored, as Triton does). */
-  expectContinue: boolean;
+  readonly expectContinue: boolean;
 }
 
 /** A request the server cannot read; `status` is the answer before the connection closes. */
@@ -83,8 +84,37 @@ export function findHeadEnd(buf: Buffer, start: number): number {
   return -1;
 }
 
-/** Parses `buf[start, end)`, a whole head ending in CRLF CRLF (see findHeadEnd). */
+/** Heads longer than this are not remembered (a client's usual head is a few hundred bytes). */
+const MAX_REMEMBERED_HEAD = 2048;
+/**
+ * The last head parsed and its bytes: a client sends the same head on every request of a kind
+ * (perf_analyzer's and tritonclient's infer requests differ only in their bodies), and the
+ * parse is a function of the bytes alone. Not frozen: freezing the header record (a
+ * dictionary-mode object) cost more than the parse it saves when heads change every request;
+ * RequestHead's fields and record are typed read-only instead.
+ */
+let lastHead: RequestHead | undefined;
+const lastHeadBytes = Buffer.alloc(MAX_REMEMBERED_HEAD);
+let lastHeadLength = -1;
+
+/**
+ * Parses `buf[start, end)`, a whole head ending in CRLF CRLF (see findHeadEnd). The same object
+ * comes back for a head with the same bytes as the last one: never change it.
+ */
 export function parseRequestHead(buf: Buffer, start: number, end: number): RequestHead {
+  const n = end - start;
+  if (n === lastHeadLength && buf.compare(lastHeadBytes, 0, n, start, end) === 0) return lastHead!;
+  const head = readHead(buf, start, end);
+  if (n <= MAX_REMEMBERED_HEAD) {
+    lastHead = head;
+    buf.copy(lastHeadBytes, 0, start, end);
+    lastHeadLength = n;
+  }
+  return head;
+}
+
+/** parseRequestHead's parse proper, for bytes it has not just seen. */
+function readHead(buf: Buffer, start: number, end: number): RequestHead {
   // Request line: method SP request-target SP HTTP/1.x CRLF
   let i = start;
   while (i < end && TOKEN[buf[i]!] === 1) i++;
