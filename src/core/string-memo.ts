@@ -6,7 +6,8 @@
  * string back when the bytes match, so a repeat builds no string and allocates nothing, and the
  * string the core's maps look up is one whose hash V8 already holds. One implementation serves the
  * gRPC request reader, the HTTP infer-header reader, the frontend threads' records and the stub's
- * `exec_done` reader.
+ * `exec_done` reader. LastBytes keeps a whole message's bytes the same way, for readers that
+ * answer a repeated message from their last result.
  */
 
 const EMPTY = new Uint8Array(0);
@@ -71,6 +72,35 @@ export class StringMemo {
     const text = utf8(buf, start, end);
     this.remember(buf, start, end, text);
     return text;
+  }
+}
+
+/**
+ * The bytes of the last message (or part of one) kept, in a buffer of a fixed size, so keeping
+ * them allocates nothing: for a reader that answers a repeat of the same bytes from what it
+ * made of them last time (the HTTP request head, the infer header a model sees twice).
+ */
+export class LastBytes {
+  private readonly bytes: Buffer;
+  private length = -1;
+
+  constructor(readonly max: number) {
+    this.bytes = Buffer.allocUnsafe(max);
+  }
+
+  /** Whether `buf[start, end)` holds the kept bytes. */
+  equals(buf: Buffer, start: number, end: number): boolean {
+    const n = end - start;
+    return n === this.length && buf.compare(this.bytes, 0, n, start, end) === 0;
+  }
+
+  /** Keeps `buf[start, end)` in place of what was kept; false (nothing changed) past `max` bytes. */
+  keep(buf: Buffer, start: number, end: number): boolean {
+    const n = end - start;
+    if (n > this.max) return false;
+    buf.copy(this.bytes, 0, start, end);
+    this.length = n;
+    return true;
   }
 }
 

@@ -15,7 +15,7 @@ import { hasNoParameters, readParameters } from '../../core/request/parameters.j
 import type { ExecutionListener, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
-import { SHARED_INPUT_MAX_BYTES, freeRequestInputs, outputBlocks, readOutput, writeRequestInputs, type Block, type TensorDescriptor } from './tensor-codec.js';
+import { freeRequestInputs, outputBlocks, readOutput, requestInputBlocks, writeRequestInputs, type Block, type TensorDescriptor } from './tensor-codec.js';
 import type { StubChannel } from './ipc/channel.js';
 import type { ExecDoneMsg, ExecRequestWire, OutputDescriptor, RespWire, SendMsg } from './ipc/messages.js';
 import { traceLine, traceTags, traced } from '../../core/trace-tags.js';
@@ -351,7 +351,7 @@ export class StubSession {
     const live = this.live.get(rid);
     if (!live) return;
     if (traceTags.ipc) {
-      const freed = this.closed ? 'its region is gone' : `${1 + live.inputs.filter((d) => d[5] > SHARED_INPUT_MAX_BYTES).length} input block(s) freed`;
+      const freed = this.closed ? 'its region is gone' : `${requestInputBlocks(live.inputs)} input block(s) freed`;
       this.trace(live, `released: ${freed}`);
     }
     this.live.delete(rid);

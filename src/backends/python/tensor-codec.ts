@@ -21,6 +21,9 @@ export type Block = BlockRef;
  */
 export const SHARED_INPUT_MAX_BYTES = 64 * 1024;
 
+/** Whether the input of descriptor `d` (from writeRequestInputs) has a block of its own. */
+const ownsBlock = (d: TensorDescriptor): boolean => d[5] > SHARED_INPUT_MAX_BYTES;
+
 /**
  * Copies a request's cancel flag word (`flag`, 4 bytes) and its input tensors into Node's arena:
  * the flag and every input of at most SHARED_INPUT_MAX_BYTES in one block, each part at
@@ -65,7 +68,7 @@ export function writeRequestInputs(channel: StubChannel, tensors: readonly Tenso
     // The request never becomes live: give back what it took so far.
     for (let k = 0; k < i; k++) {
       const d = descs[k]!;
-      if (d[5] > SHARED_INPUT_MAX_BYTES) channel.freeInput(d[3], d[4]);
+      if (ownsBlock(d)) channel.freeInput(d[3], d[4]);
     }
     channel.freeInput(seg, base);
     throw err;
@@ -77,9 +80,16 @@ export function writeRequestInputs(channel: StubChannel, tensors: readonly Tenso
 export function freeRequestInputs(channel: StubChannel, cflag: Block, inputs: readonly TensorDescriptor[]): void {
   for (let i = 0; i < inputs.length; i++) {
     const d = inputs[i]!;
-    if (d[5] > SHARED_INPUT_MAX_BYTES) channel.freeInput(d[3], d[4]);
+    if (ownsBlock(d)) channel.freeInput(d[3], d[4]);
   }
   channel.freeInput(cflag[0], cflag[1]);
+}
+
+/** How many blocks freeRequestInputs frees for `inputs`: the request's own and each large input's. */
+export function requestInputBlocks(inputs: readonly TensorDescriptor[]): number {
+  let n = 1;
+  for (let i = 0; i < inputs.length; i++) if (ownsBlock(inputs[i]!)) n++;
+  return n;
 }
 
 /** `n` rounded up to BLOCK_ALIGN (arithmetic, not bitwise: a part may pass 2 GiB). */

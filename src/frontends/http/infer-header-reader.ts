@@ -21,7 +21,7 @@
 import type { Datatype } from '../../core/datatype.js';
 import { isDatatype } from '../../core/datatype.js';
 import type { InferRequest, RequestedOutput } from '../../core/inference.js';
-import { StringMemo, stringMemos, utf8 } from '../../core/string-memo.js';
+import { LastBytes, StringMemo, stringMemos, utf8 } from '../../core/string-memo.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { OutputChoice, OutputPlan, ParsedInferRequest } from './infer-plan.js';
 
@@ -197,7 +197,7 @@ class RepeatedHeader {
 const REPEATED = new Map<string, RepeatedHeader>();
 
 /** By model name: the bytes of the last header read and not kept (see seenTwice). */
-const SEEN = new Map<string, { bytes: Buffer; length: number }>();
+const SEEN = new Map<string, LastBytes>();
 
 /**
  * Whether `body`'s header (of `headerLength` ≤ REPEAT_MAX_BYTES bytes) has the bytes of the
@@ -208,13 +208,12 @@ function seenTwice(body: Buffer, headerLength: number, modelName: string): boole
   let seen = SEEN.get(modelName);
   if (seen === undefined) {
     if (SEEN.size >= REPEAT_MODELS) SEEN.clear();
-    seen = { bytes: Buffer.allocUnsafe(REPEAT_MAX_BYTES), length: -1 };
+    seen = new LastBytes(REPEAT_MAX_BYTES);
     SEEN.set(modelName, seen);
-  } else if (seen.length === headerLength && body.compare(seen.bytes, 0, headerLength, 0, headerLength) === 0) {
+  } else if (seen.equals(body, 0, headerLength)) {
     return true;
   }
-  body.copy(seen.bytes, 0, 0, headerLength);
-  seen.length = headerLength;
+  seen.keep(body, 0, headerLength);
   return false;
 }
 

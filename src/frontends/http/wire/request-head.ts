@@ -7,8 +7,9 @@
  * byte, one framing (Content-Length or chunked, never both, equal values when repeated), and
  * bounded sizes. Anything else is a `WireError` with the status to answer (400, 431, 501, 505).
  */
+import { LastBytes } from '../../../core/string-memo.js';
 
-/** A parsed head; the same frozen object may come back for a later head with the same bytes. */
+/** A parsed head; the same object comes back for a later head with the same bytes (never change it). */
 export interface RequestHead {
   readonly method: string;
   /** The request-target as sent (origin-form for the routes this server has). */
@@ -94,22 +95,16 @@ const MAX_REMEMBERED_HEAD = 2048;
  * RequestHead's fields and record are typed read-only instead.
  */
 let lastHead: RequestHead | undefined;
-const lastHeadBytes = Buffer.alloc(MAX_REMEMBERED_HEAD);
-let lastHeadLength = -1;
+const lastHeadBytes = new LastBytes(MAX_REMEMBERED_HEAD);
 
 /**
  * Parses `buf[start, end)`, a whole head ending in CRLF CRLF (see findHeadEnd). The same object
  * comes back for a head with the same bytes as the last one: never change it.
  */
 export function parseRequestHead(buf: Buffer, start: number, end: number): RequestHead {
-  const n = end - start;
-  if (n === lastHeadLength && buf.compare(lastHeadBytes, 0, n, start, end) === 0) return lastHead!;
+  if (lastHeadBytes.equals(buf, start, end)) return lastHead!;
   const head = readHead(buf, start, end);
-  if (n <= MAX_REMEMBERED_HEAD) {
-    lastHead = head;
-    buf.copy(lastHeadBytes, 0, start, end);
-    lastHeadLength = n;
-  }
+  if (lastHeadBytes.keep(buf, start, end)) lastHead = head;
   return head;
 }
 
