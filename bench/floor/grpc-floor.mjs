@@ -7,7 +7,7 @@
  * beyond the model name, no validation, no model: what a unary call costs on HTTP/2 itself.
  * The connections are tritium's own HTTP/2 sessions (dist/frontends/grpc/transport/h2-session.js,
  * over the nghttp2 inside Node) with tritium's settings, and the answer takes the same path as
- * tritium's (`respond`, the message, `end` with the trailers: one write).
+ * tritium's (`answer`: headers, the message and the trailers in one call, and one write).
  *
  *   node bench/floor/grpc-floor.mjs <canned.json>
  *
@@ -66,8 +66,14 @@ function answerCall(stream, path, chunks) {
     stream.respond(UNIMPLEMENTED, false);
     return;
   }
+  // One framed, uncompressed message (every recorded unary answer): tritium's unary path, answer().
+  const data = answer.data;
+  if (data.length >= 5 && data[0] === 0 && data.readUInt32BE(1) === data.length - 5) {
+    stream.answer(answer.headers, data.subarray(5), answer.trailers);
+    return;
+  }
   stream.respond(answer.headers, true);
-  stream.write(answer.data);
+  stream.write(data);
   stream.end(answer.trailers);
 }
 

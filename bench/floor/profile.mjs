@@ -45,7 +45,7 @@ export const STAGE_RULES = [
   [/\/frontends\/http\//, ANY, 'read/parse'],
   // --- frontends: gRPC
   [/\/frontends\/grpc\/transport\/call\.js$/, /^(sendMessage|sendStatus|sendLast|#sendHeaders|write|end|errorTrailers|trailersOnlyHeaders)$/, 'respond'],
-  [/\/frontends\/grpc\/transport\/h2-session\.js$/, /^(flush|respond|write|end|scheduleFlush|close|goaway|ping|wantDrain)$/, 'respond'],
+  [/\/frontends\/grpc\/transport\/h2-session\.js$/, /^(flush|answer|respond|write|end|scheduleFlush|close|goaway|ping|wantDrain)$/, 'respond'],
   [/\/frontends\/grpc\/service\.js$/, /^(answer|fail)$/, 'respond'],
   [/\/frontends\/grpc\/infer-codec\.js$/, /^(prepare|encode\w*|asBuffer)$/, 'respond'],
   [/\/frontends\/grpc\/(response-wire|status)\.js$|\/frontends\/grpc\/transport\/(status|response-compression)\.js$/, ANY, 'respond'],
@@ -90,7 +90,7 @@ function stageOfFrame(frame) {
     // node-addon-api's inlined helpers (Napi::) are passed over so that their caller decides.
     if (frame.name.startsWith('Napi::')) return undefined;
     if (!frame.name.includes('H2Session')) return 'IPC';
-    return /H2Session::(Flush|Respond|Write|End|ReadData|Reset|Goaway|Ping|Queued|WantIo)/.test(frame.name) ? 'respond' : 'read/parse';
+    return /H2Session::(Flush|Answer|Respond|Write|End|ReadData|Reset|Goaway|Ping|Queued|WantIo)/.test(frame.name) ? 'respond' : 'read/parse';
   }
   const url = frame.url;
   if (!url || url.startsWith('node:')) return undefined;

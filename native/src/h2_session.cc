@@ -1,19 +1,29 @@
 // H2Session: the server side of one HTTP/2 connection over libnghttp2, for the gRPC frontend
-// (frontends/grpc/transport/native-session.ts drives it; docs/design.md, "gRPC transport").
+// (frontends/grpc/transport/h2-session.ts drives it; docs/design.md, "gRPC transport").
 //
 // Why not node:http2: it wraps the same nghttp2 in a Duplex stream per call, converts every
 // header block to and from objects, and sends a unary answer in two writes a loop turn apart
 // (trailers always leave from setImmediate). Here the JavaScript side owns the socket; bytes
-// read go in through receive(), which returns what happened as one flat array, and flush()
-// returns every frame nghttp2 has to send as one buffer, so a unary answer (HEADERS, DATA,
-// trailers) is one write.
+// read go in through receive(), which reports what happened as events (below), and flush()
+// hands over every frame nghttp2 has to send as one run of bytes (in a buffer JavaScript reuses
+// while the socket takes its bytes at once), so a unary answer (HEADERS, DATA, trailers) is one
+// write, and an answer of a whole batch too.
 //
-// Event records in receive()'s array (kinds below, then their fields):
-//   kHeaders, stream, [name, value, ...] | true, endStream
-//                                                        request headers; true: the same fields, in
-//                                                        the same order, as the last request of this
+// Events reach JavaScript as numbers in a Float64Array the session is given (bind()): filling
+// it costs no JavaScript object per event (an array of events cost a napi_set_element per field,
+// the largest item of receive() under load). receive() and flush() write ev[0] = the number of
+// event fields that follow from ev[2], and ev[1] = 1 when more are waiting for more(), which
+// refills the array (a burst larger than the array, or closes queued by a flush). The few
+// events that carry objects (a new header block, a copied DATA chunk) put them in the objects
+// array bound with it and give their index.
+//
+// Event records (kinds below, then their fields):
+//   kHeaders, stream, -1 | object index, endStream     request headers: the [name, value, ...]
+//                                                        array, or -1: the same fields, in the same
+//                                                        order, as the last request of this
 //                                                        connection (JavaScript reuses what it made)
 //   kData, stream, offset, length                        a DATA chunk at [offset, offset+length) of the input
+//   kDataCopy, stream, object index                      a DATA chunk nghttp2 gave from its own memory (copied)
 //   kEnd, stream                                         the client ended its side (END_STREAM)
 //   kClose, stream, errorCode                            the stream closed (0: normally)
 //   kPing                                                the client pinged (nghttp2 answers it)
@@ -35,7 +45,10 @@
 namespace tritium {
 namespace {
 
-enum EventKind : int32_t { kHeaders = 1, kData = 2, kEnd = 3, kClose = 4, kPing = 5, kPingAck = 6, kGoaway = 7 };
+enum EventKind : int32_t { kHeaders = 1, kData = 2, kEnd = 3, kClose = 4, kPing = 5, kPingAck = 6, kGoaway = 7, kDataCopy = 8 };
+
+// ev[0] and ev[1] of the event array; the fields start at ev[kEventBase].
+constexpr size_t kEventBase = 2;
 
 // A request's header block is bounded as node:http2 bounds it by default.
 constexpr size_t kMaxHeaderPairs = 128;
@@ -46,7 +59,8 @@ constexpr size_t kInternedStrings = 32;
 constexpr size_t kFlushBytes = 1 << 20;
 
 struct Chunk {
-  Napi::Reference<Napi::Value> keep;
+  Napi::Reference<Napi::Value> keep;  // the JavaScript bytes, while `data` points into them
+  std::vector<uint8_t> owned;         // or bytes of the chunk's own (answer())
   const uint8_t* data;
   size_t length;
 };
@@ -103,8 +117,11 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "H2Session",
                        {
+                           InstanceMethod<&H2Session::Bind>("bind"),
                            InstanceMethod<&H2Session::Receive>("receive"),
+                           InstanceMethod<&H2Session::More>("more"),
                            InstanceMethod<&H2Session::Flush>("flush"),
+                           InstanceMethod<&H2Session::Answer>("answer"),
                            InstanceMethod<&H2Session::Respond>("respond"),
                            InstanceMethod<&H2Session::Write>("write"),
                            InstanceMethod<&H2Session::End>("end"),
@@ -161,39 +178,91 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
  private:
   // ---- receiving ----
 
-  // receive(chunk): the event array, or a negative nghttp2 error code (the connection is
-  // broken: flush() what nghttp2 queued, a GOAWAY, then close).
+  // bind(ev: Float64Array, objects: unknown[]): where receive(), flush() and more() put events.
+  Napi::Value Bind(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 2 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
+        info[0].As<Napi::Float64Array>().ElementLength() <= kEventBase + 4 || !info[1].IsArray()) {
+      Napi::TypeError::New(env, "bind(ev: Float64Array of more than 6, objects: [])").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    evJs_ = Napi::Persistent(info[0].As<Napi::Float64Array>());
+    objsJs_ = Napi::Persistent(info[1].As<Napi::Array>());
+    return env.Undefined();
+  }
+
+  // receive(chunk): 0 with the events in the bound array, or a negative nghttp2 error code
+  // (the connection is broken: flush() what nghttp2 queued, a GOAWAY, then close).
   Napi::Value Receive(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (session_ == nullptr) return Napi::Number::New(env, -1);
+    if (session_ == nullptr || evJs_.IsEmpty()) return Napi::Number::New(env, -1);
     auto in = info[0].As<Napi::Uint8Array>();
-    events_ = Napi::Array::New(env);
-    count_ = 0;
     env_ = env;
     inBase_ = in.Data();
     inLength_ = in.ByteLength();
     const ssize_t rv = nghttp2_session_mem_recv(session_, inBase_, inLength_);
     inBase_ = nullptr;
-    Napi::Array out = events_;
-    events_ = Napi::Array();
-    if (rv < 0) return Napi::Number::New(env, static_cast<double>(rv));
-    return out;
+    if (rv < 0) {
+      ev_.clear();  // the connection ends: every stream is closed by JavaScript
+      objCount_ = 0;
+      return Napi::Number::New(env, static_cast<double>(rv));
+    }
+    Deliver();
+    return Napi::Number::New(env, 0);
   }
 
-  void Push(Napi::Value v) { events_.Set(count_++, v); }
-  void Push(double v) { events_.Set(count_++, Napi::Number::New(env_, v)); }
+  // more(): the next events into the bound array (after ev[1] said there were more).
+  Napi::Value More(const Napi::CallbackInfo& info) {
+    if (!evJs_.IsEmpty()) Deliver();
+    return info.Env().Undefined();
+  }
 
-  // A request's header block: `true` when it repeats the connection's last one field for
+  // Copies whole events waiting in ev_ into the bound array, as many as fit (ev[0], ev[1]).
+  void Deliver() {
+    Napi::Float64Array ev = evJs_.Value();
+    double* out = ev.Data();
+    const size_t room = ev.ElementLength() - kEventBase;
+    size_t n = ev_.size() - evTaken_;
+    if (n > room) {
+      // Whole events only: cut at the last record start that fits.
+      n = 0;
+      for (size_t at : evStarts_) {
+        if (at < evTaken_) continue;
+        if (at - evTaken_ > room) break;
+        n = at - evTaken_;
+      }
+      if (n == 0) n = room;  // cannot happen: every record is shorter than the array
+    }
+    std::memcpy(out + kEventBase, ev_.data() + evTaken_, n * sizeof(double));
+    evTaken_ += n;
+    out[0] = static_cast<double>(n);
+    out[1] = evTaken_ < ev_.size() ? 1 : 0;
+    if (evTaken_ == ev_.size()) {
+      ev_.clear();
+      evStarts_.clear();
+      evTaken_ = 0;
+      objCount_ = 0;
+    }
+  }
+
+  void Begin() { evStarts_.push_back(ev_.size()); }
+  void Push(double v) { ev_.push_back(v); }
+  void PushObject(Napi::Value v) {
+    objsJs_.Value().Set(objCount_, v);
+    Push(objCount_++);
+  }
+
+  // A request's header block: -1 when it repeats the connection's last one field for
   // field (a client's calls mostly do), else the array, its strings made once per distinct
   // name and value and kept for the connection's next calls.
   void PushHeaders() {
     if (block_ == last_) {
-      Push(Napi::Boolean::New(env_, true));
+      Push(-1);
       return;
     }
     Napi::Array a = Napi::Array::New(env_, block_.size());
     for (uint32_t i = 0; i < block_.size(); i++) a.Set(i, Interned(block_[i]));
-    Push(a);
+    PushObject(a);
     last_.swap(block_);
   }
 
@@ -252,25 +321,30 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
       case nghttp2::kHeaders:
         if (self->inRequest_) {
           self->inRequest_ = false;
+          self->Begin();
           self->Push(kHeaders);
           self->Push(hd->stream_id);
           self->PushHeaders();
           self->Push(endStream ? 1 : 0);
         } else if (endStream) {
+          self->Begin();
           self->Push(kEnd);
           self->Push(hd->stream_id);
         }
         break;
       case nghttp2::kData:
         if (endStream) {
+          self->Begin();
           self->Push(kEnd);
           self->Push(hd->stream_id);
         }
         break;
       case nghttp2::kPing:
+        self->Begin();
         self->Push((hd->flags & nghttp2::kFlagAck) != 0 ? kPingAck : kPing);
         break;
       case nghttp2::kGoaway:
+        self->Begin();
         self->Push(kGoaway);
         self->Push(reinterpret_cast<const nghttp2_goaway*>(frame)->error_code);
         break;
@@ -282,31 +356,29 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
 
   static int OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len, void* user) {
     H2Session* self = Self(user);
-    self->Push(kData);
-    self->Push(stream_id);
+    self->Begin();
     // nghttp2 hands DATA payloads out of the input it was given; should it not, copy.
     if (data >= self->inBase_ && data + len <= self->inBase_ + self->inLength_) {
+      self->Push(kData);
+      self->Push(stream_id);
       self->Push(static_cast<double>(data - self->inBase_));
+      self->Push(static_cast<double>(len));
     } else {
-      self->Push(Napi::Buffer<uint8_t>::Copy(self->env_, data, len));
+      self->Push(kDataCopy);
+      self->Push(stream_id);
+      self->PushObject(Napi::Buffer<uint8_t>::Copy(self->env_, data, len));
     }
-    self->Push(static_cast<double>(len));
     return 0;
   }
 
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user) {
     H2Session* self = Self(user);
     self->out_.erase(stream_id);
-    // Closed while JavaScript is not in receive() (a reset we sent, a flush): the event waits
-    // for the next receive or flush to report it.
-    if (self->inBase_ != nullptr) {
-      self->Push(kClose);
-      self->Push(stream_id);
-      self->Push(error_code);
-    } else {
-      self->closedLater_.push_back(stream_id);
-      self->closedLater_.push_back(static_cast<int32_t>(error_code));
-    }
+    // Inside receive() or flush() (nghttp2 closes streams only there): reported at its end.
+    self->Begin();
+    self->Push(kClose);
+    self->Push(stream_id);
+    self->Push(static_cast<double>(error_code));
     return 0;
   }
 
@@ -398,7 +470,7 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     if (s == nullptr || s->ended) return Napi::Boolean::New(env, false);
     auto bytes = info[1].As<Napi::Uint8Array>();
     if (bytes.ByteLength() > 0) {
-      s->chunks.push_back(Chunk{Napi::Persistent(info[1]), bytes.Data(), bytes.ByteLength()});
+      s->chunks.push_back(Chunk{Napi::Persistent(info[1]), {}, bytes.Data(), bytes.ByteLength()});
       s->queued += bytes.ByteLength();
     }
     Wake(id, s);
@@ -473,10 +545,12 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     return Napi::Number::New(info.Env(), (nghttp2_session_want_read(session_) ? 1 : 0) | (nghttp2_session_want_write(session_) ? 2 : 0));
   }
 
-  // flush(): [bytes to write or undefined, closes seen meanwhile as [stream, code, ...] or undefined].
+  // flush(out): what there is to write: its length when it fits in `out` (copied there; 0 when
+  // there is nothing), else the bytes in a buffer of their own. The streams that closed
+  // meanwhile are kClose events in the bound array.
   Napi::Value Flush(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    Napi::Array result = Napi::Array::New(env, 2);
+    Napi::Value bytes = Napi::Number::New(env, 0);
     if (session_ != nullptr) {
       out_bytes_.clear();
       // Bounded per call, so a large answer neither sits whole in this buffer nor in the
@@ -487,18 +561,57 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
         if (n <= 0) break;
         out_bytes_.insert(out_bytes_.end(), data, data + n);
       }
-      if (!out_bytes_.empty()) result.Set(0u, Napi::Buffer<uint8_t>::Copy(env, out_bytes_.data(), out_bytes_.size()));
+      if (!out_bytes_.empty()) {
+        Napi::Uint8Array out = info.Length() > 0 && info[0].IsTypedArray() ? info[0].As<Napi::Uint8Array>() : Napi::Uint8Array();
+        if (!out.IsEmpty() && out.ByteLength() >= out_bytes_.size()) {
+          std::memcpy(out.Data(), out_bytes_.data(), out_bytes_.size());
+          bytes = Napi::Number::New(env, static_cast<double>(out_bytes_.size()));
+        } else {
+          bytes = Napi::Buffer<uint8_t>::Copy(env, out_bytes_.data(), out_bytes_.size());
+        }
+      }
       if (out_bytes_.capacity() > 2 * kFlushBytes) out_bytes_ = std::vector<uint8_t>();
     }
-    if (!closedLater_.empty()) {
-      Napi::Array closed = Napi::Array::New(env, closedLater_.size());
-      for (uint32_t i = 0; i < closedLater_.size(); i++) {
-        closed.Set(i, Napi::Number::New(env, i % 2 == 0 ? closedLater_[i] : static_cast<double>(static_cast<uint32_t>(closedLater_[i]))));
-      }
-      closedLater_.clear();
-      result.Set(1u, closed);
+    if (!evJs_.IsEmpty()) Deliver();
+    return bytes;
+  }
+
+  // answer(stream, headers, message, trailers): a unary answer in one call: the response
+  // headers, the message framed as gRPC frames it (flag 0, 4-byte big-endian length) in bytes
+  // of the stream's own, and the end with the trailers. false when the stream is gone.
+  Napi::Value Answer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const int32_t id = info[0].As<Napi::Number>().Int32Value();
+    if (session_ == nullptr || out_.count(id) != 0 || nghttp2_session_get_stream_user_data(session_, id) == nullptr) {
+      return Napi::Boolean::New(env, false);
     }
-    return result;
+    const std::shared_ptr<const Fields> headers = FieldsOf(info[1]);
+    auto message = info[2].As<Napi::Uint8Array>();
+    const size_t length = message.ByteLength();
+    OutStream& s = out_[id];
+    Chunk& c = s.chunks.emplace_back();
+    c.owned.resize(5 + length);
+    c.owned[0] = 0;
+    c.owned[1] = static_cast<uint8_t>(length >> 24);
+    c.owned[2] = static_cast<uint8_t>(length >> 16);
+    c.owned[3] = static_cast<uint8_t>(length >> 8);
+    c.owned[4] = static_cast<uint8_t>(length);
+    if (length > 0) std::memcpy(c.owned.data() + 5, message.Data(), length);
+    c.data = c.owned.data();
+    c.length = c.owned.size();
+    s.queued = c.length;
+    s.ended = true;
+    s.trailers = FieldsOf(info[3]);
+    std::vector<nghttp2_nv> nv = ToNv(*headers);
+    nghttp2_data_provider prd;
+    prd.source.ptr = &s;
+    prd.read_callback = ReadData;
+    const int rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), &prd);
+    if (rv != 0) {
+      out_.erase(id);
+      return Napi::Boolean::New(env, false);
+    }
+    return Napi::Boolean::New(env, true);
   }
 
   Napi::Value Destroy(const Napi::CallbackInfo& info) {
@@ -513,7 +626,10 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
       nghttp2_session_del(s);
     }
     out_.clear();
-    closedLater_.clear();
+    ev_.clear();
+    evStarts_.clear();
+    evTaken_ = 0;
+    objCount_ = 0;
     stringKeys_.clear();
     stringsJs_.Reset();
   }
@@ -521,11 +637,15 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
   nghttp2_session* session_ = nullptr;
   std::unordered_map<int32_t, OutStream> out_;
   std::vector<uint8_t> out_bytes_;
-  std::vector<int32_t> closedLater_;
+  // Events not yet handed to JavaScript (fields; where each record starts; how many were taken).
+  std::vector<double> ev_;
+  std::vector<size_t> evStarts_;
+  size_t evTaken_ = 0;
+  uint32_t objCount_ = 0;  // objects put in objsJs_ for the events in ev_
+  Napi::Reference<Napi::Float64Array> evJs_;
+  Napi::Reference<Napi::Array> objsJs_;
   // Valid only inside receive():
   Napi::Env env_ = Napi::Env(nullptr);
-  Napi::Array events_;
-  uint32_t count_ = 0;
   const uint8_t* inBase_ = nullptr;
   size_t inLength_ = 0;
   Fields block_;  // the header block arriving

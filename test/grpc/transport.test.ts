@@ -213,11 +213,28 @@ describe('transport against @grpc/grpc-js', () => {
 
 describe('transport against raw HTTP/2', () => {
   let transport: Transport;
+  /** Calls /t.S/Later has answered, and who wants to hear of each. */
+  let answered = 0;
+  let onAnswered = (): void => {};
   let session: http2.ClientHttp2Session;
 
   beforeAll(async () => {
     const routes = new Map<string, Route>([
       ['/t.S/Echo', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(call.request as Buffer) }],
+      // Echo a turn later: each answer leaves in a flush of its own.
+      [
+        '/t.S/Later',
+        {
+          kind: 'unary',
+          decode: (b) => b,
+          run: (call: UnaryCall) =>
+            void setImmediate(() => {
+              call.sendLast(call.request as Buffer);
+              answered++;
+              onAnswered();
+            }),
+        },
+      ],
       // The call's own `x-tag` metadata: repeated header blocks are reused per connection, changed ones are not.
       ['/t.S/Tag', { kind: 'unary', decode: (b) => b, run: (call: UnaryCall) => call.sendLast(Buffer.from(String(call.metadata.get('x-tag')[0]))) }],
       // An answer of `n` MiB for a request naming n: more than one flush of the session (1 MiB) holds.
@@ -285,6 +302,91 @@ describe('transport against raw HTTP/2', () => {
       answers.push(r.body.subarray(5).toString());
     }
     expect(answers).toEqual(tags);
+  });
+
+  it('answers a burst of calls larger than one batch of session events, each with its own headers', async () => {
+    // 400 calls written at once reach the server in a few reads: each read reports more events
+    // (about ten fields a call) than one batch holds (1024 fields), and the answers' closes
+    // follow in batches too (h2_session.cc, more()). Tags change every call or two, so new
+    // header blocks (objects handed over by index) fall in every batch.
+    const tags = Array.from({ length: 400 }, (_, i) => `t${Math.floor(i / 2) % 7}`);
+    const answers = await Promise.all(tags.map((tag) => request({ ...grpcHeaders, ':path': '/t.S/Tag', 'x-tag': tag }, frame(Buffer.from('x')))));
+    expect(answers.map((r) => r.body.subarray(5).toString())).toEqual(tags);
+    expect(answers.every((r) => r.trailers['grpc-status'] === '0' && r.body.readUInt32BE(1) === r.body.length - 5)).toBe(true);
+  });
+
+  it('keeps answers intact that wait in the socket while the client does not read', async () => {
+    // A raw HTTP/2 client opens wide windows, sends 1000 calls of 7000 bytes in one write and
+    // stops reading its socket. Each answer leaves in a flush of its own (/t.S/Later), the
+    // kernel's buffers fill and the answers queue in the server's socket, where each flush's
+    // bytes must stay as they were while the next flush is made (h2-session.ts then gives the
+    // next flush a buffer of its own). Then the client reads everything and checks each answer.
+    const N = 1000;
+    const SIZE = 7000;
+    const bodies = Array.from({ length: N }, (_, i) => {
+      const b = Buffer.alloc(SIZE, i % 251);
+      b.writeUInt32BE(i, 0);
+      return b;
+    });
+    const h2frame = (type: number, flags: number, stream: number, payload: Buffer): Buffer => {
+      const head = Buffer.alloc(9);
+      head.writeUIntBE(payload.length, 0, 3);
+      head[3] = type;
+      head[4] = flags;
+      head.writeUInt32BE(stream, 5);
+      return Buffer.concat([head, payload]);
+    };
+    // HPACK literal fields without indexing, names as literals (RFC 7541, 6.2.2).
+    const hpack = (fields: string[][]): Buffer =>
+      Buffer.concat(fields.map(([n, v]) => Buffer.concat([Buffer.from([0, n!.length]), Buffer.from(n!), Buffer.from([v!.length]), Buffer.from(v!)])));
+    const block = hpack([
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', '/t.S/Later'],
+      [':authority', 'x'],
+      ['content-type', 'application/grpc'],
+      ['te', 'trailers'],
+    ]);
+    const settings = Buffer.alloc(6);
+    settings.writeUInt16BE(0x4, 0); // SETTINGS_INITIAL_WINDOW_SIZE
+    settings.writeUInt32BE(2 ** 31 - 1, 2);
+    const increment = Buffer.alloc(4);
+    increment.writeUInt32BE(2 ** 31 - 1 - 65535, 0);
+    const wire = [Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), h2frame(0x4, 0, 0, settings), h2frame(0x8, 0, 0, increment)];
+    for (let i = 0; i < N; i++) {
+      wire.push(h2frame(0x1, 0x4, 2 * i + 1, block), h2frame(0x0, 0x1, 2 * i + 1, frame(bodies[i]!)));
+    }
+    const port = (transport.server.address() as AddressInfo).port;
+    const socket = net.connect(port, '127.0.0.1');
+    socket.pause(); // reads nothing until every answer is out
+    const got: Buffer[] = [];
+    socket.on('data', (c: Buffer) => got.push(c));
+    answered = 0;
+    const allAnswered = new Promise<void>((resolve) => (onAnswered = () => answered === N && resolve()));
+    socket.write(Buffer.concat(wire));
+    await allAnswered;
+    // Every answer is written or queued; now read them all.
+    const ended = new Map<number, Buffer[]>();
+    let done = 0;
+    await new Promise<void>((resolve, reject) => {
+      let buf = Buffer.alloc(0);
+      socket.on('data', () => {
+        buf = Buffer.concat([buf, ...got.splice(0)]);
+        while (buf.length >= 9) {
+          const length = buf.readUIntBE(0, 3);
+          if (buf.length < 9 + length) break;
+          const [type, flags, stream] = [buf[3]!, buf[4]!, buf.readUInt32BE(5) & 0x7fffffff];
+          if (type === 0x0) ended.set(stream, [...(ended.get(stream) ?? []), buf.subarray(9, 9 + length)]);
+          if (type === 0x3) reject(new Error(`RST_STREAM on stream ${stream}`));
+          if ((type === 0x0 || type === 0x1) && (flags & 0x1) !== 0 && ++done === N) resolve();
+          buf = buf.subarray(9 + length);
+        }
+      });
+      socket.resume();
+    });
+    socket.destroy();
+    const wrong = bodies.filter((b, i) => !Buffer.concat(ended.get(2 * i + 1) ?? []).equals(frame(b)));
+    expect(wrong.length).toBe(0);
   });
 
   it('sends an answer larger than one flush whole, paced by the socket', async () => {

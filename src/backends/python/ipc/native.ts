@@ -141,12 +141,21 @@ export interface H2HeaderBlock {
 /** A header argument of NativeH2Session: a block made once, or [name, value, ...]. */
 export type H2Fields = H2HeaderBlock | readonly string[];
 
-/** native/src/h2_session.cc; the event records of `receive` are listed there. */
+/** native/src/h2_session.cc; the event records are listed there. */
 export interface NativeH2Session {
-  /** The events the bytes caused, or a negative nghttp2 error (the connection is broken). */
-  receive(chunk: Uint8Array): Array<number | string[] | Buffer> | number;
-  /** [bytes to write, streams closed meanwhile as [id, code, ...]]. */
-  flush(): [Buffer | undefined, number[] | undefined];
+  /** Where receive(), flush() and more() put events: ev[0] fields from ev[2], ev[1] = 1 when more() has more; objects by index. */
+  bind(ev: Float64Array, objects: unknown[]): void;
+  /** 0 with the events the bytes caused in the bound array, or a negative nghttp2 error (the connection is broken). */
+  receive(chunk: Uint8Array): number;
+  /** The next events into the bound array. */
+  more(): void;
+  /**
+   * What nghttp2 has to send: its length when it fit in `out` (copied there; 0: nothing), else
+   * the bytes in a buffer of their own. Streams closed meanwhile are events in the bound array.
+   */
+  flush(out: Uint8Array): number | Buffer;
+  /** A unary answer: headers, the message framed, trailers. False when the stream is gone or already answering. */
+  answer(stream: number, headers: H2Fields, message: Uint8Array, trailers: H2Fields): boolean;
   respond(stream: number, headers: H2Fields, body: boolean): number;
   write(stream: number, bytes: Uint8Array): boolean;
   end(stream: number, trailers?: H2Fields): boolean;

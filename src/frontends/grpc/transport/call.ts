@@ -118,6 +118,14 @@ export abstract class BaseCall {
   /** Sends one message and the OK status (a unary answer). */
   sendLast(payload: Uint8Array): void {
     if (this.#ended) return;
+    if (!this.#headersSent && this.compression === undefined && payload.length <= COPY_LIMIT && !this.stream.destroyed) {
+      // The usual unary answer: headers, message and OK trailers in one call into nghttp2.
+      this.#headersSent = true;
+      this.observer.sentData();
+      this.#finish();
+      this.stream.answer(RESPONSE_HEADERS, payload, OK_TRAILERS);
+      return;
+    }
     this.sendMessage(payload);
     this.sendStatus();
   }

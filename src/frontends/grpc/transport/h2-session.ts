@@ -33,6 +33,16 @@ const EV_CLOSE = 4;
 const EV_PING = 5;
 const EV_PING_ACK = 6;
 const EV_GOAWAY = 7;
+const EV_DATA_COPY = 8;
+
+/**
+ * Event fields one receive() or flush() hands over at most (more() gives the rest): room for
+ * about a hundred unary calls, 8 KiB per connection.
+ */
+const EVENT_FIELDS = 1024;
+
+/** flush()'s buffer: some fifty small unary answers; more is returned in a buffer of its own. */
+const OUT_BYTES = 8 * 1024;
 
 /** A request's headers: lower-case names, pseudo-headers included, repeated names joined by ", ". */
 export type H2Headers = Record<string, string | undefined>;
@@ -76,6 +86,16 @@ export class H2Stream {
     if (this.destroyed) return;
     this.session.native.respond(this.id, headers, body);
     this.session.scheduleFlush();
+  }
+
+  /**
+   * A whole unary answer: headers, `message` framed (copied), trailers; one call into nghttp2.
+   * False when the stream closed or has already responded (use respond/write/end then).
+   */
+  answer(headers: H2Fields, message: Uint8Array, trailers: H2Fields): boolean {
+    if (this.destroyed || !this.session.native.answer(this.id, headers, message, trailers)) return false;
+    this.session.scheduleFlush();
+    return true;
   }
 
   /** Queues bytes of the response body (kept by reference until HTTP/2 takes them). */
@@ -198,6 +218,12 @@ export class H2Session extends EventEmitter {
   private readonly pings: Array<(err: Error | null) => void> = [];
   /** The headers of the connection's last call: a client's calls mostly repeat them exactly. */
   private lastHeaders: H2Headers | undefined;
+  /** Events from the native session: ev[0] fields from ev[2], ev[1] = 1 when more() has more (h2_session.cc). */
+  private readonly ev = new Float64Array(2 + EVENT_FIELDS);
+  /** The objects events refer to by index (new header blocks, copied chunks); emptied after each batch. */
+  private readonly objects: unknown[] = [];
+  /** Where flush() puts what it has to send when that fits (a copy per flush cost a new ArrayBuffer each time). */
+  private out = Buffer.allocUnsafeSlow(OUT_BYTES);
 
   constructor(
     readonly socket: Socket,
@@ -207,6 +233,7 @@ export class H2Session extends EventEmitter {
     const { H2Session: Native } = loadNative();
     this.native = new Native({ maxConcurrentStreams: settings.maxConcurrentStreams, initialWindowSize: settings.initialWindowSize });
     this.native.setLocalWindowSize(settings.sessionWindow);
+    this.native.bind(this.ev, this.objects);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('drain', () => {
@@ -224,13 +251,13 @@ export class H2Session extends EventEmitter {
 
   private receive(chunk: Buffer): void {
     if (this.destroyed) return;
-    let ev: ReturnType<NativeH2Session['receive']>;
+    let rv: number;
     try {
-      ev = this.native.receive(chunk);
+      rv = this.native.receive(chunk);
     } catch {
-      ev = -1; // the session's own failure: this connection ends, the server goes on
+      rv = -1; // the session's own failure: this connection ends, the server goes on
     }
-    if (typeof ev === 'number') {
+    if (rv < 0) {
       // A protocol error: nghttp2 queued a GOAWAY saying why; send it, then hang up.
       this.flush();
       this.socket.end();
@@ -239,15 +266,28 @@ export class H2Session extends EventEmitter {
     }
     this.inReceive = true;
     try {
-      for (let i = 0; i < ev.length; ) {
-        switch (ev[i] as number) {
+      this.events(chunk);
+    } finally {
+      this.inReceive = false;
+    }
+    this.flush();
+  }
+
+  /** Handles the events receive() or flush() left in `ev`, and those more() gives after them. */
+  private events(chunk: Buffer | undefined): void {
+    const ev = this.ev;
+    const objects = this.objects;
+    for (;;) {
+      const end = 2 + ev[0]!;
+      for (let i = 2; i < end; ) {
+        switch (ev[i]) {
           case EV_HEADERS: {
-            const id = ev[i + 1] as number;
+            const id = ev[i + 1]!;
             const stream = new H2Stream(this, id);
             this.streams.set(id, stream);
-            // `true`: the same block as this connection's last call; its object is reused (read only).
-            const block = ev[i + 2] as string[] | true;
-            const headers = block === true && this.lastHeaders !== undefined ? this.lastHeaders : (this.lastHeaders = toHeaders(block as string[]));
+            // -1: the same block as this connection's last call; its object is reused (read only).
+            const at = ev[i + 2]!;
+            const headers = at < 0 && this.lastHeaders !== undefined ? this.lastHeaders : (this.lastHeaders = toHeaders(objects[at] as string[]));
             if (ev[i + 3] === 1) stream.ended();
             i += 4;
             if (this.onStream !== undefined) this.onStream(stream, headers);
@@ -255,21 +295,30 @@ export class H2Session extends EventEmitter {
             break;
           }
           case EV_DATA: {
-            const id = ev[i + 1] as number;
-            const at = ev[i + 2] as number | Buffer;
-            const length = ev[i + 3] as number;
+            const id = ev[i + 1]!;
+            const at = ev[i + 2]!;
+            const length = ev[i + 3]!;
             i += 4;
             const stream = this.streams.get(id);
             if (stream === undefined) this.native.consume(id, length);
-            else stream.data(typeof at === 'number' ? chunk.subarray(at, at + length) : at);
+            else stream.data(chunk!.subarray(at, at + length));
+            break;
+          }
+          case EV_DATA_COPY: {
+            const id = ev[i + 1]!;
+            const copy = objects[ev[i + 2]!] as Buffer;
+            i += 3;
+            const stream = this.streams.get(id);
+            if (stream === undefined) this.native.consume(id, copy.length);
+            else stream.data(copy);
             break;
           }
           case EV_END:
-            this.streams.get(ev[i + 1] as number)?.ended();
+            this.streams.get(ev[i + 1]!)?.ended();
             i += 2;
             break;
           case EV_CLOSE:
-            this.streamClosed(ev[i + 1] as number, ev[i + 2] as number);
+            this.streamClosed(ev[i + 1]!, ev[i + 2]!);
             i += 3;
             break;
           case EV_PING:
@@ -288,10 +337,10 @@ export class H2Session extends EventEmitter {
             throw new Error(`h2-session: unknown event ${String(ev[i])}`);
         }
       }
-    } finally {
-      this.inReceive = false;
+      if (ev[1] === 0) break;
+      this.native.more();
     }
-    this.flush();
+    if (objects.length > 0) objects.length = 0;
   }
 
   private streamClosed(id: number, code: number): void {
@@ -315,14 +364,21 @@ export class H2Session extends EventEmitter {
 
   private flush(): void {
     if (this.destroyed || this.blocked) return;
-    const [bytes, closes] = this.native.flush();
+    const out = this.out;
+    const r = this.native.flush(out);
     const want = this.native.wantIo();
+    const bytes = typeof r !== 'number' ? r : r > 0 ? out.subarray(0, r) : undefined;
     if (bytes !== undefined && this.socket.writable) {
       // A flush returns at most about 1 MiB; more (a large answer) follows when the socket drains.
-      if (!this.socket.write(bytes)) this.blocked = true;
+      const ok = this.socket.write(bytes);
+      // Bytes the kernel did not take at once stay queued in the socket, `out` with them if they
+      // are in it: the next flush gets a buffer of its own.
+      if (typeof r === 'number' && this.socket.writableLength > 0) this.out = Buffer.allocUnsafeSlow(OUT_BYTES);
+      if (!ok) this.blocked = true;
       else if ((want & 2) !== 0) this.scheduleFlush();
     }
-    if (closes !== undefined) for (let i = 0; i < closes.length; i += 2) this.streamClosed(closes[i]!, closes[i + 1]!);
+    // The streams nghttp2 closed while sending (EV_CLOSE events only).
+    if (this.ev[0] !== 0) this.events(undefined);
     if (this.drainWaiters.size > 0) {
       for (const s of this.drainWaiters) {
         if (this.native.queued(s.id) === 0) {
