@@ -21,7 +21,7 @@
 import type { Datatype } from '../../core/datatype.js';
 import { isDatatype } from '../../core/datatype.js';
 import type { InferRequest, RequestedOutput } from '../../core/inference.js';
-import { LastBytes, StringMemo, stringMemos, utf8 } from '../../core/string-memo.js';
+import { LastBytes, type StringMemo, stringMemos, utf8 } from '../../core/string-memo.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { OutputChoice, OutputPlan, ParsedInferRequest } from './infer-plan.js';
 
