@@ -138,7 +138,7 @@ def _start(request, decoupled):
     msg["outs"] = [n if type(n) is str else as_str(n) for n in request._requested]
     msg["inputs"] = inputs
     msg["dec"] = decoupled
-    msg["rids"] = STATE.running_rids
+    msg["rids"] = [r["rid"] for r in STATE.running_reqs]
     rid = request._trace._rid
     if rid is not None:
         msg["tr"] = rid

@@ -26,6 +26,9 @@ class Inbox:
         self._reading = False
         self._sleepers = 0  # threads in cond.wait(): only then is a notify worth its cost
         self._kept = collections.deque()
+        kept = self._kept
+        # The main loop's ready() for _take, made once rather than per message.
+        self._pop_kept = lambda: kept.popleft() if kept else None
 
     def _read_one(self, timeout):
         """One message, read holding the reader role, which it gives up: answers are routed
@@ -86,9 +89,9 @@ class Inbox:
 
     def next_for_main(self):
         """The main loop's next message (blocks)."""
-        kept = self._kept
+        pop_kept = self._pop_kept
         while True:
-            msg = self._take(lambda: kept.popleft() if kept else None)
+            msg = self._take(pop_kept)
             if msg is None:
                 msg = self._read_one(None)
             if msg is not None:

@@ -16,20 +16,34 @@ RELEASE_RESCHEDULE = 2
 
 
 def _check(requests, returned):
+    """Validates what execute returned, counts each returned response as its request's FINAL,
+    and closes the slot of every rescheduled request; returns the indexes of those (one pass,
+    under SENDER_LOCK once: this runs for every batch)."""
     if STATE.decoupled:
         raise StubError(
             f"Python model '{STATE.name}' is using the decoupled mode and the execute function must return None."
         )
     _check_list(requests, returned)
+    again = None
     with SENDER_LOCK:
-        for request, response in zip(requests, returned):
+        for i, response in enumerate(returned):
+            request = requests[i]
+            if request._release_flags == RELEASE_RESCHEDULE:
+                if response is not None:
+                    raise StubError(
+                        "Expected a None object in the execute function return list "
+                        f"for reschduled request, found type '{type(response)}'."
+                    )
+                # See _close_rescheduled. Closed before a later response fails a check: the
+                # batch then fails and every request is closed anyway.
+                request._slot.closed = True
+                if again is None:
+                    again = [i]
+                else:
+                    again.append(i)
+                continue
             if response is None:
                 continue
-            if request._release_flags == RELEASE_RESCHEDULE:
-                raise StubError(
-                    "Expected a None object in the execute function return list "
-                    f"for reschduled request, found type '{type(response)}'."
-                )
             if not isinstance(response, InferenceResponse):
                 raise StubError(
                     "Expected an 'InferenceResponse' object in the execute "
@@ -41,6 +55,7 @@ def _check(requests, returned):
                 request._slot.check_and_count(True, FINAL)
             except TritonModelException as e:
                 raise StubError(str(e)) from None
+    return again
 
 
 def _check_list(requests, returned):
@@ -60,34 +75,35 @@ def _close_rescheduled(requests):
     that dropping the request object sends no FINAL notice and a later send through its old
     sender raises. Every other request without a returned response stays open: its sender may
     still answer after execute returned (from another thread), and a request dropped without
-    FINAL is closed by RequestSlot.__del__."""
+    FINAL is closed by RequestSlot.__del__. Returns the indexes of the rescheduled requests."""
+    again = None
     with SENDER_LOCK:
-        for request in requests:
+        for i, request in enumerate(requests):
             if request._release_flags == RELEASE_RESCHEDULE:
                 request._slot.closed = True
+                if again is None:
+                    again = [i]
+                else:
+                    again.append(i)
+    return again
 
 
 def build_resps(channel, requests, returned):
-    """Validate the return value and write the responses' outputs into shared memory."""
+    """Validate the return value and write the responses' outputs into shared memory: the
+    `resps` of exec_done, and the indexes of rescheduled requests (None when there are none)."""
     if returned is None:
-        _close_rescheduled(requests)
-        return [None] * len(requests)
-    _check(requests, returned)
-    _close_rescheduled(requests)
+        return [None] * len(requests), _close_rescheduled(requests)
+    again = _check(requests, returned)
     blocks = []
     try:
-        return [
+        resps = [
             None if response is None else encode_response(channel, response, request._slot.requested, blocks)
             for request, response in zip(requests, returned)
         ]
     except BaseException:
         free_blocks(channel, blocks)
         raise
-
-
-def rescheduled(requests):
-    """Indexes of requests the model asked to reschedule (set_release_flags)."""
-    return [i for i, r in enumerate(requests) if r._release_flags == RELEASE_RESCHEDULE]
+    return resps, again
 
 
 def answer_later(requests, returned, exc, error_text):

@@ -33,7 +33,7 @@ from .messages import (
 )
 from .request import received
 from .response_sender import close_all
-from .result import answer_later, build_resps, rescheduled
+from .result import answer_later, build_resps
 from .state import STATE
 
 
@@ -191,7 +191,7 @@ class Runtime:
         channel = STATE.channel
         # Its `rel` (output blocks Node is done with) was applied when it was read (_route).
         requests = received(msg["reqs"])
-        STATE.running_rids = [r["rid"] for r in msg["reqs"]]
+        STATE.running_reqs = msg["reqs"]
         done = {"t": EXEC_DONE, "id": msg["id"]}
         try:
             execute = self.execute
@@ -210,9 +210,8 @@ class Runtime:
                     returned = None
                 else:
                     returned = async_loop.run(returned)
-            done["resps"] = build_resps(channel, requests, returned)
-            again = rescheduled(requests)
-            if again:
+            done["resps"], again = build_resps(channel, requests, returned)
+            if again is not None:
                 done["resched"] = again
         except (Exception, SystemExit) as e:
             text = f"Failed to process the request(s) for model '{STATE.name}', message: {_error_text(e)}"

@@ -19,7 +19,7 @@ class _State:
         "initialized",  # initialize() completed: BLS and model control become legal
         "finalizing",  # fin received: BLS is illegal again
         "inbox",  # inbox.Inbox reading ring A for the main loop and for calls to Node; None before
-        "running_rids",  # rids of the batch execute runs (a BLS call made meanwhile belongs to it)
+        "running_reqs",  # the exec's requests as Node sent them (a BLS call made meanwhile belongs to their rids)
     )
 
     def __init__(self):
@@ -34,7 +34,7 @@ class _State:
         self.initialized = False
         self.finalizing = False
         self.inbox = None
-        self.running_rids = []
+        self.running_reqs = ()
 
 
 STATE = _State()

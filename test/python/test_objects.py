@@ -288,7 +288,8 @@ def test_build_resps_of_received_requests(channel, fresh_state):
         InferenceResponse([Tensor("OUTPUT0", r.inputs()[0].as_numpy() * 2)]) if i == 0 else None
         for i, r in enumerate(requests)
     ]
-    resps = build_resps(channel, requests, returned)
+    resps, again = build_resps(channel, requests, returned)
+    assert again is None
     assert channel.read_output(resps[0]["outs"][0]).tolist() == [2, 4, 6] and resps[1] is None
     for r in requests:
         r._slot.closed = True
