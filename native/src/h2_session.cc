@@ -203,7 +203,10 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     const ssize_t rv = nghttp2_session_mem_recv(session_, inBase_, inLength_);
     inBase_ = nullptr;
     if (rv < 0) {
-      ev_.clear();  // the connection ends: every stream is closed by JavaScript
+      // The connection ends (JavaScript closes every stream): what this read reported is dropped.
+      ev_.clear();
+      evStarts_.clear();
+      evTaken_ = 0;
       objCount_ = 0;
       return Napi::Number::New(env, static_cast<double>(rv));
     }

@@ -287,7 +287,8 @@ export class H2Session extends EventEmitter {
             this.streams.set(id, stream);
             // -1: the same block as this connection's last call; its object is reused (read only).
             const at = ev[i + 2]!;
-            const headers = at < 0 && this.lastHeaders !== undefined ? this.lastHeaders : (this.lastHeaders = toHeaders(objects[at] as string[]));
+            // (An empty first block also reads as a repeat: the last block starts empty.)
+            const headers = at < 0 ? (this.lastHeaders ??= toHeaders([])) : (this.lastHeaders = toHeaders(objects[at] as string[]));
             if (ev[i + 3] === 1) stream.ended();
             i += 4;
             if (this.onStream !== undefined) this.onStream(stream, headers);
