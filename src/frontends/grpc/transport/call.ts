@@ -122,8 +122,9 @@ export abstract class BaseCall {
       // The usual unary answer: headers, message and OK trailers in one call into nghttp2.
       this.#headersSent = true;
       this.observer.sentData();
-      this.#finish();
       this.stream.answer(RESPONSE_HEADERS, payload, OK_TRAILERS);
+      // After the answer is queued: the call's end may let the connection close.
+      this.#finish();
       return;
     }
     this.sendMessage(payload);
