@@ -437,20 +437,29 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     if (session_ == nullptr) return Napi::Number::New(env, -1);
     const int32_t id = info[0].As<Napi::Number>().Int32Value();
     const std::shared_ptr<const Fields> fields = FieldsOf(info[1]);
-    std::vector<nghttp2_nv> nv = ToNv(*fields);
     int rv;
     // A stream nghttp2 no longer has (reset meanwhile) gets no body: its state would never be freed.
     if (info[2].ToBoolean() && nghttp2_session_get_stream_user_data(session_, id) != nullptr) {
-      OutStream& s = out_[id];
-      nghttp2_data_provider prd;
-      prd.source.ptr = &s;
-      prd.read_callback = ReadData;
-      rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), &prd);
-      if (rv != 0) out_.erase(id);
+      rv = SubmitWithBody(id, *fields);
     } else {
+      std::vector<nghttp2_nv> nv = ToNv(*fields);
       rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), nullptr);
     }
     return Napi::Number::New(env, rv);
+  }
+
+  // Submits stream `id`'s response headers with a body that ReadData takes from the stream's
+  // OutStream, made here and filled by the caller (nghttp2 reads it only when sending). Returns
+  // nghttp2's code; on failure the OutStream is gone again.
+  int SubmitWithBody(int32_t id, const Fields& fields) {
+    OutStream& s = out_[id];
+    std::vector<nghttp2_nv> nv = ToNv(fields);
+    nghttp2_data_provider prd;
+    prd.source.ptr = &s;
+    prd.read_callback = ReadData;
+    const int rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), &prd);
+    if (rv != 0) out_.erase(id);
+    return rv;
   }
 
   OutStream* Find(int32_t id) {
@@ -588,7 +597,7 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     if (session_ == nullptr || out_.count(id) != 0 || nghttp2_session_get_stream_user_data(session_, id) == nullptr) {
       return Napi::Boolean::New(env, false);
     }
-    const std::shared_ptr<const Fields> headers = FieldsOf(info[1]);
+    if (SubmitWithBody(id, *FieldsOf(info[1])) != 0) return Napi::Boolean::New(env, false);
     auto message = info[2].As<Napi::Uint8Array>();
     const size_t length = message.ByteLength();
     OutStream& s = out_[id];
@@ -605,15 +614,6 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     s.queued = c.length;
     s.ended = true;
     s.trailers = FieldsOf(info[3]);
-    std::vector<nghttp2_nv> nv = ToNv(*headers);
-    nghttp2_data_provider prd;
-    prd.source.ptr = &s;
-    prd.read_callback = ReadData;
-    const int rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), &prd);
-    if (rv != 0) {
-      out_.erase(id);
-      return Napi::Boolean::New(env, false);
-    }
     return Napi::Boolean::New(env, true);
   }
 

@@ -296,24 +296,15 @@ export class H2Session extends EventEmitter {
             break;
           }
           case EV_DATA: {
-            const id = ev[i + 1]!;
             const at = ev[i + 2]!;
-            const length = ev[i + 3]!;
+            this.dataChunk(ev[i + 1]!, chunk!.subarray(at, at + ev[i + 3]!));
             i += 4;
-            const stream = this.streams.get(id);
-            if (stream === undefined) this.native.consume(id, length);
-            else stream.data(chunk!.subarray(at, at + length));
             break;
           }
-          case EV_DATA_COPY: {
-            const id = ev[i + 1]!;
-            const copy = objects[ev[i + 2]!] as Buffer;
+          case EV_DATA_COPY:
+            this.dataChunk(ev[i + 1]!, objects[ev[i + 2]!] as Buffer);
             i += 3;
-            const stream = this.streams.get(id);
-            if (stream === undefined) this.native.consume(id, copy.length);
-            else stream.data(copy);
             break;
-          }
           case EV_END:
             this.streams.get(ev[i + 1]!)?.ended();
             i += 2;
@@ -342,6 +333,13 @@ export class H2Session extends EventEmitter {
       this.native.more();
     }
     if (objects.length > 0) objects.length = 0;
+  }
+
+  /** A DATA chunk for stream `id`; one of a stream no longer open is only given back to the windows. */
+  private dataChunk(id: number, bytes: Buffer): void {
+    const stream = this.streams.get(id);
+    if (stream === undefined) this.native.consume(id, bytes.length);
+    else stream.data(bytes);
   }
 
   private streamClosed(id: number, code: number): void {
