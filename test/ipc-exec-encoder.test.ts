@@ -1,7 +1,8 @@
 /**
  * The hand-written `exec` encoder (src/backends/python/ipc/exec-encoder.ts) against the generic
  * one (codec.ts, msgpackr): the same value after decoding, on Node's decoder and on the stub's
- * (Python msgpack), for every field messages.json declares, and at each msgpack width boundary.
+ * (Python msgpack, and the stub's native decoder, native/src/py_unpack.h), for every field
+ * messages.json declares, and at each msgpack width boundary.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -128,21 +129,28 @@ describe('exec encoder', () => {
     expect(Object.keys(r).sort()).toEqual(names(json.structs.ExecRequestWire.fields).sort());
   });
 
-  it("decodes in the stub's msgpack to what the generic encoder gives", () => {
+  it("decodes in the stub's msgpack, and in its own decoder (_tritium_ipc.unpack), to what the generic encoder gives", () => {
     const pairs = SAMPLES.map((m) => [Buffer.from(encode(m)).toString('hex'), Buffer.from(encodeExec(m)).toString('hex')]);
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'exec-encoder-')), 'pairs.json');
     fs.writeFileSync(file, JSON.stringify(pairs));
     const out = python(
       [
-        'import json, os, msgpack',
+        'import json, os, sys, msgpack',
+        'sys.path.insert(0, os.environ["STUB"])',
+        'from tritium_stub.ipc import load_native',
+        'native, why = load_native()',
+        'assert native is not None, why',
         'pairs = json.load(open(os.environ["PAIRS"]))',
         'for g, h in pairs:',
         '    a = msgpack.unpackb(bytes.fromhex(g), raw=False)',
         '    b = msgpack.unpackb(bytes.fromhex(h), raw=False)',
         '    assert a == b, (a, b)',
+        // Decoded natively, not left to msgpack: this is every exec the stub reads.
+        '    for x in (g, h):',
+        '        assert native.unpack(bytes.fromhex(x)) == a',
         'print("ok", len(pairs))',
       ].join('\n'),
-      { PAIRS: file },
+      { PAIRS: file, STUB: path.join(ROOT, 'stub') },
     );
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
     expect(out.trim()).toBe(`ok ${SAMPLES.length}`);

@@ -11,13 +11,15 @@
 //     .policy() -> (mode, spin_us, score)     for verbose logs and tests
 //     .close()
 //   Arena(base, size, align=64): .alloc(n) -> offset | -1, .free(off), .blocks_in_use()
+//   unpack(data: bytes) -> object   a message as msgpack.unpackb(data, raw=False, strict_map_key=False)
+//     makes it, ValueError (or the error met) for what it leaves to msgpack (py_unpack.h)
 //
 // The stub's pb_utils objects are another module, _tritium_objects (py_objects.cc), built per
 // interpreter: they use numpy's C API, which the stable ABI cannot.
 //
 // Ring, wait policy and arena logic live in ring_core.h / wait_core.h / arena_core.h, shared
-// with the Node addon. msgpack stays in Python (the msgpack C extension), which keeps one wire
-// codec for both stub paths.
+// with the Node addon. Messages are encoded by the msgpack C extension; they are decoded here
+// when they hold only what Node writes, else by msgpack too (py_unpack.h says why).
 #define PY_SSIZE_T_CLEAN
 #define Py_LIMITED_API 0x03090000
 #include <Python.h>
@@ -31,6 +33,7 @@
 #include <string>
 
 #include "arena_core.h"
+#include "py_unpack.h"
 #include "ring_core.h"
 #include "wait_core.h"
 
@@ -442,8 +445,27 @@ PyType_Slot kArenaSlots[] = {{Py_tp_new, reinterpret_cast<void*>(ArenaNew)},
                              {0, nullptr}};
 PyType_Spec kArenaSpec = {"_tritium_ipc.Arena", sizeof(ArenaObject), 0, Py_TPFLAGS_DEFAULT, kArenaSlots};
 
+// The map keys unpack() has met (py_unpack.h), for the module's life.
+tritium::unpack::KeySlot g_keys[tritium::unpack::kKeySlots];
+size_t g_key_count = 0;
+
+// bytes only: the buffer protocol is not in the limited API of 3.9, and Link.recv makes bytes.
+PyObject* Unpack(PyObject*, PyObject* data) {
+  char* p;
+  Py_ssize_t n;
+  if (PyBytes_AsStringAndSize(data, &p, &n) != 0) return nullptr;
+  tritium::unpack::Reader reader(reinterpret_cast<const uint8_t*>(p), static_cast<size_t>(n), g_keys, &g_key_count);
+  return reader.Whole();
+}
+
+PyMethodDef kModuleMethods[] = {
+    {"unpack", reinterpret_cast<PyCFunction>(Unpack), METH_O,
+     "unpack(data): a message as msgpack.unpackb(data, raw=False, strict_map_key=False) makes it; "
+     "ValueError for what it leaves to msgpack."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_tritium_ipc",
-                       "tritium stub IPC hot path (rings, doorbells, arenas); see docs/ipc.md.", -1, nullptr};
+                       "tritium stub IPC hot path (rings, doorbells, arenas); see docs/ipc.md.", -1, kModuleMethods};
 
 }  // namespace
 

@@ -12,6 +12,7 @@ header fields this side writes (pid, heartbeat) and the arena bookkeeping per se
 from __future__ import annotations
 
 import errno
+import functools
 import mmap
 import os
 import sys
@@ -220,6 +221,9 @@ class Channel:
         self._packing = False
         self._main_ident = threading.get_ident()
         self._arena_cls = native.Arena
+        # Node's messages are mostly map keys, which the native decoder does not make anew for
+        # every message (py_unpack.h); a module built before it existed leaves them to msgpack.
+        self._unpack = getattr(native, "unpack", None) or functools.partial(_unpackb, raw=False, strict_map_key=False)
 
         self._fdlink: memfd.FdLink | None = None
         # Output segments are memfds while memfd_create works here; a refusal (seccomp, an old
@@ -264,7 +268,10 @@ class Channel:
         data = self._link.recv(timeout)
         if data is None:
             return None
-        return _unpackb(data, raw=False, strict_map_key=False)
+        try:
+            return self._unpack(data)
+        except Exception:  # what the native decoder leaves to msgpack: it decodes it or says why
+            return _unpackb(data, raw=False, strict_map_key=False)
 
     def send(self, msg: dict) -> None:
         """One message onto ring B (thread-safe; waits while the ring is full)."""

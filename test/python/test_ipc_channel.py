@@ -233,3 +233,21 @@ def test_link_survives_random_garbage_in_ring_a():
         link.close()
     buf.close()
     os.close(fd)
+
+
+def test_channel_decodes_natively_and_falls_back_to_msgpack(pair):
+    node, ch = pair
+    node.pop()  # hello
+    msg = {"t": "exec", "id": 3, "reqs": [{"rid": 1, "inputs": [["INPUT0", "FP32", [4], "n0", 64, 16]]}]}
+    node.push(msg)
+    assert ch.recv(timeout=5) == msg
+    # An ext type (never sent by Node today) goes to msgpack, which decodes it as it always did.
+    odd = {"t": "odd", "x": msgpack.ExtType(5, b"abc")}
+    node.push(odd)
+    assert ch.recv(timeout=5) == odd
+    # Bytes msgpack refuses too raise msgpack's error, as before the native decoder.
+    node.link.send(b"\xc1")
+    with pytest.raises(Exception) as raised:
+        ch.recv(timeout=5)
+    with pytest.raises(type(raised.value)):
+        msgpack.unpackb(b"\xc1", raw=False, strict_map_key=False)
