@@ -445,16 +445,15 @@ PyType_Slot kArenaSlots[] = {{Py_tp_new, reinterpret_cast<void*>(ArenaNew)},
                              {0, nullptr}};
 PyType_Spec kArenaSpec = {"_tritium_ipc.Arena", sizeof(ArenaObject), 0, Py_TPFLAGS_DEFAULT, kArenaSlots};
 
-// The map keys unpack() has met (py_unpack.h), for the module's life.
-tritium::unpack::KeySlot g_keys[tritium::unpack::kKeySlots];
-size_t g_key_count = 0;
+// The map keys and short values unpack() has met (py_unpack.h), for the module's life.
+tritium::unpack::Tables g_unpack_tables;
 
 // bytes only: the buffer protocol is not in the limited API of 3.9, and Link.recv makes bytes.
 PyObject* Unpack(PyObject*, PyObject* data) {
   char* p;
   Py_ssize_t n;
   if (PyBytes_AsStringAndSize(data, &p, &n) != 0) return nullptr;
-  tritium::unpack::Reader reader(reinterpret_cast<const uint8_t*>(p), static_cast<size_t>(n), g_keys, &g_key_count);
+  tritium::unpack::Reader reader(reinterpret_cast<const uint8_t*>(p), static_cast<size_t>(n), &g_unpack_tables);
   return reader.Whole();
 }
 

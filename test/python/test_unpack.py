@@ -81,6 +81,15 @@ def test_decodes_what_msgpack_decodes_to_the_same_objects():
             assert same(got, want), (value, got, want)
 
 
+def test_short_values_that_repeat_or_never_repeat():
+    # Short str values come from a cache replaced on collisions: a stream of unique ids among
+    # repeated datatypes must decode each one as sent.
+    for i in range(5000):
+        value = {"t": "exec", "id": f"r{i}", "inputs": [["INPUT0", "FP32", [i], "n0", i, 4]], "x": "é" * (i % 9)}
+        data = msgpack.packb(value, use_bin_type=True)
+        assert same(NATIVE.unpack(data), value)
+
+
 def test_32_bit_array_and_map_headers():
     for value in (list(range(70000)), {i: -i for i in range(70000)}):
         data = msgpack.packb(value, use_bin_type=True)
