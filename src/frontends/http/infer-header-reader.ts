@@ -81,7 +81,7 @@ for (const [code, text] of [
  */
 export function readUsualInferHeader(body: Buffer, headerLength: number, modelName: string, modelVersion: string): ParsedInferRequest | undefined {
   const last = REPEATED.get(modelName);
-  if (last !== undefined && last.matches(body, headerLength, modelName, modelVersion)) return last.build(body, headerLength);
+  if (last?.matches(body, headerLength, modelName, modelVersion)) return last.build(body, headerLength);
   const r = READER;
   r.b = body;
   r.pos = 0;
