@@ -449,9 +449,9 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
   }
 
   // Submits stream `id`'s response headers with a body that ReadData takes from the stream's
-  // OutStream, made here and filled by the caller (nghttp2 reads it only when sending). Returns
-  // nghttp2's code; on failure the OutStream is gone again.
-  int SubmitWithBody(int32_t id, const Fields& fields) {
+  // OutStream, made here and filled by the caller (nghttp2 reads it only when sending; `made`,
+  // when given, is set to it). Returns nghttp2's code; on failure the OutStream is gone again.
+  int SubmitWithBody(int32_t id, const Fields& fields, OutStream** made = nullptr) {
     OutStream& s = out_[id];
     std::vector<nghttp2_nv> nv = ToNv(fields);
     nghttp2_data_provider prd;
@@ -459,6 +459,7 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     prd.read_callback = ReadData;
     const int rv = nghttp2_submit_response(session_, id, nv.data(), nv.size(), &prd);
     if (rv != 0) out_.erase(id);
+    else if (made != nullptr) *made = &s;  // out_ is node-based: the address outlives later inserts
     return rv;
   }
 
@@ -597,10 +598,11 @@ class H2Session : public Napi::ObjectWrap<H2Session> {
     if (session_ == nullptr || out_.count(id) != 0 || nghttp2_session_get_stream_user_data(session_, id) == nullptr) {
       return Napi::Boolean::New(env, false);
     }
-    if (SubmitWithBody(id, *FieldsOf(info[1])) != 0) return Napi::Boolean::New(env, false);
+    OutStream* made = nullptr;
+    if (SubmitWithBody(id, *FieldsOf(info[1]), &made) != 0) return Napi::Boolean::New(env, false);
     auto message = info[2].As<Napi::Uint8Array>();
     const size_t length = message.ByteLength();
-    OutStream& s = out_[id];
+    OutStream& s = *made;
     Chunk& c = s.chunks.emplace_back();
     c.owned.resize(5 + length);
     c.owned[0] = 0;
