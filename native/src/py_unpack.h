@@ -27,28 +27,36 @@ constexpr size_t kMaxKeyBytes = 24;
 // that sends new ones only fills it; once full, further keys are made as unpackb makes them.
 constexpr size_t kKeySlots = 256;
 
-struct KeySlot {
-  uint8_t len;
-  char bytes[kMaxKeyBytes];
-  PyObject* str;  // interned; owned by the table for the module's life
-};
-
 // Short str values repeat too (the kind "exec", datatypes, input names, segment names): a
 // direct-mapped cache of the last one seen per slot, replaced on a collision, so a stream of
 // unique values (request ids) only ever costs what making them costs anyway.
 constexpr size_t kMaxValueBytes = 16;
 constexpr size_t kValueSlots = 64;
-struct ValueSlot {
+
+// A str and the UTF-8 bytes it was made from, in either table; nullptr while empty. The str is
+// owned by its table (a key's, interned, for the module's life).
+struct StrSlot {
   uint8_t len;
-  char bytes[kMaxValueBytes];
-  PyObject* str;  // owned by the cache; nullptr while empty
+  char bytes[kMaxKeyBytes];
+  PyObject* str;
+
+  bool Holds(const char* s, size_t n) const { return str != nullptr && len == n && std::memcmp(bytes, s, n) == 0; }
+  // Takes `v` (a reference of the slot's own), releasing what it held.
+  void Fill(const char* s, size_t n, PyObject* v) {
+    PyObject* old = str;  // released after the slot holds the new one
+    str = v;
+    len = static_cast<uint8_t>(n);
+    std::memcpy(bytes, s, n);
+    Py_XDECREF(old);
+  }
 };
+static_assert(kMaxValueBytes <= kMaxKeyBytes, "a value slot is a key slot");
 
 // The tables one decoder keeps between messages.
 struct Tables {
-  KeySlot keys[kKeySlots];
+  StrSlot keys[kKeySlots];
   size_t key_count = 0;
-  ValueSlot values[kValueSlots];
+  StrSlot values[kValueSlots];
 };
 
 inline uint32_t Fnv1a(const char* s, size_t n) {
@@ -166,19 +174,15 @@ class Reader {
   }
 
   PyObject* ShortValue(const char* s, size_t n) {
-    ValueSlot& slot = t_->values[Fnv1a(s, n) % kValueSlots];
-    if (slot.str != nullptr && slot.len == n && std::memcmp(slot.bytes, s, n) == 0) {
+    StrSlot& slot = t_->values[Fnv1a(s, n) % kValueSlots];
+    if (slot.Holds(s, n)) {
       Py_INCREF(slot.str);
       return slot.str;
     }
     PyObject* v = PyUnicode_DecodeUTF8(s, static_cast<Py_ssize_t>(n), nullptr);
     if (v == nullptr) return nullptr;
     Py_INCREF(v);
-    PyObject* old = slot.str;  // released after the slot holds the new one
-    slot.str = v;
-    Py_XDECREF(old);
-    slot.len = static_cast<uint8_t>(n);
-    std::memcpy(slot.bytes, s, n);
+    slot.Fill(s, n, v);
     return v;
   }
 
@@ -186,22 +190,20 @@ class Reader {
   PyObject* Key(const char* s, size_t n) {
     const uint32_t h = Fnv1a(s, n);
     for (size_t probe = 0; probe < kKeySlots; probe++) {
-      KeySlot& slot = t_->keys[(h + probe) % kKeySlots];
+      StrSlot& slot = t_->keys[(h + probe) % kKeySlots];
       if (slot.str == nullptr) {
         PyObject* k = PyUnicode_DecodeUTF8(s, static_cast<Py_ssize_t>(n), nullptr);
         if (k == nullptr) return nullptr;
         PyUnicode_InternInPlace(&k);
         // Three quarters full is full: probes stay short.
         if (t_->key_count < kKeySlots * 3 / 4) {
-          slot.len = static_cast<uint8_t>(n);
-          std::memcpy(slot.bytes, s, n);
           Py_INCREF(k);
-          slot.str = k;
+          slot.Fill(s, n, k);
           ++t_->key_count;
         }
         return k;
       }
-      if (slot.len == n && std::memcmp(slot.bytes, s, n) == 0) {
+      if (slot.Holds(s, n)) {
         Py_INCREF(slot.str);
         return slot.str;
       }
