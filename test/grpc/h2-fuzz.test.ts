@@ -20,6 +20,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DuplexCall, UnaryCall } from '../../src/frontends/grpc/transport/call.js';
 import { createTransport, type Route, type Transport } from '../../src/frontends/grpc/transport/http2-server.js';
+import { frameMessage, h2Frame, hpackLiterals } from '../helpers/grpc-raw.js';
 
 // H2_FUZZ_RUNS and H2_FUZZ_DEADLINE_MS make a longer hunt (20 000 connections take about 8 s).
 const RUNS = Number(process.env.H2_FUZZ_RUNS ?? 2000);
@@ -29,33 +30,7 @@ const CONNECTION_DEADLINE_MS = Number(process.env.H2_FUZZ_DEADLINE_MS ?? 10_000)
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 const PING_MARK = Buffer.from('fuzzdone');
 /** The connection's last frame, a PING the server answers once it has read everything before it. */
-const FINAL_PING = h2frame(0x6, 0, 0, PING_MARK);
-
-const message = (payload: Buffer): Buffer => {
-  const b = Buffer.alloc(5 + payload.length);
-  b.writeUInt32BE(payload.length, 1);
-  payload.copy(b, 5);
-  return b;
-};
-
-function h2frame(type: number, flags: number, stream: number, payload: Buffer, declared = payload.length): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(declared & 0xffffff, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(stream >>> 0, 5);
-  return Buffer.concat([head, payload]);
-}
-
-/** HPACK literal fields without indexing, names as literals (RFC 7541, 6.2.2); short strings only. */
-const hpack = (fields: readonly (readonly [string, string])[]): Buffer =>
-  Buffer.concat(
-    fields.map(([n, v]) => {
-      const name = Buffer.from(n).subarray(0, 127);
-      const value = Buffer.from(v).subarray(0, 127);
-      return Buffer.concat([Buffer.from([0, name.length]), name, Buffer.from([value.length]), value]);
-    }),
-  );
+const FINAL_PING = h2Frame(0x6, 0, 0, PING_MARK);
 
 // ---------------------------------------------------------------------------------------------
 // Generators.
@@ -82,12 +57,12 @@ const callSpec = fc.record({
   }),
   split: fc.constantFrom('whole', 'whole', 'whole', 'continued', 'unfinished'),
   body: fc.oneof(
-    { weight: 4, arbitrary: bytes(40).map(message) },
+    { weight: 4, arbitrary: bytes(40).map((b) => frameMessage(b)) },
     { weight: 1, arbitrary: bytes(40) }, // not a length-prefixed message at all
     {
       weight: 1,
       arbitrary: fc.tuple(fc.integer({ min: 0, max: 0xffffffff }), bytes(12)).map(([n, b]) => {
-        const m = message(b);
+        const m = frameMessage(b);
         m.writeUInt32BE(n, 1); // a prefix that lies about the length
         return m;
       }),
@@ -109,22 +84,22 @@ function callFrames(c: CallSpec): Buffer {
     ['content-type', c.contentType],
     ...c.extra,
   ];
-  const block = hpack(fields);
+  const block = hpackLiterals(fields);
   const out: Buffer[] = [];
   const endHeaders = c.split === 'whole' ? 0x4 : 0;
   const headersEnd = c.endStream === 'on headers' ? 0x1 : 0;
   if (c.split === 'continued') {
     const cut = block.length >> 1;
-    out.push(h2frame(0x1, headersEnd, c.stream, block.subarray(0, cut)), h2frame(0x9, 0x4, c.stream, block.subarray(cut)));
+    out.push(h2Frame(0x1, headersEnd, c.stream, block.subarray(0, cut)), h2Frame(0x9, 0x4, c.stream, block.subarray(cut)));
   } else {
-    out.push(h2frame(0x1, endHeaders | headersEnd, c.stream, block));
+    out.push(h2Frame(0x1, endHeaders | headersEnd, c.stream, block));
   }
   for (let i = 0; i < c.dataFrames; i++) {
     const last = i === c.dataFrames - 1 && c.endStream === 'on data';
     const chunk = c.body.subarray(Math.floor((i * c.body.length) / c.dataFrames), Math.floor(((i + 1) * c.body.length) / c.dataFrames));
     // PADDED: a pad-length byte, the data, then that many zero bytes (the pad may lie too).
     const payload = c.padded ? Buffer.concat([Buffer.from([3]), chunk, Buffer.alloc(3)]) : chunk;
-    out.push(h2frame(0x0, (last ? 0x1 : 0) | (c.padded ? 0x8 : 0), c.stream, payload));
+    out.push(h2Frame(0x0, (last ? 0x1 : 0) | (c.padded ? 0x8 : 0), c.stream, payload));
   }
   return Buffer.concat(out);
 }
@@ -146,7 +121,7 @@ const anyFrame = fc
     payload: bytes(48),
     lie: fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: -8, max: 64 }) }),
   })
-  .map((f) => h2frame(f.type, f.flags, f.stream, f.payload, Math.max(0, f.payload.length + f.lie)));
+  .map((f) => h2Frame(f.type, f.flags, f.stream, f.payload, Math.max(0, f.payload.length + f.lie)));
 
 /** Frames with well-formed payloads and values at their edges. */
 const controlFrame = fc.oneof(
@@ -160,31 +135,31 @@ const controlFrame = fc.oneof(
         p.writeUInt16BE(id, 6 * i);
         p.writeUInt32BE(v, 6 * i + 2);
       });
-      return h2frame(0x4, 0, 0, p);
+      return h2Frame(0x4, 0, 0, p);
     }),
-  fc.constant(h2frame(0x4, 0x1, 0, Buffer.alloc(0))), // SETTINGS ACK nobody asked for
+  fc.constant(h2Frame(0x4, 0x1, 0, Buffer.alloc(0))), // SETTINGS ACK nobody asked for
   fc.tuple(streamId, fc.constantFrom(0, 1, 65535, 2 ** 31 - 1)).map(([s, inc]) => {
     const p = Buffer.alloc(4);
     p.writeUInt32BE(inc, 0);
-    return h2frame(0x8, 0, s, p);
+    return h2Frame(0x8, 0, s, p);
   }),
   fc.tuple(streamId, fc.integer({ min: 0, max: 14 })).map(([s, code]) => {
     const p = Buffer.alloc(4);
     p.writeUInt32BE(code, 0);
-    return h2frame(0x3, 0, s, p);
+    return h2Frame(0x3, 0, s, p);
   }),
-  fc.tuple(fc.constantFrom(0, 0x1), bytes(8)).map(([flags, b]) => h2frame(0x6, flags, 0, Buffer.concat([b, Buffer.alloc(8 - b.length)]))),
+  fc.tuple(fc.constantFrom(0, 0x1), bytes(8)).map(([flags, b]) => h2Frame(0x6, flags, 0, Buffer.concat([b, Buffer.alloc(8 - b.length)]))),
   fc.tuple(streamId, streamId, fc.boolean()).map(([s, dep, excl]) => {
     const p = Buffer.alloc(5);
     p.writeUInt32BE(((excl ? 0x80000000 : 0) | dep) >>> 0, 0);
     p[4] = 16;
-    return h2frame(0x2, 0, s, p);
+    return h2Frame(0x2, 0, s, p);
   }),
   fc.tuple(streamId, fc.integer({ min: 0, max: 14 })).map(([last, code]) => {
     const p = Buffer.alloc(8);
     p.writeUInt32BE(last >>> 0, 0);
     p.writeUInt32BE(code, 4);
-    return h2frame(0x7, 0, 0, p);
+    return h2Frame(0x7, 0, 0, p);
   }),
 );
 
@@ -297,7 +272,7 @@ describe('HTTP/2 session under damaged connections', () => {
     const preface = d.preface === 'missing' ? Buffer.alloc(0) : Buffer.from(PREFACE);
     if (d.preface === 'flipped') preface[5] ^= 0x20;
     const parts: Buffer[] = [preface];
-    if (d.settingsFirst) parts.push(h2frame(0x4, 0, 0, Buffer.alloc(0)));
+    if (d.settingsFirst) parts.push(h2Frame(0x4, 0, 0, Buffer.alloc(0)));
     parts.push(...c.frames, FINAL_PING);
     const bytes = Buffer.concat(parts);
     const after = PREFACE.length; // flips land after the preface: its damage is the option above
@@ -418,9 +393,9 @@ describe('HTTP/2 session under damaged connections', () => {
         req.on('data', (b: Buffer) => chunks.push(b));
         req.on('end', () => resolve(Buffer.concat(chunks)));
         req.on('error', reject);
-        req.end(message(Buffer.from('still here')));
+        req.end(frameMessage(Buffer.from('still here')));
       });
-      expect(body).toEqual(message(Buffer.from('still here')));
+      expect(body).toEqual(frameMessage(Buffer.from('still here')));
     } finally {
       session.close();
     }

@@ -13,6 +13,7 @@ import { MessageReader, type RawMessage } from '../../src/frontends/grpc/transpo
 import { parseTimeoutMs } from '../../src/frontends/grpc/transport/metadata.js';
 import { createTransport, type Route, type Transport } from '../../src/frontends/grpc/transport/http2-server.js';
 import { GrpcStatus, StatusError, encodeGrpcMessage } from '../../src/frontends/grpc/transport/status.js';
+import { h2Frame, hpackLiterals } from '../helpers/grpc-raw.js';
 
 const frame = (payload: Buffer, compressed = false): Buffer => {
   const b = Buffer.alloc(5 + payload.length);
@@ -328,18 +329,7 @@ describe('transport against raw HTTP/2', () => {
       b.writeUInt32BE(i, 0);
       return b;
     });
-    const h2frame = (type: number, flags: number, stream: number, payload: Buffer): Buffer => {
-      const head = Buffer.alloc(9);
-      head.writeUIntBE(payload.length, 0, 3);
-      head[3] = type;
-      head[4] = flags;
-      head.writeUInt32BE(stream, 5);
-      return Buffer.concat([head, payload]);
-    };
-    // HPACK literal fields without indexing, names as literals (RFC 7541, 6.2.2).
-    const hpack = (fields: string[][]): Buffer =>
-      Buffer.concat(fields.map(([n, v]) => Buffer.concat([Buffer.from([0, n!.length]), Buffer.from(n!), Buffer.from([v!.length]), Buffer.from(v!)])));
-    const block = hpack([
+    const block = hpackLiterals([
       [':method', 'POST'],
       [':scheme', 'http'],
       [':path', '/t.S/Later'],
@@ -352,9 +342,9 @@ describe('transport against raw HTTP/2', () => {
     settings.writeUInt32BE(2 ** 31 - 1, 2);
     const increment = Buffer.alloc(4);
     increment.writeUInt32BE(2 ** 31 - 1 - 65535, 0);
-    const wire = [Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), h2frame(0x4, 0, 0, settings), h2frame(0x8, 0, 0, increment)];
+    const wire = [Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), h2Frame(0x4, 0, 0, settings), h2Frame(0x8, 0, 0, increment)];
     for (let i = 0; i < N; i++) {
-      wire.push(h2frame(0x1, 0x4, 2 * i + 1, block), h2frame(0x0, 0x1, 2 * i + 1, frame(bodies[i]!)));
+      wire.push(h2Frame(0x1, 0x4, 2 * i + 1, block), h2Frame(0x0, 0x1, 2 * i + 1, frame(bodies[i]!)));
     }
     const port = (transport.server.address() as AddressInfo).port;
     const socket = net.connect(port, '127.0.0.1');

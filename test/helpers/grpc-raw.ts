@@ -54,3 +54,26 @@ export function watchCall(stream: http2.ClientHttp2Stream): CallWatch {
   );
   return w;
 }
+
+/**
+ * One HTTP/2 frame as bytes (RFC 9113, 4.1), for tests that write a connection by hand;
+ * `declared` is the length the header announces (the payload's unless a test makes it lie).
+ */
+export function h2Frame(type: number, flags: number, stream: number, payload: Buffer, declared = payload.length): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(declared & 0xffffff, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(stream >>> 0, 5);
+  return Buffer.concat([head, payload]);
+}
+
+/** An HPACK block of literal fields without indexing, names as literals (RFC 7541, 6.2.2); names and values under 128 bytes. */
+export function hpackLiterals(fields: readonly (readonly [string, string])[]): Buffer {
+  const literal = (s: string): Buffer => {
+    const b = Buffer.from(s);
+    if (b.length > 127) throw new Error(`hpackLiterals: '${s}' needs a longer length prefix than this helper writes`);
+    return Buffer.concat([Buffer.from([b.length]), b]);
+  };
+  return Buffer.concat(fields.map(([n, v]) => Buffer.concat([Buffer.from([0]), literal(n), literal(v)])));
+}
