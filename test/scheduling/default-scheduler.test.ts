@@ -55,6 +55,62 @@ describe('DefaultScheduler', () => {
     expect(s.pendingCount()).toBe(0);
   });
 
+  it('pipelines beyond two batches only while executions are short', async () => {
+    const i0 = new RecordingInstance('i0', false, 4);
+    const s = new DefaultScheduler([i0], () => {});
+    const rs = Array.from({ length: 7 }, (_, i) => new FakeRequest(`r${i}`));
+    rs.forEach((r) => s.enqueue(r));
+    // Its executions are not known yet: two batches at most.
+    expect(i0.held.map((h) => h.batch[0]!.request.id)).toEqual(['r0', 'r1']);
+    i0.release(true, 20_000n);
+    await ticks(2);
+    // A 20 µs execution is short: up to four batches now.
+    expect(i0.held.map((h) => h.batch[0]!.request.id)).toEqual(['r1', 'r2', 'r3', 'r4']);
+    expect(s.pendingCount()).toBe(2);
+    // A 50 ms one lifts the mean above 1 ms: back to two, so nothing more is handed over until
+    // two of the four queued have been answered.
+    i0.release(true, 50_000_000n);
+    await ticks(2);
+    expect(i0.held.length).toBe(3);
+    i0.release(true, 50_000_000n);
+    await ticks(2);
+    expect(i0.held.length).toBe(2);
+    expect(s.pendingCount()).toBe(2);
+    i0.release(true, 50_000_000n);
+    await ticks(2);
+    expect(i0.held.map((h) => h.batch[0]!.request.id)).toEqual(['r4', 'r5']);
+    while (i0.held.length > 0) {
+      i0.release(true, 50_000_000n);
+      await ticks(2);
+    }
+    await Promise.all(rs.map((r) => r.finished));
+    expect(i0.batches.flat()).toEqual(rs.map((r) => r.request.id));
+  });
+
+  it('queues the next batch on the instance with the fewest batches', async () => {
+    const i0 = new RecordingInstance('i0', false, 4);
+    const i1 = new RecordingInstance('i1', false, 4);
+    const s = new DefaultScheduler([i0, i1], () => {});
+    const rs = Array.from({ length: 8 }, (_, i) => new FakeRequest(`r${i}`));
+    for (const r of rs.slice(0, 4)) s.enqueue(r);
+    expect(i0.batches).toEqual([['r0'], ['r2']]);
+    expect(i1.batches).toEqual([['r1'], ['r3']]);
+    // Short executions on both: each may queue four now; one batch runs on each.
+    i0.release();
+    i1.release();
+    await ticks(2);
+    for (const r of rs.slice(4)) s.enqueue(r);
+    // Not the first instance with room until it is full: the less loaded one each time.
+    expect(i0.batches.flat()).toEqual(['r0', 'r2', 'r4', 'r6']);
+    expect(i1.batches.flat()).toEqual(['r1', 'r3', 'r5', 'r7']);
+    for (const i of [i0, i0, i0, i1, i1, i1]) {
+      i.release();
+      await ticks(2);
+    }
+    await Promise.all(rs.map((r) => r.finished));
+    expect(s.pendingCount()).toBe(0);
+  });
+
   it('waits for a ready instance and resumes on kick()', async () => {
     const i0 = new RecordingInstance('i0');
     i0.ready = false;

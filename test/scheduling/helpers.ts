@@ -107,19 +107,22 @@ export class RecordingInstance implements ExecutionInstance {
     return this.held.length > 0;
   }
 
-  /** Answers and completes the oldest held batch (optionally without answering). */
-  release(answer = true): PendingRequest[] {
+  /**
+   * Answers and completes the oldest held batch (optionally without answering), reporting an
+   * execution of `executionNs` (5 µs by default).
+   */
+  release(answer = true, executionNs = 5000n): PendingRequest[] {
     const h = this.held.shift();
     if (!h) throw new Error(`${this.name}: nothing to release`);
     if (answer) for (const r of h.batch) r.respond(okResponse(r.request.id));
-    h.resolve(times());
+    h.resolve(times(executionNs));
     return h.batch;
   }
 }
 
-export function times(): ExecutionTimes {
+export function times(executionNs = 5000n): ExecutionTimes {
   const t = process.hrtime.bigint();
-  return { startNs: t, inputEndNs: t + 1000n, inferEndNs: t + 5000n, endNs: t + 6000n };
+  return { startNs: t, inputEndNs: t + 1000n, inferEndNs: t + executionNs, endNs: t + executionNs + 1000n };
 }
 
 /** Lets pending setImmediate callbacks and microtasks run. */

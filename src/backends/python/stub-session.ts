@@ -23,10 +23,13 @@ import { SlotTable } from '../../core/slot-table.js';
 
 /**
  * Batches handed to a stub before the one it runs is answered (see ExecutionInstance
- * .pipelineDepth): with 2 the stub finds its next request in ring A the moment it answers, and
- * neither side sleeps in between under load.
+ * .pipelineDepth), so that under load the stub finds its next request in ring A the moment it
+ * answers and neither side sleeps in between. The pool goes beyond two only while executions
+ * are short (InstancePool, SHORT_EXECUTION_NS): with two, a stub whose executions take
+ * microseconds still found its ring empty and slept at most requests under load, as Node, busy
+ * with its connections, handed the next batch over too late (docs/design.md, "Pipelining").
  */
-export const PIPELINE_DEPTH = 2;
+export const PIPELINE_DEPTH = 4;
 
 /** An open request of the session, from `exec` until its final response (or the stub's end). */
 class LiveRequest {

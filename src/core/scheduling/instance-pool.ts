@@ -9,13 +9,33 @@ import { asTritonError } from '../errors.js';
 import type { RateLimiter } from './rate-limiter.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionListener, ExecutionObserver, ExecutionTimes, PendingRequest } from './types.js';
 
+/**
+ * A pipelined instance takes this many batches at once whatever its executions last; more (up
+ * to its pipelineDepth) only while they are short (SHORT_EXECUTION_NS).
+ */
+const SHALLOW_DEPTH = 2;
+/**
+ * Executions averaging under this are short: Node's own delay in handing over the next batch
+ * (it answers clients and reads other connections in between) is then a real share of each
+ * execution, and with only one batch waiting the stub often finds its ring empty and sleeps
+ * (docs/design.md, "Pipelining"). Longer executions leave Node time to refill, and a deeper
+ * queue would only hold requests back from another instance that frees first.
+ */
+const SHORT_EXECUTION_NS = 1_000_000;
+/** Weight of the newest execution in the running mean of an instance's execution times. */
+const EXECUTION_MEAN_WEIGHT = 1 / 8;
+
 export class InstancePool {
   private readonly instances: ExecutionInstance[];
   /** Batches handed to each instance and not answered yet. */
   private readonly running: number[];
-  /** How many each instance takes at once (its pipelineDepth, when the scheduler allows it). */
+  /** How many each instance may take at once (its pipelineDepth, when the scheduler allows it). */
+  private readonly maxDepth: number[];
+  /** How many each instance takes at once now: maxDepth, or SHALLOW_DEPTH while its executions are long. */
   private readonly depth: number[];
-  /** Free slots over all instances. */
+  /** Running mean of each instance's execution time, ns (0 until its first one). */
+  private readonly meanNs: number[];
+  /** Free slots over all instances: Σ max(0, depth − running). */
   private free: number;
 
   constructor(
@@ -40,7 +60,10 @@ export class InstancePool {
     this.instances = instances.slice();
     this.running = this.instances.map(() => 0);
     const limited = (i: ExecutionInstance) => limiter?.covers(i) === true;
-    this.depth = this.instances.map((i) => (pipeline && !limited(i) ? Math.max(1, Math.floor(i.pipelineDepth ?? 1)) : 1));
+    this.maxDepth = this.instances.map((i) => (pipeline && !limited(i) ? Math.max(1, Math.floor(i.pipelineDepth ?? 1)) : 1));
+    // Until an instance's executions are known, it takes no more than the shallow depth.
+    this.depth = this.maxDepth.map((d) => Math.min(d, SHALLOW_DEPTH));
+    this.meanNs = this.instances.map(() => 0);
     for (const i of this.instances) if (limited(i)) limiter!.setWake(i, () => this.onFree());
     this.free = this.depth.reduce((a, b) => a + b, 0);
   }
@@ -56,8 +79,9 @@ export class InstancePool {
   }
 
   /**
-   * Index of a ready instance that can take a batch, or -1: an idle one first, so that work
-   * spreads over instances before any of them queues a second batch.
+   * Index of a ready instance that can take a batch, or -1: an idle one first, else the one
+   * with the fewest batches queued, so that work spreads over instances before any of them
+   * queues more than the others.
    */
   idleReady(): number {
     if (this.free === 0) return -1;
@@ -67,7 +91,7 @@ export class InstancePool {
       const n = this.running[i]!;
       if (n >= this.depth[i]! || !this.instances[i]!.isReady()) continue;
       if (n === 0) return i;
-      if (queued < 0) queued = i;
+      if (queued < 0 || n < this.running[queued]!) queued = i;
     }
     return queued;
   }
@@ -107,7 +131,7 @@ export class InstancePool {
    */
   run(idx: number, batch: PendingRequest[], handed: PendingRequest[], batchSize: number): void {
     this.running[idx]!++;
-    this.free--;
+    if (this.running[idx]! <= this.depth[idx]!) this.free--;
     const instance = this.instances[idx]!;
     const execution = new Execution(this, idx, batch, handed, batchSize);
     try {
@@ -128,6 +152,7 @@ export class InstancePool {
   /** @internal Execution `e` is over: its instance is free, its accounting done, the scheduler goes on. */
   executed(e: Execution, times: ExecutionTimes): void {
     this.release(e.idx);
+    if (this.maxDepth[e.idx]! > SHALLOW_DEPTH) this.observe(e.idx, Number(times.inferEndNs - times.startNs));
     try {
       this.observer(e.batch, times, e.batchSize);
     } catch {
@@ -145,9 +170,21 @@ export class InstancePool {
   }
 
   private release(idx: number): void {
+    if (this.running[idx]! <= this.depth[idx]!) this.free++;
     this.running[idx]!--;
-    this.free++;
     this.limiter?.release(this.instances[idx]!);
+  }
+
+  /** Folds one execution of instance `idx` into its mean, and sets its depth from it. */
+  private observe(idx: number, ns: number): void {
+    const mean = this.meanNs[idx]! === 0 ? ns : this.meanNs[idx]! + (ns - this.meanNs[idx]!) * EXECUTION_MEAN_WEIGHT;
+    this.meanNs[idx] = mean;
+    const depth = mean < SHORT_EXECUTION_NS ? this.maxDepth[idx]! : SHALLOW_DEPTH;
+    const was = this.depth[idx]!;
+    if (depth === was) return;
+    const running = this.running[idx]!;
+    this.free += Math.max(0, depth - running) - Math.max(0, was - running);
+    this.depth[idx] = depth;
   }
 }
 
