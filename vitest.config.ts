@@ -6,8 +6,9 @@ import { defineConfig } from 'vitest/config';
 // The shutdown suite checks what a SIGKILLed server leaves in /dev/shm and what the next start
 // removes. Every server removes stale files when it starts, so a server of another suite
 // starting at the same moment would do that suite's job for it: it runs in a group of its own,
-// after everything else.
-const SERIAL = ['test/e2e/shutdown.test.ts'];
+// after everything else. So does the pipeline suite: it relies on a short execute() measuring
+// under 1 ms from Node's side, which other suites' servers and stubs on two cores can stretch.
+const SERIAL = ['test/e2e/shutdown.test.ts', 'test/e2e/pipeline-depth.test.ts'];
 
 // dist-fresh rebuilds a stale dist/ once before the run with TRITIUM_REBUILD=1; the suites that
 // run the compiled server refuse a stale one themselves (ensureBuilt), unit suites never need it.

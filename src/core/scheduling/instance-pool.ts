@@ -24,6 +24,12 @@ const SHALLOW_DEPTH = 2;
 const SHORT_EXECUTION_NS = 1_000_000;
 /** Weight of the newest execution in the running mean of an instance's execution times. */
 const EXECUTION_MEAN_WEIGHT = 1 / 8;
+/**
+ * An execution counts in the mean as at most this long: one long execution still lifts a short
+ * mean over SHORT_EXECUTION_NS at once, but a first call that took seconds (a model warming up)
+ * does not keep the instance at two batches for hundreds of executions after it.
+ */
+const MAX_COUNTED_EXECUTION_NS = 10 * SHORT_EXECUTION_NS;
 
 export class InstancePool {
   private readonly instances: ExecutionInstance[];
@@ -176,7 +182,8 @@ export class InstancePool {
   }
 
   /** Folds one execution of instance `idx` into its mean, and sets its depth from it. */
-  private observe(idx: number, ns: number): void {
+  private observe(idx: number, took: number): void {
+    const ns = Math.min(took, MAX_COUNTED_EXECUTION_NS);
     const mean = this.meanNs[idx]! === 0 ? ns : this.meanNs[idx]! + (ns - this.meanNs[idx]!) * EXECUTION_MEAN_WEIGHT;
     this.meanNs[idx] = mean;
     const depth = mean < SHORT_EXECUTION_NS ? this.maxDepth[idx]! : SHALLOW_DEPTH;
