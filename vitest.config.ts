@@ -5,10 +5,11 @@ import { defineConfig } from 'vitest/config';
 //
 // The shutdown suite checks what a SIGKILLed server leaves in /dev/shm and what the next start
 // removes. Every server removes stale files when it starts, so a server of another suite
-// starting at the same moment would do that suite's job for it: it runs in a group of its own,
-// after everything else. So does the pipeline suite: it relies on a short execute() measuring
-// under 1 ms from Node's side, which other suites' servers and stubs on two cores can stretch.
-const SERIAL = ['test/e2e/shutdown.test.ts', 'test/e2e/pipeline-depth.test.ts'];
+// starting at the same moment would do that suite's job for it. The pipeline suite relies on a
+// short execute() measuring under 1 ms from Node's side, which other suites' servers and stubs
+// on two cores can stretch. Each runs in a group of its own (one file, so alone), after
+// everything else.
+const ALONE = { serial: 'test/e2e/shutdown.test.ts', pipeline: 'test/e2e/pipeline-depth.test.ts' };
 
 // dist-fresh rebuilds a stale dist/ once before the run with TRITIUM_REBUILD=1; the suites that
 // run the compiled server refuse a stale one themselves (ensureBuilt), unit suites never need it.
@@ -59,7 +60,7 @@ export default defineConfig({
     maxWorkers: 2,
     minWorkers: 1,
     projects: [
-      { test: { ...shared, name: 'parallel', include: ['test/**/*.test.ts'], exclude: SERIAL, sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: 'parallel', include: ['test/**/*.test.ts'], exclude: Object.values(ALONE), sequence: { groupOrder: 0 } } },
       {
         test: {
           ...shared,
@@ -69,7 +70,7 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      { test: { ...shared, name: 'serial', include: SERIAL, sequence: { groupOrder: 1 } } },
+      ...Object.entries(ALONE).map(([name, file], i) => ({ test: { ...shared, name, include: [file], sequence: { groupOrder: 1 + i } } })),
     ],
   },
 });

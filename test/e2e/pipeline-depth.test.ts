@@ -3,8 +3,9 @@
  * instance's executions are short, up to four batches wait in its ring A; once they average
  * 1 ms or more, two. The real CLI and stub serve test/models/batch_probe without its dynamic
  * batching (so the default scheduler runs every request as its own execution, one instance),
- * over HTTP; where each request went is read from the `ipc` and `batcher` trace lines, and a
- * request stays in the stub on batch_probe's `hold` file, never on a sleep.
+ * over HTTP; where each request went is read from the `ipc` and `batcher` trace lines and
+ * nv_inference_pending_request_count, and a request stays in the stub on batch_probe's `hold`
+ * file, never on a sleep.
  *
  * It runs in the serial group (vitest.config.ts): "short" is measured on the wall clock from
  * Node's side, which other suites' servers and stubs on a 2-core machine can stretch past 1 ms.
@@ -14,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { editConfig, makeRepo, startTritium, type Tritium } from '../helpers/server.js';
-import { waitFor } from './infer-helpers.js';
+import { metricValue, scrape, waitFor } from './infer-helpers.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-depth-'));
 
@@ -84,6 +85,10 @@ describe('pipelining into a stub', () => {
     expect(sentLine(server, 'd')).toContain('behind 3 batch(es)');
     expect(sentLine(server, 'e')).toBeUndefined();
     expect(queuedLine(server, 'e')).toContain('every instance busy');
+    // Pending, as Triton counts it, is every request received and not started: the three in
+    // ring A and the one in the scheduler's queue.
+    const m = await scrape(server.metricsPort!);
+    expect(metricValue(m.samples, 'nv_inference_pending_request_count', { model: 'batch_probe', version: '1' })).toBe(4);
 
     // The held execution lasts far beyond 1 ms: the depth drops to two, so e is not handed over
     // the moment the held one is answered (three would still be ahead of it), only once at most

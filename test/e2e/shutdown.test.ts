@@ -128,9 +128,9 @@ describe('SIGTERM / SIGINT', () => {
     expect(shmFilesOf(pid).length).toBeGreaterThan(0);
 
     const inflight = Array.from({ length: 30 }, (_, i) => infer(t, 150, i));
-    // 2 executing, 2 waiting in the stubs' rings (the default scheduler pipelines one more
-    // request into each instance), 26 queued: all 30 received.
-    await waitPending(t, 26);
+    // 2 executing, 28 pending: 2 waiting in the stubs' rings (the default scheduler pipelines
+    // one more request into each instance whose executions are long), 26 queued; all received.
+    await waitPending(t, 28);
     t.proc.kill('SIGTERM');
     const deadline = Date.now() + 10_000;
     while (!t.log().includes('received SIGTERM') && Date.now() < deadline) await sleep(5);
@@ -174,7 +174,7 @@ describe('SIGTERM / SIGINT', () => {
     // Every process of the server's: the stubs, and the fork server they came from.
     const below = descendantsOf(pid);
     const inflight = Array.from({ length: 6 }, (_, i) => infer(t, 8000, i));
-    await waitPending(t, 2); // 2 executing, 2 in the stubs' rings, 2 queued
+    await waitPending(t, 4); // 2 executing, 2 in the stubs' rings, 2 queued
     t.proc.kill('SIGTERM');
     const results = await Promise.all(inflight);
     const exit = await within(t.exited, 30_000, 'the server to exit after the exit timeout');
@@ -221,7 +221,7 @@ describe('SIGTERM / SIGINT', () => {
     // Every process of the server's: the stubs, and the fork server they came from.
     const below = descendantsOf(pid);
     const inflight = Array.from({ length: 6 }, (_, i) => infer(t, 20_000, i));
-    await waitPending(t, 2);
+    await waitPending(t, 4);
     t.proc.kill('SIGTERM');
     await sleep(300);
     t.proc.kill('SIGTERM');

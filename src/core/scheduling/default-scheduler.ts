@@ -45,8 +45,13 @@ export class DefaultScheduler implements Scheduler {
     this.pump();
   }
 
+  /**
+   * Requests not yet executing: the queue's, and those waiting in an instance's own queue (a
+   * stub's ring) behind the batch it runs, as Triton's count has every request received and not
+   * yet started.
+   */
   pendingCount(): number {
-    return this.queue.length;
+    return this.queue.length + this.pool.waiting;
   }
 
   kick(): void {

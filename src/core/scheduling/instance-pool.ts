@@ -43,6 +43,8 @@ export class InstancePool {
   private readonly meanNs: number[];
   /** Free slots over all instances: Σ max(0, depth − running). */
   private free: number;
+  /** Batches handed to an instance that wait behind the one it runs: Σ max(0, running − 1). */
+  private waitingBatches = 0;
 
   constructor(
     instances: readonly ExecutionInstance[],
@@ -77,6 +79,15 @@ export class InstancePool {
   /** The name of instance `idx` (debug trace lines). */
   nameOf(idx: number): string {
     return this.instances[idx]!.name;
+  }
+
+  /**
+   * Batches handed to instances that wait behind the one each runs (in a stub's ring). Only
+   * pipelined instances have them, and only the default scheduler pipelines, whose batches are
+   * one request each: it is also the number of requests waiting there.
+   */
+  get waiting(): number {
+    return this.waitingBatches;
   }
 
   /** Some instance can take a batch now (it may still be restarting). */
@@ -138,6 +149,7 @@ export class InstancePool {
   run(idx: number, batch: PendingRequest[], handed: PendingRequest[], batchSize: number): void {
     this.running[idx]!++;
     if (this.running[idx]! <= this.depth[idx]!) this.free--;
+    if (this.running[idx]! > 1) this.waitingBatches++;
     const instance = this.instances[idx]!;
     const execution = new Execution(this, idx, batch, handed, batchSize);
     try {
@@ -177,6 +189,7 @@ export class InstancePool {
 
   private release(idx: number): void {
     if (this.running[idx]! <= this.depth[idx]!) this.free++;
+    if (this.running[idx]! > 1) this.waitingBatches--;
     this.running[idx]!--;
     this.limiter?.release(this.instances[idx]!);
   }
