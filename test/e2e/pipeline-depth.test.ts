@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { editConfig, makeRepo, startTritium, type Tritium } from '../helpers/server.js';
+import { editConfig, logLines, makeRepo, startTritium, type Tritium } from '../helpers/server.js';
 import { metricValue, scrape, waitFor } from './infer-helpers.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-depth-'));
@@ -26,23 +26,16 @@ function infer(server: Tritium, id: string, params?: Record<string, unknown>): P
   });
 }
 
-function lines(server: Tritium, needle: string): string[] {
-  return server
-    .log()
-    .split('\n')
-    .filter((l) => l.includes(needle));
-}
-
 /** The `ipc` line that sent request `id` to the stub, once there is one. */
 function sentLine(server: Tritium, id: string): string | undefined {
   const who = new RegExp(`= #\\d+ id=${id}(?![\\w-])`);
-  return lines(server, 'sent batch').find((l) => who.test(l));
+  return logLines(server, 'sent batch').find((l) => who.test(l));
 }
 
 /** The `batcher` line that queued request `id`, once there is one. */
 function queuedLine(server: Tritium, id: string): string | undefined {
   const who = new RegExp(`queued #\\d+ id=${id}(?![\\w-])`);
-  return lines(server, 'queued').find((l) => who.test(l));
+  return logLines(server, 'queued').find((l) => who.test(l));
 }
 
 describe('pipelining into a stub', () => {

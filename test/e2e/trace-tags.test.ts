@@ -17,7 +17,7 @@ import * as grpc from '@grpc/grpc-js';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelInferRequestSchema } from '../../src/generated/grpc_service_pb.js';
-import { makeRepo, startTritium, type Tritium } from '../helpers/server.js';
+import { logLines, makeRepo, startTritium, type Tritium } from '../helpers/server.js';
 import { postThenReset } from '../helpers/raw-http.js';
 import { frameMessage, watchCall } from '../helpers/grpc-raw.js';
 import { waitFor } from './infer-helpers.js';
@@ -85,14 +85,6 @@ async function grpcInferWithServerDeadline(port: number, body: Uint8Array, timeo
   return done.status;
 }
 
-/** The messages of the server's log lines (as the logger quoted them) that contain `needle`. */
-function lines(server: Tritium, needle?: string): string[] {
-  return server
-    .log()
-    .split('\n')
-    .filter((l) => needle === undefined || l.includes(needle));
-}
-
 /** The trace number (`#N`) the log gave the request with client id `id`. */
 function traceNo(server: Tritium, id: string): string {
   const m = new RegExp(`(#\\d+) id=${id}[^-\\w]`).exec(server.log());
@@ -114,7 +106,7 @@ function indexOf(all: string[], tag: string, parts: string[], from = 0): number 
 
 /** Asserts that the steps appear in the log in this order; returns their line indices. */
 function expectChain(server: Tritium, steps: Array<[string, string[]]>): number[] {
-  const all = lines(server);
+  const all = logLines(server);
   const at: number[] = [];
   let from = 0;
   for (const [tag, parts] of steps) {
@@ -142,11 +134,11 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
   });
 
   it('warns once about the unknown tag, naming the known ones, and says what it traces', () => {
-    const warnings = lines(server, 'no_such_tag');
+    const warnings = logLines(server, 'no_such_tag');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/^W/);
     expect(warnings[0]).toContain(`known tags: ${TAGS.join(', ')}, all`);
-    expect(lines(server, `TRITIUM_TRACE: tracing ${TAGS.join(', ')}`)).toHaveLength(1);
+    expect(logLines(server, `TRITIUM_TRACE: tracing ${TAGS.join(', ')}`)).toHaveLength(1);
   });
 
   it('traced the model load and the stub start-up', () => {
@@ -168,7 +160,7 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
     const id = 'id=trace-http-1';
     await waitFor(
       'the request released and completed',
-      () => lines(server, id).some((l) => l.includes('released')) && lines(server, id).some((l) => l.includes('completed')),
+      () => logLines(server, id).some((l) => l.includes('released')) && logLines(server, id).some((l) => l.includes('completed')),
     );
     const no = traceNo(server, 'trace-http-1');
     const who = `${no} ${id}`;
@@ -197,7 +189,7 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
       ['http', [`${conn}: received ${who}`]],
     ]);
     // Verbose lines, as the other verbose lines are: I-prefixed, with the message quoted.
-    for (const l of lines(server, id)) expect(l).toMatch(/^I\d{4} [\d:.]+ \d+ tritium\] "\[(http|request|batcher|ipc)\] /);
+    for (const l of logLines(server, id)) expect(l).toMatch(/^I\d{4} [\d:.]+ \d+ tritium\] "\[(http|request|batcher|ipc)\] /);
   });
 
   it('shows the whole way of one gRPC request', async () => {
@@ -205,7 +197,7 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
     const id = 'id=trace-grpc-1';
     await waitFor(
       'the request released and completed',
-      () => lines(server, id).some((l) => l.includes('released')) && lines(server, id).some((l) => l.includes('completed')),
+      () => logLines(server, id).some((l) => l.includes('released')) && logLines(server, id).some((l) => l.includes('completed')),
     );
     const who = `${traceNo(server, 'trace-grpc-1')} ${id}`;
     const [received] = expectChain(server, [
@@ -220,7 +212,7 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
       ['ipc', [`(${who}) released`]],
     ]);
     // The call (connection and stream) the request came on, and its answer.
-    const call = /\[grpc\] (conn \d+ stream \d+): received/.exec(lines(server)[received!]!)![1]!;
+    const call = /\[grpc\] (conn \d+ stream \d+): received/.exec(logLines(server)[received!]!)![1]!;
     expectChain(server, [
       ['grpc', [`${call}: call /inference.GRPCInferenceService/ModelInfer`]],
       ['grpc', [`${call}: received ${who}`]],
@@ -233,11 +225,11 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
     const reset = postThenReset(server.httpPort, '/v2/models/batch_probe/infer', httpBody('trace-cancel-1', { hold }));
     const id = 'id=trace-cancel-1';
     // In the stub (held there by the model) before the client goes.
-    await waitFor('the request sent to the stub', () => lines(server, id).some((l) => l.includes('"[ipc]') && l.includes('sent batch')));
+    await waitFor('the request sent to the stub', () => logLines(server, id).some((l) => l.includes('"[ipc]') && l.includes('sent batch')));
     reset();
-    await waitFor('the stub told', () => lines(server, id).some((l) => l.includes('cancel flag set for the stub')));
+    await waitFor('the stub told', () => logLines(server, id).some((l) => l.includes('cancel flag set for the stub')));
     fs.writeFileSync(hold, '');
-    await waitFor('the request released', () => lines(server, id).some((l) => l.includes('released')));
+    await waitFor('the request released', () => logLines(server, id).some((l) => l.includes('released')));
     const no = traceNo(server, 'trace-cancel-1');
     const who = `${no} ${id}`;
     const conn = new RegExp(`\\[http\\] (conn \\d+): received ${no} `).exec(server.log())![1];
@@ -256,11 +248,11 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
     const hold = path.join(tmp, 'release-grpc');
     const id = 'id=trace-deadline-1';
     const answer = grpcInferWithServerDeadline(server.grpcPort!, grpcRequest('trace-deadline-1', { hold }), '4S');
-    await waitFor('the request sent to the stub', () => lines(server, id).some((l) => l.includes('"[ipc]') && l.includes('sent batch')));
+    await waitFor('the request sent to the stub', () => logLines(server, id).some((l) => l.includes('"[ipc]') && l.includes('sent batch')));
     expect(await answer).toBe(String(grpc.status.DEADLINE_EXCEEDED));
-    await waitFor('the stub told', () => lines(server, id).some((l) => l.includes('cancel flag set for the stub')));
+    await waitFor('the stub told', () => logLines(server, id).some((l) => l.includes('cancel flag set for the stub')));
     fs.writeFileSync(hold, '');
-    await waitFor('the request released', () => lines(server, id).some((l) => l.includes('released')));
+    await waitFor('the request released', () => logLines(server, id).some((l) => l.includes('released')));
     const who = `${traceNo(server, 'trace-deadline-1')} ${id}`;
     const call = new RegExp(`\\[grpc\\] (conn \\d+ stream \\d+): received ${who.split(' ')[0]} `).exec(server.log())![1];
     expectChain(server, [

@@ -173,6 +173,14 @@ export function writeModel(repo: string, name: string, config: string): void {
   fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), config);
 }
 
+/** The lines of `server`'s log so far, only those containing `needle` when given. */
+export function logLines(server: Pick<Tritium, 'log'>, needle?: string): string[] {
+  return server
+    .log()
+    .split('\n')
+    .filter((l) => needle === undefined || l.includes(needle));
+}
+
 /** Starts a server on an empty repository with `args` that must make it refuse to start; resolves with its log. */
 export async function refusedStartLog(args: string[]): Promise<string> {
   const s = await startTritium({ repos: [makeRepo([])], args, expectFailure: true });
