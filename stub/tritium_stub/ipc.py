@@ -25,7 +25,9 @@ from . import memfd
 from .messages import HELLO, SEG
 
 _packb = msgpack.packb
-_unpackb = msgpack.unpackb
+# Node's messages as msgpack decodes them: the fallback of the native decoder, and the decoder
+# where the extension predates it.
+_msgpack_unpack = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False)
 
 SHM_DIR = "/dev/shm"
 
@@ -223,7 +225,7 @@ class Channel:
         self._arena_cls = native.Arena
         # Node's messages are mostly map keys, which the native decoder does not make anew for
         # every message (py_unpack.h); a module built before it existed leaves them to msgpack.
-        self._unpack = getattr(native, "unpack", None) or functools.partial(_unpackb, raw=False, strict_map_key=False)
+        self._unpack = getattr(native, "unpack", None) or _msgpack_unpack
 
         self._fdlink: memfd.FdLink | None = None
         # Output segments are memfds while memfd_create works here; a refusal (seccomp, an old
@@ -271,7 +273,7 @@ class Channel:
         try:
             return self._unpack(data)
         except Exception:  # what the native decoder leaves to msgpack: it decodes it or says why
-            return _unpackb(data, raw=False, strict_map_key=False)
+            return _msgpack_unpack(data)
 
     def send(self, msg: dict) -> None:
         """One message onto ring B (thread-safe; waits while the ring is full)."""
