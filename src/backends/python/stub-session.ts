@@ -119,10 +119,21 @@ export class StubSession {
           signal.addEventListener('abort', live, ONCE);
           live.signal = signal;
         }
-        const wire: ExecRequestWire =
-          hasNoParameters(request.parameters) && pr.sequence === undefined
-            ? { rid, id: request.id, corr: 0, flags: 0, params: '{}', timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag }
-            : { rid, id: request.id, ...requestFields(pr), timeout: pr.timeoutUs, outs: requestedOutputs(pr), inputs, cflag };
+        // One shape for every request's wire, the parameters' fields set in place: a spread
+        // of them went through V8's runtime (DefineKeyedOwnPropertyInLiteral, a map
+        // migration) for every request that carried any parameter.
+        const wire: ExecRequestWire = {
+          rid,
+          id: request.id,
+          corr: 0,
+          flags: 0,
+          params: '{}',
+          timeout: pr.timeoutUs,
+          outs: requestedOutputs(pr),
+          inputs,
+          cflag,
+        };
+        if (pr.sequence !== undefined || !hasNoParameters(request.parameters)) setRequestFields(wire, pr);
         if (request.trace !== undefined) wire.tr = 1;
         reqs[k] = wire;
       }
@@ -363,21 +374,19 @@ export class StubSession {
   }
 }
 
-/** Fields of the `exec` message derived from request parameters (sequence, custom). */
-function requestFields(pr: PendingRequest) {
+/** Sets the fields of `wire` derived from request parameters (sequence, custom). */
+function setRequestFields(wire: ExecRequestWire, pr: PendingRequest): void {
   const p = readParameters(pr.request.parameters);
-  const custom = Object.keys(p.custom).length ? JSON.stringify(p.custom, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)) : '{}';
+  if (!hasNoParameters(p.custom)) wire.params = JSON.stringify(p.custom, (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
   // The sequence batcher's view wins: a rescheduled iteration has no flags, a filler no id.
   const seq = pr.sequence;
   const id = seq !== undefined ? seq.id : p.sequenceId;
-  return {
-    corr: typeof id === 'bigint' ? (id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : id) : id,
-    flags: seq !== undefined ? seq.flags : (p.sequenceStart ? 1 : 0) | (p.sequenceEnd ? 2 : 0),
-    params: custom,
-  };
+  wire.corr = typeof id === 'bigint' ? (id <= MAX_SAFE_BIGINT ? Number(id) : id) : id;
+  wire.flags = seq !== undefined ? seq.flags : (p.sequenceStart ? 1 : 0) | (p.sequenceEnd ? 2 : 0);
 }
 
 const NO_OUTPUTS: readonly OutputDescriptor[] = [];
+const MAX_SAFE_BIGINT = BigInt(Number.MAX_SAFE_INTEGER);
 /** The cancel flag's initial words (u32 little-endian). */
 const FLAG_CLEAR = Buffer.from([0, 0, 0, 0]);
 const FLAG_SET = Buffer.from([1, 0, 0, 0]);

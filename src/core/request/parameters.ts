@@ -54,12 +54,21 @@ export function hasNoParameters(params: Parameters): boolean {
   return true;
 }
 
+/**
+ * The scheduling parameters of a request and its custom ones. Parameters that are neither
+ * (`triton_*` flags the frontends read themselves, such as the
+ * `triton_enable_empty_final_response` perf_analyzer sends with every gRPC request) read as no
+ * parameters at all: the shared NO_PARAMETERS, with no object or key list made per request.
+ */
 export function readParameters(params: Parameters): Readonly<SchedulingParameters> {
-  if (hasNoParameters(params)) return NO_PARAMETERS;
-  const custom: Parameters = {};
-  for (const [k, v] of Object.entries(params)) {
-    if (!RESERVED.has(k) && !k.startsWith('triton_')) setParameter(custom, k, v);
+  let custom: Parameters | undefined;
+  let reserved = false;
+  for (const k in params) {
+    if (!Object.hasOwn(params, k)) continue;
+    if (RESERVED.has(k)) reserved = true;
+    else if (!k.startsWith('triton_')) setParameter((custom ??= {}), k, params[k]!);
   }
+  if (!reserved && custom === undefined) return NO_PARAMETERS;
   const sid = params['sequence_id'];
   let sequenceId: bigint | string = 0n;
   if (typeof sid === 'string') sequenceId = sid;
@@ -73,6 +82,6 @@ export function readParameters(params: Parameters): Readonly<SchedulingParameter
     sequenceId,
     sequenceStart: params['sequence_start'] === true,
     sequenceEnd: params['sequence_end'] === true,
-    custom,
+    custom: custom ?? NO_PARAMETERS.custom,
   };
 }
