@@ -11,6 +11,7 @@
  */
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { CancelToken } from '../../core/cancellation.js';
+import { SlotTable } from '../../core/slot-table.js';
 import { asTritonError } from '../../core/errors.js';
 import type { InferRequest, InferResponse } from '../../core/inference.js';
 import type { LogSettingsStore, LogSettingsView } from '../../core/logger.js';
@@ -64,12 +65,15 @@ export interface CoreHostOptions {
 
 /** Serves one frontend thread until it exits. */
 export class CoreHost {
-  /** Requests of the thread the core has not finished: their cancel tokens. */
-  private readonly pending = new Map<number, CancelToken>();
+  /**
+   * Requests of the thread the core has not finished: their cancel tokens, by the thread's
+   * increasing request number (a SlotTable: a Map took a rehash every few requests).
+   */
+  private readonly pending = new SlotTable<CancelToken>();
   private readonly traces = new Map<number, RequestTrace>();
   private nextTrace = 1;
   /** Stub blocks the thread has not given back: copies on their way, lent outputs not yet written (ResponseMessage.hold, .lent). */
-  private readonly held = new Map<number, () => void>();
+  private readonly held = new SlotTable<() => void>();
   private nextHold = 1;
   private gone = false;
   /** The thread said it posted every request it read before it heard of the exit ('quiesced'). */
@@ -142,12 +146,10 @@ export class CoreHost {
     this.inbox.close();
     this.outbox.close();
     this.link.objects.close();
-    for (const cancel of this.pending.values()) cancel.abort();
-    this.pending.clear();
+    for (const cancel of this.pending.drain()) cancel.abort();
     for (const t of this.traces.values()) t.done();
     this.traces.clear();
-    for (const release of this.held.values()) release();
-    this.held.clear();
+    for (const release of this.held.drain()) release();
   }
 
   private onMessage(m: ThreadMessage): void {
@@ -187,9 +189,10 @@ export class CoreHost {
       signal: cancel,
       // Read before the thread heard of an exit: admitted while the server exits (inference.ts).
       readBeforeExit: !this.quiesced,
-      ...(m.outputs !== undefined ? { outputs: m.outputs } : {}),
-      ...(m.traceNo !== undefined ? { traceNo: m.traceNo } : {}),
     };
+    // Set when present rather than spread into the literal (a runtime call per request).
+    if (m.outputs !== undefined) request.outputs = m.outputs;
+    if (m.traceNo !== undefined) request.traceNo = m.traceNo;
     if (m.trace !== undefined) {
       const trace = this.traces.get(m.trace);
       if (trace !== undefined) request.trace = trace;
