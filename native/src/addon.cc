@@ -2,7 +2,7 @@
 // Python-backend IPC, and Node's side of the protocol core the stub's extension compiles too:
 // the header layout (node_layout.cc over layout.h), the rings (node_ring.cc over ring_core.h)
 // and the arenas (node_arena.cc over arena_core.h); and the SO_REUSEPORT listeners of the
-// frontend threads (listen_socket.cc); loading CUDA libraries by path (shared_library.cc); the gRPC frontend's HTTP/2 sessions over the
+// frontend threads (listen_socket.cc) and the frontends' direct answers (socket_write.cc); loading CUDA libraries by path (shared_library.cc); the gRPC frontend's HTTP/2 sessions over the
 // nghttp2 inside Node (h2_session.cc). What to send and when stays in TypeScript;
 // see docs/ipc.md.
 #include <napi.h>
@@ -15,6 +15,7 @@
 #include "node_ring.h"
 #include "shared_library.h"
 #include "shm.h"
+#include "socket_write.h"
 #include "wake.h"
 
 namespace {
@@ -28,6 +29,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tritium::InitListenSocket(env, exports);
   tritium::InitSharedLibrary(env, exports);
   tritium::InitH2Session(env, exports);
+  tritium::InitSocketWrite(env, exports);
   return exports;
 }
 }  // namespace

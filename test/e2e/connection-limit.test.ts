@@ -298,9 +298,11 @@ describe('HTTP idle and slow-sender timeout', () => {
     const s = net.connect(timed.httpPort, '127.0.0.1');
     s.on('error', () => {});
     const body = slowInfer(2500);
+    const closed = closedByServer(s);
     const got = await answered(s, `POST /v2/models/slow_execute/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
     expect(got).toMatch(/^HTTP\/1\.1 200/);
-    s.destroy();
+    // The answer's write restarted the idle timer: the connection, idle from then on, is closed.
+    await closed;
   }, 30_000);
 });
 

@@ -104,6 +104,11 @@ export interface NativeAddon {
   sendFds(socket: number, fds: number[], names: string): void;
   /** The next datagram queued on `socket` (descriptors close-on-exec, owned by the caller), or null when none is. */
   recvFds(socket: number): { names: string; fds: number[] } | null;
+  /**
+   * One non-blocking send(2) of `bytes` on socket `fd`: the bytes the kernel took, or -errno
+   * (-EAGAIN when it took none). For frontends/socket-write.ts only.
+   */
+  writeSocket(fd: number, bytes: Uint8Array): number;
   /** FUTEX_WAKE (non-private) on the u32 at byteOffset; returns the number of woken waiters. */
   futexWake(buffer: SharedArrayBuffer, byteOffset: number): number;
   /** Checks n0's control header (throws an Error saying what is wrong) and attaches to its rings. */

@@ -19,6 +19,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { loadNative, type H2Fields, type NativeH2Session } from '../../../backends/python/ipc/native.js';
 import { SlotTable } from '../../../core/slot-table.js';
+import { writeToSocket } from '../../socket-write.js';
 
 /** HTTP/2 error codes used here (RFC 9113, section 7). */
 export const H2_NO_ERROR = 0;
@@ -369,7 +370,7 @@ export class H2Session extends EventEmitter {
     const bytes = typeof r !== 'number' ? r : r > 0 ? out.subarray(0, r) : undefined;
     if (bytes !== undefined && this.socket.writable) {
       // A flush returns at most about 1 MiB; more (a large answer) follows when the socket drains.
-      const ok = this.socket.write(bytes);
+      const ok = writeToSocket(this.socket, bytes);
       // Bytes the kernel did not take at once stay queued in the socket, `out` with them if they
       // are in it: the next flush gets a buffer of its own.
       if (typeof r === 'number' && this.socket.writableLength > 0) this.out = Buffer.allocUnsafeSlow(OUT_BYTES);

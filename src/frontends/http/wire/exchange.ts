@@ -7,6 +7,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { writeToSocket } from '../../socket-write.js';
 import type { RequestHead } from './request-head.js';
 
 /** Receives the body of a request (see HttpRequest.read). */
@@ -263,7 +264,7 @@ export class HttpResponse {
       const head = this.pendingHead;
       this.pendingHead = undefined;
       this.finished = true;
-      socket.write(head + body, this.owner.written);
+      writeToSocket(socket, Buffer.from(head + body), this.owner.written);
       this.uncork();
       return;
     }
@@ -303,7 +304,7 @@ export class HttpResponse {
     let at = buf.write(head, 0, 'latin1');
     at += buf.write(text, at, 'utf8');
     for (let i = 0; i < blobs.length; i++) at += blobs[i]!.copy(buf, at);
-    this.owner.socket.write(at === buf.length ? buf : buf.subarray(0, at), this.owner.written);
+    writeToSocket(this.owner.socket, at === buf.length ? buf : buf.subarray(0, at), this.owner.written);
     this.uncork();
   }
 
