@@ -3,7 +3,9 @@
  * The HTTP floor: a KServe v2 HTTP/1.1 server on node:net that frames requests (http1.mjs) and
  * answers each with the canned bytes tritium sent for the same request line (canned.mjs), with
  * no parsing of the body, no validation, no model. What a request costs here is what any server
- * on Node's sockets pays for it on this machine: reads, framing, one write.
+ * on Node's sockets pays for it on this machine: reads, framing, one write — by the same
+ * send(2) of the addon tritium's answers take (src/frontends/socket-write.ts), so that the
+ * floor stays the cheapest way to answer, not Node's default one.
  *
  *   node bench/floor/http-floor.mjs <canned.json>
  *
@@ -11,6 +13,7 @@
  * { op: 'count' } with { infer, other } (requests answered so far) and exits on { op: 'exit' }.
  */
 import net from 'node:net';
+import { writeToSocket } from '../../dist/frontends/socket-write.js';
 import { advanceStats, loadCanned, serveParent } from './canned.mjs';
 import { Http1Framer, requestKey } from './http1.mjs';
 
@@ -47,7 +50,7 @@ function answer(socket, req) {
   if (req.method === 'POST' && req.target.endsWith('/infer')) counts.infer++;
   else counts.other++;
   if (bytes === undefined) process.stderr.write(`http-floor: no canned answer for ${key}\n`);
-  socket.write(bytes ?? notFound(key));
+  writeToSocket(socket, bytes ?? notFound(key));
   if (/\r\nconnection:[ \t]*close/i.test(req.head)) socket.end();
 }
 
