@@ -17,7 +17,8 @@
  *    work, its function (STAGE_RULES): a sample inside `JSON.parse`, msgpackr, a socket write or
  *    the kernel belongs to the tritium function that called it. Frames of Node (`node:` URLs,
  *    the node binary), V8 builtins, protobuf-es, libc and the kernel are passed over; the addon
- *    (tritium_native.node: futex wakes, the wake eventfd) is IPC;
+ *    (tritium_native.node: futex wakes, the wake eventfd) is IPC, but its HTTP/2 sessions and an
+ *    answer's send(2) (WriteSocket) are read/parse or respond;
  * 3. else (an event that entered from libuv or nghttp2 and spent its time in Node's own code)
  *    the innermost frame named in NODE_FALLBACK: socket and HTTP/2 reads are read/parse; writes,
  *    trailers and stream teardown are respond;
@@ -48,6 +49,7 @@ export const STAGE_RULES = [
   [/\/frontends\/grpc\/transport\/h2-session\.js$/, /^(flush|answer|respond|write|end|scheduleFlush|close|goaway|ping|wantDrain)$/, 'respond'],
   [/\/frontends\/grpc\/service\.js$/, /^(answer|fail)$/, 'respond'],
   [/\/frontends\/grpc\/infer-codec\.js$/, /^(prepare|encode\w*|asBuffer)$/, 'respond'],
+  [/\/frontends\/socket-write\.js$/, ANY, 'respond'],
   [/\/frontends\/grpc\/(response-wire|status)\.js$|\/frontends\/grpc\/transport\/(status|response-compression)\.js$/, ANY, 'respond'],
   [/\/frontends\/grpc\//, ANY, 'read/parse'],
   [/\/frontends\/(header-forward|body-budget|connection-limit|restricted-api)\.js$/, ANY, 'read/parse'],
@@ -89,6 +91,9 @@ function stageOfFrame(frame) {
     // The addon holds the gRPC transport's HTTP/2 sessions as well as the IPC primitives;
     // node-addon-api's inlined helpers (Napi::) are passed over so that their caller decides.
     if (frame.name.startsWith('Napi::')) return undefined;
+    // An answer's send(2) (frontends/socket-write.ts); the addon keeps its frame pointers
+    // (binding.gyp) so that a sample in the kernel under it still reaches this frame.
+    if (frame.name.includes('WriteSocket')) return 'respond';
     if (!frame.name.includes('H2Session')) return 'IPC';
     return /H2Session::(Flush|Answer|Respond|Write|End|ReadData|Reset|Goaway|Ping|Queued|WantIo)/.test(frame.name) ? 'respond' : 'read/parse';
   }
