@@ -376,7 +376,7 @@ export class StubSession {
 
 /** Sets the fields of `wire` derived from request parameters (sequence, custom). */
 function setRequestFields(wire: ExecRequestWire, pr: PendingRequest): void {
-  const p = readParameters(pr.request.parameters);
+  const p = pr.parameters ?? readParameters(pr.request.parameters);
   if (!hasNoParameters(p.custom)) wire.params = JSON.stringify(p.custom, (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
   // The sequence batcher's view wins: a rescheduled iteration has no flags, a filler no id.
   const seq = pr.sequence;

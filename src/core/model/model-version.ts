@@ -141,6 +141,7 @@ export class ModelVersion implements ModelHandle {
         to = this.insertingSink(sink, key, lookupNs);
       }
       pr = new PendingRequestImpl(request, batchSize, shapeSignature, p.priority, p.timeoutUs, this.version, to, this.onComplete, this.firstResponse);
+      pr.parameters = p;
     } catch (err) {
       // Like Triton, a request refused by validation never entered the scheduler: it is
       // answered but not counted in statistics.

@@ -7,6 +7,7 @@
 import type { TritonError } from '../errors.js';
 import type { InferRequest, InferResponse, ResponseSink } from '../inference.js';
 import type { Nanos, PendingRequest, SequenceTag } from '../scheduling/types.js';
+import type { SchedulingParameters } from './parameters.js';
 
 /** Called when the request's final response went out (`error` set when it failed). */
 export type CompletionListener = (request: PendingRequestImpl, endNs: Nanos, error: TritonError | undefined) => void;
@@ -21,6 +22,7 @@ export class PendingRequestImpl implements PendingRequest {
   statsPhases?: object = undefined;
   sequence?: SequenceTag = undefined;
   reschedule?: () => void = undefined;
+  parameters?: Readonly<SchedulingParameters> = undefined;
   /** Index of the next response (decoupled models send several). */
   responseCount = 0;
   #done = false;

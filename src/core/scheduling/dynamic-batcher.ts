@@ -35,6 +35,7 @@ import { PumpGuard } from './pump-guard.js';
 import { PriorityQueue, Ring, type QueueItem } from './queue.js';
 import type { DispatchObserver, ExecutionInstance, ExecutionObserver, Nanos, PendingRequest, Scheduler } from './types.js';
 import { traceLine, traceTags, traced, tracedAll } from '../trace-tags.js';
+import type { SchedulingParameters } from '../request/parameters.js';
 
 /** `ModelQueuePolicy` of the model configuration. */
 export interface QueuePolicy {
@@ -582,6 +583,9 @@ class OrderedSlot implements PendingRequest {
   }
   get timeoutUs(): number {
     return this.inner.timeoutUs;
+  }
+  get parameters(): Readonly<SchedulingParameters> | undefined {
+    return this.inner.parameters;
   }
   get arrivalNs(): Nanos {
     return this.inner.arrivalNs;

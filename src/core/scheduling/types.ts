@@ -9,6 +9,7 @@
 import type { TritonError } from '../errors.js';
 import type { InferRequest, InferResponse } from '../inference.js';
 import type { Tensor } from '../tensor.js';
+import type { SchedulingParameters } from '../request/parameters.js';
 
 /** Monotonic nanoseconds (process.hrtime.bigint()). */
 export type Nanos = bigint;
@@ -39,6 +40,12 @@ export interface PendingRequest {
   readonly priority: number;
   /** Per-request timeout in microseconds from the `timeout` parameter (0 = none). */
   readonly timeoutUs: number;
+  /**
+   * The request's parameters as the model version read them when it accepted the request, so
+   * that a backend does not read them again; absent on requests the core makes itself
+   * (warmup samples, sequence fillers), whose backend reads `request.parameters`.
+   */
+  readonly parameters?: Readonly<SchedulingParameters>;
   /** When the core accepted the request. */
   readonly arrivalNs: Nanos;
   /** Set by the scheduler when the request leaves the queue for an instance. */
