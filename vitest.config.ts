@@ -53,6 +53,8 @@ const THREADED = [
   'test/e2e/response-cache.test.ts',
   'test/e2e/async-concurrent.test.ts',
   'test/e2e/openai.test.ts',
+  'test/e2e/fuzz.test.ts',
+  'test/e2e/grpc-fuzz.test.ts',
 ];
 
 export default defineConfig({
