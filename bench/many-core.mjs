@@ -8,7 +8,9 @@
  * Per server and protocol: perf_analyzer's throughput and p99, and per request the CPU of the
  * server process, of its main thread (tritium's scheduling loop; Triton's main thread is idle)
  * and of its stubs, from /proc. Ratios: throughput against Triton's, and against tritium's with
- * the first thread count of --threads (the one-loop baseline).
+ * the first thread count of --threads (the one-loop baseline); and the main-loop ceiling (the
+ * inverse of the main thread's CPU per request) against the baseline's, which says how far the
+ * main loop would let the threads go where the host has too few cores to show it by throughput.
  *
  * Meant for a host with ≥ 8 cores; on 2 cores the client, the stubs and the threads share two.
  * Triton comes from bench/.venv-triton (pip) or from TRITON_HOME (bench/lib/triton.mjs).
@@ -132,12 +134,28 @@ async function main() {
         fmt(med(c.label, protocol, 'p99')),
         fmt(med(c.label, protocol, 'serverUs')),
         c.kind === 'tritium' ? fmt(med(c.label, protocol, 'mainUs')) : '—',
+        // The base's main-thread CPU per request over this one's: how much higher the rate is
+        // that no number of cores lets the main loop pass.
+        base && c.kind === 'tritium' ? fmt(med(base.label, protocol, 'mainUs') / med(c.label, protocol, 'mainUs'), 2) : '—',
         fmt(med(c.label, protocol, 'stubUs')),
       ];
     });
     console.log(`\n${protocol === 'http' ? 'HTTP' : 'gRPC'}: medians of ${rounds} round(s)`);
     console.log(
-      table(['server', 'infer/s', '× Triton', `× ${base?.label ?? 'tritium'}`, 'p99 µs', 'server CPU µs/req', 'main thread µs/req', 'stub CPU µs/req'], rows),
+      table(
+        [
+          'server',
+          'infer/s',
+          '× Triton',
+          `× ${base?.label ?? 'tritium'}`,
+          'p99 µs',
+          'server CPU µs/req',
+          'main thread µs/req',
+          `main-loop ceiling × ${base?.label ?? 'tritium'}`,
+          'stub CPU µs/req',
+        ],
+        rows,
+      ),
     );
   }
   if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ machine: os.cpus().length, instances, concurrency, samples: Object.fromEntries(samples) }, null, 2));
