@@ -11,7 +11,7 @@
  */
 import type { CancelSignal } from '../../core/cancellation.js';
 import { Errors, type TritonError } from '../../core/errors.js';
-import { hasNoParameters, readParameters } from '../../core/request/parameters.js';
+import { hasNoParameters, NO_PARAMETERS, readParameters, type SchedulingParameters } from '../../core/request/parameters.js';
 import type { ExecutionListener, PendingRequest } from '../../core/scheduling/types.js';
 import type { Tensor } from '../../core/tensor.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
@@ -133,7 +133,10 @@ export class StubSession {
           inputs,
           cflag,
         };
-        if (pr.sequence !== undefined || !hasNoParameters(request.parameters)) setRequestFields(wire, pr);
+        // Read when the model version accepted the request; again here only for requests the
+        // core made itself (warmup samples, sequence fillers).
+        const params = pr.parameters ?? readParameters(request.parameters);
+        if (pr.sequence !== undefined || params !== NO_PARAMETERS) setRequestFields(wire, pr, params);
         if (request.trace !== undefined) wire.tr = 1;
         reqs[k] = wire;
       }
@@ -375,8 +378,7 @@ export class StubSession {
 }
 
 /** Sets the fields of `wire` derived from request parameters (sequence, custom). */
-function setRequestFields(wire: ExecRequestWire, pr: PendingRequest): void {
-  const p = pr.parameters ?? readParameters(pr.request.parameters);
+function setRequestFields(wire: ExecRequestWire, pr: PendingRequest, p: Readonly<SchedulingParameters>): void {
   if (!hasNoParameters(p.custom)) wire.params = JSON.stringify(p.custom, (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
   // The sequence batcher's view wins: a rescheduled iteration has no flags, a filler no id.
   const seq = pr.sequence;

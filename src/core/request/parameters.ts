@@ -38,8 +38,11 @@ function uint(key: string, v: ParamValue | undefined): number {
   return n;
 }
 
-/** What a request without parameters reads as (shared: callers only read it). */
-const NO_PARAMETERS: Readonly<SchedulingParameters> = Object.freeze({
+/**
+ * What a request without parameters reads as (shared: callers only read it, and may compare
+ * with it to skip what parameters would change).
+ */
+export const NO_PARAMETERS: Readonly<SchedulingParameters> = Object.freeze({
   priority: 0,
   timeoutUs: 0,
   sequenceId: 0n,
