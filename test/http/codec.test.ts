@@ -14,6 +14,7 @@ import { BodyBudget } from '../../src/frontends/body-budget.js';
 import { classify } from '../../src/frontends/classification.js';
 import { responseEncoding } from '../../src/frontends/http/compression.js';
 import { parseHeaderLength, parseInferRequest } from '../../src/frontends/http/infer-request.js';
+import type { OutputPlan } from '../../src/frontends/http/infer-plan.js';
 import { encodeInferResponse } from '../../src/frontends/http/infer-response.js';
 import { parseJsonBuffer } from '../../src/frontends/http/json-parse.js';
 import { stringifyJson } from '../../src/frontends/http/json.js';
@@ -527,6 +528,56 @@ describe('response encoding', () => {
     expect(j.outputs[0].parameters).toEqual({ binary_data_size: 8 });
     expect(j.outputs[1].data).toBeDefined();
     expect(j.outputs[2].parameters).toEqual({ binary_data_size: 0 });
+  });
+
+  it("a repeated header's plan reuses the last JSON header only for a response of the same form", () => {
+    const requested = new Map([['O0', { binary: true, classification: 0 }]]);
+    const shared: OutputPlan = { defaultBinary: true, requested, repeated: true };
+    // Each encoding through the shared plan equals the one a plan of its own gives.
+    const same = (r: InferResponse) => {
+      const enc = encodeInferResponse(r, shared, false);
+      expect(enc).toEqual(encodeInferResponse(r, { defaultBinary: true, requested: new Map(requested) }, false));
+      return enc;
+    };
+    same(response([out0, out1]));
+    const kept = shared.lastResponse;
+    expect(kept).toBeDefined();
+    // Same form, other bytes: the kept header answers, and the blobs are this response's.
+    const other = { ...out0, data: f32(5, 6) };
+    const enc = same(response([other, out1]));
+    expect(shared.lastResponse).toBe(kept);
+    expect(enc.blobs[0]).toBe(other.data);
+    // Any part of the form changed: encoded afresh, and then kept in its place.
+    const variants: InferResponse[] = [
+      response([{ ...out0, shape: [1, 2] }, out1]),
+      response([{ ...out0, data: f32(1, 2, 3), shape: [3] }, out1]),
+      response([{ ...out0, name: 'O2' }, out1]),
+      response([{ ...out0, datatype: 'INT32' }, out1]),
+      response([out0]),
+      response([out0, out1], { modelVersion: '4' }),
+      response([out0, out1], { modelName: 'n' }),
+    ];
+    for (const v of variants) {
+      same(v);
+      expect(shared.lastResponse).not.toBe(kept);
+      same(response([out0, out1]));
+    }
+    // Forms that are never kept: an id, parameters, an output sent as JSON, one in shared memory.
+    const unkept: InferResponse[] = [
+      response([out0, out1], { id: 'r1' }),
+      response([out0, out1], { parameters: { p: 1n } }),
+      response([out0, { ...out1, shm: { region: 'r', offset: 0, byteSize: 8 } }]),
+    ];
+    for (const v of unkept) {
+      same(v);
+      expect(shared.lastResponse).toBeUndefined();
+      same(response([out0, out1]));
+      expect(shared.lastResponse).toBeDefined();
+    }
+    const json: OutputPlan = { defaultBinary: false, requested: new Map(requested), repeated: true };
+    const a = encodeInferResponse(response([out0, out1]), json, false);
+    expect(json.lastResponse).toBeUndefined();
+    expect(JSON.parse(a.json).outputs[1].data).toEqual([2 ** 62]);
   });
 
   it('FP16 as JSON is refused', () => {

@@ -29,7 +29,7 @@ afterAll(async () => {
 async function exchange(
   parts: Array<string | Buffer>,
   { gapMs = 0, waitMs = 400, headOnly = new Set<number>() } = {},
-): Promise<{ responses: Parsed[]; closed: boolean }> {
+): Promise<{ responses: Parsed[]; closed: boolean; raw: Buffer }> {
   const socket = net.connect(server.port, '127.0.0.1');
   const chunks: Buffer[] = [];
   let closed = false;
@@ -48,7 +48,8 @@ async function exchange(
   }
   await Promise.race([ended, new Promise((r) => setTimeout(r, waitMs))]);
   socket.destroy();
-  return { responses: parseResponses(Buffer.concat(chunks), headOnly), closed };
+  const raw = Buffer.concat(chunks);
+  return { responses: parseResponses(raw, headOnly), closed, raw };
 }
 
 const infer = (id: string, extra = ''): string => {
@@ -63,6 +64,41 @@ describe('HTTP/1.1 connection layer', () => {
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     expect([idOf(responses[0]!), idOf(responses[1]!), idOf(responses[3]!)]).toEqual(['a', 'b', 'c']);
     expect(closed).toBe(false);
+  });
+
+  it('gives each infer answer the head its own fields make, whatever answer came before', async () => {
+    // Answer heads are kept from one answer to the next of the same lengths and connection form
+    // (exchange.ts, answerHead): a run of them on every form must still read field for field.
+    const binary = (id: string, extra = ''): string => {
+      const body = JSON.stringify({ id, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [7] }], parameters: { binary_data_output: true } });
+      return `POST /v2/models/identity/infer HTTP/1.1\r\nHost: x\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    };
+    const v10 = (req: string) => req.replace(' HTTP/1.1\r\n', ' HTTP/1.0\r\n');
+    const runs: Array<[string[], string, string]> = [
+      // requests, HTTP version, Connection field expected ('' for none)
+      [[infer('a'), infer('a'), infer('bb'), binary('a'), binary('a'), infer('a')], '1.1', ''],
+      [[v10(infer('a', 'Connection: keep-alive\r\n')), v10(infer('a', 'Connection: keep-alive\r\n'))], '1.0', 'keep-alive'],
+      [[v10(infer('a'))], '1.0', 'close'],
+      [[infer('a'), infer('a', 'Connection: close\r\n')], '1.1', 'close'],
+    ];
+    for (const [requests, version, connection] of runs) {
+      const { responses, raw } = await exchange([requests.join('')]);
+      expect(responses).toHaveLength(requests.length);
+      let expected = '';
+      responses.forEach((r, i) => {
+        const last = i === responses.length - 1;
+        const bin = r.headers['inference-header-content-length'];
+        let head = `HTTP/${version} 200 OK\r\n`;
+        head +=
+          bin === undefined ? 'Content-Type: application/json\r\n' : `Content-Type: application/octet-stream\r\nInference-Header-Content-Length: ${bin}\r\n`;
+        head += `Content-Length: ${r.body.length}\r\n`;
+        if (connection === 'keep-alive' || (connection === 'close' && last)) head += `Connection: ${connection}\r\n`;
+        expected += head + '\r\n' + r.body.toString('latin1');
+      });
+      expect(raw.toString('latin1')).toBe(expected);
+      if (requests.length === 6)
+        expect(responses.map((r) => r.headers['inference-header-content-length'] !== undefined)).toEqual([false, false, false, true, true, false]);
+    }
   });
 
   it('reads a head and body that arrive a few bytes at a time', async () => {

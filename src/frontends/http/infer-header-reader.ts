@@ -122,7 +122,12 @@ class RepeatedHeader {
   private readonly header: Buffer;
   private readonly inputs: ReadonlyArray<{ name: string; datatype: Datatype; shape: readonly number[]; size: number }>;
   private readonly outputs: ReadonlyArray<{ name: string; binary: boolean | undefined }> | undefined;
-  private readonly defaultBinary: boolean;
+  /**
+   * The output plan, one object for every request built here: it belongs to the HTTP layer (the
+   * core never sees it), which only reads it, and it carries the last response's JSON header
+   * (infer-response.ts, RepeatedResponseHeader) for the next response of the same form.
+   */
+  private readonly plan: OutputPlan;
   /** The request parameter `binary_data_output`, if the header had it (else the parameters are `{}`). */
   private readonly binaryDataOutput: boolean | undefined;
   private readonly dataBytes: number;
@@ -144,7 +149,8 @@ class RepeatedHeader {
     });
     this.dataBytes = dataBytes;
     this.outputs = request.outputs?.map((o) => ({ name: o.name, binary: o.parameters.binary_data as boolean | undefined }));
-    this.defaultBinary = plan.defaultBinary;
+    // The usual header asks for no classification, so the plan has nothing the handler fills in.
+    this.plan = { defaultBinary: plan.defaultBinary, requested: plan.requested && new Map(plan.requested), repeated: true };
     this.binaryDataOutput = request.parameters.binary_data_output as boolean | undefined;
   }
 
@@ -170,21 +176,17 @@ class RepeatedHeader {
       inputs[i] = { name: t.name, datatype: t.datatype, shape: t.shape.slice(), data: body.subarray(offset, offset + t.size) };
       offset += t.size;
     }
-    const plan: OutputPlan = { defaultBinary: this.defaultBinary };
     const request: InferRequest = { modelName: this.modelName, modelVersion: this.modelVersion, id: '', parameters: this.parameters(), inputs };
     const outs = this.outputs;
     if (outs !== undefined) {
       const outputs: RequestedOutput[] = new Array(outs.length);
-      const requested = new Map<string, OutputChoice>();
       for (let i = 0; i < outs.length; i++) {
         const { name, binary } = outs[i]!;
         outputs[i] = { name, parameters: binary === undefined ? {} : { binary_data: binary } };
-        if (!requested.has(name)) requested.set(name, { binary: binary === true, classification: 0 });
       }
       request.outputs = outputs;
-      plan.requested = requested;
     }
-    return { request, plan };
+    return { request, plan: this.plan };
   }
 
   private parameters(): InferRequest['parameters'] {

@@ -17,7 +17,7 @@ import { elementCount } from '../../core/tensor.js';
 import { classify } from '../classification.js';
 import type { ResponseEncoding } from './compression.js';
 import { compress } from './compression.js';
-import type { OutputPlan } from './infer-plan.js';
+import type { EncodedInferResponse, OutputPlan, RepeatedResponse } from './infer-plan.js';
 import { stringifyJson } from './json.js';
 import { sendError } from './reply.js';
 import { sendLargeJsonResponse } from './infer-response-stream.js';
@@ -39,21 +39,6 @@ export const COPY_BODY_BYTES = 16 * 1024;
 /** `--http-max-json-output-size` unless the server says otherwise. */
 export const DEFAULT_MAX_JSON_OUTPUT_SIZE = 256 * 1024 * 1024;
 
-export interface EncodedInferResponse {
-  /** The JSON header text. */
-  json: string;
-  /** Its UTF-8 byte length (the `Inference-Header-Content-Length` value). */
-  jsonBytes: number;
-  /** Non-empty binary outputs, in output order (views, not copies). */
-  blobs: Buffer[];
-  blobBytes: number;
-  /**
-   * Set when some output is large and sent as JSON: the JSON header in order, literal text and
-   * array texts to render slice by slice; `json` and `jsonBytes` are then unset (empty, 0).
-   */
-  pieces?: Array<string | JsonArrayText>;
-}
-
 /**
  * Builds the JSON header and the list of binary blobs.
  * @param batching the model batches (first output dim is the batch), for classification.
@@ -65,13 +50,13 @@ export function encodeInferResponse(
   batching: boolean,
   maxJsonOutputSize = DEFAULT_MAX_JSON_OUTPUT_SIZE,
 ): EncodedInferResponse {
+  const last = plan.lastResponse;
+  if (last !== undefined && last.matches(response)) return last.encoded(response);
   let pieces: Array<string | JsonArrayText> | undefined;
   let json = '{';
   if (response.id !== '') json += '"id":' + JSON.stringify(response.id) + ',';
   json += '"model_name":' + quoted(response.modelName) + ',"model_version":' + quoted(response.modelVersion);
-  if (response.parameters !== undefined && Object.keys(response.parameters).length > 0) {
-    json += ',"parameters":' + stringifyJson(response.parameters);
-  }
+  if (hasKeys(response.parameters)) json += ',"parameters":' + stringifyJson(response.parameters);
   json += ',"outputs":[';
   const outputs = response.outputs;
   // Sized for every output and cut to the blobs found (no growth per push).
@@ -108,7 +93,78 @@ export function encodeInferResponse(
     pieces.push(json);
     return { json: '', jsonBytes: 0, blobs, blobBytes, pieces };
   }
-  return { json, jsonBytes: Buffer.byteLength(json), blobs, blobBytes };
+  const jsonBytes = Buffer.byteLength(json);
+  if (plan.repeated === true) plan.lastResponse = RepeatedResponseHeader.of(response, plan, json, jsonBytes);
+  return { json, jsonBytes, blobs, blobBytes };
+}
+
+/** Whether `o` has an own enumerable key (without the array Object.keys would build). */
+function hasKeys(o: object | undefined): boolean {
+  for (const k in o) if (Object.hasOwn(o!, k)) return true;
+  return false;
+}
+
+/**
+ * The JSON header of a response, kept on a plan that repeated requests share (`plan.repeated`,
+ * set by infer-header-reader.ts) for the next response of the same form: the same model and
+ * version, no id, no parameters, and the same outputs in the same order by name, datatype,
+ * shape and byte size, every one sent as a binary blob. Its text depends on nothing else, so
+ * the next such response reuses it instead of building it again (a client that repeats its
+ * request header, as perf_analyzer and tritonclient do in a loop, gets responses of one form).
+ */
+export class RepeatedResponseHeader implements RepeatedResponse {
+  private constructor(
+    private readonly modelName: string,
+    private readonly modelVersion: string,
+    private readonly outputs: ReadonlyArray<{ readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly bytes: number }>,
+    private readonly json: string,
+    private readonly jsonBytes: number,
+  ) {}
+
+  /** The header of `response`, just encoded as `json`, if it is of a form that can be kept. */
+  static of(response: InferResponse, plan: OutputPlan, json: string, jsonBytes: number): RepeatedResponseHeader | undefined {
+    if (response.id !== '' || hasKeys(response.parameters)) return undefined;
+    const outputs = [];
+    for (const out of response.outputs) {
+      const choice = plan.requested?.get(out.name);
+      const binary = choice !== undefined ? choice.binary && choice.classification === 0 : plan.defaultBinary;
+      if (!binary || out.shm !== undefined) return undefined;
+      outputs.push({ name: out.name, datatype: out.datatype, shape: out.shape.slice(), bytes: out.data.length });
+    }
+    return new RepeatedResponseHeader(response.modelName, response.modelVersion, outputs, json, jsonBytes);
+  }
+
+  /** Whether `response`'s header would be this one's text. */
+  matches(response: InferResponse): boolean {
+    if (response.id !== '' || response.modelName !== this.modelName || response.modelVersion !== this.modelVersion) return false;
+    if (hasKeys(response.parameters)) return false;
+    const outs = response.outputs;
+    const kept = this.outputs;
+    if (outs.length !== kept.length) return false;
+    for (let i = 0; i < outs.length; i++) {
+      const out = outs[i]!;
+      const k = kept[i]!;
+      if (out.name !== k.name || out.datatype !== k.datatype || out.data.length !== k.bytes || out.shm !== undefined) return false;
+      const shape = out.shape;
+      if (shape.length !== k.shape.length) return false;
+      for (let d = 0; d < shape.length; d++) if (shape[d] !== k.shape[d]) return false;
+    }
+    return true;
+  }
+
+  /** What encodeInferResponse returns for `response`, which matches(). */
+  encoded(response: InferResponse): EncodedInferResponse {
+    const outs = response.outputs;
+    const blobs: Buffer[] = [];
+    let blobBytes = 0;
+    for (let i = 0; i < outs.length; i++) {
+      const data = outs[i]!.data;
+      if (data.length === 0) continue;
+      blobs.push(data);
+      blobBytes += data.length;
+    }
+    return { json: this.json, jsonBytes: this.jsonBytes, blobs, blobBytes };
+  }
 }
 
 /** Model, version and output names as JSON strings, kept: they are the same on every response. */
@@ -156,6 +212,13 @@ export function writeInferResponse(
     return;
   }
 
+  if (encoding === 'identity' && enc.pieces === undefined && enc.jsonBytes + enc.blobBytes <= COPY_BODY_BYTES) {
+    // Small: head, JSON and outputs copied into one buffer and written at once; the output
+    // blocks go back to the stub now instead of when the socket is done.
+    res.endInferAnswer(enc.json, enc.jsonBytes, enc.blobs, enc.blobBytes);
+    releaseNow(response);
+    return;
+  }
   const headers: Record<string, string | number> = {};
   if (enc.blobBytes > 0) {
     headers['Content-Type'] = 'application/octet-stream';
@@ -189,14 +252,6 @@ export function writeInferResponse(
   }
 
   headers['Content-Length'] = enc.jsonBytes + enc.blobBytes;
-  if (enc.jsonBytes + enc.blobBytes <= COPY_BODY_BYTES) {
-    // Small: head, JSON and outputs copied into one buffer and written at once; the output
-    // blocks go back to the stub now instead of when the socket is done.
-    res.writeHead(200, headers);
-    res.endCopied(enc.json, enc.jsonBytes, enc.blobs, enc.blobBytes);
-    releaseNow(response);
-    return;
-  }
   // 'close' follows 'finish' (data handed to the kernel) or an aborted socket: either way the
   // output buffers are no longer referenced by pending writes.
   res.onClose(releaseOnce(response));
