@@ -341,7 +341,6 @@ export class StubSession {
     const blocks: Block[] = [];
     const outputs: Tensor[] = new Array(outs.length);
     for (let i = 0; i < outs.length; i++) outputs[i] = readOutput(channel, outs[i]!, blocks);
-    let released = blocks.length === 0;
     pr.respond({
       modelName: pr.request.modelName,
       modelVersion: (pr as { version?: string }).version ?? '',
@@ -350,13 +349,21 @@ export class StubSession {
       outputs,
       final,
       flagsOnly: flagsOnly || undefined,
-      release: () => {
-        if (released) return;
-        released = true;
-        // After a restart the old region is gone; its blocks died with it.
-        if (!this.closed) channel.releaseOutputs(blocks);
-      },
+      // Outputs inside the answer (the usual small ones) hold no block: nothing to release, and
+      // no closure made for it.
+      release: blocks.length === 0 ? NOTHING_TO_RELEASE : this.releaser(blocks),
     });
+  }
+
+  /** Gives `blocks` back to the stub once, when the response's consumer is done with them. */
+  private releaser(blocks: Block[]): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // After a restart the old region is gone; its blocks died with it.
+      if (!this.closed) this.channel.releaseOutputs(blocks);
+    };
   }
 
   /** One `ipc` debug trace line about open request `live`. */
@@ -394,6 +401,8 @@ const FLAG_CLEAR = Buffer.from([0, 0, 0, 0]);
 const FLAG_SET = Buffer.from([1, 0, 0, 0]);
 /** addEventListener's options, one object for every request. */
 const ONCE = { once: true } as const;
+
+const NOTHING_TO_RELEASE = (): void => {};
 
 function requestedOutputs(pr: PendingRequest): string[] | null {
   const outputs = pr.request.outputs;

@@ -128,10 +128,13 @@ function nil(): boolean {
   return false;
 }
 
+// Arrays are made at their length: one grown by push from empty gets room for 16 or more
+// items, most of a short answer's allocation when every shape, output list and response list
+// paid for it.
 function ints(): number[] {
   const n = arrayLength();
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) out.push(int());
+  const out = new Array<number>(n);
+  for (let i = 0; i < n; i++) out[i] = int();
   return out;
 }
 
@@ -169,8 +172,8 @@ function resp(): RespWire | null {
     const k = i < 3 ? name(PLACE_RESP_KEY + i) : str();
     if (k === 'outs') {
       const m = arrayLength();
-      const outs: OutputDescriptor[] = [];
-      for (let j = 0; j < m; j++) outs.push(descriptor(j));
+      const outs = new Array<OutputDescriptor>(m);
+      for (let j = 0; j < m; j++) outs[j] = descriptor(j);
       r.outs = outs;
     } else if (k === 'params') {
       r.params = str();
@@ -210,8 +213,8 @@ export function decodeExecDone(bytes: Uint8Array, length: number): ExecDoneMsg |
         sawId = true;
       } else if (k === 'resps') {
         const n = arrayLength();
-        const resps: Array<RespWire | null> = [];
-        for (let j = 0; j < n; j++) resps.push(resp());
+        const resps = new Array<RespWire | null>(n);
+        for (let j = 0; j < n; j++) resps[j] = resp();
         m.resps = resps;
       } else if (k === 'err') {
         m.err = str();
