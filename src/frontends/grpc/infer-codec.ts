@@ -73,7 +73,8 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
       }
       const r = raw[nextRaw++];
       if (r === undefined) throw Errors.rawContentsMissing(name, model);
-      data = Buffer.from(r.buffer, r.byteOffset, r.byteLength);
+      // The hand-written reader's contents are Buffers already (views of the message).
+      data = Buffer.isBuffer(r) ? r : Buffer.from(r.buffer, r.byteOffset, r.byteLength);
       const expected = expectedByteSize(dt, shape);
       if (expected !== undefined && expected !== data.length) throw Errors.byteSizeMismatch(name, expected, data.length);
     } else if (input.contents !== undefined) {
