@@ -172,7 +172,7 @@ export class HttpResponse {
     if (this.headersSent) return this;
     this.statusCode = status;
     this.headersSent = true;
-    let head = `HTTP/1.${this.versionMinor} ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+    let head = statusLine(this.versionMinor, status);
     this.hasLength = false;
     if (this.extra !== undefined) head = this.addFields(head, this.extra);
     if (headers !== undefined) head = this.addFields(head, headers);
@@ -185,9 +185,7 @@ export class HttpResponse {
         this.shouldKeepAlive = false;
       }
     }
-    if (!this.shouldKeepAlive) head += 'Connection: close\r\n';
-    else if (this.versionMinor === 0) head += 'Connection: keep-alive\r\n';
-    this.pendingHead = head + '\r\n';
+    this.pendingHead = head + connectionField(this.versionMinor, this.shouldKeepAlive) + '\r\n';
     return this;
   }
 
@@ -418,6 +416,17 @@ export class HttpResponse {
   }
 }
 
+/** A response head's first line. */
+function statusLine(versionMinor: number, status: number): string {
+  return `HTTP/1.${versionMinor} ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+}
+
+/** The Connection field a response carries on a connection of this version and keep-alive ('' for none). */
+function connectionField(versionMinor: number, keepAlive: boolean): string {
+  if (!keepAlive) return 'Connection: close\r\n';
+  return versionMinor === 0 ? 'Connection: keep-alive\r\n' : '';
+}
+
 /** The header fields of an infer answer whose JSON is `textBytes` long, followed by `blobBytes` of blobs. */
 export function inferAnswerFields(textBytes: number, blobBytes: number): Record<string, HeaderValue> {
   return blobBytes > 0
@@ -435,12 +444,10 @@ const lastAnswer = { versionMinor: -1, keepAlive: false, textBytes: -1, blobByte
 function answerHead(versionMinor: number, keepAlive: boolean, textBytes: number, blobBytes: number): string {
   const last = lastAnswer;
   if (last.textBytes === textBytes && last.blobBytes === blobBytes && last.versionMinor === versionMinor && last.keepAlive === keepAlive) return last.head;
-  let head = `HTTP/1.${versionMinor} 200 ${STATUS_CODES[200]}\r\n`;
+  let head = statusLine(versionMinor, 200);
   const fields = inferAnswerFields(textBytes, blobBytes);
   for (const name in fields) head += `${name}: ${fields[name]}\r\n`;
-  if (!keepAlive) head += 'Connection: close\r\n';
-  else if (versionMinor === 0) head += 'Connection: keep-alive\r\n';
-  head += '\r\n';
+  head += connectionField(versionMinor, keepAlive) + '\r\n';
   last.versionMinor = versionMinor;
   last.keepAlive = keepAlive;
   last.textBytes = textBytes;
