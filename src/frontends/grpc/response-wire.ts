@@ -134,14 +134,20 @@ export interface PreparedResponse {
   modelVersionLen: number;
   id: string;
   idLen: number;
-  entries: Entry[];
-  heads: OutputHead[];
+  entries: readonly Entry[];
+  heads: readonly OutputHead[];
   outputs: readonly Tensor[];
   /** Byte length of the whole ModelInferResponse. */
   size: number;
 }
 
 const fieldSize = (len: number) => 1 + varintSize(len) + len;
+
+/**
+ * The entries of a response without parameters (most): shared, and the outputs' heads made at
+ * their number, not grown by push from empty (room for 16 or more each time).
+ */
+const NO_ENTRIES: readonly Entry[] = Object.freeze([]);
 
 export function prepareResponse(
   r: { modelName: string; modelVersion: string; id: string },
@@ -155,8 +161,8 @@ export function prepareResponse(
     modelVersionLen: Buffer.byteLength(r.modelVersion),
     id: r.id,
     idLen: Buffer.byteLength(r.id),
-    entries: [],
-    heads: [],
+    entries: NO_ENTRIES,
+    heads: new Array<OutputHead>(outputs.length),
     outputs,
     size: 0,
   };
@@ -165,16 +171,20 @@ export function prepareResponse(
   if (p.modelVersionLen > 0) size += fieldSize(p.modelVersionLen);
   if (p.idLen > 0) size += fieldSize(p.idLen);
   if (params !== undefined) {
+    const entries: Entry[] = [];
+    p.entries = entries;
     for (const key of Object.keys(params)) {
       const value = paramWire(params[key]!);
       const keyLen = Buffer.byteLength(key);
       const valueSize = paramBodySize(value);
       const entrySize = fieldSize(keyLen) + fieldSize(valueSize);
-      p.entries.push({ key, keyLen, value, valueSize, size: entrySize });
+      entries.push({ key, keyLen, value, valueSize, size: entrySize });
       size += fieldSize(entrySize);
     }
   }
-  for (const o of outputs) {
+  const heads = p.heads as OutputHead[];
+  for (let i = 0; i < outputs.length; i++) {
+    const o = outputs[i]!;
     const nameLen = Buffer.byteLength(o.name);
     let shapeLen = 0;
     for (const d of o.shape) {
@@ -187,7 +197,7 @@ export function prepareResponse(
     if (nameLen > 0) s += fieldSize(nameLen);
     s += fieldSize(o.datatype.length);
     if (o.shape.length > 0) s += fieldSize(shapeLen);
-    p.heads.push({ name: o.name, nameLen, datatype: o.datatype, shapeLen, size: s });
+    heads[i] = { name: o.name, nameLen, datatype: o.datatype, shapeLen, size: s };
     size += fieldSize(s);
   }
   for (const o of outputs) size += fieldSize(o.data.length);
