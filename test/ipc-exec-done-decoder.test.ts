@@ -97,4 +97,14 @@ describe('exec_done read by hand', () => {
       expect(() => decode(bytes)).not.toThrow();
     });
   });
+
+  it('refuses a list longer than the bytes that follow it before making an array of that length', () => {
+    // {t: 'exec_done', id: 1, resps: <array32 of 2^32 - 1 items>} with nothing after the count.
+    const head = Buffer.from([0x83, 0xa1, 0x74, 0xa9, ...Buffer.from('exec_done'), 0xa2, 0x69, 0x64, 0x01, 0xa5, ...Buffer.from('resps')]);
+    const huge = Buffer.concat([head, Buffer.from([0xdd, 0xff, 0xff, 0xff, 0xff])]);
+    expect(decodeExecDone(huge, huge.length)).toBeUndefined();
+    // The same message with the one response it announces is read.
+    const one = Buffer.concat([head, Buffer.from([0x91, 0xc0])]);
+    expect(decodeExecDone(one, one.length)).toEqual({ t: 'exec_done', id: 1, resps: [null] });
+  });
 });

@@ -67,6 +67,24 @@ describe('hand-written ModelInferRequest reader', () => {
     );
   });
 
+  it('reads a message with more items than its lists keep room for, and the usual ones after it', () => {
+    // The reader gathers each list before copying it out (Gathered): one much longer than any
+    // usual request, then short ones again, must each come out whole and alone.
+    const many = {
+      modelName: 'm',
+      inputs: Array.from({ length: 300 }, (_, i) => ({ name: `in${i}`, datatype: 'FP32', shape: Array.from({ length: 80 }, (_, d) => BigInt(d)) })),
+      outputs: Array.from({ length: 200 }, (_, i) => ({ name: `out${i}` })),
+      rawInputContents: Array.from({ length: 300 }, (_, i) => Uint8Array.of(i & 255)),
+    };
+    const few = { modelName: 'm', inputs: [{ name: 'a', datatype: 'FP32', shape: [2n] }], outputs: [{ name: 'b' }], rawInputContents: [new Uint8Array(8)] };
+    for (const init of [few, many, few, many, few]) {
+      const bytes = Buffer.from(toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, init)));
+      const fast = readSimpleInferRequest(bytes);
+      expect(fast).toBeDefined();
+      expect(fields(fast!)).toEqual(fields(fromBinary(ModelInferRequestSchema, bytes)));
+    }
+  });
+
   it('reads names that repeat, change and come back at the same places of the message', () => {
     // The reader keeps the last string read at each place; a message that changes one must
     // not get the previous one back, in any order, whatever the lengths.

@@ -148,6 +148,9 @@ const INPUT_DATATYPES = stringMemos(MEMO_SLOTS);
 const OUTPUT_NAMES = stringMemos(MEMO_SLOTS);
 const PARAMETER_KEYS = stringMemos(MEMO_SLOTS);
 
+/** Items a Gathered list keeps room for between messages (more than any usual request has). */
+const GATHERED_KEPT = 64;
+
 /**
  * A list read from a message, gathered here and copied out at its final length: an array grown
  * by push from empty gets room for 16 or more items at its first push, which for the three
@@ -155,7 +158,7 @@ const PARAMETER_KEYS = stringMemos(MEMO_SLOTS);
  * out clears the gathered references, so nothing here keeps a request's buffer alive.
  */
 class Gathered<T> {
-  private readonly items: Array<T | undefined> = [];
+  private items: Array<T | undefined> = [];
   private n = 0;
 
   get length(): number {
@@ -172,15 +175,16 @@ class Gathered<T> {
     const out = new Array<T>(n);
     for (let i = 0; i < n; i++) {
       out[i] = this.items[i]!;
-      this.items[i] = undefined;
     }
-    this.n = 0;
+    this.clear();
     return out;
   }
 
   /** Forgets what was added (a message that turned out not to be simple). */
   clear(): void {
-    for (let i = 0; i < this.n; i++) this.items[i] = undefined;
+    // A message with many items leaves no large array behind for the life of the server.
+    if (this.items.length > GATHERED_KEPT) this.items = [];
+    else for (let i = 0; i < this.n; i++) this.items[i] = undefined;
     this.n = 0;
   }
 }

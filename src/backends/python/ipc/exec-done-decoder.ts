@@ -106,10 +106,11 @@ function name(place: number): string {
 
 function arrayLength(): number {
   const c = byte();
-  if ((c & 0xf0) === 0x90) return c & 0x0f;
-  if (c === 0xdc) return be(2);
-  if (c === 0xdd) return be(4);
-  throw UNUSUAL;
+  const n = (c & 0xf0) === 0x90 ? c & 0x0f : c === 0xdc ? be(2) : c === 0xdd ? be(4) : -1;
+  // Every item takes at least a byte: a longer count is a broken message, refused before an
+  // array is made at that length.
+  if (n < 0 || n > end - pos) throw UNUSUAL;
+  return n;
 }
 
 function mapLength(): number {
