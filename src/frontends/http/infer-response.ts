@@ -9,7 +9,8 @@
  * copied: the JSON text and each buffer view go to the socket in one corked (writev) write,
  * and `response.release()` runs once the socket is done with them.
  */
-import type { HttpResponse } from './wire/exchange.js';
+import { inferAnswerFields, type HttpResponse } from './wire/exchange.js';
+import { hasNoParameters } from '../../core/request/parameters.js';
 import { asTritonError, Errors } from '../../core/errors.js';
 import type { InferResponse } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
@@ -56,23 +57,31 @@ export function encodeInferResponse(
   let json = '{';
   if (response.id !== '') json += '"id":' + JSON.stringify(response.id) + ',';
   json += '"model_name":' + quoted(response.modelName) + ',"model_version":' + quoted(response.modelVersion);
-  if (hasKeys(response.parameters)) json += ',"parameters":' + stringifyJson(response.parameters);
+  const hasParameters = response.parameters !== undefined && !hasNoParameters(response.parameters);
+  if (hasParameters) json += ',"parameters":' + stringifyJson(response.parameters);
   json += ',"outputs":[';
   const outputs = response.outputs;
   // Sized for every output and cut to the blobs found (no growth per push).
   const blobs: Buffer[] = new Array(outputs.length);
   let blobCount = 0;
   let blobBytes = 0;
+  // Every output goes as a binary blob, unclassified: the header can be kept for the next
+  // response of the same form (RepeatedResponseHeader).
+  let allBlobs = true;
   for (let i = 0; i < outputs.length; i++) {
     let out: Tensor = outputs[i]!;
     const choice = plan.requested?.get(out.name);
     const binary = choice !== undefined ? choice.binary : plan.defaultBinary;
-    if (choice !== undefined && choice.classification > 0) out = classify(out, choice.classification, batching, choice.labels);
+    if (choice !== undefined && choice.classification > 0) {
+      out = classify(out, choice.classification, batching, choice.labels);
+      allBlobs = false;
+    }
     if (i > 0) json += ',';
     json += '{"name":' + quoted(out.name) + ',"datatype":"' + out.datatype + '","shape":[' + out.shape.join(',') + ']';
     if (out.shm !== undefined) {
       // Written into the client's shared-memory region: name, datatype and shape only.
       json += '}';
+      allBlobs = false;
     } else if (binary) {
       json += ',"parameters":{"binary_data_size":' + out.data.length + '}}';
       if (out.data.length > 0) {
@@ -81,6 +90,7 @@ export function encodeInferResponse(
       }
     } else if (out.data.length < STREAM_JSON_OUTPUT_BYTES) {
       json += ',"data":' + dataToJsonText(out.name, out.datatype, out.data, elementCount(out.shape)) + '}';
+      allBlobs = false;
     } else {
       if (out.data.length > maxJsonOutputSize) throw Errors.jsonOutputTooLarge(out.name, out.data.length, maxJsonOutputSize);
       (pieces ??= []).push(json + ',"data":', new JsonArrayText(out.name, out.datatype, out.data, elementCount(out.shape)));
@@ -94,14 +104,11 @@ export function encodeInferResponse(
     return { json: '', jsonBytes: 0, blobs, blobBytes, pieces };
   }
   const jsonBytes = Buffer.byteLength(json);
-  if (plan.repeated === true) plan.lastResponse = RepeatedResponseHeader.of(response, plan, json, jsonBytes);
+  if (plan.repeated === true) {
+    const keep = allBlobs && response.id === '' && !hasParameters;
+    plan.lastResponse = keep ? new RepeatedResponseHeader(response, json, jsonBytes) : undefined;
+  }
   return { json, jsonBytes, blobs, blobBytes };
-}
-
-/** Whether `o` has an own enumerable key (without the array Object.keys would build). */
-function hasKeys(o: object | undefined): boolean {
-  for (const k in o) if (Object.hasOwn(o!, k)) return true;
-  return false;
 }
 
 /**
@@ -113,31 +120,25 @@ function hasKeys(o: object | undefined): boolean {
  * request header, as perf_analyzer and tritonclient do in a loop, gets responses of one form).
  */
 export class RepeatedResponseHeader implements RepeatedResponse {
-  private constructor(
-    private readonly modelName: string,
-    private readonly modelVersion: string,
-    private readonly outputs: ReadonlyArray<{ readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly bytes: number }>,
+  private readonly modelName: string;
+  private readonly modelVersion: string;
+  private readonly outputs: ReadonlyArray<{ readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly bytes: number }>;
+
+  /** `response`'s header, just encoded as `json`; the caller checked that its form can be kept. */
+  constructor(
+    response: InferResponse,
     private readonly json: string,
     private readonly jsonBytes: number,
-  ) {}
-
-  /** The header of `response`, just encoded as `json`, if it is of a form that can be kept. */
-  static of(response: InferResponse, plan: OutputPlan, json: string, jsonBytes: number): RepeatedResponseHeader | undefined {
-    if (response.id !== '' || hasKeys(response.parameters)) return undefined;
-    const outputs = [];
-    for (const out of response.outputs) {
-      const choice = plan.requested?.get(out.name);
-      const binary = choice !== undefined ? choice.binary && choice.classification === 0 : plan.defaultBinary;
-      if (!binary || out.shm !== undefined) return undefined;
-      outputs.push({ name: out.name, datatype: out.datatype, shape: out.shape.slice(), bytes: out.data.length });
-    }
-    return new RepeatedResponseHeader(response.modelName, response.modelVersion, outputs, json, jsonBytes);
+  ) {
+    this.modelName = response.modelName;
+    this.modelVersion = response.modelVersion;
+    this.outputs = response.outputs.map((out) => ({ name: out.name, datatype: out.datatype, shape: out.shape.slice(), bytes: out.data.length }));
   }
 
   /** Whether `response`'s header would be this one's text. */
   matches(response: InferResponse): boolean {
     if (response.id !== '' || response.modelName !== this.modelName || response.modelVersion !== this.modelVersion) return false;
-    if (hasKeys(response.parameters)) return false;
+    if (response.parameters !== undefined && !hasNoParameters(response.parameters)) return false;
     const outs = response.outputs;
     const kept = this.outputs;
     if (outs.length !== kept.length) return false;
@@ -155,14 +156,17 @@ export class RepeatedResponseHeader implements RepeatedResponse {
   /** What encodeInferResponse returns for `response`, which matches(). */
   encoded(response: InferResponse): EncodedInferResponse {
     const outs = response.outputs;
-    const blobs: Buffer[] = [];
+    // Sized for every output and cut to the blobs found, as encodeInferResponse does.
+    const blobs: Buffer[] = new Array(outs.length);
+    let blobCount = 0;
     let blobBytes = 0;
     for (let i = 0; i < outs.length; i++) {
       const data = outs[i]!.data;
       if (data.length === 0) continue;
-      blobs.push(data);
+      blobs[blobCount++] = data;
       blobBytes += data.length;
     }
+    blobs.length = blobCount;
     return { json: this.json, jsonBytes: this.jsonBytes, blobs, blobBytes };
   }
 }
@@ -219,13 +223,8 @@ export function writeInferResponse(
     releaseNow(response);
     return;
   }
-  const headers: Record<string, string | number> = {};
-  if (enc.blobBytes > 0) {
-    headers['Content-Type'] = 'application/octet-stream';
-    headers['Inference-Header-Content-Length'] = enc.jsonBytes;
-  } else {
-    headers['Content-Type'] = 'application/json';
-  }
+  // Content-Length comes last, once the body's form is known.
+  const headers = inferAnswerFields(enc.jsonBytes, enc.blobBytes, false);
   if (enc.pieces !== undefined) {
     sendLargeJsonResponse(res, { pieces: enc.pieces, blobs: enc.blobs, blobBytes: enc.blobBytes }, headers, encoding, releaseOnce(response));
     return;

@@ -427,11 +427,16 @@ function connectionField(versionMinor: number, keepAlive: boolean): string {
   return versionMinor === 0 ? 'Connection: keep-alive\r\n' : '';
 }
 
-/** The header fields of an infer answer whose JSON is `textBytes` long, followed by `blobBytes` of blobs. */
-export function inferAnswerFields(textBytes: number, blobBytes: number): Record<string, HeaderValue> {
-  return blobBytes > 0
-    ? { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': textBytes, 'Content-Length': textBytes + blobBytes }
-    : { 'Content-Type': 'application/json', 'Content-Length': textBytes };
+/**
+ * The header fields of an infer answer whose JSON is `textBytes` long, followed by `blobBytes` of
+ * blobs: its content type, Inference-Header-Content-Length when there are blob bytes, and
+ * (`withLength`) the Content-Length of that body sent as it is.
+ */
+export function inferAnswerFields(textBytes: number, blobBytes: number, withLength = true): Record<string, string | number> {
+  const fields: Record<string, string | number> =
+    blobBytes > 0 ? { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': textBytes } : { 'Content-Type': 'application/json' };
+  if (withLength) fields['Content-Length'] = textBytes + blobBytes;
+  return fields;
 }
 
 /** The last infer answer's head and what it was built from (one per thread, like the module). */
