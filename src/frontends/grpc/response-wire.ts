@@ -154,6 +154,7 @@ export function prepareResponse(
   params: Parameters | undefined,
   outputs: readonly Tensor[],
 ): PreparedResponse {
+  const heads = new Array<OutputHead>(outputs.length);
   const p: PreparedResponse = {
     modelName: r.modelName,
     modelNameLen: Buffer.byteLength(r.modelName),
@@ -162,7 +163,7 @@ export function prepareResponse(
     id: r.id,
     idLen: Buffer.byteLength(r.id),
     entries: NO_ENTRIES,
-    heads: new Array<OutputHead>(outputs.length),
+    heads,
     outputs,
     size: 0,
   };
@@ -182,7 +183,6 @@ export function prepareResponse(
       size += fieldSize(entrySize);
     }
   }
-  const heads = p.heads as OutputHead[];
   for (let i = 0; i < outputs.length; i++) {
     const o = outputs[i]!;
     const nameLen = Buffer.byteLength(o.name);
