@@ -150,6 +150,43 @@ res["add_sub"] = {"names": [o.name for o in r.get_response().outputs], "out1": r
     expect(r.add_sub).toEqual({ names: ['OUTPUT1'], out1: [-9, -18, -27, -36] });
   });
 
+  it('the same request with new tensor bytes, again and again: each answer is its own', async () => {
+    // From the third message of a form the server decodes from the model's kept message
+    // (src/frontends/grpc/repeated-request.ts); each answer must still be computed from its own
+    // bytes, over ModelInfer and on a stream, and BYTES of other lengths must not be taken for
+    // the kept form.
+    const r = await run(String.raw`
+sums = []
+for i in range(8):
+    a = np.full(4, i, dtype=np.float32)
+    b = np.arange(4, dtype=np.float32) * i
+    out = c.infer("add_sub", [tensor("INPUT0", a), tensor("INPUT1", b)])
+    sums.append(bool(np.array_equal(out.as_numpy("OUTPUT0"), a + b)) and bool(np.array_equal(out.as_numpy("OUTPUT1"), a - b)))
+res["unary"] = sums
+words = [b"abc", b"abc", b"abc", b"abcd", b"abcd", b"x", b"abc", b"", b"abcd"]
+echoed = []
+for w in words:
+    data = np.array([w], dtype=np.object_)
+    out = c.infer("identity_all", [tensor("IN_STRING", data, "BYTES")])
+    echoed.append(out.as_numpy("OUT_STRING").tolist() == [w])
+res["bytes"] = echoed
+q = queue.Queue()
+c.start_stream(callback=lambda result, error: q.put((result, error)))
+for i in range(6):
+    a = np.full(4, i + 1, dtype=np.float32)
+    c.async_stream_infer("add_sub", [tensor("INPUT0", a), tensor("INPUT1", a)])
+streamed = []
+for i in range(6):
+    result, error = q.get(timeout=30)
+    streamed.append(None if error is not None else result.as_numpy("OUTPUT0").tolist()[0])
+c.stop_stream()
+res["stream"] = sorted(streamed)
+`);
+    expect(r.unary).toEqual(Array(8).fill(true));
+    expect(r.bytes).toEqual(Array(9).fill(true));
+    expect(r.stream).toEqual([2, 4, 6, 8, 10, 12]);
+  });
+
   it('typed contents, a message above 4 MiB, and Triton status codes', async () => {
     const r = await run(String.raw`
 stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(URL, options=[

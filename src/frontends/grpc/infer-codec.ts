@@ -7,7 +7,9 @@
  * `raw_input_contents` (one entry per input not in shared memory, in the order of `inputs`, as
  * Triton counts them; views of the received message, never copied) or from each input's typed
  * `contents`, never both. Model-level validation (names, datatypes against the config, shapes,
- * BYTES element counts) is the core's; this layer checks the message itself.
+ * BYTES element counts) is the core's; this layer checks the message itself. A message that
+ * repeats its model's last reaches the handlers decoded already (repeated-request.ts), as the
+ * same DecodedInferRequest this decoding makes.
  *
  * Responses: Triton answers with exactly one `raw_output_contents` entry per output, parallel
  * to `outputs`, and never fills typed `contents` (tritonclient's `as_numpy` indexes both lists
@@ -37,11 +39,41 @@ export interface OutputPlan {
   labels?: Map<string, readonly string[]>;
 }
 
-export interface DecodedInferRequest {
-  request: InferRequest;
-  plan: OutputPlan;
-  /** `triton_enable_empty_final_response` was set (meaningful on ModelStreamInfer only). */
-  enableEmptyFinal: boolean;
+/**
+ * A ModelInferRequest decoded into the core's request. It answers for the message's model,
+ * version and id as well, so that a route can hand one to the infer handlers in the message's
+ * place when the wire reader decoded it already (repeated-request.ts).
+ */
+export class DecodedInferRequest {
+  constructor(
+    readonly request: InferRequest,
+    readonly plan: OutputPlan,
+    /** `triton_enable_empty_final_response` was set (meaningful on ModelStreamInfer only). */
+    readonly enableEmptyFinal: boolean,
+  ) {}
+
+  get modelName(): string {
+    return this.request.modelName;
+  }
+
+  get modelVersion(): string {
+    return this.request.modelVersion;
+  }
+
+  get id(): string {
+    return this.request.id;
+  }
+}
+
+/** What the ModelInfer and ModelStreamInfer routes hand their handlers: the message, or its decoded form. */
+export type InferMessage = ModelInferRequest | DecodedInferRequest;
+
+/**
+ * The decoded form of `msg`, decoding it here unless the route did.
+ * @throws TritonError (INVALID_ARG) for a malformed message.
+ */
+export function decodeInferMessage(msg: InferMessage): DecodedInferRequest {
+  return msg instanceof DecodedInferRequest ? msg : decodeInferRequest(msg);
 }
 
 /** The largest protobuf message: sizes are signed 32-bit on the wire's C++ side. */
@@ -103,7 +135,7 @@ export function decodeInferRequest(msg: ModelInferRequest): DecodedInferRequest 
     }
     request.outputs = outputs;
   }
-  return { request, plan, enableEmptyFinal };
+  return new DecodedInferRequest(request, plan, enableEmptyFinal);
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -277,10 +277,24 @@ function readOutput(buf: Buffer, start: number, end: number, at: number): ModelI
   return { $typeName: 'inference.ModelInferRequest.InferRequestedOutputTensor', name, parameters: {} } as ModelInferRequest_InferRequestedOutputTensor;
 }
 
-/** The request, or undefined when it uses anything beyond the common shape (see above). */
-export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefined {
+/** Where a message's parts lie, for a reader that keeps a message (repeated-request.ts). */
+export interface MessageLayout {
+  /**
+   * Where its `raw_input_contents` begin when they come last, after every other field (as
+   * protobuf writers put them, in field order), else -1; the message's length without any.
+   */
+  rawStart: number;
+}
+
+/**
+ * The request, or undefined when it uses anything beyond the common shape (see above); with
+ * `layout`, where its raw contents begin.
+ */
+export function readSimpleInferRequest(buf: Buffer, layout?: MessageLayout): ModelInferRequest | undefined {
   try {
     const r = new Reader(buf, 0, buf.length);
+    let rawStart = -1;
+    let rawLast = true;
     let modelName = '';
     let modelVersion = '';
     let id = '';
@@ -293,9 +307,14 @@ export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefin
     outputs.clear();
     rawInputContents.clear();
     while (r.pos < r.end) {
+      const at = r.pos;
       const tag = r.uint32();
       if ((tag & 7) !== LEN) throw NOT_SIMPLE;
-      switch (tag >>> 3) {
+      const field = tag >>> 3;
+      if (field === 7) {
+        if (rawStart < 0) rawStart = at;
+      } else if (rawStart >= 0) rawLast = false;
+      switch (field) {
         case 1:
           modelName = r.string(MODEL_NAME);
           break;
@@ -329,6 +348,7 @@ export function readSimpleInferRequest(buf: Buffer): ModelInferRequest | undefin
           throw NOT_SIMPLE;
       }
     }
+    if (layout !== undefined) layout.rawStart = !rawLast ? -1 : rawStart < 0 ? buf.length : rawStart;
     return {
       $typeName: 'inference.ModelInferRequest',
       modelName,

@@ -10,7 +10,7 @@
 import type { DescMethod, DescService, Message } from '@bufbuild/protobuf';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ModelInferRequestSchema } from '../../generated/grpc_service_pb.js';
-import { readSimpleInferRequest } from './request-wire.js';
+import { readInferMessage } from './repeated-request.js';
 import type { GrpcContext } from './context.js';
 import { toStatusError } from './status.js';
 import { traceLine, traceTags } from '../../core/trace-tags.js';
@@ -58,8 +58,9 @@ export function addServiceRoutes(routes: Map<string, Route>, service: DescServic
     const path = `/${service.typeName}/${m.name}`;
     // Unknown fields would only be kept to be re-serialised, which a server never does.
     const reflective = (b: Buffer): unknown => fromBinary(m.input, b, { readUnknownFields: false });
-    // Inference requests in their common shape are read by hand (request-wire.ts).
-    const decode = m.input.typeName === ModelInferRequestSchema.typeName ? (b: Buffer): unknown => readSimpleInferRequest(b) ?? reflective(b) : reflective;
+    // Inference requests in their common shape are read by hand (request-wire.ts), and one that
+    // repeats its model's last is decoded from it (repeated-request.ts).
+    const decode = m.input.typeName === ModelInferRequestSchema.typeName ? (b: Buffer): unknown => readInferMessage(b) ?? reflective(b) : reflective;
     if (m.methodKind === 'unary') {
       routes.set(path, { kind: 'unary', decode, run: unaryRunner(handler as UnaryHandler<unknown>, m, ctx) });
     } else if (m.methodKind === 'bidi_streaming') {

@@ -7,20 +7,19 @@
  */
 import { Errors } from '../../../core/errors.js';
 import type { InferResponse } from '../../../core/inference.js';
-import type { ModelInferRequest } from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
 import type { UnaryCall } from '../transport/call.js';
 import { REPLIES_LATER, type UnaryReply } from '../service.js';
 import { CancelToken } from '../../../core/cancellation.js';
-import { decodeInferRequest, encodeInferResponse } from '../infer-codec.js';
+import { decodeInferMessage, encodeInferResponse, type InferMessage } from '../infer-codec.js';
 import { outputLabels } from '../../classification.js';
 import { withForwardedHeaders } from '../../header-forward.js';
 import { traceLine, traceTags, traced, tracedError } from '../../../core/trace-tags.js';
 
-export function modelInfer(ctx: GrpcContext, msg: ModelInferRequest, call: UnaryCall<ModelInferRequest>, reply: UnaryReply): typeof REPLIES_LATER {
+export function modelInfer(ctx: GrpcContext, msg: InferMessage, call: UnaryCall<InferMessage>, reply: UnaryReply): typeof REPLIES_LATER {
   const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
   if (handle.decoupled) throw Errors.decoupledGrpc();
-  const { request, plan } = decodeInferRequest(msg);
+  const { request, plan } = decodeInferMessage(msg);
   if (ctx.headerForward) request.parameters = withForwardedHeaders(ctx.headerForward, call.metadata.all(), request.parameters);
   if (traceTags.grpc) traceLine('grpc', `${call.traceName}: received ${traced(request)}: ModelInfer, model ${msg.modelName} version '${msg.modelVersion}'`);
   // Triton's gRPC trace events around the core's (docs/protocol-notes.md, "Trace"): the wait

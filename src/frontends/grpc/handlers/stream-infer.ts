@@ -26,10 +26,9 @@ import { CancelToken } from '../../../core/cancellation.js';
 import type { TritonError } from '../../../core/errors.js';
 import { asTritonError, Errors, grpcStatusOf } from '../../../core/errors.js';
 import type { InferResponse } from '../../../core/inference.js';
-import type { ModelInferRequest } from '../../../generated/grpc_service_pb.js';
 import type { GrpcContext } from '../context.js';
-import type { OutputPlan } from '../infer-codec.js';
-import { decodeInferRequest, encodeStreamError, encodeStreamResponse } from '../infer-codec.js';
+import type { InferMessage, OutputPlan } from '../infer-codec.js';
+import { decodeInferMessage, encodeStreamError, encodeStreamResponse } from '../infer-codec.js';
 import type { StatusError } from '../status.js';
 import { statusError, toStatusError } from '../status.js';
 import type { DuplexCall } from '../transport/call.js';
@@ -49,7 +48,7 @@ interface RequestIdentity {
   modelVersion: string;
 }
 
-export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRequest>): void {
+export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<InferMessage>): void {
   const errorsEndStream = call.metadata.get('triton_grpc_error').some((v) => String(v).toLowerCase() === 'true');
   const inflight = new Set<CancelToken>();
   let halfClosed = false;
@@ -99,7 +98,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
   // Triton's GRPC_WAITREAD_START of a request on a stream: since the previous message was read
   // (the call's start for the first), the time the stream waited for this one.
   let readNs = call.startNs;
-  call.on('data', (msg: ModelInferRequest) => {
+  call.on('data', (msg: InferMessage) => {
     const waitNs = readNs;
     readNs = process.hrtime.bigint();
     if (done) return;
@@ -108,7 +107,7 @@ export function modelStreamInfer(ctx: GrpcContext, call: DuplexCall<ModelInferRe
     try {
       const handle = ctx.core.resolveModel(msg.modelName, msg.modelVersion);
       batching = handle.maxBatchSize > 0;
-      decoded = decodeInferRequest(msg);
+      decoded = decodeInferMessage(msg);
       if (ctx.headerForward) decoded.request.parameters = withForwardedHeaders(ctx.headerForward, call.metadata.all(), decoded.request.parameters);
       for (const name of decoded.plan.classification?.keys() ?? []) {
         const labels = outputLabels(handle, name);
