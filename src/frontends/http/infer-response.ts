@@ -52,7 +52,7 @@ export function encodeInferResponse(
   maxJsonOutputSize = DEFAULT_MAX_JSON_OUTPUT_SIZE,
 ): EncodedInferResponse {
   const last = plan.lastResponse;
-  if (last !== undefined && last.matches(response)) return last.encoded(response);
+  if (last?.matches(response)) return last.encoded(response);
   let pieces: Array<string | JsonArrayText> | undefined;
   let json = '{';
   if (response.id !== '') json += '"id":' + JSON.stringify(response.id) + ',';
