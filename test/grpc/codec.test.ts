@@ -11,7 +11,7 @@ import { DATATYPES } from '../../src/core/datatype.js';
 import { ErrorCode, TritonError } from '../../src/core/errors.js';
 import type { InferResponse } from '../../src/core/inference.js';
 import { joinBytesElements } from '../../src/core/tensor.js';
-import { decodeInferRequest, encodeInferResponse, encodeStreamError, encodeStreamResponse } from '../../src/frontends/grpc/infer-codec.js';
+import { decodeInferRequest, encodeInferResponse, encodeStreamError, encodeStreamResponse, type OutputPlan } from '../../src/frontends/grpc/infer-codec.js';
 import { toInferParameter } from '../../src/frontends/grpc/params.js';
 import { contentsFieldOf } from '../../src/frontends/grpc/typed-contents.js';
 import {
@@ -460,5 +460,55 @@ describe('hand-written ModelInferResponse encoder', () => {
       final: true,
     };
     expect(() => encodeInferResponse(r, {}, false)).toThrow(TritonError);
+  });
+
+  it("encodes every response with a kept request form's plan exactly as with a plan of its own", () => {
+    // The plan of a kept request form keeps its last response's head (RepeatedResponseHead) for
+    // the next response of that form; whatever changes from one response to the next, the bytes
+    // must be those a plan that keeps nothing gives.
+    const base = (): InferResponse => ({
+      modelName: 'add_sub',
+      modelVersion: '1',
+      id: '',
+      outputs: [
+        { name: 'OUTPUT0', datatype: 'FP32', shape: [4], data: Buffer.from(new Float32Array([1, 2, 3, 4]).buffer) },
+        { name: 'OUTPUT1', datatype: 'FP32', shape: [4], data: Buffer.from(new Float32Array([5, 6, 7, 8]).buffer) },
+      ],
+      final: true,
+    });
+    const variants: Array<(r: InferResponse) => void> = [
+      () => {},
+      (r) => r.outputs[0]!.data.fill(9),
+      (r) => (r.modelVersion = '2'),
+      (r) => (r.modelName = 'add_sum'),
+      (r) => (r.id = 'with-id'),
+      (r) => (r.parameters = {}),
+      (r) => (r.parameters = { p: 1 }),
+      (r) => (r.outputs[1]!.name = 'OUTPUT2'),
+      (r) => (r.outputs[1]!.datatype = 'INT32'),
+      (r) => (r.outputs[1]!.shape = [2, 2]),
+      (r) => (r.outputs[1]!.shape = [4, 1]),
+      (r) => r.outputs.pop(),
+      (r) => r.outputs.push({ name: 'OUTPUT2', datatype: 'BYTES', shape: [1], data: Buffer.from([3, 0, 0, 0, 97, 98, 99]) }),
+      (r) => (r.outputs = [{ name: 'S', datatype: 'BYTES', shape: [1], data: Buffer.from([1, 0, 0, 0, 120]) }]),
+      (r) => (r.outputs = [{ name: 'S', datatype: 'BYTES', shape: [1], data: Buffer.from([4, 0, 0, 0, 119, 120, 121, 122]) }]),
+      (r) => (r.outputs = []),
+    ];
+    const kept = { keepsResponse: true };
+    // Each variant twice in a row (the second from the kept head), then back to the base form.
+    for (const change of [...variants, ...variants.reverse()]) {
+      for (let i = 0; i < 2; i++) {
+        const r = base();
+        change(r);
+        const expected = encodeInferResponse(r, {}, false);
+        expect(encodeInferResponse(r, kept, false).equals(expected)).toBe(true);
+      }
+      const r = base();
+      expect(encodeInferResponse(r, kept, false).equals(encodeInferResponse(r, {}, false))).toBe(true);
+    }
+    // A plan that is not a kept form's keeps nothing.
+    const own: OutputPlan = {};
+    encodeInferResponse(base(), own, false);
+    expect(own.lastResponse).toBeUndefined();
   });
 });

@@ -28,7 +28,7 @@ import { ModelStreamInferResponseSchema } from '../../generated/grpc_service_pb.
 import { classify } from '../classification.js';
 import { readRequestParameters, readTensorParameters, toInferParameterMap } from './params.js';
 import type { PreparedResponse } from './response-wire.js';
-import { prepareResponse, varintSize, writeResponse, writeVarint } from './response-wire.js';
+import { prepareResponse, RepeatedResponseHead, varintSize, writeResponse, writeVarint } from './response-wire.js';
 import { encodeTypedContents } from './typed-contents.js';
 
 /** What the response encoder needs to know about the request. */
@@ -37,6 +37,12 @@ export interface OutputPlan {
   classification?: Map<string, number>;
   /** Label lines of those outputs (from the model, set by the handler). */
   labels?: Map<string, readonly string[]>;
+  /**
+   * The plan of a kept request form (repeated-request.ts), shared by the requests built from it:
+   * the head of the last response encoded with it is kept here for the next one of its form.
+   */
+  keepsResponse?: boolean;
+  lastResponse?: RepeatedResponseHead;
 }
 
 /**
@@ -201,9 +207,18 @@ function prepare(response: InferResponse, plan: OutputPlan, batching: boolean, e
  *   output, a response over 2 GiB).
  */
 export function encodeInferResponse(response: InferResponse, plan: OutputPlan, batching: boolean): Buffer {
+  const last = plan.lastResponse;
+  if (last?.matches(response, response.outputs)) {
+    const size = last.size(response.outputs);
+    if (size > MAX_MESSAGE_BYTES) throw Errors.responseTooLarge(size, MAX_MESSAGE_BYTES);
+    const buf = Buffer.allocUnsafe(size);
+    last.write(buf, 0, response.outputs);
+    return buf;
+  }
   const p = prepare(response, plan, batching);
   const buf = Buffer.allocUnsafe(p.size);
   writeResponse(buf, 0, p);
+  if (plan.keepsResponse === true) plan.lastResponse = RepeatedResponseHead.of(buf, p);
   return buf;
 }
 

@@ -34,9 +34,6 @@ const RAW_TAG = (7 << 3) | 2;
 /** The tag of `model_name` (field 1, length-delimited), which protobuf writers put first. */
 const MODEL_NAME_TAG = (1 << 3) | 2;
 
-/** A kept message's plan: a message of the kept form asks for no classification, so nothing fills it in. */
-const NO_PLAN: OutputPlan = Object.freeze({});
-
 class RepeatedRequest {
   /** The message's bytes before its first raw content. */
   private readonly prefix: Buffer;
@@ -48,6 +45,12 @@ class RepeatedRequest {
   private readonly outputs: readonly string[] | undefined;
   private readonly request: Pick<InferRequest, 'modelName' | 'modelVersion' | 'parameters'>;
   private readonly enableEmptyFinal: boolean;
+  /**
+   * The output plan of every request built here: a message of the kept form asks for no
+   * classification, so the handlers fill nothing in; the encoder keeps its last response's
+   * head on it (response-wire.ts, RepeatedResponseHead).
+   */
+  private readonly plan: OutputPlan = { keepsResponse: true };
 
   constructor(buf: Buffer, rawStart: number, msg: ModelInferRequest, decoded: DecodedInferRequest) {
     this.prefix = Buffer.from(buf.subarray(0, rawStart));
@@ -105,7 +108,7 @@ class RepeatedRequest {
       for (let i = 0; i < names.length; i++) outputs[i] = { name: names[i]!, parameters: {} as Parameters };
       request.outputs = outputs;
     }
-    return new DecodedInferRequest(request, NO_PLAN, this.enableEmptyFinal);
+    return new DecodedInferRequest(request, this.plan, this.enableEmptyFinal);
   }
 }
 

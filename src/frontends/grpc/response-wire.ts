@@ -13,6 +13,7 @@
  */
 import { Errors } from '../../core/errors.js';
 import type { ParamValue, Parameters } from '../../core/inference.js';
+import { hasNoParameters } from '../../core/request/parameters.js';
 import type { Tensor } from '../../core/tensor.js';
 
 const LEN = 2;
@@ -200,8 +201,7 @@ export function prepareResponse(
     heads[i] = { name: o.name, nameLen, datatype: o.datatype, shapeLen, size: s };
     size += fieldSize(s);
   }
-  for (const o of outputs) size += fieldSize(o.data.length);
-  p.size = size;
+  p.size = size + rawContentsSize(outputs);
   return p;
 }
 
@@ -237,10 +237,72 @@ export function writeResponse(buf: Buffer, off: number, p: PreparedResponse): nu
       for (const d of shape) off = writeVarint(buf, off, d);
     }
   }
-  for (const o of p.outputs) {
+  return writeRawContents(buf, off, p.outputs);
+}
+
+/** The outputs' bytes as `raw_output_contents` at `off`; returns the offset after them. */
+function writeRawContents(buf: Buffer, off: number, outputs: readonly Tensor[]): number {
+  for (const o of outputs) {
     buf[off++] = tag(6, LEN);
     off = writeVarint(buf, off, o.data.length);
     off += o.data.copy(buf, off);
   }
   return off;
+}
+
+/** The byte length of the outputs' `raw_output_contents`. */
+function rawContentsSize(outputs: readonly Tensor[]): number {
+  let size = 0;
+  for (const o of outputs) size += fieldSize(o.data.length);
+  return size;
+}
+
+/**
+ * A response's bytes before its raw contents, kept for the next response of the same form: a
+ * client in a loop gets the same model and version, no id or parameters, and outputs of the same
+ * names, datatypes and shapes every time, and those fields, written one string at a time (a
+ * native call each), are all of the message but the outputs' bytes. Kept only for a response
+ * without id or parameters; the outputs' bytes may differ in length (BYTES), as they follow
+ * the kept part.
+ */
+export class RepeatedResponseHead {
+  private constructor(
+    private readonly head: Buffer,
+    private readonly modelName: string,
+    private readonly modelVersion: string,
+    private readonly outputs: ReadonlyArray<Pick<Tensor, 'name' | 'datatype' | 'shape'>>,
+  ) {}
+
+  /** The kept head of the response `buf` holds, written from `p`; undefined for a response of another form. */
+  static of(buf: Buffer, p: PreparedResponse): RepeatedResponseHead | undefined {
+    if (p.idLen !== 0 || p.entries.length !== 0) return undefined;
+    const outputs = p.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape.slice() }));
+    return new RepeatedResponseHead(Buffer.from(buf.subarray(0, p.size - rawContentsSize(p.outputs))), p.modelName, p.modelVersion, outputs);
+  }
+
+  /** Whether `r` has the kept form: everything but its outputs' bytes would be written the same. */
+  matches(r: { modelName: string; modelVersion: string; id: string; parameters?: Parameters }, outputs: readonly Tensor[]): boolean {
+    if (r.id !== '' || r.modelName !== this.modelName || r.modelVersion !== this.modelVersion) return false;
+    if (r.parameters !== undefined && !hasNoParameters(r.parameters)) return false;
+    const kept = this.outputs;
+    if (outputs.length !== kept.length) return false;
+    for (let i = 0; i < kept.length; i++) {
+      const o = outputs[i]!;
+      const k = kept[i]!;
+      if (o.name !== k.name || o.datatype !== k.datatype || o.shape.length !== k.shape.length) return false;
+      for (let d = 0; d < k.shape.length; d++) if (o.shape[d] !== k.shape[d]) return false;
+    }
+    return true;
+  }
+
+  /** The byte length of a response of this form with `outputs` (which matches()). */
+  size(outputs: readonly Tensor[]): number {
+    return this.head.length + rawContentsSize(outputs);
+  }
+
+  /** Writes the response of this form with `outputs` at `off` of `buf` (size() bytes); returns the offset after it. */
+  write(buf: Buffer, off: number, outputs: readonly Tensor[]): number {
+    off += this.head.copy(buf, off);
+    return writeRawContents(buf, off, outputs);
+  }
 }
