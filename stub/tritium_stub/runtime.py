@@ -294,7 +294,9 @@ def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbos
         segment_fds=segment_fds_setting(os.environ),
     )
     emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}; {objects.describe()}", "runtime.py", 0)
-    channel.start_heartbeat(0.1)
+    # Node's watchdog reads the beat once a second (launcher.ts, startWatchdog): a beat every
+    # half second always shows there, and an idle stub wakes for it 2 times a second, not 10.
+    channel.start_heartbeat(0.5)
     try:
         return runtime.serve()
     finally:
