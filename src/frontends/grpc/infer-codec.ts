@@ -26,6 +26,7 @@ import { elementCount, expectedByteSize } from '../../core/tensor.js';
 import type { ModelInferRequest } from '../../generated/grpc_service_pb.js';
 import { ModelStreamInferResponseSchema } from '../../generated/grpc_service_pb.js';
 import { classify } from '../classification.js';
+import { ResponseForm } from '../response-form.js';
 import { readRequestParameters, readTensorParameters, toInferParameterMap } from './params.js';
 import type { PreparedResponse } from './response-wire.js';
 import { prepareResponse, RepeatedResponseHead, varintSize, writeResponse, writeVarint } from './response-wire.js';
@@ -208,7 +209,7 @@ function prepare(response: InferResponse, plan: OutputPlan, batching: boolean, e
  */
 export function encodeInferResponse(response: InferResponse, plan: OutputPlan, batching: boolean): Buffer {
   const last = plan.lastResponse;
-  if (last?.matches(response, response.outputs)) {
+  if (last?.form.matches(response)) {
     const size = last.size(response.outputs);
     if (size > MAX_MESSAGE_BYTES) throw Errors.responseTooLarge(size, MAX_MESSAGE_BYTES);
     const buf = Buffer.allocUnsafe(size);
@@ -218,7 +219,7 @@ export function encodeInferResponse(response: InferResponse, plan: OutputPlan, b
   const p = prepare(response, plan, batching);
   const buf = Buffer.allocUnsafe(p.size);
   writeResponse(buf, 0, p);
-  if (plan.keepsResponse === true) plan.lastResponse = RepeatedResponseHead.of(buf, p);
+  if (plan.keepsResponse === true) plan.lastResponse = RepeatedResponseHead.of(buf, p, ResponseForm.of(response, false));
   return buf;
 }
 

@@ -13,8 +13,8 @@
  */
 import { Errors } from '../../core/errors.js';
 import type { ParamValue, Parameters } from '../../core/inference.js';
-import { hasNoParameters } from '../../core/request/parameters.js';
 import type { Tensor } from '../../core/tensor.js';
+import type { ResponseForm } from '../response-form.js';
 
 const LEN = 2;
 const VARINT = 0;
@@ -268,34 +268,17 @@ function rawContentsSize(outputs: readonly Tensor[]): number {
 export class RepeatedResponseHead {
   private constructor(
     private readonly head: Buffer,
-    private readonly modelName: string,
-    private readonly modelVersion: string,
-    private readonly outputs: ReadonlyArray<Pick<Tensor, 'name' | 'datatype' | 'shape'>>,
+    /** The outputs' byte sizes are not part of it: they follow the kept bytes. */
+    readonly form: ResponseForm,
   ) {}
 
-  /** The kept head of the response `buf` holds, written from `p`; undefined for a response of another form. */
-  static of(buf: Buffer, p: PreparedResponse): RepeatedResponseHead | undefined {
-    if (p.idLen !== 0 || p.entries.length !== 0) return undefined;
-    const outputs = p.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape.slice() }));
-    return new RepeatedResponseHead(Buffer.from(buf.subarray(0, p.size - rawContentsSize(p.outputs))), p.modelName, p.modelVersion, outputs);
+  /** The kept head of the response `buf` holds, written from `p`, of form `form` (none for a form never kept). */
+  static of(buf: Buffer, p: PreparedResponse, form: ResponseForm | undefined): RepeatedResponseHead | undefined {
+    if (form === undefined) return undefined;
+    return new RepeatedResponseHead(Buffer.from(buf.subarray(0, p.size - rawContentsSize(p.outputs))), form);
   }
 
-  /** Whether `r` has the kept form: everything but its outputs' bytes would be written the same. */
-  matches(r: { modelName: string; modelVersion: string; id: string; parameters?: Parameters }, outputs: readonly Tensor[]): boolean {
-    if (r.id !== '' || r.modelName !== this.modelName || r.modelVersion !== this.modelVersion) return false;
-    if (r.parameters !== undefined && !hasNoParameters(r.parameters)) return false;
-    const kept = this.outputs;
-    if (outputs.length !== kept.length) return false;
-    for (let i = 0; i < kept.length; i++) {
-      const o = outputs[i]!;
-      const k = kept[i]!;
-      if (o.name !== k.name || o.datatype !== k.datatype || o.shape.length !== k.shape.length) return false;
-      for (let d = 0; d < k.shape.length; d++) if (o.shape[d] !== k.shape[d]) return false;
-    }
-    return true;
-  }
-
-  /** The byte length of a response of this form with `outputs` (which matches()). */
+  /** The byte length of a response of this form with `outputs` (the form matched). */
   size(outputs: readonly Tensor[]): number {
     return this.head.length + rawContentsSize(outputs);
   }

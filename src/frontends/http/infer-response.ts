@@ -10,8 +10,8 @@
  * and `response.release()` runs once the socket is done with them.
  */
 import { inferAnswerFields, type HttpResponse } from './wire/exchange.js';
-import { hasNoParameters } from '../../core/request/parameters.js';
 import { asTritonError, Errors } from '../../core/errors.js';
+import { hasResponseParameters, ResponseForm } from '../response-form.js';
 import type { InferResponse } from '../../core/inference.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
@@ -57,8 +57,7 @@ export function encodeInferResponse(
   let json = '{';
   if (response.id !== '') json += '"id":' + JSON.stringify(response.id) + ',';
   json += '"model_name":' + quoted(response.modelName) + ',"model_version":' + quoted(response.modelVersion);
-  const hasParameters = response.parameters !== undefined && !hasNoParameters(response.parameters);
-  if (hasParameters) json += ',"parameters":' + stringifyJson(response.parameters);
+  if (hasResponseParameters(response)) json += ',"parameters":' + stringifyJson(response.parameters);
   json += ',"outputs":[';
   const outputs = response.outputs;
   // Sized for every output and cut to the blobs found (no growth per push).
@@ -105,8 +104,8 @@ export function encodeInferResponse(
   }
   const jsonBytes = Buffer.byteLength(json);
   if (plan.repeated === true) {
-    const keep = allBlobs && response.id === '' && !hasParameters;
-    plan.lastResponse = keep ? new RepeatedResponseHeader(response, json, jsonBytes) : undefined;
+    const form = allBlobs ? ResponseForm.of(response, true) : undefined;
+    plan.lastResponse = form && new RepeatedResponseHeader(form, json, jsonBytes);
   }
   return { json, jsonBytes, blobs, blobBytes };
 }
@@ -120,37 +119,16 @@ export function encodeInferResponse(
  * request header, as perf_analyzer and tritonclient do in a loop, gets responses of one form).
  */
 export class RepeatedResponseHeader implements RepeatedResponse {
-  private readonly modelName: string;
-  private readonly modelVersion: string;
-  private readonly outputs: ReadonlyArray<{ readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly bytes: number }>;
-
-  /** `response`'s header, just encoded as `json`; the caller checked that its form can be kept. */
+  /** A response's header, just encoded as `json`, of a form every output of which went as a blob. */
   constructor(
-    response: InferResponse,
+    private readonly form: ResponseForm,
     private readonly json: string,
     private readonly jsonBytes: number,
-  ) {
-    this.modelName = response.modelName;
-    this.modelVersion = response.modelVersion;
-    this.outputs = response.outputs.map((out) => ({ name: out.name, datatype: out.datatype, shape: out.shape.slice(), bytes: out.data.length }));
-  }
+  ) {}
 
   /** Whether `response`'s header would be this one's text. */
   matches(response: InferResponse): boolean {
-    if (response.id !== '' || response.modelName !== this.modelName || response.modelVersion !== this.modelVersion) return false;
-    if (response.parameters !== undefined && !hasNoParameters(response.parameters)) return false;
-    const outs = response.outputs;
-    const kept = this.outputs;
-    if (outs.length !== kept.length) return false;
-    for (let i = 0; i < outs.length; i++) {
-      const out = outs[i]!;
-      const k = kept[i]!;
-      if (out.name !== k.name || out.datatype !== k.datatype || out.data.length !== k.bytes || out.shm !== undefined) return false;
-      const shape = out.shape;
-      if (shape.length !== k.shape.length) return false;
-      for (let d = 0; d < shape.length; d++) if (shape[d] !== k.shape[d]) return false;
-    }
-    return true;
+    return this.form.matches(response);
   }
 
   /** What encodeInferResponse returns for `response`, which matches(). */
