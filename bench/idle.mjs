@@ -3,10 +3,11 @@
  * and its stubs spend while nothing is asked of them, beside the real Triton on the same
  * repository, both up at once. A host with many models pays this per stub whatever its load.
  *
- *   node bench/idle.mjs [--window-ms 30000] [--rounds 2] [--servers tritium,triton]
+ *   node bench/idle.mjs [--window-ms 30000] [--settle-ms 15000] [--rounds 2] [--servers tritium,triton]
  *
  * Each round starts the servers on bench/models/vs-triton (three Python models, one instance
- * each), waits 5 s after they are ready, then reads utime + stime from /proc of each server
+ * each), waits --settle-ms after they are ready (Node's collector and compiler threads finish
+ * start-up's work about 10 s after ready; 5 s measured part of it), then reads utime + stime from /proc of each server
  * process and of its descendants (stubs, tritium's fork server) before and after the window.
  * Figures are the percentage of one core, medians over rounds.
  */
@@ -17,17 +18,17 @@ import { startTritium } from './lib/server.mjs';
 import { ensureTriton, startTriton, stopServer } from './lib/triton.mjs';
 import { arg } from './grpc-common.mjs';
 
-const USAGE = 'usage: node bench/idle.mjs [--window-ms MS] [--rounds N] [--servers tritium,triton]';
+const USAGE = 'usage: node bench/idle.mjs [--window-ms MS] [--settle-ms MS] [--rounds N] [--servers tritium,triton]';
 const argv = process.argv.slice(2);
-checkFlags(argv, ['window-ms', 'rounds', 'servers', 'help'], ['help'], USAGE);
+checkFlags(argv, ['window-ms', 'settle-ms', 'rounds', 'servers', 'help'], ['help'], USAGE);
 if (showHelp({ help: argv.includes('--help') }, USAGE)) process.exit(0);
 const windowMs = Math.round(positive('window-ms', arg('window-ms', '30000')));
+const SETTLE_MS = Math.round(positive('settle-ms', arg('settle-ms', '15000')));
 const rounds = Math.round(positive('rounds', arg('rounds', '2')));
 const servers = list(arg('servers', 'tritium,triton'));
 for (const s of servers) if (s !== 'tritium' && s !== 'triton') throw new Error(`--servers takes tritium and triton, not ${s}`);
 
 const REPO = new URL('./models/vs-triton', import.meta.url).pathname;
-const SETTLE_MS = 5000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Per server: the percentages of one core of each round. */
@@ -65,7 +66,7 @@ for (let round = 1; round <= rounds; round++) {
 
 console.log(`
 \`\`\`
-command: node bench/idle.mjs --window-ms ${windowMs} --rounds ${rounds} --servers ${servers.join(',')}
+command: node bench/idle.mjs --window-ms ${windowMs} --settle-ms ${SETTLE_MS} --rounds ${rounds} --servers ${servers.join(',')}
 repository: bench/models/vs-triton (add_sub, identity_fp32, batch_sleep; one instance each); ${SETTLE_MS} ms after ready, then a ${windowMs} ms window
 \`\`\`
 `);

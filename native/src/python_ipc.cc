@@ -43,8 +43,11 @@ using tritium::arena::Arena;
 namespace ring = tritium::ring;
 namespace wait = tritium::wait;
 
-// How long one FUTEX_WAIT lasts before the loop re-checks close() and pending signals.
-constexpr int64_t kWaitSliceNs = 100 * 1000 * 1000;
+// How long one FUTEX_WAIT lasts before the loop re-checks close() and pending signals. close()
+// wakes the futex itself, and a signal that lands on the waiting thread interrupts it, so the
+// slice only bounds how late a signal caught by another thread runs its Python handler; an
+// idle stub wakes once per slice (docs/benchmarks.md, "An idle server").
+constexpr int64_t kWaitSliceNs = int64_t{1000} * 1000 * 1000;
 // How long Node's side (tests) waits for ring A space before send() raises TimeoutError.
 constexpr int64_t kNodeSideSendNs = int64_t{10} * 1000 * 1000 * 1000;
 
@@ -230,6 +233,9 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
   if (!Enter(self)) return nullptr;
   PyObject* result = nullptr;
   uint32_t* db = self->in->doorbell();
+  // Set after a slice ran out: the ring stayed empty for a whole slice, so polling before the
+  // next one cannot pay, and the policy's load reading (a /proc read) is skipped.
+  bool idle = false;
   for (;;) {
     // Read the doorbell before looking: any later push changes it, so the wait cannot miss it.
     uint32_t v = wait::LoadU32(db);
@@ -252,7 +258,7 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
     bool yield = self->spin_yield;
     uint32_t* sleeping = in->sleeping();
     Py_BEGIN_ALLOW_THREADS
-    int64_t budget = policy->Budget(now);
+    int64_t budget = idle ? 0 : policy->Budget(now);
     spun = wait::Spin(budget, yield, [in] { return in->HasData(); });
     if (!spun) {
       wait::StoreU32(sleeping, 1);  // the peer wakes us only when this is set (Producer::Publish)
@@ -261,8 +267,10 @@ PyObject* LinkRecv(LinkObject* self, PyObject* args, PyObject* kwds) {
     }
     if (r != -ETIMEDOUT) policy->Observe(wait::NowNs() - now, budget > 0);
     Py_END_ALLOW_THREADS
-    // No Python signal handler runs while we sit in C: give them a chance between slices.
-    if (r == -ETIMEDOUT && PyErr_CheckSignals() != 0) break;
+    idle = r == -ETIMEDOUT;
+    // No Python signal handler runs while we sit in C: give them a chance between slices, and
+    // at once when a signal interrupted the wait.
+    if ((r == -ETIMEDOUT || r == -EINTR) && PyErr_CheckSignals() != 0) break;
   }
   Leave(self);
   if (result == nullptr && !PyErr_Occurred()) Py_RETURN_NONE;

@@ -8,17 +8,18 @@
  * watch is for when they do not (limits set above what the descriptor limit allows, or
  * descriptors taken by something else).
  *
- * A probe opens and closes one descriptor every `intervalMs`: EMFILE/ENFILE means none is free,
- * which is exactly when accepts fail. The condition is logged once per burst (a warning when
+ * A probe opens and closes one descriptor once a second (on the server's housekeeping timer,
+ * core/second-tick.ts): EMFILE/ENFILE means none is free, which is exactly when accepts fail.
+ * The condition is logged once per burst (a warning when
  * it starts, a line when descriptors are free again) and each burst is counted
  * (`tritium_descriptor_exhaustion_total`). A listening server's own EMFILE/ENFILE error, which
  * libuv passes on in rare cases, joins the same burst instead of being logged per connection.
  */
 import fs from 'node:fs';
 import { descriptorLimit } from './connection-limit.js';
+import { joinSecondTick, leaveSecondTick, type EverySecond } from '../core/second-tick.js';
 
 const SHORTAGE_CODES = new Set(['EMFILE', 'ENFILE']);
-const DEFAULT_INTERVAL_MS = 500;
 
 /** Whether `err` is a descriptor shortage (per process or system-wide). */
 export function isDescriptorShortage(err: unknown): boolean {
@@ -38,19 +39,17 @@ export function openDescriptors(): number | undefined {
 export interface DescriptorWatchOptions {
   warn: (line: string) => void;
   info: (line: string) => void;
-  intervalMs?: number;
   /** The soft RLIMIT_NOFILE (read from /proc by default). */
   limit?: number;
   /** Tries to take one descriptor and gives it back; throws EMFILE/ENFILE when none is free. */
   probe?: () => void;
 }
 
-export class DescriptorWatch {
+export class DescriptorWatch implements EverySecond {
   /** Bursts of exhaustion seen since start. */
   exhaustions = 0;
   readonly limit: number | undefined;
   private since: number | undefined;
-  private timer: NodeJS.Timeout | undefined;
   private readonly probe: () => void;
 
   constructor(private readonly o: DescriptorWatchOptions) {
@@ -64,14 +63,15 @@ export class DescriptorWatch {
   }
 
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => this.check(), this.o.intervalMs ?? DEFAULT_INTERVAL_MS);
-    this.timer.unref();
+    joinSecondTick(this);
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    leaveSecondTick(this);
+  }
+
+  onSecond(): void {
+    this.check();
   }
 
   /** One probe: starts or ends a burst. */

@@ -499,7 +499,9 @@ class Channel:
             self._hollow_if_empty(s)
 
     # ---- heartbeat / lifecycle ----
-    def start_heartbeat(self, period_s: float = 0.1) -> None:
+    def start_heartbeat(self, period_s: float = 0.1, on_beat=None) -> None:
+        """Writes the heartbeat word every `period_s` from a thread of its own (it needs the GIL,
+        so a stub frozen in native code stops beating); `on_beat()` runs on it after each beat."""
         if self._hb_thread is not None:
             return
         hb = OFF_HEARTBEAT // 8
@@ -508,6 +510,8 @@ class Channel:
             # time.monotonic() is CLOCK_MONOTONIC, the clock behind Node's process.hrtime().
             while not self._hb_stop.is_set():
                 self._u64[hb] = int(time.monotonic() * 1000)
+                if on_beat is not None:
+                    on_beat()
                 self._hb_stop.wait(period_s)
 
         self._u64[hb] = int(time.monotonic() * 1000)

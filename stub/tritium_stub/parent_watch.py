@@ -1,8 +1,6 @@
 """Exit when the parent (the Node server) is gone, so no stub outlives its server."""
 
 import os
-import threading
-import time
 
 from .state import STATE
 
@@ -20,22 +18,27 @@ def _parent_gone(parent_pid, original_ppid):
     return False
 
 
-def _watch(parent_pid, period_s):
-    original_ppid = os.getppid()
-    while True:
-        time.sleep(period_s)
-        if _parent_gone(parent_pid, original_ppid):
-            try:
-                from .logger import emit
+class ParentWatch:
+    """Checked on the heartbeat's thread after every beat (Channel.start_heartbeat), so an idle
+    stub wakes for one timer, not two; an orphan exits within one heartbeat period."""
 
-                STATE.channel = None  # nobody reads the ring any more: log to stderr
-                emit("INFO", "Non-graceful termination detected.", "parent_watch.py", 0)
-            except BaseException:
-                # stderr is a pipe to the dead server: the write may raise BrokenPipeError.
-                pass
-            finally:
-                os._exit(1)
+    def __init__(self, parent_pid):
+        self._parent_pid = parent_pid
+        self._original_ppid = os.getppid()
+
+    def check(self):
+        if _parent_gone(self._parent_pid, self._original_ppid):
+            _exit_orphaned()
 
 
-def start(parent_pid, period_s=0.3):
-    threading.Thread(target=_watch, args=(parent_pid, period_s), daemon=True, name="tritium-parent-watch").start()
+def _exit_orphaned():
+    try:
+        from .logger import emit
+
+        STATE.channel = None  # nobody reads the ring any more: log to stderr
+        emit("INFO", "Non-graceful termination detected.", "parent_watch.py", 0)
+    except BaseException:
+        # stderr is a pipe to the dead server: the write may raise BrokenPipeError.
+        pass
+    finally:
+        os._exit(1)

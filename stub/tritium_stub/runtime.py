@@ -283,7 +283,7 @@ def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbos
     install_shim()
     STATE.runtime_dir = runtime_dir
     runtime = Runtime(model_file, name, mode, log_verbose, ready_fd=readiness.ready_fd_setting(os.environ))
-    parent_watch.start(parent_pid)
+    parent = parent_watch.ParentWatch(parent_pid)
     spin_us, spin_mode = wait_settings(os.environ)
     channel = STATE.channel = Channel(
         region,
@@ -294,9 +294,10 @@ def run(model_file, region, growth_byte_size, parent_pid, name, mode, log_verbos
         segment_fds=segment_fds_setting(os.environ),
     )
     emit("VERBOSE", f"stub '{name}' (pid {os.getpid()}): {channel.describe()}; {objects.describe()}", "runtime.py", 0)
-    # Node's watchdog reads the beat once a second (launcher.ts, startWatchdog): a beat every
-    # half second always shows there, and an idle stub wakes for it 2 times a second, not 10.
-    channel.start_heartbeat(0.5)
+    # Node's watchdog reads the beat once a second (stub-watchdog.ts): a beat every half second
+    # always shows there, and an idle stub wakes for it 2 times a second, not 10. The same
+    # thread looks for the parent after each beat.
+    channel.start_heartbeat(0.5, on_beat=parent.check)
     try:
         return runtime.serve()
     finally:

@@ -18,6 +18,7 @@ import type { ShmReserve } from './ipc/shm-reserve.js';
 import { describeExit, readinessPipe, spawnStub, stderrTail, type ExitInfo, type StubProcess } from './stub-process.js';
 import type { ForkServers } from './fork-server.js';
 import { traceLine, traceTags } from '../../core/trace-tags.js';
+import { HeartbeatWatch } from './stub-watchdog.js';
 
 export interface LaunchOptions {
   python: string;
@@ -74,7 +75,7 @@ export class LaunchedStub {
   /** Messages no `expect` waits for. */
   onMessage: (m: StubToNode) => void = () => {};
   private waiter: Waiter | undefined;
-  private watchdog: NodeJS.Timeout | undefined;
+  private watchdog: HeartbeatWatch | undefined;
   /** Set just before Node makes the stub end, so its exit says why. */
   private exitCause: string | undefined;
   private gone = false;
@@ -201,7 +202,7 @@ export class LaunchedStub {
 
   private async onEnd(info: ExitInfo, spawnError: Error | undefined): Promise<StubExit> {
     this.gone = true;
-    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog?.stop();
     this.watchdog = undefined;
     // Messages the stub wrote just before it ended still count (an answer, finalize's sends).
     this.channel.drain();
@@ -219,38 +220,19 @@ export class LaunchedStub {
   }
 
   /**
-   * Kills the stub when its heartbeat (written every 100 ms by a thread of the stub) stops
+   * Kills the stub when its heartbeat (written every 0.5 s by a thread of the stub) stops
    * moving for stub-timeout-seconds: the process is frozen (a native call holding the GIL, a
    * deadlock, SIGSTOP). A long pure-Python execute keeps beating and is left alone, as in
    * Triton. Before the first beat (interpreter start, imports) the bound is at least 60 s.
    */
   private startWatchdog(timeoutSeconds: number): void {
-    const periodMs = 1000;
-    const limit = Math.max(1, Math.ceil((timeoutSeconds * 1000) / periodMs));
-    const startLimit = Math.max(limit, 60);
-    let last = this.channel.heartbeatMs();
-    let stale = 0;
-    const timer = setInterval(() => {
-      if (!this.alive) {
-        clearInterval(timer);
-        return;
-      }
-      const hb = this.channel.heartbeatMs();
-      if (hb !== last) {
-        last = hb;
-        stale = 0;
-        return;
-      }
-      if (++stale >= (hb === 0 ? startLimit : limit)) {
-        clearInterval(timer);
-        this.o.logger.error(
-          `Stub process '${this.o.name}' sent no heartbeat for ${stale} s (stub-timeout-seconds=${timeoutSeconds}); killing it.`,
-          this.o.logSource,
-        );
-        this.kill(`No heartbeat for ${stale} s (stub-timeout-seconds=${timeoutSeconds}); the stub was killed.`);
-      }
-    }, periodMs);
-    timer.unref();
-    this.watchdog = timer;
+    this.watchdog = new HeartbeatWatch(this.channel, timeoutSeconds, (seconds) => {
+      if (!this.alive) return;
+      this.o.logger.error(
+        `Stub process '${this.o.name}' sent no heartbeat for ${seconds} s (stub-timeout-seconds=${timeoutSeconds}); killing it.`,
+        this.o.logSource,
+      );
+      this.kill(`No heartbeat for ${seconds} s (stub-timeout-seconds=${timeoutSeconds}); the stub was killed.`);
+    });
   }
 }

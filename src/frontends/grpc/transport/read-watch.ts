@@ -7,8 +7,8 @@
  * quiet); a stream the server paused (the body budget is full) waits on the server, not the
  * client, and is not counted.
  *
- * One sweep per transport, every quarter of the timeout (at most every second), looks at the
- * calls still reading; a call's progress is its reader's byte count. So a call costs the request
+ * One sweep per transport, every quarter of the timeout (at most every second) while any call is
+ * watched, looks at the calls still reading; a call's progress is its reader's byte count. So a call costs the request
  * path a push and a swap-remove in an array, not a timer and listeners of its own (the call's
  * reading unwatches it when its request side ends), and a stall is seen between one timeout and one
  * timeout plus a sweep interval after the last byte. An array rather than a Set: a Set with an
@@ -37,17 +37,20 @@ export interface Watched {
 
 export class ReadWatch {
   private readonly calls: Watched[] = [];
-  private readonly timer: NodeJS.Timeout;
+  /** Armed by the first call watched, disarmed by a sweep that finds none: an idle server never sweeps. */
+  private timer: NodeJS.Timeout | undefined = undefined;
+  private stopped = false;
 
-  constructor(private readonly timeoutMs: number) {
-    this.timer = setInterval(() => this.sweep(), Math.min(1000, Math.ceil(timeoutMs / 4)));
-    this.timer.unref();
-  }
+  constructor(private readonly timeoutMs: number) {}
 
   /** Watches `call`; give what it returns to `unwatch` when its request side ends (or the stream closes). */
   watch(stream: H2Stream, call: UnaryCall | DuplexCall, reader: MessageReader): Watched {
     const w: Watched = { stream, call, reader, midMessageOnly: call instanceof DuplexCall, bytes: reader.bytesRead, since: Date.now(), at: this.calls.length };
     this.calls.push(w);
+    if (this.timer === undefined && !this.stopped) {
+      this.timer = setInterval(() => this.sweep(), Math.min(1000, Math.ceil(this.timeoutMs / 4)));
+      this.timer.unref();
+    }
     return w;
   }
 
@@ -62,10 +65,17 @@ export class ReadWatch {
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   private sweep(): void {
+    if (this.calls.length === 0) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+      return;
+    }
     const now = Date.now();
     // From the end: a removal moves the last entry into the removed one's place, already seen
     // (ending a call may unwatch others: an entry then seen twice is harmless).
