@@ -84,4 +84,23 @@ export interface InferResponse {
 }
 
 /** Receives every response of one request, in order; the last one has `final: true`. */
-export type ResponseSink = (response: InferResponse) => void;
+export interface ResponseListener {
+  onResponse(response: InferResponse): void;
+}
+
+/**
+ * Where a request's responses go: a function, or a listener object. Frontends pass the record
+ * they keep per request anyway, so the request path makes no closure for its answer.
+ */
+export type ResponseSink = ((response: InferResponse) => void) | ResponseListener;
+
+/** Hands `response` to `sink`, whichever form it has. */
+export function deliverTo(sink: ResponseSink, response: InferResponse): void {
+  if (typeof sink === 'function') sink(response);
+  else sink.onResponse(response);
+}
+
+/** Answers `request` on `sink` with `error`: its one final response, without outputs. */
+export function deliverError(sink: ResponseSink, request: InferRequest, error: TritonError): void {
+  deliverTo(sink, { modelName: request.modelName, modelVersion: request.modelVersion, id: request.id, outputs: [], error, final: true });
+}

@@ -8,7 +8,7 @@ import { Tracer } from './trace/tracer.js';
 import { asTritonError, Errors } from './errors.js';
 import { SystemSharedMemory } from './extensions/shared-memory.js';
 import type { ShmFiles } from './extensions/shm-file.js';
-import type { InferRequest, ResponseSink } from './inference.js';
+import { deliverError, type InferRequest, type ResponseSink } from './inference.js';
 import type { ModelHandle } from './model-handle.js';
 import type { ModelManager } from './model/model-manager.js';
 import { bindSharedMemory, usesSharedMemory } from './request/shm-binding.js';
@@ -100,14 +100,7 @@ export class ServerCoreImpl implements ServerCore {
       const mv = this.models.resolve(request.modelName, request.modelVersion);
       mv.infer(request, usesSharedMemory(request) ? bindSharedMemory(this.systemSharedMemory, request, sink) : sink);
     } catch (err) {
-      sink({
-        modelName: request.modelName,
-        modelVersion: request.modelVersion,
-        id: request.id,
-        outputs: [],
-        error: asTritonError(err),
-        final: true,
-      });
+      deliverError(sink, request, asTritonError(err));
     }
   }
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ErrorCode, Errors } from '../../src/core/errors.js';
-import type { InferRequest, InferResponse, ResponseSink } from '../../src/core/inference.js';
+import { deliverTo, type InferRequest, type InferResponse, type ResponseSink } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import { SystemSharedMemory } from '../../src/core/extensions/shared-memory.js';
 import { TraceSettingsStore } from '../../src/core/extensions/trace-settings.js';
@@ -155,7 +155,7 @@ class FakeCore implements ServerCore {
   infer(req: InferRequest, sink: ResponseSink): void {
     const send = (r: Omit<InferResponse, 'modelName' | 'modelVersion' | 'id'>): void => {
       this.responses++;
-      sink({ modelName: req.modelName, modelVersion: '1', id: req.id, release: () => this.released++, ...r });
+      deliverTo(sink, { modelName: req.modelName, modelVersion: '1', id: req.id, release: () => this.released++, ...r });
     };
     switch (req.modelName) {
       case 'identity':

@@ -12,7 +12,7 @@
  */
 import type { Datatype } from '../../src/core/datatype.js';
 import { ErrorCode, Errors } from '../../src/core/errors.js';
-import type { InferRequest, InferResponse, ResponseSink } from '../../src/core/inference.js';
+import { deliverTo, type InferRequest, type InferResponse, type ResponseSink } from '../../src/core/inference.js';
 import type { ModelHandle, TensorSpec } from '../../src/core/model-handle.js';
 import { SystemSharedMemory } from '../../src/core/extensions/shared-memory.js';
 import { TraceSettingsStore } from '../../src/core/extensions/trace-settings.js';
@@ -130,11 +130,11 @@ export function createProtocolCore(): ProtocolCore {
       const respond = (): void => {
         const base = { modelName: request.modelName, modelVersion: '1', id: request.id, final: true };
         if (typeof p.fail === 'string') {
-          sink({ ...base, outputs: [], error: Errors.modelRaised(ErrorCode.INTERNAL, p.fail) });
+          deliverTo(sink, { ...base, outputs: [], error: Errors.modelRaised(ErrorCode.INTERNAL, p.fail) });
           return;
         }
         if (request.signal?.aborted) {
-          sink({ ...base, outputs: [], error: Errors.cancelled() });
+          deliverTo(sink, { ...base, outputs: [], error: Errors.cancelled() });
           return;
         }
         let outputs = request.inputs.map((t) => ({ ...t, name: t.name.replace(/^INPUT/, 'OUTPUT') }));
@@ -147,7 +147,7 @@ export function createProtocolCore(): ProtocolCore {
           const { echo_params: _e, ...rest } = p;
           response.parameters = rest;
         }
-        sink(response);
+        deliverTo(sink, response);
       };
       if (typeof p.delay_ms === 'number') setTimeout(respond, p.delay_ms);
       else respond();

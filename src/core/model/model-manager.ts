@@ -9,7 +9,7 @@ import type { ResponseCache } from '../cache/response-cache.js';
 import type { RateLimiter } from '../scheduling/rate-limiter.js';
 import type { Backend } from '../backend.js';
 import { asTritonError, Errors } from '../errors.js';
-import type { InferRequest, ResponseSink } from '../inference.js';
+import { deliverError, type InferRequest, type ResponseSink } from '../inference.js';
 import type { InternalClient } from '../internal-client.js';
 import type { Logger } from '../logger.js';
 import { scanRepositories } from '../repository/scan.js';
@@ -53,7 +53,7 @@ export class ModelManager {
       try {
         mv = this.resolve(request.modelName, request.modelVersion);
       } catch (err) {
-        sink({ modelName: request.modelName, modelVersion: request.modelVersion, id: request.id, outputs: [], error: asTritonError(err), final: true });
+        deliverError(sink, request, asTritonError(err));
         return;
       }
       mv.infer(request, sink);

@@ -6,7 +6,7 @@
 import type { ModelConfig } from '../../generated/model_config_pb.js';
 import type { LoadedModel } from '../backend.js';
 import { asTritonError, Errors, type TritonError } from '../errors.js';
-import type { InferRequest, ResponseSink } from '../inference.js';
+import { deliverTo, type InferRequest, type ResponseSink } from '../inference.js';
 import type { ModelHandle, ModelMetadata, TensorSpec } from '../model-handle.js';
 import { ResponseCache } from '../cache/response-cache.js';
 import { readParameters } from '../request/parameters.js';
@@ -147,7 +147,7 @@ export class ModelVersion implements ModelHandle {
       // answered but not counted in statistics.
       const e = asTritonError(err);
       if (traceTags.request) traceLine('request', `${traced(request)}: refused by model ${this.name} version ${this.version}: ${e.message}`);
-      sink({ modelName: this.name, modelVersion: this.version, id: request.id, outputs: [], error: e, final: true });
+      deliverTo(sink, { modelName: this.name, modelVersion: this.version, id: request.id, outputs: [], error: e, final: true });
       return;
     }
     if (traceTags.request) {
@@ -185,7 +185,7 @@ export class ModelVersion implements ModelHandle {
       trace.add('QUEUE_START', startNs);
     }
     if (traceTags.request) traceLine('request', `${traced(request)}: answered from the response cache by model ${this.name} version ${this.version}`);
-    sink({ modelName: this.name, modelVersion: this.version, id: request.id, outputs: outputs.map((t) => ({ ...t })), final: true });
+    deliverTo(sink, { modelName: this.name, modelVersion: this.version, id: request.id, outputs: outputs.map((t) => ({ ...t })), final: true });
     const endNs = process.hrtime.bigint();
     this.stats.recordCacheHit(startNs, endNs, lookupNs);
     if (trace !== undefined) {
@@ -202,7 +202,7 @@ export class ModelVersion implements ModelHandle {
         if (response.error === undefined && response.flagsOnly !== true) this.cache!.insert(key, response.outputs);
         this.stats.recordCacheMiss(lookupNs + (process.hrtime.bigint() - t0));
       }
-      sink(response);
+      deliverTo(sink, response);
     };
   }
 

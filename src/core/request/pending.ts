@@ -5,7 +5,7 @@
  * responses after the final one are released and dropped), and the final one is accounted.
  */
 import type { TritonError } from '../errors.js';
-import type { InferRequest, InferResponse, ResponseSink } from '../inference.js';
+import { deliverTo, type InferRequest, type InferResponse, type ResponseSink } from '../inference.js';
 import type { Nanos, PendingRequest, SequenceTag } from '../scheduling/types.js';
 import type { SchedulingParameters } from './parameters.js';
 
@@ -66,7 +66,7 @@ export class PendingRequestImpl implements PendingRequest {
     if (trace?.level.tensors && response.error === undefined) {
       for (const t of response.outputs) trace.tensor('TENSOR_BACKEND_OUTPUT', t);
     }
-    this.sink(response);
+    deliverTo(this.sink, response);
     if (response.final) this.onComplete(this, process.hrtime.bigint(), response.error);
   }
 

@@ -7,7 +7,7 @@
  */
 import { asTritonError, Errors, type TritonError } from '../errors.js';
 import type { ShmOutputTarget, ShmRef, SystemSharedMemory } from '../extensions/shared-memory.js';
-import type { InferRequest, InferResponse, Parameters, ResponseSink } from '../inference.js';
+import { deliverTo, type InferRequest, type InferResponse, type Parameters, type ResponseSink } from '../inference.js';
 import type { Tensor } from '../tensor.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -54,7 +54,7 @@ export function bindSharedMemory(shm: SystemSharedMemory, request: InferRequest,
   return (response: InferResponse) => {
     let out = response;
     if (outputs.size > 0 && response.outputs.length > 0 && response.error === undefined) out = writeOutputs(response, outputs);
-    sink(out);
+    deliverTo(sink, out);
     // After the sink: nothing reads the request's inputs once its final response is out.
     if (out.final) for (const h of held) h.release();
   };

@@ -57,18 +57,23 @@ let lastLimit: BodyLimit | undefined;
  */
 export function readBody(req: HttpRequest, limit: BodyLimit): Promise<Body> {
   return new Promise<Body>((resolve, reject) => {
-    readBodyThen(req, limit, (err, body) => (err === undefined ? resolve(body!) : reject(err)));
+    readBodyThen(req, limit, { onBody: (err, body) => (err === undefined ? resolve(body!) : reject(err)) });
   });
 }
 
-/** Receives the outcome of readBodyThen: the body, or why there is none. */
-export type BodyCallback = (err: Error | undefined, body: Body | undefined) => void;
+/**
+ * Receives the outcome of readBodyThen: the body, or why there is none. An object, so that a
+ * handler's own per-request record takes it rather than a closure made for it.
+ */
+export interface BodyListener {
+  onBody(err: Error | undefined, body: Body | undefined): void;
+}
 
 /**
  * readBody with a callback, called exactly once: synchronously (before this returns) when the
  * whole body has already arrived, as it usually has, so a request costs no promise.
  */
-export function readBodyThen(req: HttpRequest, limit: BodyLimit, done: BodyCallback): void {
+export function readBodyThen(req: HttpRequest, limit: BodyLimit, done: BodyListener): void {
   const declared = req.headers['content-length'];
   const reader = new BodyReader(req, limit, declared === undefined ? -1 : Number(declared), done);
   reader.start();
@@ -100,7 +105,7 @@ class BodyReader implements BodySink, Body {
     private readonly req: HttpRequest,
     private readonly limit: BodyLimit,
     private readonly expected: number,
-    private readonly done: BodyCallback,
+    private readonly done: BodyListener,
   ) {
     this.budget = limit.budget;
     this.granted = expected <= 0;
@@ -110,7 +115,7 @@ class BodyReader implements BodySink, Body {
     const refused = this.tooLarge(this.expected);
     if (refused !== undefined) {
       this.settled = true;
-      this.done(refused, undefined);
+      this.done.onBody(refused, undefined);
       return;
     }
     this.req.read(this);
@@ -154,7 +159,7 @@ class BodyReader implements BodySink, Body {
     this.release();
     this.held = undefined;
     this.req.resume();
-    this.done(err, undefined);
+    this.done.onBody(err, undefined);
   }
 
   /**
@@ -213,7 +218,7 @@ class BodyReader implements BodySink, Body {
     else if (whole !== undefined) this.data = received === whole.length ? whole : whole.subarray(0, received);
     this.chunks = undefined;
     this.whole = undefined;
-    this.done(undefined, this);
+    this.done.onBody(undefined, this);
   }
 
   private reserve(): void {

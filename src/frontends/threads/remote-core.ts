@@ -11,7 +11,7 @@ import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { Errors, type TritonError } from '../../core/errors.js';
 import type { SystemSharedMemory, SystemRegionStatus } from '../../core/extensions/shared-memory.js';
 import type { TraceSettingsStore } from '../../core/extensions/trace-settings.js';
-import type { InferRequest, ResponseSink } from '../../core/inference.js';
+import { deliverTo, type InferRequest, type ResponseSink } from '../../core/inference.js';
 import type { LogSettingsStore, LogSettingsView } from '../../core/logger.js';
 import type { ModelHandle, ModelMetadata } from '../../core/model-handle.js';
 import type { LoadModelOptions, RepositoryIndexEntry, ServerCore, ServerMetadata, UnloadModelOptions } from '../../core/server-core.js';
@@ -110,7 +110,7 @@ export class RemoteCore implements ServerCore {
     if (m.final) this.sinks.delete(m.no);
     // Its copy is here: the stub's blocks behind it may go back (wire.ts, `hold`).
     if (m.hold !== undefined) this.outbox.release(m.hold);
-    sink({
+    deliverTo(sink, {
       modelName: m.modelName,
       modelVersion: m.modelVersion,
       id: m.id,

@@ -6,12 +6,13 @@
  * or an expired deadline aborts the request's signal.
  */
 import { Errors } from '../../../core/errors.js';
-import type { InferResponse } from '../../../core/inference.js';
+import type { InferRequest, InferResponse, ResponseListener } from '../../../core/inference.js';
+import type { RequestTrace } from '../../../core/trace/request-trace.js';
 import type { GrpcContext } from '../context.js';
 import type { UnaryCall } from '../transport/call.js';
 import { REPLIES_LATER, type UnaryReply } from '../service.js';
 import { CancelToken } from '../../../core/cancellation.js';
-import { decodeInferMessage, encodeInferResponse, type InferMessage } from '../infer-codec.js';
+import { decodeInferMessage, encodeInferResponse, type InferMessage, type OutputPlan } from '../infer-codec.js';
 import { outputLabels } from '../../classification.js';
 import { withForwardedHeaders } from '../../header-forward.js';
 import { traceLine, traceTags, traced, tracedError } from '../../../core/trace-tags.js';
@@ -47,16 +48,33 @@ export function modelInfer(ctx: GrpcContext, msg: InferMessage, call: UnaryCall<
   if (traceTags.grpc) {
     cancel.addEventListener('abort', () => traceLine('grpc', `${call.traceName}: ${traced(request)}: call ended before the answer; cancelling the request`));
   }
-  let answered = false;
-  ctx.core.infer(request, (response: InferResponse) => {
+  ctx.core.infer(request, new InferAnswer(call, reply, request, plan, batching, trace));
+  return REPLIES_LATER;
+}
+
+/** The core's response listener of one ModelInfer call (an object per call, not a closure and its scope). */
+class InferAnswer implements ResponseListener {
+  private answered = false;
+
+  constructor(
+    private readonly call: UnaryCall<InferMessage>,
+    private readonly reply: UnaryReply,
+    private readonly request: InferRequest,
+    private readonly plan: OutputPlan,
+    private readonly batching: boolean,
+    private readonly trace: RequestTrace | undefined,
+  ) {}
+
+  onResponse(response: InferResponse): void {
     // A non-decoupled model sends exactly one (final) response; anything else is dropped.
-    if (!response.final || answered) {
+    if (!response.final || this.answered) {
       response.release?.();
       return;
     }
-    answered = true;
+    this.answered = true;
+    const { call, reply, trace } = this;
     call.canceller = undefined;
-    if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(request)}: final response (${tracedError(response.error)})`);
+    if (traceTags.grpc) traceLine('grpc', `${call.traceName}: ${traced(this.request)}: final response (${tracedError(response.error)})`);
     trace?.add('INFER_RESPONSE_COMPLETE');
     if (response.error !== undefined) {
       response.release?.();
@@ -67,7 +85,7 @@ export function modelInfer(ctx: GrpcContext, msg: InferMessage, call: UnaryCall<
     trace?.add('GRPC_SEND_START');
     let bytes: Buffer | undefined;
     try {
-      bytes = encodeInferResponse(response, plan, batching);
+      bytes = encodeInferResponse(response, this.plan, this.batching);
     } catch (err) {
       reply.fail(call, err);
     } finally {
@@ -78,6 +96,5 @@ export function modelInfer(ctx: GrpcContext, msg: InferMessage, call: UnaryCall<
       trace.add('GRPC_SEND_END');
       trace.done();
     }
-  });
-  return REPLIES_LATER;
+  }
 }

@@ -136,8 +136,8 @@ export class HttpResponse {
   shouldKeepAlive: boolean;
   private extra: Record<string, HeaderValue> | undefined;
   /** The first close listener, and any after it. */
-  private firstClose: (() => void) | undefined;
-  private closeListeners: Array<() => void> | undefined;
+  private firstClose: CloseListener | undefined;
+  private closeListeners: CloseListener[] | undefined;
   private framing: Framing = 'length';
   /** writeHead saw a Content-Length field. */
   private hasLength = false;
@@ -336,9 +336,9 @@ export class HttpResponse {
   }
 
   /** `fn` runs once, when the response is written out or the connection is gone first. */
-  onClose(fn: () => void): void {
+  onClose(fn: CloseListener): void {
     if (this.closed) {
-      fn();
+      callClose(fn);
       return;
     }
     // Usually the only one: kept without an array.
@@ -370,7 +370,7 @@ export class HttpResponse {
     socket.on('close', done);
   }
 
-  offClose(fn: () => void): void {
+  offClose(fn: CloseListener): void {
     if (this.firstClose === fn) {
       this.firstClose = undefined;
       return;
@@ -411,9 +411,20 @@ export class HttpResponse {
     const all = this.closeListeners;
     this.firstClose = undefined;
     this.closeListeners = undefined;
-    if (first !== undefined) first();
-    if (all !== undefined) for (const fn of all) fn();
+    if (first !== undefined) callClose(first);
+    if (all !== undefined) for (const fn of all) callClose(fn);
   }
+}
+
+/**
+ * Told when a response is written out or its connection is gone first: a function, or an object
+ * a handler keeps per request anyway (so no closure is made for it).
+ */
+export type CloseListener = (() => void) | { onResponseClosed(): void };
+
+function callClose(l: CloseListener): void {
+  if (typeof l === 'function') l();
+  else l.onResponseClosed();
 }
 
 /** A response head's first line. */
