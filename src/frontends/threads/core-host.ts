@@ -13,7 +13,7 @@ import type { MessagePort, Worker } from 'node:worker_threads';
 import { CancelToken } from '../../core/cancellation.js';
 import { SlotTable } from '../../core/slot-table.js';
 import { asTritonError } from '../../core/errors.js';
-import type { InferRequest, InferResponse } from '../../core/inference.js';
+import type { InferRequest, InferResponse, ResponseListener } from '../../core/inference.js';
 import type { LogSettingsStore, LogSettingsView } from '../../core/logger.js';
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { LoadModelOptions, ServerCore, UnloadModelOptions } from '../../core/server-core.js';
@@ -197,49 +197,52 @@ export class CoreHost {
       const trace = this.traces.get(m.trace);
       if (trace !== undefined) request.trace = trace;
     }
-    let inCall = true;
-    this.o.core.infer(request, (r: InferResponse) => {
-      if (r.final) this.pending.delete(no);
-      if (this.gone) {
-        r.release?.();
-        return;
-      }
-      // Large outputs are lent: the thread reads them where the stub wrote them and the blocks
-      // go back after its socket write. Others are copied once, here: a final response's blocks
-      // go back at once (one per request: the requests in flight bound them); a decoupled
-      // model's earlier responses keep theirs until the copy reached the thread, so the stub's
-      // arena holds back a model that answers faster than the thread takes its answers
-      // (wire.ts, `hold` and `lent`).
-      const lend = r.release !== undefined ? shareableOutputs(r.outputs) : undefined;
-      let hold: number | undefined;
-      if (r.release !== undefined && (lend !== undefined || !r.final)) {
-        hold = this.nextHold++;
-        this.held.set(hold, r.release);
-      }
-      if (lend === undefined && this.outbox.record(writeResponseRecord, no, r, { beforeModel: inCall, hold })) {
-        if (hold === undefined) r.release?.();
-        return;
-      }
-      const packed = lend === undefined ? packTensors(r.outputs) : undefined;
+    const handed = new HandedRequest(this, no);
+    this.o.core.infer(request, handed);
+    handed.inCall = false;
+  }
+
+  /** @internal A response to request `no` of the thread (HandedRequest.onResponse). */
+  answer(no: number, r: InferResponse, inCall: boolean): void {
+    if (r.final) this.pending.delete(no);
+    if (this.gone) {
+      r.release?.();
+      return;
+    }
+    // Large outputs are lent: the thread reads them where the stub wrote them and the blocks
+    // go back after its socket write. Others are copied once, here: a final response's blocks
+    // go back at once (one per request: the requests in flight bound them); a decoupled
+    // model's earlier responses keep theirs until the copy reached the thread, so the stub's
+    // arena holds back a model that answers faster than the thread takes its answers
+    // (wire.ts, `hold` and `lent`).
+    const lend = r.release !== undefined ? shareableOutputs(r.outputs) : undefined;
+    let hold: number | undefined;
+    if (r.release !== undefined && (lend !== undefined || !r.final)) {
+      hold = this.nextHold++;
+      this.held.set(hold, r.release);
+    }
+    if (lend === undefined && this.outbox.record(writeResponseRecord, no, r, { beforeModel: inCall, hold })) {
       if (hold === undefined) r.release?.();
-      const msg: ResponseMessage = {
-        t: 'resp',
-        no,
-        modelName: r.modelName,
-        modelVersion: r.modelVersion,
-        id: r.id,
-        outputs: lend?.wire ?? packed!.wire,
-        bytes: packed?.bytes,
-        final: r.final,
-        ...(r.parameters !== undefined ? { parameters: r.parameters } : {}),
-        ...(r.error !== undefined ? { error: wireError(r.error) } : {}),
-        ...(r.flagsOnly ? { flagsOnly: true } : {}),
-        ...(inCall ? { beforeModel: true } : {}),
-        ...(hold !== undefined ? (lend !== undefined ? { lent: hold, shared: lend.shared } : { hold }) : {}),
-      };
-      this.outbox.post(msg, packed?.bytes);
-    });
-    inCall = false;
+      return;
+    }
+    const packed = lend === undefined ? packTensors(r.outputs) : undefined;
+    if (hold === undefined) r.release?.();
+    const msg: ResponseMessage = {
+      t: 'resp',
+      no,
+      modelName: r.modelName,
+      modelVersion: r.modelVersion,
+      id: r.id,
+      outputs: lend?.wire ?? packed!.wire,
+      bytes: packed?.bytes,
+      final: r.final,
+      ...(r.parameters !== undefined ? { parameters: r.parameters } : {}),
+      ...(r.error !== undefined ? { error: wireError(r.error) } : {}),
+      ...(r.flagsOnly ? { flagsOnly: true } : {}),
+      ...(inCall ? { beforeModel: true } : {}),
+      ...(hold !== undefined ? (lend !== undefined ? { lent: hold, shared: lend.shared } : { hold }) : {}),
+    };
+    this.outbox.post(msg, packed?.bytes);
   }
 
   /** Answers synchronous call `id`: the reply on the call port, then the id in the call flag. */
@@ -309,4 +312,23 @@ function reviveLoadOptions(o: LoadModelOptions | undefined): LoadModelOptions | 
     files[k] = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   }
   return { ...o, files };
+}
+
+/**
+ * The main thread's side of one request a thread handed over: the core's response listener,
+ * which sends each answer back to the thread (an object per request where a closure and its
+ * scope were made: this loop is the one a many-core host waits on).
+ */
+class HandedRequest implements ResponseListener {
+  /** Still inside `core.infer`: an answer now came before any model (InferResponse.beforeModel). */
+  inCall = true;
+
+  constructor(
+    private readonly host: CoreHost,
+    private readonly no: number,
+  ) {}
+
+  onResponse(r: InferResponse): void {
+    this.host.answer(this.no, r, this.inCall);
+  }
 }
