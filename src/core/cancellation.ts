@@ -20,28 +20,48 @@ export interface CancelSignal {
 
 export class CancelToken implements CancelSignal {
   #aborted = false;
-  #listeners: AbortListener[] | undefined;
+  /**
+   * The first listener, kept without an array: a request usually has one (its stub session's
+   * record), and an array with room made for it on the first push cost every request about
+   * 90 bytes.
+   */
+  #first: AbortListener | undefined;
+  #rest: AbortListener[] | undefined;
 
   get aborted(): boolean {
     return this.#aborted;
   }
 
-  /** Marks the request cancelled and calls every listener once. */
+  /** Marks the request cancelled and calls every listener once, in the order they were added. */
   abort(): void {
     if (this.#aborted) return;
     this.#aborted = true;
-    const listeners = this.#listeners;
-    this.#listeners = undefined;
-    if (listeners) for (const l of listeners) typeof l === 'function' ? l() : l.handleEvent();
+    const first = this.#first;
+    const rest = this.#rest;
+    this.#first = undefined;
+    this.#rest = undefined;
+    if (first !== undefined) call(first);
+    if (rest !== undefined) for (const l of rest) call(l);
   }
 
   addEventListener(_type: 'abort', listener: AbortListener): void {
     if (this.#aborted) return;
-    (this.#listeners ??= []).push(listener);
+    // Into the first place only while nothing follows it, so the order stays the adding order.
+    if (this.#first === undefined && (this.#rest === undefined || this.#rest.length === 0)) this.#first = listener;
+    else (this.#rest ??= []).push(listener);
   }
 
   removeEventListener(_type: 'abort', listener: AbortListener): void {
-    const i = this.#listeners?.indexOf(listener) ?? -1;
-    if (i >= 0) this.#listeners!.splice(i, 1);
+    if (this.#first === listener) {
+      this.#first = undefined;
+      return;
+    }
+    const i = this.#rest?.indexOf(listener) ?? -1;
+    if (i >= 0) this.#rest!.splice(i, 1);
   }
+}
+
+function call(l: AbortListener): void {
+  if (typeof l === 'function') l();
+  else l.handleEvent();
 }
