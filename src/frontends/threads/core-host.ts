@@ -177,16 +177,16 @@ export class CoreHost {
   }
 
   private infer(m: InferMessage): void {
-    const cancel = new CancelToken();
     const no = m.no;
-    this.pending.set(no, cancel);
+    const handed = new HandedRequest(this, no);
+    this.pending.set(no, handed);
     const request: InferRequest = {
       modelName: m.modelName,
       modelVersion: m.modelVersion,
       id: m.id,
       parameters: m.parameters,
       inputs: unpackTensors(m.inputs, m.bytes),
-      signal: cancel,
+      signal: handed,
       // Read before the thread heard of an exit: admitted while the server exits (inference.ts).
       readBeforeExit: !this.quiesced,
     };
@@ -197,7 +197,6 @@ export class CoreHost {
       const trace = this.traces.get(m.trace);
       if (trace !== undefined) request.trace = trace;
     }
-    const handed = new HandedRequest(this, no);
     this.o.core.infer(request, handed);
     handed.inCall = false;
   }
@@ -315,18 +314,21 @@ function reviveLoadOptions(o: LoadModelOptions | undefined): LoadModelOptions | 
 }
 
 /**
- * The main thread's side of one request a thread handed over: the core's response listener,
- * which sends each answer back to the thread (an object per request where a closure and its
- * scope were made: this loop is the one a many-core host waits on).
+ * The main thread's side of one request a thread handed over: its cancel signal (aborted when
+ * the thread says its client went) and the core's response listener, which sends each answer
+ * back to the thread. One object per request where a token, a closure and its scope were made:
+ * this loop is the one a many-core host waits on.
  */
-class HandedRequest implements ResponseListener {
+class HandedRequest extends CancelToken implements ResponseListener {
   /** Still inside `core.infer`: an answer now came before any model (InferResponse.beforeModel). */
   inCall = true;
 
   constructor(
     private readonly host: CoreHost,
     private readonly no: number,
-  ) {}
+  ) {
+    super();
+  }
 
   onResponse(r: InferResponse): void {
     this.host.answer(this.no, r, this.inCall);
