@@ -57,27 +57,51 @@ describe('pipelining into a stub', () => {
   });
 
   it('queues four batches in the stub while executions are short, two once they are long', async () => {
-    // Short executions first, one at a time: the pool's mean of them stays well under 1 ms.
-    for (let i = 0; i < 40; i++) {
-      const res = await infer(server, `warm-${i}`);
-      expect(res.status).toBe(200);
-      await res.text();
+    // "Short" is the pool's running mean of executions as Node sees them, from the exec's send
+    // to its answer: one request at a time that includes the wake-up of the sleeping stub,
+    // which a busy 2-core host stretches past 1 ms on average in about one try in four (the
+    // depth is then two, rightly for what it measured). A try that finds the depth at two is
+    // let go and made again, at most four times.
+    let ids: Record<'held' | 'b' | 'c' | 'd' | 'e', string> | undefined;
+    let held: Promise<Response> | undefined;
+    let more: Array<Promise<Response>> = [];
+    let hold = '';
+    for (let attempt = 1; attempt <= 4 && ids === undefined; attempt++) {
+      // Short executions first, one at a time: the pool's mean of them stays under 1 ms.
+      for (let i = 0; i < 40; i++) {
+        const res = await infer(server, `warm${attempt}-${i}`);
+        expect(res.status).toBe(200);
+        await res.text();
+      }
+      // One execution held in the stub, then four more requests.
+      const tryIds = { held: `held${attempt}`, b: `b${attempt}`, c: `c${attempt}`, d: `d${attempt}`, e: `e${attempt}` };
+      hold = path.join(tmp, `release-held-${attempt}`);
+      held = infer(server, tryIds.held, { hold });
+      await waitFor('the held request sent to the stub', () => sentLine(server, tryIds.held) !== undefined);
+      more = [tryIds.b, tryIds.c, tryIds.d, tryIds.e].map((id) => infer(server, id));
+      const shallow = () => queuedLine(server, tryIds.c)?.includes('every instance busy') === true;
+      await waitFor(
+        'b, c and d sent and e queued (or c queued behind a depth of two)',
+        () => ([tryIds.b, tryIds.c, tryIds.d].every((id) => sentLine(server, id) !== undefined) && queuedLine(server, tryIds.e) !== undefined) || shallow(),
+      );
+      if (!shallow()) {
+        ids = tryIds;
+        break;
+      }
+      // Depth two this time: let the held one go, take every answer, and try again.
+      fs.writeFileSync(hold, '');
+      for (const res of await Promise.all([held, ...more])) {
+        expect(res.status).toBe(200);
+        await res.text();
+      }
     }
-    // One execution held in the stub, then four more requests.
-    const hold = path.join(tmp, 'release-held');
-    const held = infer(server, 'held', { hold });
-    await waitFor('the held request sent to the stub', () => sentLine(server, 'held') !== undefined);
-    const more = ['b', 'c', 'd', 'e'].map((id) => infer(server, id));
-    await waitFor(
-      'b, c and d sent and e queued',
-      () => ['b', 'c', 'd'].every((id) => sentLine(server, id) !== undefined) && queuedLine(server, 'e') !== undefined,
-    );
+    if (ids === undefined) throw new Error('the depth stayed at two in four tries: the executions never looked short');
     // Three wait in ring A behind the held one; the fourth stays in the scheduler's queue.
-    expect(sentLine(server, 'b')).toContain('behind 1 batch(es)');
-    expect(sentLine(server, 'c')).toContain('behind 2 batch(es)');
-    expect(sentLine(server, 'd')).toContain('behind 3 batch(es)');
-    expect(sentLine(server, 'e')).toBeUndefined();
-    expect(queuedLine(server, 'e')).toContain('every instance busy');
+    expect(sentLine(server, ids.b)).toContain('behind 1 batch(es)');
+    expect(sentLine(server, ids.c)).toContain('behind 2 batch(es)');
+    expect(sentLine(server, ids.d)).toContain('behind 3 batch(es)');
+    expect(sentLine(server, ids.e)).toBeUndefined();
+    expect(queuedLine(server, ids.e)).toContain('every instance busy');
     // Pending, as Triton counts it, is every request received and not started: the three in
     // ring A and the one in the scheduler's queue.
     const m = await scrape(server.metricsPort!);
@@ -87,12 +111,12 @@ describe('pipelining into a stub', () => {
     // the moment the held one is answered (three would still be ahead of it), only once at most
     // one is.
     fs.writeFileSync(hold, '');
-    const answers = await Promise.all([held, ...more]);
+    const answers = await Promise.all([held!, ...more]);
     for (const res of answers) {
       expect(res.status).toBe(200);
       await res.text();
     }
-    const eSent = sentLine(server, 'e');
+    const eSent = sentLine(server, ids.e);
     expect(eSent).toBeDefined();
     expect(eSent).not.toMatch(/behind [23] batch/);
   });
