@@ -7,9 +7,9 @@
  *
  * Each round starts the servers on bench/models/vs-triton (three Python models, one instance
  * each), waits --settle-ms after they are ready (Node's collector and compiler threads finish
- * start-up's work about 10 s after ready; 5 s measured part of it), then reads utime + stime from /proc of each server
- * process and of its descendants (stubs, tritium's fork server) before and after the window.
- * Figures are the percentage of one core, medians over rounds.
+ * start-up's work about 10 s after ready; 5 s measured part of it), then reads utime + stime
+ * from /proc of each server process and of its descendants (stubs, tritium's fork server)
+ * before and after the window. Figures are the percentage of one core, medians over rounds.
  */
 import { checkFlags, list, positive, showHelp } from './lib/options.mjs';
 import { treeCpu } from './lib/proc-stats.mjs';
@@ -23,7 +23,7 @@ const argv = process.argv.slice(2);
 checkFlags(argv, ['window-ms', 'settle-ms', 'rounds', 'servers', 'help'], ['help'], USAGE);
 if (showHelp({ help: argv.includes('--help') }, USAGE)) process.exit(0);
 const windowMs = Math.round(positive('window-ms', arg('window-ms', '30000')));
-const SETTLE_MS = Math.round(positive('settle-ms', arg('settle-ms', '15000')));
+const settleMs = Math.round(positive('settle-ms', arg('settle-ms', '15000')));
 const rounds = Math.round(positive('rounds', arg('rounds', '2')));
 const servers = list(arg('servers', 'tritium,triton'));
 for (const s of servers) if (s !== 'tritium' && s !== 'triton') throw new Error(`--servers takes tritium and triton, not ${s}`);
@@ -46,7 +46,7 @@ for (let round = 1; round <= rounds; round++) {
         up.push({ name: s, pid: t.proc.pid, stop: () => stopServer(t) });
       }
     }
-    await sleep(SETTLE_MS);
+    await sleep(settleMs);
     const before = up.map((u) => treeCpu(u.pid));
     await sleep(windowMs);
     up.forEach((u, i) => {
@@ -66,8 +66,8 @@ for (let round = 1; round <= rounds; round++) {
 
 console.log(`
 \`\`\`
-command: node bench/idle.mjs --window-ms ${windowMs} --settle-ms ${SETTLE_MS} --rounds ${rounds} --servers ${servers.join(',')}
-repository: bench/models/vs-triton (add_sub, identity_fp32, batch_sleep; one instance each); ${SETTLE_MS} ms after ready, then a ${windowMs} ms window
+command: node bench/idle.mjs --window-ms ${windowMs} --settle-ms ${settleMs} --rounds ${rounds} --servers ${servers.join(',')}
+repository: bench/models/vs-triton (add_sub, identity_fp32, batch_sleep; one instance each); ${settleMs} ms after ready, then a ${windowMs} ms window
 \`\`\`
 `);
 console.log(

@@ -7,11 +7,11 @@
  * quiet); a stream the server paused (the body budget is full) waits on the server, not the
  * client, and is not counted.
  *
- * One sweep per transport, every quarter of the timeout (at most every second) while any call is
- * watched, looks at the calls still reading; a call's progress is its reader's byte count. So a call costs the request
- * path a push and a swap-remove in an array, not a timer and listeners of its own (the call's
- * reading unwatches it when its request side ends), and a stall is seen between one timeout and one
- * timeout plus a sweep interval after the last byte. An array rather than a Set: a Set with an
+ * One sweep per transport, every quarter of the timeout (at most every second) while any call
+ * is watched, looks at the calls still reading; a call's progress is its reader's byte count.
+ * So a call costs the request path a push and a swap-remove in an array, not a timer and
+ * listeners of its own (the call's reading unwatches it when its request side ends), and a
+ * stall is seen between one timeout and one timeout plus a sweep interval after the last byte. An array rather than a Set: a Set with an
  * insert and a delete per call rehashes every few calls and keeps its young entries alive
  * through scavenges (core/slot-table.ts says how).
  */
