@@ -26,6 +26,10 @@ const USUAL = [
   `{"t": "exec_done", "id": 10, "resps": [{"outs": [["OUTPUT0", "FP32", [4], bytes(range(16))], ["OUTPUT1", "FP32", [1, 4], "n0", 64, 16]]}]}`,
   `{"t": "exec_done", "id": 11, "resps": [{"outs": [["E", "INT64", [0], b""], ["S", "BYTES", [1], b"\\x02\\x00\\x00\\x00xy"]]}, {"outs": [["B", "UINT8", [300], bytes(300)]]}]}`,
   `{"t": "exec_done", "id": 12, "resps": [{"outs": [["BIG", "UINT8", [70000], b"\\x07" * 70000]]}]}`,
+  // The stub's own time (ns) after the responses, as runtime.py sends it: a fixint, a uint32, a uint64.
+  `{"t": "exec_done", "id": 1, "resps": [{"outs": [["OUTPUT0", "FP32", [1, 4], "n0", 69632, 16]]}], "ns": 100}`,
+  `{"t": "exec_done", "id": 1, "resps": [{"outs": [["OUTPUT0", "FP32", [1, 4], "n0", 69632, 16]]}], "ns": 18532}`,
+  `{"t": "exec_done", "id": 1, "err": "boom", "resps": [], "ns": 2**33}`,
 ];
 const OTHER = [
   `{"t": "send", "rid": 1, "flags": 0, "resp": None}`,

@@ -75,7 +75,7 @@ FIELDS = {
     INIT_ERR: (("msg",), ()),
     AUTOCOMPLETE_OK: (("config",), ()),
     AUTOCOMPLETE_ERR: (("msg",), ()),
-    EXEC_DONE: (("id",), ("err", "resched", "resps")),
+    EXEC_DONE: (("id",), ("err", "resched", "resps", "ns")),
     SEND: (("rid", "flags", "resp"), ()),
     LOG: (("level", "msg"), ("file", "line")),
     SEG: (("name", "size"), ()),

@@ -3,6 +3,7 @@
 import functools
 import json
 import os
+import time
 
 import c_python_backend_utils
 import triton_python_backend_utils as pb_utils
@@ -188,6 +189,7 @@ class Runtime:
         return True
 
     def _exec(self, msg):
+        started = time.perf_counter_ns()
         channel = STATE.channel
         # Its `rel` (output blocks Node is done with) was applied when it was read (_route).
         requests = received(msg["reqs"])
@@ -223,6 +225,10 @@ class Runtime:
         # The batch's objects go first, so BLS outputs only they referenced are handed back now.
         requests = returned = None
         bls.flush_freed()
+        # Node judges how deep to pipeline on this, not on its own send-to-answer time, which
+        # also holds this process's wake-up and Node's delay in reading the answer: on a busy
+        # host those made a 10 µs model look long (docs/design.md, "Pipelining").
+        done["ns"] = time.perf_counter_ns() - started
         channel.send(done)
 
     def _fin(self):

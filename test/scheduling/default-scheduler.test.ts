@@ -89,6 +89,30 @@ describe('DefaultScheduler', () => {
     expect(i0.batches.flat()).toEqual(rs.map((r) => r.request.id));
   });
 
+  it("judges short executions on the instance's own time where it tells it", async () => {
+    // A stub reports its own time for a batch: a 20 µs execute that Node saw answered 3 ms
+    // after the send (the stub's wake-up, a busy host) is short, and a 50 ms one Node saw
+    // answered at once (it ran while Node was busy elsewhere) is long.
+    const i0 = new RecordingInstance('i0', false, 4);
+    const s = new DefaultScheduler([i0], () => {});
+    const rs = Array.from({ length: 7 }, (_, i) => new FakeRequest(`r${i}`));
+    rs.forEach((r) => s.enqueue(r));
+    expect(i0.held.length).toBe(2);
+    i0.release(true, 3_000_000n, 20_000);
+    await ticks(2);
+    expect(i0.held.map((h) => h.batch[0]!.request.id)).toEqual(['r1', 'r2', 'r3', 'r4']);
+    i0.release(true, 10_000n, 50_000_000);
+    await ticks(2);
+    // The mean is past 1 ms: nothing more until at most one batch is queued behind the running one.
+    expect(i0.held.length).toBe(3);
+    while (i0.held.length > 0) {
+      i0.release(true, 10_000n, 50_000_000);
+      await ticks(2);
+    }
+    await Promise.all(rs.map((r) => r.finished));
+    expect(i0.batches.flat()).toEqual(rs.map((r) => r.request.id));
+  });
+
   it('queues the next batch on the instance with the fewest batches', async () => {
     const i0 = new RecordingInstance('i0', false, 4);
     const i1 = new RecordingInstance('i1', false, 4);

@@ -109,20 +109,23 @@ export class RecordingInstance implements ExecutionInstance {
 
   /**
    * Answers and completes the oldest held batch (optionally without answering), reporting an
-   * execution of `executionNs` (5 µs by default).
+   * execution of `executionNs` (5 µs by default) from send to answer, and `ownNs` as the
+   * instance's own time for it when given.
    */
-  release(answer = true, executionNs = 5000n): PendingRequest[] {
+  release(answer = true, executionNs = 5000n, ownNs?: number): PendingRequest[] {
     const h = this.held.shift();
     if (!h) throw new Error(`${this.name}: nothing to release`);
     if (answer) for (const r of h.batch) r.respond(okResponse(r.request.id));
-    h.resolve(times(executionNs));
+    h.resolve(times(executionNs, ownNs));
     return h.batch;
   }
 }
 
-export function times(executionNs = 5000n): ExecutionTimes {
+export function times(executionNs = 5000n, ownNs?: number): ExecutionTimes {
   const t = process.hrtime.bigint();
-  return { startNs: t, inputEndNs: t + 1000n, inferEndNs: t + executionNs, endNs: t + executionNs + 1000n };
+  const out: ExecutionTimes = { startNs: t, inputEndNs: t + 1000n, inferEndNs: t + executionNs, endNs: t + executionNs + 1000n };
+  if (ownNs !== undefined) out.ownNs = ownNs;
+  return out;
 }
 
 /** Lets pending setImmediate callbacks and microtasks run. */

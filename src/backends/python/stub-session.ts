@@ -198,7 +198,7 @@ export class StubSession {
     // while the stub already works. Both now, in this message's dispatch: a promise and a
     // microtask per batch used to sit between them (about 1 % of the server's samples).
     try {
-      batch.done.executed({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint() });
+      batch.done.executed({ startNs: batch.startNs, inputEndNs: batch.inputEndNs, inferEndNs, endNs: process.hrtime.bigint(), ownNs: m.ns });
     } finally {
       // Whatever the scheduler's side did, the clients get their answers.
       this.settle(batch.rids, m.resps, batchError, rescheduled);

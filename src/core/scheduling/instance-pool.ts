@@ -19,7 +19,9 @@ const SHALLOW_DEPTH = 2;
  * (it answers clients and reads other connections in between) is then a real share of each
  * execution, and with only one batch waiting the stub often finds its ring empty and sleeps
  * (docs/design.md, "Pipelining"). Longer executions leave Node time to refill, and a deeper
- * queue would only hold requests back from another instance that frees first.
+ * queue would only hold requests back from another instance that frees first. Timed by the
+ * instance where it can (ExecutionTimes.ownNs): a stub's wake-up and Node's delay in reading
+ * the answer are not the execution's.
  */
 const SHORT_EXECUTION_NS = 1_000_000;
 /** Weight of the newest execution in the running mean of an instance's execution times. */
@@ -170,7 +172,7 @@ export class InstancePool {
   /** @internal Execution `e` is over: its instance is free, its accounting done, the scheduler goes on. */
   executed(e: Execution, times: ExecutionTimes): void {
     this.release(e.idx);
-    if (this.maxDepth[e.idx]! > SHALLOW_DEPTH) this.observe(e.idx, Number(times.inferEndNs - times.startNs));
+    if (this.maxDepth[e.idx]! > SHALLOW_DEPTH) this.observe(e.idx, times.ownNs ?? Number(times.inferEndNs - times.startNs));
     try {
       this.observer(e.batch, times, e.batchSize);
     } catch {

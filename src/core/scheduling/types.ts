@@ -88,6 +88,12 @@ export interface ExecutionTimes {
   inferEndNs: Nanos;
   /** Responses handed back. */
   endNs: Nanos;
+  /**
+   * How long the instance itself worked on the batch, ns, where it can tell: a stub's own
+   * clock, without its wake-up, the rings or Node's delay in reading the answer, which
+   * `inferEndNs - startNs` holds. The pool judges how deep to pipeline on it.
+   */
+  ownNs?: number;
 }
 
 /** Told once when an instance's execution of a batch is over (ExecutionInstance.run). */

@@ -221,6 +221,8 @@ export function decodeExecDone(bytes: Uint8Array, length: number): ExecDoneMsg |
         m.err = str();
       } else if (k === 'resched') {
         m.resched = ints();
+      } else if (k === 'ns') {
+        m.ns = int();
       } else {
         throw UNUSUAL;
       }

@@ -138,6 +138,8 @@ export interface ExecDoneMsg {
   /** Indexes of requests the model marked for rescheduling. */
   resched?: number[];
   resps?: Array<RespWire | null>;
+  /** The stub's own time for the batch in ns, from taking the exec to sending this: without its wake-up or the rings (the pipeline's depth is judged on it). */
+  ns?: number;
 }
 
 export interface SendMsg {
