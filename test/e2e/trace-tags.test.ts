@@ -170,7 +170,7 @@ describe('TRITIUM_TRACE=all (and an unknown tag)', () => {
       ['batcher', ['batch_probe: queued', who, 'priority level 1', 'queue: ']],
       ['batcher', ['batch_probe: batch of 1 request(s)', 'for instance batch_probe_0_0', '(closed: max_queue_delay reached)', who]],
       ['ipc', ['batch_probe_0_0: sent batch', `= ${who}`]],
-      ['ipc', ['batch_probe_0_0: exec_done of batch']],
+      ['ipc', ['batch_probe_0_0: exec_done of batch', 'µs in the stub)']],
       ['ipc', [`(${who}) answered: 5 output(s), final=true`]],
       ['http', [who, 'answered 200 (ok)']],
       ['request', [who, 'completed (ok) in']],

@@ -175,7 +175,7 @@ export class StubSession {
       const known = batch?.id === m.id ? '' : ` (not the batch in front, ${batch?.id ?? 'none'}: ignored)`;
       traceLine(
         'ipc',
-        `${this.o.instanceName}: exec_done of batch ${m.id}: ${returned} response(s) returned${m.err !== undefined ? `, execute raised: ${m.err}` : ''}${known}`,
+        `${this.o.instanceName}: exec_done of batch ${m.id}: ${returned} response(s) returned${m.err !== undefined ? `, execute raised: ${m.err}` : ''}${m.ns !== undefined ? ` (${Math.round(m.ns / 1000)} µs in the stub)` : ''}${known}`,
       );
     }
     if (!batch || batch.id !== m.id) return;
