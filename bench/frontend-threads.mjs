@@ -7,7 +7,8 @@
  *   - main-thread CPU µs: what the one event loop that schedules every request spends; its
  *     inverse is the request rate no number of cores can pass (the many-core ceiling);
  *   - server-process CPU µs (all threads) and stub CPU µs;
- *   - throughput and p99 latency.
+ *   - throughput and p99 latency;
+ *   - the server process's VmRSS at the end of the cell (each thread's heap grows with its load).
  *
  * The difference in server-process CPU between N threads and 1 is the hand-off's cost (two
  * messages and a copy of the tensors each way); the drop in main-thread CPU is what the threads
@@ -25,7 +26,7 @@ import path from 'node:path';
 import { arg } from './grpc-common.mjs';
 import { checkFlags, list, positive, showHelp } from './lib/options.mjs';
 import { measuredWindows, requirePerfAnalyzer, warmUpWindow } from './lib/perf-analyzer.mjs';
-import { cpuPerRequest, mainThreadCpuSeconds, treeCpu } from './lib/proc-stats.mjs';
+import { cpuPerRequest, rssBytes, mainThreadCpuSeconds, treeCpu } from './lib/proc-stats.mjs';
 import { commandLine, fmt, gitCommit, loadAverage, median, table } from './lib/report.mjs';
 import { ROOT, startTritium, successCount } from './lib/server.mjs';
 
@@ -87,12 +88,14 @@ async function main() {
                 stubUs: stubCpuUs,
                 throughput: r.throughput,
                 p99: r.p99,
+                // What the threads' heaps grew to under this load shows here (the server's VmRSS).
+                rssMiB: rssBytes(server.proc.pid) / 2 ** 20,
               };
               const key = `${build.label} ${n} ${model} ${c}`;
               if (!samples.has(key)) samples.set(key, []);
               samples.get(key).push(s);
               console.log(
-                `round ${round + 1}, ${builds.length > 1 ? `${build.label}, ` : ''}${n} thread(s), ${model} c=${c}: main ${fmt(s.mainUs)} µs, server ${fmt(s.serverUs)} µs, stub ${fmt(s.stubUs)} µs, ${fmt(s.throughput)} infer/s, p99 ${fmt(s.p99)} µs`,
+                `round ${round + 1}, ${builds.length > 1 ? `${build.label}, ` : ''}${n} thread(s), ${model} c=${c}: main ${fmt(s.mainUs)} µs, server ${fmt(s.serverUs)} µs, stub ${fmt(s.stubUs)} µs, ${fmt(s.throughput)} infer/s, p99 ${fmt(s.p99)} µs, RSS ${fmt(s.rssMiB)} MiB`,
               );
             }
           }
@@ -120,6 +123,7 @@ async function main() {
             fmt(m('throughput')),
             fmt(m('p99')),
             fmt(1e6 / m('mainUs')),
+            fmt(m('rssMiB')),
           ]);
         }
       }
@@ -128,7 +132,18 @@ async function main() {
   console.log(`\nmedians of ${rounds} round(s), ${protocol === 'http' ? 'HTTP' : 'gRPC'}, perf_analyzer, ${windowMs} ms windows`);
   console.log(
     table(
-      ['cell', ...(before ? ['build'] : []), 'threads', 'main-thread µs/req', 'server µs/req', 'stub µs/req', 'infer/s', 'p99 µs', 'main-loop ceiling req/s'],
+      [
+        'cell',
+        ...(before ? ['build'] : []),
+        'threads',
+        'main-thread µs/req',
+        'server µs/req',
+        'stub µs/req',
+        'infer/s',
+        'p99 µs',
+        'main-loop ceiling req/s',
+        'server RSS MiB',
+      ],
       rows,
     ),
   );

@@ -18,6 +18,7 @@ import type { LoadModelOptions, RepositoryIndexEntry, ServerCore, ServerMetadata
 import type { ModelStatistics } from '../../core/stats/types.js';
 import type { RequestTrace } from '../../core/trace/request-trace.js';
 import type { Tracer } from '../../core/trace/tracer.js';
+import { SlotTable } from '../../core/slot-table.js';
 import type { HandleSnapshot } from './core-host.js';
 import type { FrontendStatus } from './status.js';
 import type { ThreadLink } from './thread-data.js';
@@ -43,7 +44,12 @@ export class RemoteCore implements ServerCore {
   readonly systemSharedMemory: SystemSharedMemory;
   readonly tracer: Tracer;
   readonly logSettings: LogSettingsStore;
-  private readonly sinks = new Map<number, ResponseSink>();
+  /**
+   * The sinks of requests in flight, by request number: a SlotTable, as on the main thread
+   * (core-host.ts), since a Map with a set and a delete per request kept its promoted hash
+   * tables, and the sinks in them, alive through scavenges.
+   */
+  private readonly sinks = new SlotTable<ResponseSink>();
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly handles = new Map<string, ModelHandle>();
   private handlesGeneration = -1;
@@ -198,7 +204,7 @@ export class RemoteCore implements ServerCore {
     const signal = request.signal;
     if (signal !== undefined) {
       const cancel = (): void => {
-        if (this.sinks.has(no)) this.outbox.cancel(no);
+        if (this.sinks.get(no) !== undefined) this.outbox.cancel(no);
       };
       if (signal.aborted) cancel();
       else signal.addEventListener('abort', cancel, { once: true });
