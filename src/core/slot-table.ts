@@ -1,7 +1,8 @@
 /**
  * @module core/slot-table
  * A table of open entries keyed by integers handed out in increasing order (a stub session's
- * request ids, a connection's HTTP/2 stream ids): an array indexed by the key's low bits, an
+ * request ids, a connection's HTTP/2 stream ids, the request numbers of a frontend thread and of
+ * the main thread's side of it): an array indexed by the key's low bits, an
  * entry still open when a later key lands on its slot (a long stream) moved to a Map.
  *
  * Why not a Map for all: with one insert and one delete per request a Map rehashes every few
