@@ -4,7 +4,7 @@
  * machine, so a change to the request path can be judged from one short run.
  *
  *   node bench/allocation.mjs [--before <checkout>] [--rounds 3] [--protocol http|grpc] [--concurrency 16]
- *       [--window-ms 4000] [--sites] [--promoted]
+ *       [--window-ms 4000] [--node-options "<flags>"] [--sites] [--promoted]
  *
  * Each run starts a server on bench/models/vs-triton with V8's GCProfiler preloaded
  * (bench/lib/gc-profiler.cjs), warms it with one perf_analyzer window on add_sub, then measures
@@ -15,7 +15,9 @@
  * (objects collected by GC included) and prints the functions that allocate most per request;
  * --promoted the same for what outlived the young generation only (objects a scavenge collected
  * left out): the sites that make scavenges long and the old generation grow. Each run also
- * counts the bytes scavenges moved to the old generation per request.
+ * counts the bytes scavenges moved to the old generation per request. --node-options adds Node
+ * or V8 flags to this checkout's server only (its NODE_OPTIONS): with --before naming this same
+ * checkout, a run measures what a flag such as --max-semi-space-size does.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,14 +31,19 @@ import { alternateBuilds } from './lib/builds.mjs';
 import { fmt, median, table } from './lib/report.mjs';
 import { ROOT, startTritium, successCount } from './lib/server.mjs';
 
-const USAGE = `usage: node bench/allocation.mjs [--before <checkout>] [--rounds N] [--protocol http|grpc] [--concurrency C] [--window-ms MS] [--sites] [--promoted]`;
+const USAGE = `usage: node bench/allocation.mjs [--before <checkout>] [--rounds N] [--protocol http|grpc] [--concurrency C] [--window-ms MS] [--node-options "<flags>"] [--sites] [--promoted]`;
 const argv = process.argv.slice(2);
 if ((argv.includes('--sites') || argv.includes('--promoted')) && typeof globalThis.WebSocket !== 'function') {
   // The inspector client needs WebSocket, global from Node 22; Node 20 has it behind a flag.
   const r = spawnSync(process.execPath, ['--experimental-websocket', '--no-warnings', fileURLToPath(import.meta.url), ...argv], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
-checkFlags(argv, ['before', 'rounds', 'protocol', 'concurrency', 'window-ms', 'sites', 'promoted', 'help'], ['sites', 'promoted', 'help'], USAGE);
+checkFlags(
+  argv,
+  ['before', 'rounds', 'protocol', 'concurrency', 'window-ms', 'node-options', 'sites', 'promoted', 'help'],
+  ['sites', 'promoted', 'help'],
+  USAGE,
+);
 if (showHelp({ help: argv.includes('--help') }, USAGE)) process.exit(0);
 const before = arg('before', '');
 const rounds = Math.round(positive('rounds', arg('rounds', '3')));
@@ -44,6 +51,7 @@ const protocol = arg('protocol', 'http');
 if (protocol !== 'http' && protocol !== 'grpc') throw new Error(`--protocol is http or grpc, not ${protocol}`);
 const concurrency = Math.round(positive('concurrency', arg('concurrency', '16')));
 const windowMs = Math.round(positive('window-ms', arg('window-ms', '4000')));
+const nodeOptions = arg('node-options', '');
 const repo = path.join(ROOT, 'bench', 'models', 'vs-triton');
 const preload = path.join(ROOT, 'bench', 'lib', 'gc-profiler.cjs');
 const pa = requirePerfAnalyzer();
@@ -73,9 +81,10 @@ const spaceUsed = (stats, space) => stats.heapSpaceStatistics.find((s) => s.spac
 const young = (stats) => spaceUsed(stats, 'new_space') + spaceUsed(stats, 'new_large_object_space');
 const old = (stats) => spaceUsed(stats, 'old_space');
 
-async function measure(root) {
+async function measure(root, build) {
   const file = path.join(os.tmpdir(), `tritium-gc-${process.pid}-${Date.now()}.json`);
-  const server = await startTritium({ root, repos: repo, env: { NODE_OPTIONS: `--require ${preload}`, GCPROF_OUT: file } });
+  const flags = build === 'after' && nodeOptions ? ` ${nodeOptions}` : '';
+  const server = await startTritium({ root, repos: repo, env: { NODE_OPTIONS: `--require ${preload}${flags}`, GCPROF_OUT: file } });
   try {
     await load(server, 3000);
     await gcRecord(server, file, 1);

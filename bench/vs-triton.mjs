@@ -12,7 +12,9 @@
  * minutes: on a shared VM the hypervisor's share of the cores drifts over minutes. The order of
  * the servers flips every round. --sequential runs one server at a time instead. Per cell:
  * perf_analyzer's throughput and p50/p99 latency, and the CPU the server process and its stub
- * processes spent per request (/proc, over the measured run). A separate section times
+ * processes spent per request (/proc, over the measured run); after a round's cells, each
+ * server's resident memory and its stubs' (grown by the load), as RSS and as PSS (which counts
+ * the pages tritium's forked stubs share once). A separate section times
  * start-to-ready and sums resident memory on a repository of 4 models × 2 instances. The report
  * (Markdown, medians over rounds, ratios tritium/Triton) goes to stdout at the end; progress
  * goes to stderr as it happens.
@@ -42,8 +44,9 @@ const USAGE = `usage: node bench/vs-triton.mjs [options]
 
 Runs tritium and the real Triton (installed on first use into bench/.venv-triton) on
 bench/models/vs-triton, each cell on one server right after the other, and prints Markdown tables: throughput, p50/p99 latency and CPU
-per request of each server and its stubs, dynamic batching against its ideal, start-to-ready
-time and resident memory. Medians over rounds; ratio columns are tritium / Triton.
+per request of each server and its stubs, dynamic batching against its ideal, resident memory
+after the cells, start-to-ready time and resident memory at start. Medians over rounds; ratio
+columns are tritium / Triton.
 
   --rounds N            rounds, each measuring every cell on every server (default 2); the
                         servers' order flips from one round to the next
@@ -287,6 +290,7 @@ async function benchServer(ctx, kind, round, cells) {
   if (!server) return;
   try {
     for (const cell of cells) await benchCell(ctx, cell, server, kind, round);
+    recordLoaded(ctx, kind, round, server);
   } finally {
     await shutdown(server);
   }
@@ -307,6 +311,7 @@ async function benchInterleaved(ctx, round, cells) {
       if (server) running.push({ kind, server });
     }
     for (const cell of cells) for (const { kind, server } of running) await benchCell(ctx, cell, server, kind, round);
+    for (const { kind, server } of running) recordLoaded(ctx, kind, round, server);
   } finally {
     for (const { server } of running) await shutdown(server);
   }
@@ -333,15 +338,7 @@ async function measureStartup(ctx, kind, round) {
     const { server, readyMs } = await launchTimed(kind, ctx.startupRepo, ctx);
     try {
       if (kind === 'triton') ctx.tritonVersion ??= await serverVersion(server);
-      const serverRss = rssBytes(server.proc.pid);
-      const tree = treeRss(server.proc.pid);
-      r = {
-        readyMs,
-        serverRssMiB: serverRss / 2 ** 20,
-        stubRssMiB: (tree.bytes - serverRss) / 2 ** 20,
-        totalRssMiB: tree.bytes / 2 ** 20,
-        processes: tree.processes,
-      };
+      r = { readyMs, ...memoryOf(server) };
     } finally {
       await shutdown(server);
     }
@@ -351,6 +348,33 @@ async function measureStartup(ctx, kind, round) {
     progress(round, kind, `${STARTUP}: ERROR ${err instanceof Error ? err.message : err}`);
   }
   ctx.results.startup[kind].push(r);
+}
+
+/** The resident memory of a server process and of the processes below it (its stubs), MiB. */
+function memoryOf(server) {
+  const serverRss = rssBytes(server.proc.pid);
+  const tree = treeRss(server.proc.pid);
+  return {
+    serverRssMiB: serverRss / 2 ** 20,
+    stubRssMiB: (tree.bytes - serverRss) / 2 ** 20,
+    totalRssMiB: tree.bytes / 2 ** 20,
+    totalPssMiB: tree.pss / 2 ** 20,
+    processes: tree.processes,
+  };
+}
+
+/**
+ * What a server holds once it has served the round's cells: a heap grown by the load, which an
+ * idle reading at start does not show.
+ */
+function recordLoaded(ctx, kind, round, server) {
+  const r = memoryOf(server);
+  progress(
+    round,
+    kind,
+    `after the round's cells: RSS ${r.totalRssMiB.toFixed(0)} MiB (server ${r.serverRssMiB.toFixed(0)}, stubs ${r.stubRssMiB.toFixed(0)}), PSS ${r.totalPssMiB.toFixed(0)} MiB`,
+  );
+  ctx.results.loaded[kind].push(r);
 }
 
 async function serverVersion(server) {
@@ -495,6 +519,18 @@ function beforeTable(ctx) {
   );
 }
 
+function loadedTable(ctx) {
+  const s = ctx.results.loaded;
+  const rows = [
+    ['RSS, server process (MiB)', ...triple(s, 'serverRssMiB', 1)],
+    ['RSS, stub processes (MiB)', ...triple(s, 'stubRssMiB', 1)],
+    ['RSS, total (MiB)', ...triple(s, 'totalRssMiB', 1)],
+    ['PSS, total (MiB)', ...triple(s, 'totalPssMiB', 1)],
+    ['processes (server + stubs)', ...triple(s, 'processes')],
+  ];
+  return table(["after the round's cells", 'tritium', 'Triton', 'ratio'], rows);
+}
+
 function startupTable(ctx) {
   const s = ctx.results.startup;
   const rows = [
@@ -502,6 +538,7 @@ function startupTable(ctx) {
     ['RSS, server process (MiB)', ...triple(s, 'serverRssMiB', 1)],
     ['RSS, stub processes (MiB)', ...triple(s, 'stubRssMiB', 1)],
     ['RSS, total (MiB)', ...triple(s, 'totalRssMiB', 1)],
+    ['PSS, total (MiB)', ...triple(s, 'totalPssMiB', 1)],
     ['processes (server + stubs)', ...triple(s, 'processes')],
   ];
   return table(['4 Python models × 2 instances', 'tritium', 'Triton', 'ratio'], rows);
@@ -529,6 +566,9 @@ function report(ctx) {
       '',
       batchingTable(ctx),
     );
+  }
+  if (ctx.results.loaded.tritium?.length || ctx.results.loaded.triton?.length) {
+    parts.push('', `### Memory after the round's cells (${path.relative(ROOT, REPO)}, the servers of the cells above)`, '', loadedTable(ctx));
   }
   if (ctx.results.startup) parts.push('', '### Start-up and memory', '', startupTable(ctx));
   const notes = errorNotes(ctx);
@@ -559,7 +599,7 @@ async function main() {
     beforeCommit: opts.before ? gitCommit(opts.before) : undefined,
     pa: requirePerfAnalyzer(),
     triton: opts.servers.includes('triton') ? ensureTriton() : undefined,
-    results: { cells: {}, startup: doStartup ? {} : undefined },
+    results: { cells: {}, startup: doStartup ? {} : undefined, loaded: Object.fromEntries(opts.servers.map((s) => [s, []])) },
   };
   for (const c of cells) ctx.results.cells[c.name] = Object.fromEntries(opts.servers.map((s) => [s, []]));
   if (doStartup) for (const s of opts.servers) ctx.results.startup[s] = [];

@@ -9,7 +9,7 @@ import { commandLine, loadAverage, toolVersion } from './report.mjs';
 import { ROOT } from './server.mjs';
 
 /**
- * Runs `measure(root)` `rounds` times per build, alternating; `progress(round, name, result)`
+ * Runs `measure(root, name)` `rounds` times per build, alternating; `progress(round, name, result)`
  * says what each run found. Resolves with { builds: { [name]: root }, runs: { [name]: result[] },
  * header: the report's first lines (command line of `script`, date, load, machine, builds) }.
  */
@@ -20,7 +20,7 @@ export async function alternateBuilds({ script, before, rounds, measure, progres
   const runs = Object.fromEntries(Object.keys(builds).map((b) => [b, []]));
   for (let round = 0; round < rounds; round++) {
     for (const [name, root] of Object.entries(builds)) {
-      const r = await measure(root);
+      const r = await measure(root, name);
       runs[name].push(r);
       progress(round, name, r);
     }

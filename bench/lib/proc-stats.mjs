@@ -92,10 +92,27 @@ export function rssBytes(pid) {
   }
 }
 
-/** Resident memory of `pid` plus all its descendants, in bytes, and how many processes that is. */
+/**
+ * The proportional set size of `pid` in bytes (0 once it is gone): each page it shares counted
+ * as a share. Processes forked from one parent (tritium's stubs, from its fork server) share
+ * pages that a sum of their RSS counts once per process.
+ */
+export function pssBytes(pid) {
+  try {
+    const m = /^Pss:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Resident memory of `pid` plus all its descendants, in bytes (`bytes`: RSS summed; `pss`: PSS
+ * summed, shared pages counted once), and how many processes that is.
+ */
 export function treeRss(pid) {
   const pids = [pid, ...descendants(pid)];
-  return { bytes: pids.reduce((sum, p) => sum + rssBytes(p), 0), processes: pids.length };
+  return { bytes: pids.reduce((sum, p) => sum + rssBytes(p), 0), pss: pids.reduce((sum, p) => sum + pssBytes(p), 0), processes: pids.length };
 }
 
 /** The command line of `pid` as its argv, or [] once it is gone. */
