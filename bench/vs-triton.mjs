@@ -519,29 +519,24 @@ function beforeTable(ctx) {
   );
 }
 
-function loadedTable(ctx) {
-  const s = ctx.results.loaded;
-  const rows = [
+/** The rows of memoryOf()'s figures, medians over rounds. */
+function memoryRows(s) {
+  return [
     ['RSS, server process (MiB)', ...triple(s, 'serverRssMiB', 1)],
     ['RSS, stub processes (MiB)', ...triple(s, 'stubRssMiB', 1)],
     ['RSS, total (MiB)', ...triple(s, 'totalRssMiB', 1)],
     ['PSS, total (MiB)', ...triple(s, 'totalPssMiB', 1)],
     ['processes (server + stubs)', ...triple(s, 'processes')],
   ];
-  return table(["after the round's cells", 'tritium', 'Triton', 'ratio'], rows);
+}
+
+function loadedTable(ctx) {
+  return table(["after the round's cells", 'tritium', 'Triton', 'ratio'], memoryRows(ctx.results.loaded));
 }
 
 function startupTable(ctx) {
   const s = ctx.results.startup;
-  const rows = [
-    ['start-to-ready (ms)', ...triple(s, 'readyMs')],
-    ['RSS, server process (MiB)', ...triple(s, 'serverRssMiB', 1)],
-    ['RSS, stub processes (MiB)', ...triple(s, 'stubRssMiB', 1)],
-    ['RSS, total (MiB)', ...triple(s, 'totalRssMiB', 1)],
-    ['PSS, total (MiB)', ...triple(s, 'totalPssMiB', 1)],
-    ['processes (server + stubs)', ...triple(s, 'processes')],
-  ];
-  return table(['4 Python models × 2 instances', 'tritium', 'Triton', 'ratio'], rows);
+  return table(['4 Python models × 2 instances', 'tritium', 'Triton', 'ratio'], [['start-to-ready (ms)', ...triple(s, 'readyMs')], ...memoryRows(s)]);
 }
 
 function report(ctx) {

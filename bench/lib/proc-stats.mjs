@@ -82,14 +82,19 @@ export function treeCpu(pid) {
   return { server: cpuSeconds(pid), children: kids.reduce((sum, k) => sum + cpuSeconds(k), 0), processes: kids.length };
 }
 
-/** VmRSS of `pid` in bytes (0 once it is gone, or for a kernel thread). */
-export function rssBytes(pid) {
+/** A `<field>: N kB` line of a /proc file of `pid`, in bytes; 0 when the file or line is missing. */
+function procKb(pid, file, field) {
   try {
-    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/${file}`, 'utf8'));
     return m ? Number(m[1]) * 1024 : 0;
   } catch {
     return 0;
   }
+}
+
+/** VmRSS of `pid` in bytes (0 once it is gone, or for a kernel thread). */
+export function rssBytes(pid) {
+  return procKb(pid, 'status', 'VmRSS');
 }
 
 /**
@@ -98,12 +103,7 @@ export function rssBytes(pid) {
  * pages that a sum of their RSS counts once per process.
  */
 export function pssBytes(pid) {
-  try {
-    const m = /^Pss:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
+  return procKb(pid, 'smaps_rollup', 'Pss');
 }
 
 /**
