@@ -61,26 +61,25 @@ describe('pipelining into a stub', () => {
     // carries them): Node's send-to-answer time also holds the sleeping stub's wake-up, which
     // a busy 2-core host stretched past 1 ms on average in about one run in four.
     for (let i = 0; i < 40; i++) {
-      const res = await infer(server, `warm${i}`);
+      const res = await infer(server, `warm-${i}`);
       expect(res.status).toBe(200);
       await res.text();
     }
     // One execution held in the stub, then four more requests.
-    const ids = { held: 'held', b: 'b', c: 'c', d: 'd', e: 'e' };
     const hold = path.join(tmp, 'release-held');
-    const held = infer(server, ids.held, { hold });
-    await waitFor('the held request sent to the stub', () => sentLine(server, ids.held) !== undefined);
-    const more = [ids.b, ids.c, ids.d, ids.e].map((id) => infer(server, id));
+    const held = infer(server, 'held', { hold });
+    await waitFor('the held request sent to the stub', () => sentLine(server, 'held') !== undefined);
+    const more = ['b', 'c', 'd', 'e'].map((id) => infer(server, id));
     await waitFor(
       'b, c and d sent and e queued',
-      () => [ids.b, ids.c, ids.d].every((id) => sentLine(server, id) !== undefined) && queuedLine(server, ids.e) !== undefined,
+      () => ['b', 'c', 'd'].every((id) => sentLine(server, id) !== undefined) && queuedLine(server, 'e') !== undefined,
     );
     // Three wait in ring A behind the held one; the fourth stays in the scheduler's queue.
-    expect(sentLine(server, ids.b)).toContain('behind 1 batch(es)');
-    expect(sentLine(server, ids.c)).toContain('behind 2 batch(es)');
-    expect(sentLine(server, ids.d)).toContain('behind 3 batch(es)');
-    expect(sentLine(server, ids.e)).toBeUndefined();
-    expect(queuedLine(server, ids.e)).toContain('every instance busy');
+    expect(sentLine(server, 'b')).toContain('behind 1 batch(es)');
+    expect(sentLine(server, 'c')).toContain('behind 2 batch(es)');
+    expect(sentLine(server, 'd')).toContain('behind 3 batch(es)');
+    expect(sentLine(server, 'e')).toBeUndefined();
+    expect(queuedLine(server, 'e')).toContain('every instance busy');
     // Pending, as Triton counts it, is every request received and not started: the three in
     // ring A and the one in the scheduler's queue.
     const m = await scrape(server.metricsPort!);
@@ -95,7 +94,7 @@ describe('pipelining into a stub', () => {
       expect(res.status).toBe(200);
       await res.text();
     }
-    const eSent = sentLine(server, ids.e);
+    const eSent = sentLine(server, 'e');
     expect(eSent).toBeDefined();
     expect(eSent).not.toMatch(/behind [23] batch/);
   });
