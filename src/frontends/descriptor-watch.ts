@@ -11,8 +11,9 @@
  * A probe opens and closes one descriptor once a second (on the server's housekeeping timer,
  * core/second-tick.ts): EMFILE/ENFILE means none is free, which is exactly when accepts fail.
  * The condition is logged once per burst (a warning when it starts, a line when descriptors
- * are free again) and each burst is counted (`tritium_descriptor_exhaustion_total`). A listening server's own EMFILE/ENFILE error, which
- * libuv passes on in rare cases, joins the same burst instead of being logged per connection.
+ * are free again) and each burst is counted (`tritium_descriptor_exhaustion_total`). A
+ * listening server's own EMFILE/ENFILE error, which libuv passes on in rare cases, joins the
+ * same burst instead of being logged per connection.
  */
 import fs from 'node:fs';
 import { descriptorLimit } from './connection-limit.js';

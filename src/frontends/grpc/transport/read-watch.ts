@@ -11,9 +11,9 @@
  * is watched, looks at the calls still reading; a call's progress is its reader's byte count.
  * So a call costs the request path a push and a swap-remove in an array, not a timer and
  * listeners of its own (the call's reading unwatches it when its request side ends), and a
- * stall is seen between one timeout and one timeout plus a sweep interval after the last byte. An array rather than a Set: a Set with an
- * insert and a delete per call rehashes every few calls and keeps its young entries alive
- * through scavenges (core/slot-table.ts says how).
+ * stall is seen between one timeout and one timeout plus a sweep interval after the last
+ * byte. An array rather than a Set: a Set with an insert and a delete per call rehashes every
+ * few calls and keeps its young entries alive through scavenges (core/slot-table.ts says how).
  */
 import { H2_NO_ERROR, type H2Stream } from './h2-session.js';
 import { DuplexCall, type UnaryCall } from './call.js';
