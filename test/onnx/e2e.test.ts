@@ -25,6 +25,8 @@ describe.skipIf(!wired)('onnxruntime models behind the server', () => {
     // mlp: no config.pbtxt at all, auto-completed from the graph.
     fs.mkdirSync(path.join(repo, 'mlp', '1'), { recursive: true });
     fs.copyFileSync(path.join(models, 'mlp.onnx'), path.join(repo, 'mlp', '1', 'model.onnx'));
+    // The same graph under a name that byte order and a locale's order place differently.
+    fs.cpSync(path.join(repo, 'mlp'), path.join(repo, 'MLP_copy'), { recursive: true });
     for (const m of ['simple_onnx', 'preprocess']) fs.cpSync(path.join(MODELS, m), path.join(repo, m), { recursive: true });
     server = await startTritium({ repos: [repo] });
   }, 120_000);
@@ -43,6 +45,15 @@ describe.skipIf(!wired)('onnxruntime models behind the server', () => {
     const meta = (await (await fetch(`${server.http}/v2/models/mlp`)).json()) as Record<string, any>;
     expect(meta['platform']).toBe('onnxruntime_onnx');
     expect(meta['inputs']).toEqual([{ name: 'INPUT0', datatype: 'FP32', shape: [-1, 16] }]);
+  });
+
+  it("lists models in their names' byte order, as Triton does", async () => {
+    // Triton 2.51 keeps models under std::string keys: Bmod, Zmod, _cmod, amod, zeta.
+    const want = ['MLP_copy', 'mlp', 'preprocess', 'simple_onnx'];
+    const stats = (await (await fetch(`${server.http}/v2/models/stats`)).json()) as { model_stats: Array<{ name: string }> };
+    expect(stats.model_stats.map((m) => m.name)).toEqual(want);
+    const index = (await (await fetch(`${server.http}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as Array<{ name: string }>;
+    expect(index.map((m) => m.name)).toEqual(want);
   });
 
   it('infers over HTTP (JSON) and counts it in the statistics', async () => {

@@ -19,6 +19,7 @@ import { gaveUp, instanceReasons, type ModelEntry, type VersionEntry } from './m
 import type { ModelVersion } from './model-version.js';
 import type { InferenceObserver } from './observer.js';
 import { RepositoryPoller } from './repository-poll.js';
+import { compareUtf8 } from '../utf8-order.js';
 
 export interface ModelManagerOptions {
   repositories: string[];
@@ -115,7 +116,7 @@ export class ModelManager {
         if (ve.state !== 'READY') failed.push({ name: `${entry.name}:${v}`, reason: ve.reason });
       }
     }
-    return failed.sort((a, b) => a.name.localeCompare(b.name));
+    return failed.sort((a, b) => compareUtf8(a.name, b.name));
   }
 
   /**
@@ -159,7 +160,7 @@ export class ModelManager {
   /** Every READY version (statistics, readiness). */
   readyVersions(): ModelVersion[] {
     const out: ModelVersion[] = [];
-    for (const e of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const e of [...this.models.values()].sort((a, b) => compareUtf8(a.name, b.name))) {
       for (const [, ve] of [...e.versions.entries()].sort(([a], [b]) => a - b)) if (ve.state === 'READY' && ve.model) out.push(ve.model);
     }
     return out;
@@ -221,7 +222,7 @@ export class ModelManager {
     const out: RepositoryIndexEntry[] = [];
     const names = new Set(this.models.keys());
     if (!readyOnly) for (const n of repositoryNames(this.o.repositories)) names.add(n);
-    for (const name of [...names].sort()) {
+    for (const name of [...names].sort(compareUtf8)) {
       const e = this.models.get(name);
       if (!e || e.versions.size === 0) {
         if (!readyOnly) out.push(e?.error ? { name, state: 'UNAVAILABLE', reason: e.error } : { name });

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { compareUtf8 } from '../utf8-order.js';
 
 export interface ModelSource {
   name: string;
@@ -81,7 +82,7 @@ export function scanRepositories(repositories: string[], configName = ''): ScanR
     }
   }
   const result: ScanResult = { models: [], unavailable: [] };
-  for (const [name, sources] of [...byName.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, sources] of [...byName.entries()].sort(([a], [b]) => compareUtf8(a, b))) {
     if (sources.length > 1) result.unavailable.push({ name, reason: 'model appears in two or more repositories' });
     else result.models.push(sources[0]!);
   }

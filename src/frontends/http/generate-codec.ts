@@ -19,6 +19,7 @@ import type { InferRequest, InferResponse, Parameters } from '../../core/inferen
 import type { ModelHandle } from '../../core/model-handle.js';
 import type { Tensor } from '../../core/tensor.js';
 import { elementCount } from '../../core/tensor.js';
+import { compareUtf8 } from '../../core/utf8-order.js';
 import { parseJsonBuffer } from './json-parse.js';
 import { dataToJsonText, encodeJsonData } from './tensor-json.js';
 
@@ -139,7 +140,7 @@ export function renderGenerateResponse(response: InferResponse, maxJsonOutputSiz
   const keys = [...fields.keys()];
   // UTF-16 order is UTF-8 byte order for ASCII names (nearly always), and much cheaper than
   // comparing encoded copies; a stream renders this once per token.
-  keys.sort(keys.every(isAscii) ? undefined : byteOrder);
+  keys.sort(keys.every(isAscii) ? undefined : compareUtf8);
   return '{' + keys.map((k) => JSON.stringify(k) + ':' + fields.get(k)!).join(',') + '}';
 }
 
@@ -152,10 +153,4 @@ function paramText(v: string | number | boolean | bigint): string {
 function isAscii(s: string): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
   return true;
-}
-
-function byteOrder(a: string, b: string): number {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return Buffer.compare(x, y);
 }
