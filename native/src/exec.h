@@ -1,0 +1,6 @@
+#pragma once
+#include <napi.h>
+
+namespace tritium {
+void InitExec(Napi::Env env, Napi::Object exports);
+}
