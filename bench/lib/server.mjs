@@ -20,11 +20,20 @@ export function ensureBuilt() {
   if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('run `npm run build` first');
 }
 
+/** The flags `root`'s server would restart itself with, less those `nodeArgs` and NODE_OPTIONS set (none before it did). */
+async function restartFlags(root, nodeArgs, nodeOptions) {
+  const file = path.join(root, 'dist', 'cli', 'node-flags.js');
+  if (!fs.existsSync(file)) return [];
+  const { missingNodeFlags } = await import(file);
+  return missingNodeFlags(nodeArgs, nodeOptions);
+}
+
 /**
  * Starts the CLI on `repos` (one path or several) with `args` appended to its command line;
  * resolves once HTTP, metrics and gRPC (unless `--allow-grpc=false` / `--allow-metrics=false`)
  * listen. With `inspect`, node runs the server with `--inspect=127.0.0.1:0` and the result's
- * `inspector` is its WebSocket URL. `nodeArgs` go to node before the script (e.g. `--cpu-prof`);
+ * `inspector` is its WebSocket URL; the server does not restart itself under a debugger, so the
+ * V8 flags it would restart with (src/cli/node-flags.ts) are given here, where `root` has them. `nodeArgs` go to node before the script (e.g. `--cpu-prof`);
  * `env` is added to this process's environment for the server (and the stubs it starts). `root`
  * runs another checkout's bin/tritium.js (its dist/ built), to compare two builds in one run.
  *
@@ -35,7 +44,7 @@ export async function startTritium({ repos, args = [], inspect = false, nodeArgs
   if (!fs.existsSync(path.join(root, 'dist', 'cli', 'main.js'))) throw new Error(`run \`npm run build\` in ${root} first`);
   const argv = [
     ...nodeArgs,
-    ...(inspect ? ['--inspect=127.0.0.1:0'] : []),
+    ...(inspect ? [...(await restartFlags(root, nodeArgs, env.NODE_OPTIONS ?? process.env.NODE_OPTIONS)), '--inspect=127.0.0.1:0'] : []),
     path.join(root, 'bin', 'tritium.js'),
     ...[repos].flat().map((r) => `--model-repository=${r}`),
     '--http-port=0',
