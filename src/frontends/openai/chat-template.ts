@@ -20,7 +20,8 @@
  * with the model's name.
  */
 import fs from 'node:fs';
-import { Environment, Interpreter, Template } from '@huggingface/jinja';
+import { createRequire } from 'node:module';
+import type { Template } from '@huggingface/jinja';
 import { Errors } from '../../core/errors.js';
 
 export interface ChatMessage {
@@ -45,8 +46,17 @@ export class ChatTemplateRenderError extends Error {
 interface JinjaEnvironment {
   set(name: string, value: unknown): unknown;
 }
-const JinjaEnvironmentClass = Environment as unknown as new () => JinjaEnvironment;
-const JinjaInterpreterClass = Interpreter as unknown as new (env: JinjaEnvironment) => { run(program: unknown): { value: unknown } };
+interface Jinja {
+  Template: new (source: string) => Template;
+  Environment: new () => JinjaEnvironment;
+  Interpreter: new (env: JinjaEnvironment) => { run(program: unknown): { value: unknown } };
+}
+
+// The renderer is loaded by the first template, through its CommonJS build so that construction
+// stays synchronous: a server whose models have no chat template never holds it (a quarter of a
+// MiB of heap in the main thread and in each HTTP frontend thread).
+let jinja: Jinja | undefined;
+const jinjaLib = (): Jinja => (jinja ??= createRequire(import.meta.url)('@huggingface/jinja') as Jinja);
 
 // The special tokens transformers passes to templates by name (its special_tokens_map, less the
 // list of additional tokens, which no template in common use reads).
@@ -63,7 +73,7 @@ export class ChatTemplate {
     this.origin = origin;
     this.specialTokens = { ...specialTokens };
     try {
-      this.template = new Template(asJinja2ReadsIt(source));
+      this.template = new (jinjaLib().Template)(asJinja2ReadsIt(source));
     } catch (err) {
       // The parser's own messages can be terse ("Cannot read properties of undefined" for an
       // unclosed block): saying it is a syntax error tells the operator where to look.
@@ -111,9 +121,9 @@ export class ChatTemplate {
     if (opts.tools !== undefined) context.tools = opts.tools;
     try {
       // An environment per render: templates assign variables, which must not leak into the next.
-      const env = new JinjaEnvironmentClass();
+      const env = new (jinjaLib().Environment)();
       for (const [name, value] of Object.entries(context)) env.set(name, value);
-      return String(new JinjaInterpreterClass(env).run(this.template.parsed).value);
+      return String(new (jinjaLib().Interpreter)(env).run(this.template.parsed).value);
     } catch (err) {
       if (err instanceof ChatTemplateRenderError) throw err;
       throw new ChatTemplateRenderError(messageOf(err));

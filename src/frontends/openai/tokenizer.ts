@@ -15,8 +15,8 @@
  * read again at the next load.
  */
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Tokenizer } from '@huggingface/tokenizers';
 import { Errors } from '../../core/errors.js';
 import { ChatTemplate, readJsonObject } from './chat-template.js';
 
@@ -27,7 +27,11 @@ interface Encoder {
 
 // The package's declaration files use extensionless relative imports, which NodeNext resolution
 // does not follow, so its class reaches TypeScript untyped: this names the part that is used.
-const EncoderClass = Tokenizer as unknown as new (tokenizerJson: object, tokenizerConfig: object) => Encoder;
+// It is loaded by the first tokenizer, through its CommonJS build (as the chat template's
+// renderer is, chat-template.ts): a server that counts no tokens never holds it.
+type EncoderClass = new (tokenizerJson: object, tokenizerConfig: object) => Encoder;
+let encoderClass: EncoderClass | undefined;
+const Encoder = (): EncoderClass => (encoderClass ??= (createRequire(import.meta.url)('@huggingface/tokenizers') as { Tokenizer: EncoderClass }).Tokenizer);
 
 export class TokenCounter {
   private constructor(
@@ -44,7 +48,7 @@ export class TokenCounter {
     const configFile = path.join(path.dirname(tokenizerJson), 'tokenizer_config.json');
     const config = fs.existsSync(configFile) ? readJsonObject(configFile) : {};
     try {
-      return new TokenCounter(new EncoderClass(json, config), tokenizerJson);
+      return new TokenCounter(new (Encoder())(json, config), tokenizerJson);
     } catch (err) {
       throw Errors.openaiTokenizerFile(tokenizerJson, `not a tokenizer this server can use: ${err instanceof Error ? err.message : String(err)}`);
     }
