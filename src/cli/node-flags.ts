@@ -9,9 +9,10 @@
  * - `--no-parallel-scavenge`: a scavenge here keeps a few tens of KiB alive; done by the main
  *   thread alone it pauses it half as long as with V8's helper threads, which it does not wake.
  * A flag the operator gave (node's arguments or NODE_OPTIONS, either spelling, negated or not)
- * is theirs; the restart adds only the others. Under --inspect there is no restart, which
- * would drop the debugger's session.
+ * is theirs; the restart adds only the others. With a debugger's port open there is no restart,
+ * which would open a second one.
  */
+import inspector from 'node:inspector';
 import { loadNative } from '../backends/python/ipc/native.js';
 
 export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--no-parallel-scavenge'];
@@ -36,7 +37,9 @@ export function restartWithNodeFlags(): void {
     delete process.env[RESTARTED];
     return;
   }
-  if (process.execArgv.some((f) => f.startsWith('--inspect'))) return;
+  // A debugger's port is open already (from node's arguments or NODE_OPTIONS): the restarted
+  // process would open another, and a client would be left holding the first.
+  if (inspector.url() !== undefined) return;
   const missing = missingNodeFlags(process.execArgv, process.env['NODE_OPTIONS']);
   if (missing.length === 0) return;
   const argv = [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)];

@@ -1,7 +1,8 @@
 /**
  * The V8 flags the server restarts itself with (src/cli/node-flags.ts): which it adds, which it
  * leaves to the operator, and the restarted server itself: same pid, its log on stdout, the
- * flags on its command line, the restart's marker in no process below it.
+ * flags on its command line, the restart's marker in no process below it; and no restart with
+ * a debugger's port open.
  */
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -47,6 +48,13 @@ describe('the restarted server', () => {
       }),
     });
     expect(((await r.json()) as { outputs: Array<{ data: number[] }> }).outputs[0]!.data).toEqual([2, 4, 6, 8]);
+    await stopAndExpectNoShm(s);
+  });
+
+  it('does not restart with a debugger listening, which would open a second port', async () => {
+    const s = await startTritium({ repos: [repo], env: { NODE_OPTIONS: '--inspect=127.0.0.1:0' } });
+    expect(s.log().match(/Debugger listening on/g)).toHaveLength(1);
+    expect(argvOf(s.proc.pid!).filter((a) => SERVER_NODE_FLAGS.includes(a))).toEqual([]);
     await stopAndExpectNoShm(s);
   });
 
