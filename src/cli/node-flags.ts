@@ -42,15 +42,12 @@ export function restartWithNodeFlags(): void {
   if (inspector.url() !== undefined) return;
   const missing = missingNodeFlags(process.execArgv, process.env['NODE_OPTIONS']);
   if (missing.length === 0) return;
-  const argv = [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)];
-  const env = { ...process.env, [RESTARTED]: '1' };
+  // The environment goes as it is (process.env writes through to it), with the marker.
+  process.env[RESTARTED] = '1';
   try {
-    loadNative().execve(
-      process.execPath,
-      argv,
-      Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    );
+    loadNative().execve(process.execPath, [process.argv0, ...missing, ...process.execArgv, ...process.argv.slice(1)]);
   } catch {
     // No addon, or the exec failed (it changes nothing then): serve with Node's defaults.
+    delete process.env[RESTARTED];
   }
 }

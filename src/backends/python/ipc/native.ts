@@ -115,8 +115,8 @@ export interface NativeAddon {
   createRingLink(n0: SharedArrayBuffer): RingLink;
   /** dlopen(file, RTLD_NOW | RTLD_GLOBAL) for the life of the process; throws the loader's message (onnx/cuda/preload.ts). */
   loadSharedLibrary(file: string): void;
-  /** execve(2): runs `file` in this process with `argv` and `env` ("NAME=value"); returns only by throwing (cli/node-flags.ts). */
-  execve(file: string, argv: string[], env: string[]): never;
+  /** execve(2): runs `file` in this process with `argv` and its environment; returns only by throwing (cli/node-flags.ts). */
+  execve(file: string, argv: string[]): never;
   /**
    * Creates the eventfd and calls `onWake` on the loop when it becomes readable, and before the
    * loop would block when ring B of `n0` holds messages the stub published without writing it
