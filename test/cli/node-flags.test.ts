@@ -7,13 +7,13 @@
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { missingNodeFlags, SERVER_NODE_FLAGS } from '../../src/cli/node-flags.js';
-import { descendantsOf } from '../helpers/processes.js';
+import { cmdlineOf, descendantsOf } from '../helpers/processes.js';
 import { makeRepo, startTritium, stopAndExpectNoShm } from '../helpers/server.js';
 
 const repo = makeRepo(['add_sub']);
 afterAll(() => fs.rmSync(repo, { recursive: true, force: true }));
 
-const argvOf = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+const argvOf = (pid: number) => cmdlineOf(pid).split('\0');
 const environOf = (pid: number) => fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
 
 describe('missingNodeFlags', () => {
