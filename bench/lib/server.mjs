@@ -33,9 +33,10 @@ async function restartFlags(root, nodeArgs, nodeOptions) {
  * resolves once HTTP, metrics and gRPC (unless `--allow-grpc=false` / `--allow-metrics=false`)
  * listen. With `inspect`, node runs the server with `--inspect=127.0.0.1:0` and the result's
  * `inspector` is its WebSocket URL; the server does not restart itself under a debugger, so the
- * V8 flags it would restart with (src/cli/node-flags.ts) are given here, where `root` has them. `nodeArgs` go to node before the script (e.g. `--cpu-prof`);
- * `env` is added to this process's environment for the server (and the stubs it starts). `root`
- * runs another checkout's bin/tritium.js (its dist/ built), to compare two builds in one run.
+ * V8 flags it would restart with (src/cli/node-flags.ts) are given here, where `root` has them.
+ * `nodeArgs` go to node before the script (e.g. `--cpu-prof`); `env` is added to this
+ * process's environment for the server (and the stubs it starts). `root` runs another
+ * checkout's bin/tritium.js (its dist/ built), to compare two builds in one run.
  *
  * Resolves with { proc, http, httpPort, grpcPort, metricsPort, inspector, log(), stop(signal),
  * exited }; stop() sends SIGTERM (or `signal`) and resolves with { code, signal } of the exit.
